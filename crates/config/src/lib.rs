@@ -1,0 +1,2 @@
+//! salt-config
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! salt-keystore
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! salt-master-core
+#![forbid(unsafe_code)]

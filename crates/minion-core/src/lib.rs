@@ -1,0 +1,2 @@
+//! salt-minion-core
+#![forbid(unsafe_code)]

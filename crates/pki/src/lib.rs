@@ -1,0 +1,2 @@
+//! salt-pki
+#![forbid(unsafe_code)]

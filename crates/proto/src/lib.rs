@@ -1,0 +1,2 @@
+//! salt-proto
+#![forbid(unsafe_code)]

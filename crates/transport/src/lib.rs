@@ -1,0 +1,2 @@
+//! salt-transport
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! salt-examples
+#![forbid(unsafe_code)]

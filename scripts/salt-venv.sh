@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Build (or reuse) a venv holding a runnable real Salt, as in the recipe in
+# shared/docs/salt-wire-protocol.md. Usage: scripts/salt-venv.sh VERSION [DIR]
+# Prints the venv path. Idempotent: a venv whose salt imports is reused.
+set -euo pipefail
+ver="${1:?salt version, e.g. 3007.17}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${2:-$root/.venv/salt-$ver}"
+if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import salt.version, zmq, msgpack; assert salt.version.__version__ == '$ver'" 2>/dev/null; then
+  echo "$dir"; exit 0
+fi
+rm -rf "$dir"
+python3 -m venv "$dir" >&2
+"$dir/bin/pip" install -q --no-deps "salt==$ver" >&2
+"$dir/bin/pip" install -q "pyzmq<26" msgpack cryptography pycryptodomex PyYAML Jinja2 MarkupSafe \
+  tornado psutil distro looseversion packaging jmespath requests certifi python-dateutil \
+  setproctitle contextvars immutables jaraco.text jaraco.functools jaraco.context \
+  more-itertools croniter attrs filelock urllib3 idna charset-normalizer aiohttp >&2
+"$dir/bin/python" -c "import salt.version; print(salt.version.__version__)" >&2
+echo "$dir"

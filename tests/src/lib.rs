@@ -1,0 +1,2 @@
+//! salt-integration-tests
+#![forbid(unsafe_code)]
