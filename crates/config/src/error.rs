@@ -59,6 +59,20 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The file and (when known) the line the error is about.
+    pub fn location(&self) -> (&Path, Option<u64>) {
+        match self {
+            Self::Read { path, .. }
+            | Self::Syntax { path, .. }
+            | Self::NotAMapping { path, .. } => (path, None),
+            Self::BadKeyName { path, line, .. } | Self::InvalidOption { path, line, .. } => {
+                (path, *line)
+            }
+        }
+    }
+}
+
 /// What is wrong with an option's value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -19,6 +19,7 @@
 //! the environment (except through [`LoadOptions::from_system`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 use std::path::{Path, PathBuf};
 
@@ -219,10 +220,16 @@ fn prepend_root_dir(root_dir: &Path, path: &Path) -> PathBuf {
 /// Turns collected errors into the loader's result.
 fn finish<T>(
     config: T,
-    errors: Vec<ConfigError>,
+    mut errors: Vec<ConfigError>,
     warnings: Vec<String>,
     files: Vec<PathBuf>,
 ) -> Result<Loaded<T>, ConfigErrors> {
+    // Report in reading order: file by file, line by line.
+    errors.sort_by_key(|e| {
+        let (path, line) = e.location();
+        let file = files.iter().position(|f| f == path).unwrap_or(usize::MAX);
+        (file, line.unwrap_or(0))
+    });
     if errors.is_empty() {
         Ok(Loaded {
             config,

@@ -123,7 +123,7 @@ salt_options! {
         #[salt_default = "master_sign"]
         pub master_sign_key_name: String,
         /// File name (in `pki_dir`) of a pre-computed public-key signature.
-        #[salt_default = "master_pubkey_signature"]
+        #[salt_default = "master_pubkey_signature (3008: None)"]
         pub master_pubkey_signature: String,
         /// Send the pre-computed signature file instead of signing at runtime.
         #[salt_default = "False"]

@@ -80,7 +80,7 @@ salt_options! {
         #[salt_default = "0"]
         pub master_failback_interval: Duration,
         /// Connection attempts per master before giving up (`None`: forever; Salt's `-1`).
-        #[salt_default = "-1"]
+        #[salt_default = "-1 (3006: 1)"]
         pub master_tries: Option<u32>,
         /// Authentication attempts per connection.
         #[salt_default = "7"]

@@ -249,7 +249,7 @@ pub(crate) fn duration(unit: Duration) -> impl Fn(&Node) -> Result<Duration, Pro
         };
         let n = u32::try_from(n).map_err(|_| Problem::OutOfRange {
             value: n.to_string(),
-            allowed: format!("0 to {}", u32::MAX),
+            allowed: format!("0 to {} (a duration cannot be negative)", u32::MAX),
         })?;
         Ok(unit * n)
     }
