@@ -54,7 +54,8 @@ salt_options! {
         /// The minion id. Unset: `<root_dir>/etc/salt/minion_id` if present, else the host name.
         #[salt_default = "<hostname>"]
         pub id: String,
-        /// Master(s): `host`, `host:port`, `[v6addr]:port`, or a list of those.
+        /// Master(s): `host`, `host:port`, `[v6addr]:port`, or a list of those. With
+        /// `master_type` failover or distributed a single master becomes a one-element list.
         #[salt_default = "salt"]
         pub master: Masters,
         /// Master return port, for entries without their own port.
@@ -325,7 +326,15 @@ impl MinionConfig {
                 })
             })
         } else {
-            r.get("master", default_master, masters)
+            match r.get("master", default_master, masters) {
+                // Salt's eval_master turns a single master into a list for these modes.
+                Masters::One(addr)
+                    if matches!(master_type, MasterType::Failover | MasterType::Distributed) =>
+                {
+                    Masters::List(vec![addr])
+                }
+                other => other,
+            }
         };
 
         for key in ["file_roots", "pillar_roots", "include", "default_include"] {

@@ -418,6 +418,14 @@ fn master_as_string_or_list_with_ports_and_ipv6() {
         .config;
     assert_eq!(func.master.addrs()[0].host, "mymod.get_master");
 
+    let single_failover = MinionConfig::from_yaml_str("master_type: failover\nmaster: m9\n", &o)
+        .unwrap()
+        .config;
+    assert!(
+        single_failover.master.is_list(),
+        "Salt makes a one-element list"
+    );
+
     assert!(MinionConfig::from_yaml_str("master: []\n", &o).is_err());
     assert!(MinionConfig::from_yaml_str("master: {a: 1}\n", &o).is_err());
 }
