@@ -271,6 +271,12 @@ pub struct FailoverState {
     last_master: Option<usize>,
     /// A master was lost in `str` mode and not yet re-established.
     lost_single: bool,
+    /// The current round was started by a failback.
+    failing_back: bool,
+    /// Failbacks in a row where the preferred master answered the ping but then did not take
+    /// us (full, rejected, broken): each one doubles the failback interval (up to 16x), so a
+    /// full preferred master does not make the minion hop back and forth every interval.
+    failback_misses: u32,
     rng: StdRng,
     next_check: u64,
     phase: Phase,
@@ -319,6 +325,8 @@ impl FailoverState {
             tally: Tally::default(),
             last_master: None,
             lost_single: false,
+            failing_back: false,
+            failback_misses: 0,
             rng: StdRng::seed_from_u64(rng_seed),
             next_check: 0,
             phase: Phase::Stopped,
@@ -604,11 +612,27 @@ impl FailoverState {
     }
 
     fn accepted(&mut self, idx: usize, now: Instant) {
-        self.log(Level::INFO, "Authentication with master successful!".to_owned());
+        self.log(
+            Level::INFO,
+            "Authentication with master successful!".to_owned(),
+        );
         if self.lost_single {
             self.lost_single = false;
             let msg = format!("Connection to master {} re-established", self.labels[idx]);
             self.log(Level::INFO, msg);
+        }
+        if std::mem::take(&mut self.failing_back) {
+            if idx == 0 {
+                self.failback_misses = 0;
+            } else {
+                self.failback_misses += 1;
+                let msg = format!(
+                    "Failback to master {} did not succeed; next failback ping in {} seconds",
+                    self.labels[0],
+                    secs(self.failback_delay())
+                );
+                self.log(Level::INFO, msg);
+            }
         }
         self.failed_rounds = 0;
         self.pending_wait = self.cfg.acceptance_wait_time.max(MIN_RETRY_WAIT);
@@ -619,7 +643,7 @@ impl FailoverState {
         });
         self.actions.push_back(Action::Connected { idx, addr });
         let failback = (self.cfg.failback && idx != 0).then(|| Failback {
-            next_ping: Some(now + self.failback_interval()),
+            next_ping: Some(now + self.failback_delay()),
             in_flight: None,
         });
         self.phase = Phase::Connected(Connected {
@@ -779,10 +803,7 @@ impl FailoverState {
                 };
                 self.failed_rounds += 1;
                 let wait = self.round_backoff();
-                let msg = format!(
-                    "Master {label} {what}; retrying in {} seconds",
-                    secs(wait)
-                );
+                let msg = format!("Master {label} {what}; retrying in {} seconds", secs(wait));
                 self.log(Level::WARN, msg);
                 self.master_tries_exhausted();
                 self.phase = Phase::BackingOff(BackingOff {
@@ -844,11 +865,14 @@ impl FailoverState {
             .max(MIN_RETRY_WAIT)
     }
 
-    fn failback_interval(&self) -> Duration {
-        self.cfg
+    /// `master_failback_interval`, doubled for each failback in a row that did not stick.
+    fn failback_delay(&self) -> Duration {
+        let base = self
+            .cfg
             .failback_interval
             .unwrap_or(DEFAULT_FAILBACK_INTERVAL)
-            .max(MIN_RETRY_WAIT)
+            .max(MIN_RETRY_WAIT);
+        base.saturating_mul(1 << self.failback_misses.min(4))
     }
 
     // === Connected: liveness and failback ===
@@ -858,8 +882,7 @@ impl FailoverState {
             return;
         };
         let idx = c.idx;
-        if c
-            .live
+        if c.live
             .sub_down_since
             .is_some_and(|t| t + self.cfg.sub_reconnect_grace <= now)
         {
@@ -884,14 +907,12 @@ impl FailoverState {
         {
             self.send_alive_check(now);
         }
-        if let Phase::Connected(c) = &mut self.phase
-            && let Some(f) = &mut c.failback
+        if let Phase::Connected(c) = &self.phase
+            && let Some(f) = &c.failback
+            && let Some(p) = f.in_flight
+            && p.deadline <= now
         {
-            if let Some(p) = f.in_flight
-                && p.deadline <= now
-            {
-                self.failback_answer(0, p.id, false, now);
-            }
+            self.failback_answer(0, p.id, false, now);
         }
         if let Phase::Connected(c) = &mut self.phase
             && let Some(f) = &mut c.failback
@@ -996,7 +1017,7 @@ impl FailoverState {
     }
 
     fn failback_answer(&mut self, idx: usize, id: CheckId, ok: bool, now: Instant) {
-        let interval = self.failback_interval();
+        let interval = self.failback_delay();
         let Phase::Connected(c) = &mut self.phase else {
             return;
         };
@@ -1021,6 +1042,7 @@ impl FailoverState {
         );
         self.log(Level::INFO, msg);
         self.actions.push_back(Action::Disconnect { idx: cur });
+        self.failing_back = true;
         self.order = (0..self.cfg.masters.len()).collect();
         if self.cfg.random_master {
             self.shuffle_order(None);
@@ -1032,8 +1054,12 @@ impl FailoverState {
     fn lost(&mut self, idx: usize, reason: &str, now: Instant) {
         let label = self.labels[idx].clone();
         self.log(Level::INFO, format!("Connection to master {label} lost"));
-        self.log(Level::DEBUG, format!("Master {label} considered lost: {reason}"));
+        self.log(
+            Level::DEBUG,
+            format!("Master {label} considered lost: {reason}"),
+        );
         self.actions.push_back(Action::Disconnect { idx });
+        self.failing_back = false;
         if self.cfg.master_type != MasterType::Failover {
             self.lost_single = true;
             self.sign_in(idx, 1, now);
@@ -1062,7 +1088,8 @@ impl FailoverState {
         if last.is_some() {
             end = end.saturating_sub(1);
         }
-        let start = usize::from(self.cfg.failback && self.order.first() == Some(&0) && last != Some(0));
+        let start =
+            usize::from(self.cfg.failback && self.order.first() == Some(&0) && last != Some(0));
         if start < end {
             self.order[start..end].shuffle(&mut self.rng);
         }
@@ -1198,12 +1225,17 @@ fn labels(masters: &[MasterAddr]) -> Vec<String> {
         .iter()
         .map(|m| {
             let shared = masters.iter().filter(|o| o.host == m.host).count() > 1;
-            if shared { m.to_string() } else { m.host.clone() }
+            if shared {
+                m.to_string()
+            } else {
+                m.host.clone()
+            }
         })
         .collect()
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

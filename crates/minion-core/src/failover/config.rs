@@ -225,6 +225,7 @@ pub enum ConfigError {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -232,7 +233,10 @@ mod tests {
     fn parses_salt_master_forms() {
         let p = |s| MasterAddr::parse(s, 4506);
         assert_eq!(p("salt").unwrap(), MasterAddr::new("salt", 4506));
-        assert_eq!(p("10.0.0.1:5506").unwrap(), MasterAddr::new("10.0.0.1", 5506));
+        assert_eq!(
+            p("10.0.0.1:5506").unwrap(),
+            MasterAddr::new("10.0.0.1", 5506)
+        );
         assert_eq!(p("[::1]:7").unwrap(), MasterAddr::new("::1", 7));
         assert_eq!(p("[::1]").unwrap(), MasterAddr::new("::1", 4506));
         assert_eq!(p("fe80::1").unwrap(), MasterAddr::new("fe80::1", 4506));

@@ -258,7 +258,9 @@ impl Sim {
 
     /// Runs until `until` with a generous step bound (one step per simulated millisecond).
     pub fn run_until(&mut self, until: Duration) -> Result<(), SimError> {
-        let bound = usize::try_from(until.as_millis()).unwrap_or(usize::MAX).max(1000);
+        let bound = usize::try_from(until.as_millis())
+            .unwrap_or(usize::MAX)
+            .max(1000);
         self.drive_bounded(until, bound)
     }
 
@@ -364,10 +366,8 @@ impl Sim {
                     self.push(self.latency * 2, Event::SubConnected(idx), None);
                 }
             }
-            Action::Connected { idx, .. } => {
-                if self.open != Some(idx) {
-                    self.violate(format!("Connected({idx}) while {:?} is open", self.open));
-                }
+            Action::Connected { idx, .. } if self.open != Some(idx) => {
+                self.violate(format!("Connected({idx}) while {:?} is open", self.open));
             }
             Action::Disconnect { idx } => {
                 if self.open != Some(idx) {
@@ -378,16 +378,18 @@ impl Sim {
             }
             Action::SendAliveCheck { idx, id, .. } => {
                 if self.open != Some(idx) {
-                    self.violate(format!("alive check to {idx} while {:?} is open", self.open));
+                    self.violate(format!(
+                        "alive check to {idx} while {:?} is open",
+                        self.open
+                    ));
                 }
                 if self.health[idx] == Health::Up {
                     self.push(self.latency * 2, Event::AliveCheckOk { idx, id }, Some(idx));
                 }
             }
-            Action::SendFailbackPing { idx, id, .. } => {
-                if self.health[idx] == Health::Up {
-                    self.push(self.latency * 2, Event::FailbackPingOk { idx, id }, Some(idx));
-                }
+            Action::SendFailbackPing { idx, id, .. } if self.health[idx] == Health::Up => {
+                let event = Event::FailbackPingOk { idx, id };
+                self.push(self.latency * 2, event, Some(idx));
             }
             Action::Exit { code, .. } => self.exit = Some((self.elapsed(), code)),
             _ => {}
@@ -473,6 +475,7 @@ impl Sim {
     }
 
     fn violate(&mut self, msg: String) {
-        self.violations.push(format!("at {:?}: {msg}", self.elapsed()));
+        self.violations
+            .push(format!("at {:?}: {msg}", self.elapsed()));
     }
 }
