@@ -619,3 +619,30 @@ fn failback_to_a_full_preferred_master_backs_off() {
             .is_some()
     );
 }
+
+/// Without `master_alive_interval`, a SUB disconnect is still confirmed by one alive check
+/// (timeout `auth_timeout`), and there are no periodic checks.
+#[test]
+fn without_alive_interval_only_confirmed_sub_disconnects_count() {
+    let cfg = FailoverConfig {
+        alive_interval: None,
+        ..failover_cfg(2)
+    };
+    let masters = vec![
+        FakeMaster::accept().blip(s(10)).at(s(30), Health::Exited),
+        FakeMaster::accept(),
+    ];
+    let mut sim = Sim::new(cfg, masters, 1);
+    sim.run_until(s(60)).unwrap();
+    assert_clean(&sim);
+    // One confirmation for the blip, one for the exit.
+    assert_eq!(
+        sim.count(s(0), s(60), |a| matches!(a, Action::SendAliveCheck { .. })),
+        2
+    );
+    let lost = sim
+        .first_log_after(s(0), "Connection to master 172.16.0.10 lost")
+        .unwrap();
+    assert!(lost > s(30) && lost <= s(30) + s(5) + ms(50), "{lost:?}");
+    assert_eq!(sim.st.current_master(), Some(1));
+}
