@@ -240,6 +240,7 @@ mod tests {
 
     #[test]
     fn replay_guard_window_and_capacity() {
+        #[allow(clippy::disallowed_methods)] // any instant will do as the origin
         let t0 = Instant::now();
         let mut g = ReplayGuard::new(Duration::from_secs(60), 3);
         assert_eq!(g.check("a", t0), ReplayVerdict::Fresh);

@@ -2,6 +2,8 @@
 //! decoding then re-encoding must reproduce `salt.payload.dumps` byte for byte, and
 //! the typed messages must rebuild the same bytes.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use salt_proto::msg::{
     AuthReply, AuthRequest, AuthResponse, AuthRet, ErrorReply, EventBody, JobLoad, MineLoad,
     MinionEvent, PillarReply, PillarRequest, Ping, PublishPayload, RequestEnvelope, RequestMeta,
