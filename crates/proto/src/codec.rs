@@ -334,8 +334,13 @@ impl<'a> Reader<'a> {
         let data = self.take(n)?;
         Ok(Value::String(match std::str::from_utf8(data) {
             Ok(s) => Utf8String::from(s),
-            // Keep the raw bytes, as Salt does for non-UTF-8 "str" payloads.
-            Err(_) => invalid_utf8_string(data),
+            // Keep the raw bytes, as Salt does for non-UTF-8 "str" payloads. Re-read
+            // the str (header included) from the input with rmpv, the only way to
+            // build such a Utf8String, copying the bytes once.
+            Err(_) => match self.buf.get(at..self.pos).map(read_str_ref) {
+                Some(Some(s)) => s,
+                _ => invalid_utf8_string(data),
+            },
         }))
     }
 
@@ -396,9 +401,14 @@ fn invalid_utf8_string(data: &[u8]) -> Utf8String {
     let mut wire = Vec::with_capacity(data.len().saturating_add(5));
     write_str_header(&mut wire, data.len());
     wire.extend_from_slice(data);
-    match rmpv::decode::read_value_ref(&mut wire.as_slice()) {
-        Ok(rmpv::ValueRef::String(s)) => Utf8String::from(s),
-        _ => Utf8String::from(String::from_utf8_lossy(data)),
+    read_str_ref(&wire).unwrap_or_else(|| Utf8String::from(String::from_utf8_lossy(data)))
+}
+
+/// Reads one msgpack str (header and body) with rmpv's borrowing reader.
+fn read_str_ref(mut wire: &[u8]) -> Option<Utf8String> {
+    match rmpv::decode::read_value_ref(&mut wire) {
+        Ok(rmpv::ValueRef::String(s)) => Some(Utf8String::from(s)),
+        _ => None,
     }
 }
 
