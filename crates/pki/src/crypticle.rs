@@ -192,6 +192,7 @@ impl fmt::Debug for Crypticle {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -126,6 +126,7 @@ pub fn load_or_generate(dir: &Path, name: &str, bits: u32) -> Result<PrivateKey,
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -28,7 +28,7 @@ pub struct PrivateKey {
 impl PrivateKey {
     /// Generate a key with e = 65537. Refuses fewer than [`MIN_KEY_BITS`] bits.
     pub fn generate(bits: u32) -> Result<Self, Error> {
-        if bits < MIN_KEY_BITS || bits > MAX_KEY_BITS {
+        if !(MIN_KEY_BITS..=MAX_KEY_BITS).contains(&bits) {
             return Err(Error::UnsupportedKeySize { bits });
         }
         Ok(Self::from_ops(Arc::new(OpensslPrivateKey::generate(bits)?)))
@@ -163,6 +163,7 @@ impl fmt::Debug for PublicKey {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -87,6 +87,7 @@ pub fn verify_master_pubkey(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

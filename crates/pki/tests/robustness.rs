@@ -1,6 +1,8 @@
 //! Property tests (Crypticle round trips) and malformed input: every bad input is an `Err`,
 //! never a panic.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::sync::OnceLock;
 
 use proptest::prelude::*;

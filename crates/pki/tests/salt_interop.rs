@@ -1,6 +1,8 @@
 //! Reverse direction: outputs of salt-pki handed to real Salt (a Salt venv's python runs
 //! `tests/salt_check.py`, which uses Salt's own functions). Skips visibly without a venv.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

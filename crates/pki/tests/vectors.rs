@@ -1,6 +1,8 @@
 //! Golden vectors produced by real Salt (`scripts/gen-vectors.py`): every vector is checked,
 //! and each one prints what it is.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::PathBuf;
 
 use base64::Engine as _;
