@@ -13,15 +13,18 @@ use salt_pki::{
 };
 use serde_json::json;
 
+/// `SALT_VENV` if set (only that), else /work/main/.venv/salt-3007.17, else
+/// `<repo>/.venv/salt-3007.17`; `None` if the chosen one has no `bin/python`.
 fn salt_venv() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SALT_VENV").map(PathBuf::from),
-        Some(PathBuf::from("/work/main/.venv/salt-3007.17")),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17")),
-    ];
+    let candidates = match std::env::var_os("SALT_VENV") {
+        Some(v) => vec![PathBuf::from(v)],
+        None => vec![
+            PathBuf::from("/work/main/.venv/salt-3007.17"),
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17"),
+        ],
+    };
     candidates
         .into_iter()
-        .flatten()
         .find(|p| p.join("bin/python").exists())
 }
 
