@@ -25,23 +25,39 @@ pub(crate) fn tmp_path(dir: &Path) -> PathBuf {
 }
 
 /// Write `data` to `path` atomically with permission bits `mode`: temp file in the same
-/// directory, write, fsync, chmod, rename over `path`, fsync the directory. Readers see
-/// either the old file (or none) or the complete new one.
+/// directory ([`write_tmp`]), rename over `path`, fsync the directory. Readers see either
+/// the old file (or none) or the complete new one.
 pub(crate) fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = write_tmp(dir, data, mode)?;
+    rename_tmp(&tmp, path)?;
+    crash_point("atomic_write:after_rename")?;
+    sync_dir(dir)
+}
+
+/// Rename a temp file from [`write_tmp`] to its final name (removing it on failure).
+pub(crate) fn rename_tmp(tmp: &Path, path: &Path) -> Result<()> {
+    crash_point("atomic_write:before_rename")?;
+    fs::rename(tmp, path).map_err(|e| {
+        let _ = fs::remove_file(tmp);
+        KeyStoreError::io("rename", tmp, e)
+    })
+}
+
+/// Write `data` to a fresh temp file in `dir` with mode `mode`, fsync-ed; returns its path.
+/// The file is a dotfile, invisible to every key listing.
+pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32) -> Result<PathBuf> {
     let tmp = tmp_path(dir);
-    let res = write_tmp_and_rename(&tmp, path, data, mode);
+    let res = write_tmp_at(&tmp, data, mode);
     if let Err(e) = &res {
         if !is_simulated_crash(e) {
             let _ = fs::remove_file(&tmp);
         }
     }
-    res?;
-    crash_point("atomic_write:after_rename")?;
-    sync_dir(dir)
+    res.map(|()| tmp)
 }
 
-fn write_tmp_and_rename(tmp: &Path, path: &Path, data: &[u8], mode: u32) -> Result<()> {
+fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32) -> Result<()> {
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -54,11 +70,7 @@ fn write_tmp_and_rename(tmp: &Path, path: &Path, data: &[u8], mode: u32) -> Resu
     // The umask may have removed bits; set exactly what was asked.
     f.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(|e| KeyStoreError::io("chmod", tmp, e))?;
-    f.sync_all()
-        .map_err(|e| KeyStoreError::io("fsync", tmp, e))?;
-    drop(f);
-    crash_point("atomic_write:before_rename")?;
-    fs::rename(tmp, path).map_err(|e| KeyStoreError::io("rename", tmp, e))
+    f.sync_all().map_err(|e| KeyStoreError::io("fsync", tmp, e))
 }
 
 /// fsync a directory so that renames/unlinks in it are durable.

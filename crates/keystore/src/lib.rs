@@ -42,10 +42,15 @@
 //!   reader, and swept at the next open when older than an hour); after it, the complete
 //!   file is there.
 //! * Writing a key for an id that is currently in another exclusive state (e.g. the master
-//!   auto-accepting a pending minion) never creates a second file: the existing file is
-//!   first atomically rewritten *in place* (the id stays in its old state, with the new
-//!   text), then renamed to its new state. A crash between the two leaves the id in its
-//!   old state, never in two.
+//!   auto-accepting a pending minion) never creates a second file: the new text goes to a
+//!   temp file in the target directory, the existing file is renamed into the target
+//!   state, then the temp file replaces it. A crash before the first rename leaves the id
+//!   in its old state; between the renames, in its new state with its old text; never in
+//!   two states. This holds even when another process moves the same id concurrently.
+//! * `put_pending` refuses ids that are accepted or rejected; a racing writer could still
+//!   make a pending file appear next to a just-accepted one (only if `salt-key` accepts an
+//!   id in the instant the master first records it); the master's auth order (rejected,
+//!   then accepted, then pending) makes such a leftover harmless.
 //!
 //! The unit tests simulate a crash between each of these steps and check the invariant.
 //!
@@ -63,6 +68,7 @@
 //! (`{cachedir}/.dfn`), see [`dropfile`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod dropfile;
 mod error;

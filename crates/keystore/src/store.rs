@@ -586,9 +586,12 @@ impl KeyStore {
     }
 
     /// Make `pem` the accepted key of `id` (auto-accept, `open_mode`, autosign). A pending
-    /// or rejected key of the id is moved, never copied: its file is first rewritten in
-    /// place with `pem`, then renamed into `minions/`, so the id is in exactly one state at
-    /// every instant. An existing accepted key is replaced. Denied keys are left alone.
+    /// or rejected key of the id is moved, never copied: the new text is first written to
+    /// an invisible temp file, then the old file is renamed into `minions/`, then the temp
+    /// file replaces it; so the id is in exactly one state at every instant (a crash
+    /// between the two renames leaves it accepted with its previous text, which for the
+    /// master's autosign path is the same key). An existing accepted key is replaced.
+    /// Denied keys are left alone.
     pub fn put_accepted(&self, id: &str, pem: &str) -> Result<()> {
         self.put(KeyState::Accepted, id, pem)
     }
@@ -620,44 +623,50 @@ impl KeyStore {
             self.write_index().sets[target.idx()].insert(id.to_owned());
             return Ok(());
         }
-        let mut present = Vec::new();
-        for state in KeyState::EXCLUSIVE {
-            if self.exists(state, id)? {
-                present.push(state);
-            }
-        }
         if target == KeyState::Pending {
-            if let Some(&state) = present.iter().find(|&&s| s != KeyState::Pending) {
-                return Err(KeyStoreError::Conflict {
-                    id: id.to_owned(),
-                    state,
-                });
+            for state in [KeyState::Accepted, KeyState::Rejected] {
+                if self.exists(state, id)? {
+                    return Err(KeyStoreError::Conflict {
+                        id: id.to_owned(),
+                        state,
+                    });
+                }
+            }
+            fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE)?;
+            self.write_index().sets[target.idx()].insert(id.to_owned());
+            return Ok(());
+        }
+        // Accepted or Rejected. 1: the new text, complete and fsync-ed, in a temp file in
+        // the target directory (invisible). 2: move the id's file from any other exclusive
+        // state into the target (atomic; the id changes state with its old text). 3: put
+        // the new text in place (atomic replace). The id is never in two states, even if
+        // another process moves it meanwhile (a vanished source is skipped).
+        let target_dir = self.state_dir(target);
+        let tmp = fsutil::write_tmp(&target_dir, pem.as_bytes(), KEY_FILE_MODE)?;
+        crash_point("put:after_tmp")?;
+        let mut moved = Vec::new();
+        for src in KeyState::EXCLUSIVE.into_iter().filter(|&s| s != target) {
+            let src_path = self.path(src, id);
+            match fs::rename(&src_path, &target_path) {
+                Ok(()) => moved.push(src),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(KeyStoreError::io("rename", src_path, e));
+                }
             }
         }
-        let others: Vec<KeyState> = present.iter().copied().filter(|&s| s != target).collect();
-        match others.first() {
-            Some(&src) if !present.contains(&target) => {
-                // Rewrite the source in place (still in `src`), then move it: one rename.
-                let src_path = self.path(src, id);
-                fsutil::atomic_write(&src_path, pem.as_bytes(), KEY_FILE_MODE)?;
-                crash_point("put:after_rewrite")?;
-                fs::rename(&src_path, &target_path)
-                    .map_err(|e| KeyStoreError::io("rename", &src_path, e))?;
-                crash_point("put:after_move")?;
-                fsutil::sync_dir(&self.state_dir(target))?;
-                fsutil::sync_dir(&self.state_dir(src))?;
-                self.index_move(id, src, Some(target));
-            }
-            _ => {
-                fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE)?;
-                self.write_index().sets[target.idx()].insert(id.to_owned());
-            }
+        crash_point("put:after_move")?;
+        fsutil::rename_tmp(&tmp, &target_path)?;
+        fsutil::sync_dir(&target_dir)?;
+        for &src in &moved {
+            fsutil::sync_dir(&self.state_dir(src))?;
         }
-        // Duplicates (only possible if something outside us copied files): drop them so the
-        // id ends in exactly one exclusive state.
-        for &other in others.iter().skip(usize::from(!present.contains(&target))) {
-            self.unlink(other, id)?;
+        let mut index = self.write_index();
+        for src in moved {
+            index.sets[src.idx()].remove(id);
         }
+        index.sets[target.idx()].insert(id.to_owned());
         Ok(())
     }
 
@@ -715,10 +724,11 @@ impl KeyStore {
                 .ok()
                 .and_then(|t| now.duration_since(t).ok())
                 .is_some_and(|age| age > timeout);
-            if old && entry.file_type().is_ok_and(|t| t.is_file()) {
-                if fs::remove_file(entry.path()).is_ok() {
-                    n += 1;
-                }
+            if old
+                && entry.file_type().is_ok_and(|t| t.is_file())
+                && fs::remove_file(entry.path()).is_ok()
+            {
+                n += 1;
             }
         }
         Ok(n)
@@ -846,27 +856,6 @@ impl KeyStore {
             }
         }
         report
-    }
-
-    /// Caller holds `ops`.
-    fn unlink(&self, state: KeyState, id: &str) -> Result<()> {
-        let path = self.path(state, id);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(KeyStoreError::io("remove", path, e)),
-        }
-        fsutil::sync_dir(&self.state_dir(state))?;
-        self.index_move(id, state, None);
-        Ok(())
-    }
-
-    fn index_move(&self, id: &str, from: KeyState, to: Option<KeyState>) {
-        let mut index = self.write_index();
-        index.sets[from.idx()].remove(id);
-        if let Some(to) = to {
-            index.sets[to.idx()].insert(id.to_owned());
-        }
     }
 
     fn apply_index(&self, changed: &[(String, KeyState)], to: Option<KeyState>) {
