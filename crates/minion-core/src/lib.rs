@@ -10,3 +10,6 @@ pub mod grains;
 pub mod job;
 pub mod matcher;
 pub mod modules;
+pub mod channel;
+pub mod driver;
+pub mod net;
