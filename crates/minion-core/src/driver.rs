@@ -105,7 +105,7 @@ enum Purpose {
 enum Ev {
     Auth {
         idx: usize,
-        gen: u64,
+        epoch: u64,
         purpose: Purpose,
         pending: PendingAuth,
         ip: String,
@@ -113,7 +113,7 @@ enum Ev {
     },
     Dns {
         idx: usize,
-        gen: u64,
+        epoch: u64,
     },
     Alive {
         idx: usize,
@@ -133,7 +133,7 @@ enum Ev {
 /// The connection to the master in use.
 struct Conn {
     idx: usize,
-    gen: u64,
+    epoch: u64,
     ip: String,
     port: u16,
     session: Session,
@@ -149,7 +149,7 @@ struct Driver {
     st: FailoverState,
     ev_tx: mpsc::Sender<Ev>,
     sub_tx: mpsc::Sender<(u64, SubNote)>,
-    gen: u64,
+    epoch: u64,
     signing_in: Option<(usize, u64)>,
     conn: Option<Conn>,
     serial: u64,
@@ -238,7 +238,7 @@ pub async fn run(
         st,
         ev_tx,
         sub_tx,
-        gen: 0,
+        epoch: 0,
         signing_in: None,
         conn: None,
         serial: 0,
@@ -273,7 +273,7 @@ pub async fn run(
             }
             () = timer => d.st.handle_timeout(now_std()),
             Some(ev) = ev_rx.recv() => d.handle_ev(ev),
-            Some((gen, note)) = sub_rx.recv() => d.handle_sub(gen, note),
+            Some((epoch, note)) = sub_rx.recv() => d.handle_sub(epoch, note),
         }
     }
 }
@@ -303,9 +303,9 @@ impl Driver {
     fn do_action(&mut self, a: Action) {
         match a {
             Action::SignIn { idx, addr, timeout } => {
-                self.gen += 1;
-                self.signing_in = Some((idx, self.gen));
-                self.spawn_auth(idx, self.gen, addr, timeout, Purpose::SignIn);
+                self.epoch += 1;
+                self.signing_in = Some((idx, self.epoch));
+                self.spawn_auth(idx, self.epoch, addr, timeout, Purpose::SignIn);
             }
             Action::Subscribe { idx, .. } => self.subscribe(idx),
             Action::Connected { idx, .. } => self.connected(idx),
@@ -316,7 +316,7 @@ impl Driver {
                 if self.conn.as_ref().is_some_and(|c| c.idx == idx) {
                     self.close();
                 }
-                self.gen += 1;
+                self.epoch += 1;
                 self.refreshing = false;
             }
             Action::SendAliveCheck { idx, id, timeout } => {
@@ -353,7 +353,7 @@ impl Driver {
         }
     }
 
-    fn spawn_auth(&self, idx: usize, gen: u64, addr: MasterAddr, timeout: Duration, purpose: Purpose) {
+    fn spawn_auth(&self, idx: usize, epoch: u64, addr: MasterAddr, timeout: Duration, purpose: Purpose) {
         let (req, pending) = self.auth.build_request(&nonce());
         let body = salt_proto::encode(&req);
         let tx = self.ev_tx.clone();
@@ -362,12 +362,12 @@ impl Driver {
                 Ok(mut it) => match it.next() {
                     Some(sa) => sa.ip().to_string(),
                     None => {
-                        let _ = tx.send(Ev::Dns { idx, gen }).await;
+                        let _ = tx.send(Ev::Dns { idx, epoch }).await;
                         return;
                     }
                 },
                 Err(_) => {
-                    let _ = tx.send(Ev::Dns { idx, gen }).await;
+                    let _ = tx.send(Ev::Dns { idx, epoch }).await;
                     return;
                 }
             };
@@ -378,7 +378,7 @@ impl Driver {
             let _ = tx
                 .send(Ev::Auth {
                     idx,
-                    gen,
+                    epoch,
                     purpose,
                     pending,
                     ip,
@@ -391,19 +391,19 @@ impl Driver {
     fn handle_ev(&mut self, ev: Ev) {
         let now = now_std();
         match ev {
-            Ev::Dns { idx, gen } => {
-                if self.signing_in == Some((idx, gen)) {
+            Ev::Dns { idx, epoch } => {
+                if self.signing_in == Some((idx, epoch)) {
                     self.st.handle(Event::DnsFailed(idx), now);
                 }
             }
             Ev::Auth {
                 idx,
-                gen,
+                epoch,
                 purpose,
                 pending,
                 ip,
                 result,
-            } => self.auth_reply(idx, gen, purpose, &pending, ip, result),
+            } => self.auth_reply(idx, epoch, purpose, &pending, ip, result),
             Ev::Alive { idx, id, ok } => {
                 let e = if ok {
                     Event::AliveCheckOk { idx, id }
@@ -431,7 +431,7 @@ impl Driver {
     fn auth_reply(
         &mut self,
         idx: usize,
-        gen: u64,
+        epoch: u64,
         purpose: Purpose,
         pending: &PendingAuth,
         ip: String,
@@ -439,8 +439,8 @@ impl Driver {
     ) {
         let now = now_std();
         let current = match purpose {
-            Purpose::SignIn => self.signing_in == Some((idx, gen)),
-            Purpose::Refresh => self.conn.as_ref().is_some_and(|c| c.idx == idx && c.gen == gen),
+            Purpose::SignIn => self.signing_in == Some((idx, epoch)),
+            Purpose::Refresh => self.conn.as_ref().is_some_and(|c| c.idx == idx && c.epoch == epoch),
         };
         if !current {
             return;
@@ -513,7 +513,7 @@ impl Driver {
                         self.serial = 0;
                         self.conn = Some(Conn {
                             idx,
-                            gen,
+                            epoch,
                             ip,
                             port,
                             session,
@@ -547,6 +547,7 @@ impl Driver {
                 }
                 Event::SignInPending(idx)
             }
+            Ok(_) => Event::SignInFailed(idx),
             Err(e) => {
                 self.log_auth_error(&e);
                 if purpose == Purpose::Refresh {
@@ -639,7 +640,7 @@ impl Driver {
         self.refreshing = true;
         debug!("Re-authenticating with the master to refresh the AES keys");
         let addr = MasterAddr::new(c.ip.clone(), c.port);
-        self.spawn_auth(c.idx, c.gen, addr, self.s.failover.auth_timeout, Purpose::Refresh);
+        self.spawn_auth(c.idx, c.epoch, addr, self.s.failover.auth_timeout, Purpose::Refresh);
     }
 
     fn refresh_done(&mut self) {
@@ -682,7 +683,7 @@ impl Driver {
             heartbeat,
         };
         debug!("Connecting the Minion to the Master publish port, using the URI: {}", opts.uri);
-        match net::spawn_sub(opts, c.gen, self.sub_tx.clone()) {
+        match net::spawn_sub(opts, c.epoch, self.sub_tx.clone()) {
             Ok(h) => c.sub = Some(h),
             Err(e) => {
                 error!("Unable to connect to the master publish port: {e}");
@@ -729,8 +730,8 @@ impl Driver {
         });
     }
 
-    fn handle_sub(&mut self, gen: u64, note: SubNote) {
-        let Some(idx) = self.conn.as_ref().filter(|c| c.gen == gen).map(|c| c.idx) else {
+    fn handle_sub(&mut self, epoch: u64, note: SubNote) {
+        let Some(idx) = self.conn.as_ref().filter(|c| c.epoch == epoch).map(|c| c.idx) else {
             return;
         };
         match note {

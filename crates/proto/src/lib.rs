@@ -1,2 +1,4 @@
 //! salt-proto
 #![forbid(unsafe_code)]
+
+pub mod auth_minion;
