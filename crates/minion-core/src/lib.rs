@@ -6,10 +6,11 @@
 //! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
 #![forbid(unsafe_code)]
 
+pub mod channel;
+pub mod driver;
+pub mod failover;
 pub mod grains;
 pub mod job;
 pub mod matcher;
 pub mod modules;
-pub mod channel;
-pub mod driver;
 pub mod net;
