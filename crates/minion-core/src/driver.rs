@@ -138,6 +138,7 @@ struct Conn {
     port: u16,
     session: Session,
     publish_port: u16,
+    req: salt_transport::ReqClient,
     sub: Option<JoinHandle<()>>,
 }
 
@@ -374,7 +375,7 @@ impl Driver {
             if purpose == Purpose::SignIn {
                 debug!("Attempting to authenticate with the Salt Master at {ip}");
             }
-            let result = net::request(&net::tcp_uri(&ip, addr.port), body, timeout).await;
+            let result = net::request_once(&net::tcp_uri(&ip, addr.port), body, timeout).await;
             let _ = tx
                 .send(Ev::Auth {
                     idx,
@@ -510,6 +511,14 @@ impl Driver {
                     Purpose::SignIn => {
                         let port = self.addr(idx).map_or(4506, |a| a.port);
                         self.close();
+                        let req = match net::req_client(&net::tcp_uri(&ip, port)) {
+                            Ok(r) => r,
+                            Err(e) => {
+                                error!("Unable to create the request channel: {e}");
+                                self.st.handle(Event::SignInFailed(idx), now);
+                                return;
+                            }
+                        };
                         self.serial = 0;
                         self.conn = Some(Conn {
                             idx,
@@ -518,6 +527,7 @@ impl Driver {
                             port,
                             session,
                             publish_port: creds.publish_port,
+                            req,
                             sub: None,
                         });
                         self.signing_in = None;
@@ -681,6 +691,7 @@ impl Driver {
             uri: net::tcp_uri(&c.ip, port),
             topics,
             heartbeat,
+            identity: self.s.id.as_bytes().to_vec(),
         };
         debug!("Connecting the Minion to the Master publish port, using the URI: {}", opts.uri);
         match net::spawn_sub(opts, c.epoch, self.sub_tx.clone()) {
@@ -697,13 +708,13 @@ impl Driver {
             return;
         };
         let session = c.session.clone();
-        let uri = net::tcp_uri(&c.ip, c.port);
+        let req = c.req.clone();
         let s = self.s.clone();
         let key = self.key.clone();
         let tx = self.ev_tx.clone();
         tokio::spawn(async move {
             if s.request_pillar {
-                fetch_pillar(&s, &key, &session, &uri).await;
+                fetch_pillar(&s, &key, &session, &req).await;
             }
             let data = format!("Minion {} started at {}", s.id, asctime(unix_now()));
             let mut tags = Vec::new();
@@ -721,7 +732,7 @@ impl Driver {
                     ("tag".into(), tag.into()),
                 ]);
                 if let Err(RequestError::Channel(ChannelError::Decrypt | ChannelError::MasterError(_))) =
-                    send_aes(&session, &uri, &load, s.return_timeout, s.return_tries).await
+                    send_aes(&session, &req, &load, s.return_timeout, s.return_tries).await
                 {
                     let _ = tx.send(Ev::NeedsReauth(load)).await;
                 }
@@ -809,7 +820,7 @@ impl Driver {
             return;
         };
         let session = c.session.clone();
-        let uri = net::tcp_uri(&c.ip, c.port);
+        let req = c.req.clone();
         let (timeout, tries) = (self.s.return_timeout, self.s.return_tries);
         let tx = self.ev_tx.clone();
         tokio::spawn(async move {
@@ -817,7 +828,7 @@ impl Driver {
             if let Some(j) = &jid {
                 info!("Returning information for job: {j}");
             }
-            match send_aes(&session, &uri, &load, timeout, tries).await {
+            match send_aes(&session, &req, &load, timeout, tries).await {
                 Ok(_) => {}
                 Err(RequestError::Channel(ChannelError::Decrypt | ChannelError::MasterError(_)))
                     if may_retry =>
@@ -848,7 +859,7 @@ enum RequestError {
 /// Send one AES request with `tries` attempts (new nonce each), return the opened reply.
 async fn send_aes(
     session: &Session,
-    uri: &str,
+    req: &salt_transport::ReqClient,
     load: &Value,
     timeout: Duration,
     tries: u32,
@@ -857,7 +868,7 @@ async fn send_aes(
     for _ in 0..tries.max(1) {
         let n = nonce();
         let body = session.aes_request(load, &n, unix_now());
-        match net::request(uri, body, timeout).await {
+        match net::request(req, body, timeout).await {
             Ok(reply) => return session.open_reply(&reply, &n).map_err(RequestError::Channel),
             Err(NetError::Timeout) => last = RequestError::Timeout,
             Err(e) => last = RequestError::Net(e),
@@ -866,7 +877,12 @@ async fn send_aes(
     Err(last)
 }
 
-async fn fetch_pillar(s: &MinionSettings, key: &PrivateKey, session: &Session, uri: &str) {
+async fn fetch_pillar(
+    s: &MinionSettings,
+    key: &PrivateKey,
+    session: &Session,
+    req: &salt_transport::ReqClient,
+) {
     let load = Value::Map(vec![
         ("cmd".into(), "_pillar".into()),
         ("id".into(), s.id.as_str().into()),
@@ -879,7 +895,7 @@ async fn fetch_pillar(s: &MinionSettings, key: &PrivateKey, session: &Session, u
     ]);
     let n = nonce();
     let body = session.aes_request(&load, &n, unix_now());
-    match net::request(uri, body, s.return_timeout).await {
+    match net::request(req, body, s.return_timeout).await {
         Ok(reply) => match open_pillar(
             &reply,
             &n,
@@ -901,7 +917,7 @@ async fn fetch_pillar(s: &MinionSettings, key: &PrivateKey, session: &Session, u
 /// Salt's clear `ping` (alive check / `status.ping_master`): any reply counts.
 async fn ping(uri: &str, timeout: Duration) -> bool {
     let body = clear_request(Value::Map(vec![("cmd".into(), "ping".into())]));
-    net::request(uri, body, timeout).await.is_ok()
+    net::request_once(uri, body, timeout).await.is_ok()
 }
 
 fn log_at(level: tracing::Level, message: &str) {
