@@ -116,7 +116,10 @@ fn main() -> ExitCode {
         return ExitCode::from(EX_USAGE);
     }
 
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");

@@ -78,7 +78,10 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
             // Salt starts at index crc32(id) % len; a stable rotation by a simple hash
             // keeps the idea (spread minions over masters) without crc32.
             let n = masters.len().max(1);
-            let h = cfg.id.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
+            let h = cfg
+                .id
+                .bytes()
+                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
             masters.rotate_left(h % n);
             failover::MasterType::Failover
         }
@@ -137,7 +140,10 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
     if let Value::Map(g) = &mut grains {
         for (k, v) in &cfg.grains {
             let v = json_to_value(v);
-            match g.iter_mut().find(|(key, _)| key.as_str() == Some(k.as_str())) {
+            match g
+                .iter_mut()
+                .find(|(key, _)| key.as_str() == Some(k.as_str()))
+            {
                 Some(slot) => slot.1 = v,
                 None => g.push((Value::from(k.as_str()), v)),
             }

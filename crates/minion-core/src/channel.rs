@@ -70,7 +70,9 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -87,10 +89,11 @@ impl Session {
             Value::Map(m) => m.clone(),
             _ => Vec::new(),
         };
-        let mut set = |k: &str, v: Value| match m.iter_mut().find(|(key, _)| key.as_str() == Some(k)) {
-            Some(slot) => slot.1 = v,
-            None => m.push((Value::from(k), v)),
-        };
+        let mut set =
+            |k: &str, v: Value| match m.iter_mut().find(|(key, _)| key.as_str() == Some(k)) {
+                Some(slot) => slot.1 = v,
+                None => m.push((Value::from(k), v)),
+            };
         set("nonce", Value::from(nonce));
         set("ts", Value::from(ts));
         set("tok", Value::Binary(self.tok.as_ref().clone()));
@@ -167,20 +170,24 @@ impl Session {
                 .verify(alg, load, sig)
                 .map_err(|_| ChannelError::Signature)?;
         }
-        let body = self.aes.loads(load, None).map_err(|_| ChannelError::Decrypt)?;
+        let body = self
+            .aes
+            .loads(load, None)
+            .map_err(|_| ChannelError::Decrypt)?;
         if body.is_empty() {
             return Ok(None);
         }
-        let mut job = salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("publish body"))?;
-        if let Value::Map(m) = &mut job {
-            if let Some(pos) = m.iter().position(|(k, _)| k.as_str() == Some("serial")) {
-                let (_, s) = m.remove(pos);
-                let s = s.as_u64().unwrap_or(0);
-                if s <= *serial {
-                    return Err(ChannelError::Replay(s));
-                }
-                *serial = s;
+        let mut job =
+            salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("publish body"))?;
+        if let Value::Map(m) = &mut job
+            && let Some(pos) = m.iter().position(|(k, _)| k.as_str() == Some("serial"))
+        {
+            let (_, s) = m.remove(pos);
+            let s = s.as_u64().unwrap_or(0);
+            if s <= *serial {
+                return Err(ChannelError::Replay(s));
             }
+            *serial = s;
         }
         Ok(Some(job))
     }
@@ -212,7 +219,9 @@ pub fn open_pillar(
         .map_err(|_| ChannelError::Decrypt)?;
     let ks = std::str::from_utf8(&k).map_err(|_| ChannelError::Decrypt)?;
     let c = Crypticle::from_key_string(ks).map_err(|_| ChannelError::Decrypt)?;
-    let body = c.loads(pillar_ct, None).map_err(|_| ChannelError::Decrypt)?;
+    let body = c
+        .loads(pillar_ct, None)
+        .map_err(|_| ChannelError::Decrypt)?;
     let outer = salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("pillar body"))?;
     let data = map_lookup(&outer, "data")
         .and_then(value_bytes)

@@ -31,7 +31,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::channel::{ChannelError, Session, minion_tok, open_pillar, topic_for};
 use crate::failover::{Action, CheckId, Event, FailoverConfig, FailoverState, MasterAddr};
-use crate::job::{Job, JidQueue};
+use crate::job::{JidQueue, Job};
 use crate::modules::ExecContext;
 use crate::net::{self, NetError, SubNote, SubOptions};
 
@@ -281,10 +281,10 @@ pub async fn run(
 
 impl Driver {
     fn close(&mut self) {
-        if let Some(c) = self.conn.take() {
-            if let Some(h) = c.sub {
-                h.abort();
-            }
+        if let Some(c) = self.conn.take()
+            && let Some(h) = c.sub
+        {
+            h.abort();
         }
     }
 
@@ -354,7 +354,14 @@ impl Driver {
         }
     }
 
-    fn spawn_auth(&self, idx: usize, epoch: u64, addr: MasterAddr, timeout: Duration, purpose: Purpose) {
+    fn spawn_auth(
+        &self,
+        idx: usize,
+        epoch: u64,
+        addr: MasterAddr,
+        timeout: Duration,
+        purpose: Purpose,
+    ) {
         let (req, pending) = self.auth.build_request(&nonce());
         let body = salt_proto::encode(&req);
         let tx = self.ev_tx.clone();
@@ -372,9 +379,6 @@ impl Driver {
                     return;
                 }
             };
-            if purpose == Purpose::SignIn {
-                debug!("Attempting to authenticate with the Salt Master at {ip}");
-            }
             let result = net::request_once(&net::tcp_uri(&ip, addr.port), body, timeout).await;
             let _ = tx
                 .send(Ev::Auth {
@@ -441,7 +445,10 @@ impl Driver {
         let now = now_std();
         let current = match purpose {
             Purpose::SignIn => self.signing_in == Some((idx, epoch)),
-            Purpose::Refresh => self.conn.as_ref().is_some_and(|c| c.idx == idx && c.epoch == epoch),
+            Purpose::Refresh => self
+                .conn
+                .as_ref()
+                .is_some_and(|c| c.idx == idx && c.epoch == epoch),
         };
         if !current {
             return;
@@ -484,17 +491,12 @@ impl Driver {
                     }
                 }
                 for action in &creds.actions {
-                    match action {
-                        AuthAction::WriteMasterPub(text) => {
-                            let path = self.s.pki_dir.join("minion_master.pub");
-                            if let Err(e) =
-                                salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
-                            {
-                                error!("Unable to write {}: {e}", path.display());
-                            }
+                    if let AuthAction::WriteMasterPub(text) = action {
+                        let path = self.s.pki_dir.join("minion_master.pub");
+                        if let Err(e) = salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
+                        {
+                            error!("Unable to write {}: {e}", path.display());
                         }
-                        #[allow(unreachable_patterns)]
-                        _ => {}
                     }
                 }
                 info!("Authentication with master at {ip} successful!");
@@ -547,10 +549,7 @@ impl Driver {
                 }
             }
             Ok(AuthOutcome::Retry) => {
-                error!(
-                    "The Salt Master has cached the public key for this node, this salt minion will wait for {} seconds before attempting to re-authenticate",
-                    self.s.failover.acceptance_wait_time.as_secs()
-                );
+                // The state machine logs Salt's "has cached the public key" line.
                 if purpose == Purpose::Refresh {
                     self.refresh_failed();
                     return;
@@ -618,12 +617,12 @@ impl Driver {
                     mpub.display()
                 );
             }
-            AuthError::Signature => error!(critical = true, "The payload signature did not validate."),
+            AuthError::Signature => {
+                error!(critical = true, "The payload signature did not validate.")
+            }
             AuthError::Nonce => error!(critical = true, "The payload nonce did not validate."),
-            AuthError::Rejected => error!(
-                critical = true,
-                "The Salt Master has rejected this minion's public key!\nTo repair this issue, delete the public key for this minion on the Salt Master and restart this minion.\nOr restart the Salt Master in open mode to clean out the keys. The Salt Minion will now exit."
-            ),
+            // The state machine logs Salt's rejection lines (it knows about rejected_retry).
+            AuthError::Rejected => {}
             AuthError::BadEncAlgo => error!(
                 "This minion is using a encryption algorithm that is not supported by it's Master. Please check your minion configutation."
             ),
@@ -650,7 +649,13 @@ impl Driver {
         self.refreshing = true;
         debug!("Re-authenticating with the master to refresh the AES keys");
         let addr = MasterAddr::new(c.ip.clone(), c.port);
-        self.spawn_auth(c.idx, c.epoch, addr, self.s.failover.auth_timeout, Purpose::Refresh);
+        self.spawn_auth(
+            c.idx,
+            c.epoch,
+            addr,
+            self.s.failover.auth_timeout,
+            Purpose::Refresh,
+        );
     }
 
     fn refresh_done(&mut self) {
@@ -693,7 +698,10 @@ impl Driver {
             heartbeat,
             identity: self.s.id.as_bytes().to_vec(),
         };
-        debug!("Connecting the Minion to the Master publish port, using the URI: {}", opts.uri);
+        debug!(
+            "Connecting the Minion to the Master publish port, using the URI: {}",
+            opts.uri
+        );
         match net::spawn_sub(opts, c.epoch, self.sub_tx.clone()) {
             Ok(h) => c.sub = Some(h),
             Err(e) => {
@@ -731,8 +739,9 @@ impl Driver {
                     ("data".into(), data.as_str().into()),
                     ("tag".into(), tag.into()),
                 ]);
-                if let Err(RequestError::Channel(ChannelError::Decrypt | ChannelError::MasterError(_))) =
-                    send_aes(&session, &req, &load, s.return_timeout, s.return_tries).await
+                if let Err(RequestError::Channel(
+                    ChannelError::Decrypt | ChannelError::MasterError(_),
+                )) = send_aes(&session, &req, &load, s.return_timeout, s.return_tries).await
                 {
                     let _ = tx.send(Ev::NeedsReauth(load)).await;
                 }
@@ -742,7 +751,12 @@ impl Driver {
     }
 
     fn handle_sub(&mut self, epoch: u64, note: SubNote) {
-        let Some(idx) = self.conn.as_ref().filter(|c| c.epoch == epoch).map(|c| c.idx) else {
+        let Some(idx) = self
+            .conn
+            .as_ref()
+            .filter(|c| c.epoch == epoch)
+            .map(|c| c.idx)
+        else {
             return;
         };
         match note {
@@ -798,7 +812,9 @@ impl Driver {
         }
         info!(
             "User {} Executing command {} with jid {}",
-            job.user.as_ref().map_or_else(|| "UNKNOWN".to_owned(), crate::matcher::py_str),
+            job.user
+                .as_ref()
+                .map_or_else(|| "UNKNOWN".to_owned(), crate::matcher::py_str),
             job.fun,
             job.jid
         );
@@ -830,9 +846,9 @@ impl Driver {
             }
             match send_aes(&session, &req, &load, timeout, tries).await {
                 Ok(_) => {}
-                Err(RequestError::Channel(ChannelError::Decrypt | ChannelError::MasterError(_)))
-                    if may_retry =>
-                {
+                Err(RequestError::Channel(
+                    ChannelError::Decrypt | ChannelError::MasterError(_),
+                )) if may_retry => {
                     let _ = tx.send(Ev::NeedsReauth(load)).await;
                 }
                 Err(RequestError::Timeout) => warn!(
@@ -869,7 +885,11 @@ async fn send_aes(
         let n = nonce();
         let body = session.aes_request(load, &n, unix_now());
         match net::request(req, body, timeout).await {
-            Ok(reply) => return session.open_reply(&reply, &n).map_err(RequestError::Channel),
+            Ok(reply) => {
+                return session
+                    .open_reply(&reply, &n)
+                    .map_err(RequestError::Channel);
+            }
             Err(NetError::Timeout) => last = RequestError::Timeout,
             Err(e) => last = RequestError::Net(e),
         }
@@ -930,6 +950,7 @@ fn log_at(level: tracing::Level, message: &str) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -141,12 +141,11 @@ pub fn ipv4_from_fib_trie(text: &str) -> Vec<String> {
         let t = line.trim();
         if let Some(addr) = t.strip_prefix("|-- ") {
             last = addr.parse().ok();
-        } else if t.contains("/32 host LOCAL") {
-            if let Some(a) = last {
-                if !out.contains(&a) {
-                    out.push(a);
-                }
-            }
+        } else if t.contains("/32 host LOCAL")
+            && let Some(a) = last
+            && !out.contains(&a)
+        {
+            out.push(a);
         }
     }
     out.sort();
@@ -275,6 +274,7 @@ pub fn collect(id: &str) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::matcher::map_lookup;

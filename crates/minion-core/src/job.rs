@@ -172,6 +172,7 @@ pub fn return_load(job: &Job, id: &str, outcome: modules::CallOutcome) -> Value 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::Arc;
 

@@ -322,6 +322,7 @@ pub fn subdict_match(data: &Value, expr: &str, delim: &str, regex: bool) -> bool
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

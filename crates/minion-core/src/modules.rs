@@ -522,6 +522,7 @@ async fn run_command(fun: &str, cmd: &str, cwd: Option<&str>) -> CallOutcome {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

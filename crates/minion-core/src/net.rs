@@ -42,7 +42,11 @@ pub fn tcp_uri(host: &str, port: u16) -> String {
 }
 
 /// One request on a fresh REQ socket to `uri`, waiting at most `timeout` for the reply.
-pub async fn request_once(uri: &str, body: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, NetError> {
+pub async fn request_once(
+    uri: &str,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<Vec<u8>, NetError> {
     Ok(salt_transport::request_once(uri, ReqOptions::default(), body, timeout).await?)
 }
 
@@ -52,7 +56,11 @@ pub fn req_client(uri: &str) -> Result<ReqClient, NetError> {
 }
 
 /// One request on a long-lived client.
-pub async fn request(client: &ReqClient, body: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, NetError> {
+pub async fn request(
+    client: &ReqClient,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<Vec<u8>, NetError> {
     Ok(client.request(body, timeout).await?)
 }
 

@@ -23,8 +23,8 @@
 //! that passed every check, so a forged reply can never pin a key.
 
 use rmpv::Value;
-use salt_pki::{Crypticle, EncAlgo, HashType, PrivateKey, PublicKey, SigAlgo};
 use salt_pki::Zeroizing;
+use salt_pki::{Crypticle, EncAlgo, HashType, PrivateKey, PublicKey, SigAlgo};
 
 /// Settings that shape the handshake (Salt minion option names).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +260,10 @@ impl std::fmt::Debug for AuthClient {
 
 fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     match v {
-        Value::Map(m) => m.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v),
+        Value::Map(m) => m
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v),
         _ => None,
     }
 }
@@ -392,7 +395,9 @@ impl AuthClient {
         }
         // 2. inner load + outer signature bytes.
         let signed = bytes(load).ok_or(AuthError::InnerDecode)?;
-        let outer_sig = get(reply, "sig").and_then(bytes).ok_or(AuthError::InnerDecode)?;
+        let outer_sig = get(reply, "sig")
+            .and_then(bytes)
+            .ok_or(AuthError::InnerDecode)?;
         let inner = crate::decode(signed).map_err(|_| AuthError::InnerDecode)?;
         if !inner.is_map() {
             return Err(AuthError::InnerDecode);
@@ -406,7 +411,13 @@ impl AuthClient {
         // 3. verify_master + session.
         if let Some(pk) = get(&inner, "pub_key") {
             let remote_raw = text(pk).ok_or(AuthError::MasterKeyInvalid)?;
-            let aes = self.verify_master(&inner, &remote_raw, pending.had_token, &mut mpub, &mut notes)?;
+            let aes = self.verify_master(
+                &inner,
+                &remote_raw,
+                pending.had_token,
+                &mut mpub,
+                &mut notes,
+            )?;
             let session_ct = get(&inner, "session")
                 .and_then(bytes)
                 .ok_or(AuthError::SessionDecrypt)?;
@@ -582,17 +593,23 @@ impl AuthClient {
     ) -> Result<Zeroizing<String>, AuthError> {
         notes.push(AuthNote::DecryptingAes);
         let alg = self.settings.enc_algo;
-        let aes_ct = get(inner, "aes").and_then(bytes).ok_or(AuthError::AesDecrypt)?;
+        let aes_ct = get(inner, "aes")
+            .and_then(bytes)
+            .ok_or(AuthError::AesDecrypt)?;
         let key_bytes = self
             .key
             .decrypt_oaep(alg, aes_ct)
             .map_err(|_| AuthError::AesDecrypt)?;
-        let sig = get(inner, "sig").and_then(bytes).ok_or(AuthError::AesSigMissing)?;
+        let sig = get(inner, "sig")
+            .and_then(bytes)
+            .ok_or(AuthError::AesSigMissing)?;
         if let Some(pem) = mpub {
             let mkey =
                 PublicKey::from_pem(pem.as_bytes()).map_err(|_| AuthError::MasterKeyInvalid)?;
             let digest = sha256_hex(&key_bytes);
-            let recovered = mkey.x931_recover(sig).map_err(|_| AuthError::AesSigMismatch)?;
+            let recovered = mkey
+                .x931_recover(sig)
+                .map_err(|_| AuthError::AesSigMismatch)?;
             if recovered != digest.as_bytes() {
                 return Err(AuthError::AesSigMismatch);
             }
