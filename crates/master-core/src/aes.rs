@@ -20,7 +20,9 @@ pub struct PublishKey {
 
 impl std::fmt::Debug for PublishKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PublishKey").field("created", &self.created).finish_non_exhaustive()
+        f.debug_struct("PublishKey")
+            .field("created", &self.created)
+            .finish_non_exhaustive()
     }
 }
 
@@ -30,7 +32,11 @@ impl PublishKey {
         let crypticle = Crypticle::generate();
         let digest = hex::encode(Sha256::digest(crypticle.key_string().as_bytes()));
         let sig = master.x931_sign(digest.as_bytes())?;
-        Ok(PublishKey { crypticle, sig, created: Instant::now() })
+        Ok(PublishKey {
+            crypticle,
+            sig,
+            created: Instant::now(),
+        })
     }
 }
 
@@ -43,12 +49,18 @@ pub struct AesState {
 impl AesState {
     /// Start with `key`, serial 0.
     pub fn new(key: PublishKey) -> Self {
-        AesState { inner: Mutex::new((Arc::new(key), 0)) }
+        AesState {
+            inner: Mutex::new((Arc::new(key), 0)),
+        }
     }
 
     /// The current key.
     pub fn current(&self) -> Arc<PublishKey> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
     }
 
     /// Install a new key; the serial starts again.

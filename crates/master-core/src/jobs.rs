@@ -43,25 +43,36 @@ pub struct Jobs {
 pub fn safe_jid(jid: &str) -> bool {
     !jid.is_empty()
         && jid.len() <= 64
-        && jid.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && jid
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 impl Jobs {
     /// Jobs live in `dir` (`{cachedir}/jobs`).
     pub fn new(dir: PathBuf) -> Self {
-        Jobs { dir, waiters: Mutex::new(HashMap::new()) }
+        Jobs {
+            dir,
+            waiters: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Start listening for returns of `jid` (before publishing it, so none is missed).
     pub fn subscribe(&self, jid: &str) -> mpsc::UnboundedReceiver<ReturnEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).insert(jid.to_owned(), tx);
+        self.waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(jid.to_owned(), tx);
         rx
     }
 
     /// Stop listening for `jid`.
     pub fn unsubscribe(&self, jid: &str) {
-        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(jid);
+        self.waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(jid);
     }
 
     /// Save the job load.
@@ -101,15 +112,21 @@ mod tests {
         let jobs = Jobs::new(dir.path().join("jobs"));
         let mut rx = jobs.subscribe("20250101000000000000");
         let load = Value::Map(vec![(Value::from("return"), Value::Boolean(true))]);
-        jobs.store_return("20250101000000000000", "m1", &load).unwrap();
+        jobs.store_return("20250101000000000000", "m1", &load)
+            .unwrap();
         let (id, got) = rx.try_recv().unwrap();
         assert_eq!(id, "m1");
         assert_eq!(got, load);
-        let bytes = std::fs::read(dir.path().join("jobs/20250101000000000000/m1/return.p")).unwrap();
+        let bytes =
+            std::fs::read(dir.path().join("jobs/20250101000000000000/m1/return.p")).unwrap();
         assert_eq!(salt_proto::decode(&bytes).unwrap(), load);
         jobs.unsubscribe("20250101000000000000");
-        jobs.store_return("20250101000000000000", "m2", &load).unwrap();
+        jobs.store_return("20250101000000000000", "m2", &load)
+            .unwrap();
         assert!(rx.try_recv().is_err());
-        assert!(matches!(jobs.store_return("../x", "m1", &load), Err(JobError::BadJid(_))));
+        assert!(matches!(
+            jobs.store_return("../x", "m1", &load),
+            Err(JobError::BadJid(_))
+        ));
     }
 }

@@ -53,7 +53,10 @@ pub enum KeyError {
 
 enum PubSig {
     None,
-    Dynamic { key: PrivateKey, cache: Mutex<Vec<(SigAlgo, Arc<Vec<u8>>)>> },
+    Dynamic {
+        key: PrivateKey,
+        cache: Mutex<Vec<(SigAlgo, Arc<Vec<u8>>)>>,
+    },
     File(Arc<Vec<u8>>),
 }
 
@@ -69,17 +72,23 @@ pub struct MasterKeys {
 impl std::fmt::Debug for MasterKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MasterKeys")
-            .field("pub_sig", &match self.pub_sig {
-                PubSig::None => "none",
-                PubSig::Dynamic { .. } => "dynamic",
-                PubSig::File(_) => "file",
-            })
+            .field(
+                "pub_sig",
+                &match self.pub_sig {
+                    PubSig::None => "none",
+                    PubSig::Dynamic { .. } => "dynamic",
+                    PubSig::File(_) => "file",
+                },
+            )
             .finish_non_exhaustive()
     }
 }
 
 fn pki_err(path: &Path) -> impl FnOnce(salt_pki::Error) -> KeyError + '_ {
-    move |source| KeyError::Pki { path: path.to_owned(), source }
+    move |source| KeyError::Pki {
+        path: path.to_owned(),
+        source,
+    }
 }
 
 impl MasterKeys {
@@ -89,8 +98,10 @@ impl MasterKeys {
         let pem = dir.join("master.pem");
         let key = files::load_or_generate(dir, "master", cfg.keysize).map_err(pki_err(&pem))?;
         let pub_path = dir.join("master.pub");
-        let pub_text = std::fs::read_to_string(&pub_path)
-            .map_err(|source| KeyError::Io { path: pub_path.clone(), source })?;
+        let pub_text = std::fs::read_to_string(&pub_path).map_err(|source| KeyError::Io {
+            path: pub_path.clone(),
+            source,
+        })?;
         let pub_clean = clean_key(&pub_text);
         let sign_name = &cfg.master_sign_key_name;
         let pub_sig = if cfg.master_use_pubkey_signature {
@@ -100,7 +111,12 @@ impl MasterKeys {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(KeyError::SignatureMissing(sig_path));
                 }
-                Err(source) => return Err(KeyError::Io { path: sig_path, source }),
+                Err(source) => {
+                    return Err(KeyError::Io {
+                        path: sig_path,
+                        source,
+                    });
+                }
             };
             let sign_pub_path = dir.join(format!("{sign_name}.pub"));
             if sign_pub_path.exists() {
@@ -117,16 +133,25 @@ impl MasterKeys {
                     sign_pub: sign_pub_path.clone(),
                 })?;
             }
-            PubSig::File(Arc::new(pubsig::pub_sig_from_signature_file(&text).into_bytes()))
+            PubSig::File(Arc::new(
+                pubsig::pub_sig_from_signature_file(&text).into_bytes(),
+            ))
         } else if cfg.master_sign_pubkey {
             let sign_pem = dir.join(format!("{sign_name}.pem"));
-            let key = files::load_or_generate(dir, sign_name, cfg.keysize)
-                .map_err(pki_err(&sign_pem))?;
-            PubSig::Dynamic { key, cache: Mutex::new(Vec::new()) }
+            let key =
+                files::load_or_generate(dir, sign_name, cfg.keysize).map_err(pki_err(&sign_pem))?;
+            PubSig::Dynamic {
+                key,
+                cache: Mutex::new(Vec::new()),
+            }
         } else {
             PubSig::None
         };
-        Ok(MasterKeys { key, pub_clean, pub_sig })
+        Ok(MasterKeys {
+            key,
+            pub_clean,
+            pub_sig,
+        })
     }
 
     /// The `pub_sig` for a minion signing with `alg`, if the master signs its key.

@@ -92,7 +92,9 @@ async fn client(
     let uid = stream.peer_cred()?.uid();
     let user = user_name(uid);
     let privileged = uid == 0 || uid == nix::unistd::geteuid().as_raw();
-    let Some(req) = read_frame::<_, LocalRequest>(&mut stream).await? else { return Ok(()) };
+    let Some(req) = read_frame::<_, LocalRequest>(&mut stream).await? else {
+        return Ok(());
+    };
     let LocalRequest::Publish(req) = req;
     let err = |message: String| LocalEvent::Error { message };
     let prepared = prepare(&shared, &req, &user, privileged);
@@ -105,7 +107,10 @@ async fn client(
         let shared = shared.clone();
         let job = job.clone();
         tokio::task::spawn_blocking(move || {
-            shared.jobs.store_job(&job.jid, &job.load()).map_err(|e| e.to_string())?;
+            shared
+                .jobs
+                .store_job(&job.jid, &job.load())
+                .map_err(|e| e.to_string())?;
             publish(&shared, &publisher, &job).map_err(|e| e.to_string())
         })
         .await
@@ -115,8 +120,14 @@ async fn client(
         shared.jobs.unsubscribe(&job.jid);
         return write_frame(&mut stream, &err(format!("publish failed: {e}"))).await;
     }
-    write_frame(&mut stream, &LocalEvent::Published { jid: job.jid.clone(), minions: expected.clone() })
-        .await?;
+    write_frame(
+        &mut stream,
+        &LocalEvent::Published {
+            jid: job.jid.clone(),
+            minions: expected.clone(),
+        },
+    )
+    .await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(req.timeout);
     let mut seen: Vec<String> = Vec::new();
     let result = async {
@@ -170,19 +181,26 @@ fn prepare(
     let accepted = shared.store.list(KeyState::Accepted);
     let expected = target.expected(accepted.iter().map(String::as_str));
     if !privileged {
-        crate::acl::check(&shared.acl, &shared.acl_blacklist, user, &req.fun, expected.as_deref())
-            .map_err(|denied| {
-                tracing::error!(
-                    "{user} does not have permissions to run {}. Please contact your local \
+        crate::acl::check(
+            &shared.acl,
+            &shared.acl_blacklist,
+            user,
+            &req.fun,
+            expected.as_deref(),
+        )
+        .map_err(|denied| {
+            tracing::error!(
+                "{user} does not have permissions to run {}. Please contact your local \
                      administrator if you believe this is in error. ({denied})",
-                    req.fun
-                );
-                format!("Authorization error occurred: {denied}")
-            })?;
+                req.fun
+            );
+            format!("Authorization error occurred: {denied}")
+        })?;
     }
     if expected.as_ref().is_some_and(Vec::is_empty) {
-        return Err("No minions matched the target. No command was sent, no jid was assigned."
-            .into());
+        return Err(
+            "No minions matched the target. No command was sent, no jid was assigned.".into(),
+        );
     }
     let tgt = match tgt_type {
         TargetType::List => Value::Array(

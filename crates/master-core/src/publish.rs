@@ -72,7 +72,12 @@ pub fn publish(shared: &Shared, publisher: &Publisher, job: &Job) -> Result<(), 
             payload.push((t("load"), Value::Binary(ct)));
         }
         publisher.publish(vec![salt_proto::encode(&Value::Map(payload))])?;
-        tracing::info!("Published job {} ({}) to {:?}", job.jid, job.fun, job.tgt.to_string());
+        tracing::info!(
+            "Published job {} ({}) to {:?}",
+            job.jid,
+            job.fun,
+            job.tgt.to_string()
+        );
         Ok(())
     })
 }

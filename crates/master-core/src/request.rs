@@ -10,8 +10,8 @@ use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_pki::{Crypticle, EncAlgo, PublicKey, SigAlgo, generate_key_string};
 use salt_proto::auth_master::{
-    self, AcceptParams, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts,
-    MasterIdentity, Pending, Policy,
+    self, AcceptInner, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending,
+    Policy,
 };
 use salt_proto::{ReplayVerdict, decode, encode, map_get};
 
@@ -161,7 +161,10 @@ fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
     match auth_reply(shared, &req) {
         Ok(v) => encode(&v),
         Err(e) => {
-            tracing::error!("Authentication of {} failed on the master side: {e}", req.id);
+            tracing::error!(
+                "Authentication of {} failed on the master side: {e}",
+                req.id
+            );
             // A signed refusal keeps the minion's state machine simple.
             fail(shared, &req, AuthRet::Refused)
         }
@@ -169,11 +172,25 @@ fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
 }
 
 fn fail(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Vec<u8> {
-    let me = MasterIdentity { key: &shared.keys.key, pub_clean: &shared.keys.pub_clean };
-    match auth_master::fail_reply(&me, &req.nonce, ret, req.sig_algo) {
+    match fail_reply(shared, req, ret) {
         Ok(v) => encode(&v),
         Err(_) => reply_str(BAD_LOAD),
     }
+}
+
+fn sig_algo_of(req: &AuthRequest) -> SigAlgo {
+    req.sig_algo.parse().unwrap_or(SigAlgo::Pkcs1v15Sha1)
+}
+
+fn enc_algo_of(req: &AuthRequest) -> EncAlgo {
+    req.enc_algo.parse().unwrap_or(EncAlgo::OaepSha1)
+}
+
+/// Signed `{"ret": ret, "nonce": nonce}`.
+fn fail_reply(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Result<Value, salt_pki::Error> {
+    let inner = auth_master::fail_inner(&req.nonce, ret);
+    let sig = shared.keys.key.sign(sig_algo_of(req), &inner)?;
+    Ok(auth_master::signed_reply(inner, sig))
 }
 
 /// Errors on the master's side of a sign-in.
@@ -181,8 +198,6 @@ fn fail(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Vec<u8> {
 enum AuthSideError {
     #[error("key store: {0}")]
     Store(#[from] salt_keystore::KeyStoreError),
-    #[error("{0}")]
-    Reply(#[from] auth_master::AuthReplyError),
     #[error("{0}")]
     Pki(#[from] salt_pki::Error),
     #[error("{0}")]
@@ -202,15 +217,18 @@ fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
             None => Pending::Absent,
         }
     };
-    Ok(KeyFacts { rejected, accepted, pending })
+    Ok(KeyFacts {
+        rejected,
+        accepted,
+        pending,
+    })
 }
 
 fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError> {
-    let me = MasterIdentity { key: &shared.keys.key, pub_clean: &shared.keys.pub_clean };
     let cfg = &shared.cfg;
     if !auth_master::valid_id(&req.id) {
         tracing::info!("Authentication request from invalid id {:?}", req.id);
-        return Ok(auth_master::fail_reply(&me, &req.nonce, AuthRet::Refused, req.sig_algo)?);
+        return Ok(fail_reply(shared, req, AuthRet::Refused)?);
     }
     let full = match cfg.max_minions {
         Some(max) if max > 0 => {
@@ -226,9 +244,16 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
     let mut auto_sign = cfg.auto_accept
         || (new_or_pending && shared.matches_list_file(cfg.autosign_file.as_deref(), &req.id));
     if !auto_sign && new_or_pending && !full && !auto_reject {
-        auto_sign = shared.store.consume_autosign_stub(&req.id, cfg.autosign_timeout)?;
+        auto_sign = shared
+            .store
+            .consume_autosign_stub(&req.id, cfg.autosign_timeout)?;
     }
-    let policy = Policy { open_mode: cfg.open_mode, auto_sign, auto_reject, full };
+    let policy = Policy {
+        open_mode: cfg.open_mode,
+        auto_sign,
+        auto_reject,
+        full,
+    };
     let decision = auth_master::decide(req, &facts, &policy);
     let id = &req.id;
     match decision.action {
@@ -250,39 +275,63 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         (Act::Pend, _) if decision.action == KeyAction::WritePending => {
             tracing::info!("New public key for {id} placed in pending");
         }
-        (Act::Pend, _) => tracing::info!("Authentication failed from host {id}, the key is in pending and needs to be accepted with salt-key -a {id}"),
-        (Act::Reject, _) => tracing::warn!("Public key rejected for {id}: key is in the rejected keys"),
+        (Act::Pend, _) => tracing::info!(
+            "Authentication failed from host {id}, the key is in pending and needs to be accepted with salt-key -a {id}"
+        ),
+        (Act::Reject, _) => {
+            tracing::warn!("Public key rejected for {id}: key is in the rejected keys")
+        }
         (Act::Full, _) => tracing::info!(
             "Too many minions connected (max_minions={}). Rejecting connection from id {id}",
             cfg.max_minions.unwrap_or(0)
         ),
-        (Act::Invalid, _) => tracing::warn!("Authentication request from {id} refused: invalid key state"),
+        (Act::Invalid, _) => {
+            tracing::warn!("Authentication request from {id} refused: invalid key state")
+        }
         (Act::Accept, _) => {}
-        _ => {}
     }
     if let Err(ret) = decision.outcome {
-        return Ok(auth_master::fail_reply(&me, &req.nonce, ret, req.sig_algo)?);
+        return Ok(fail_reply(shared, req, ret)?);
     }
     let minion_pub = match PublicKey::from_pem(req.pub_key.as_bytes()) {
         Ok(k) => k,
         Err(e) => {
             tracing::warn!("Public key of {id} cannot be loaded: {e}");
-            return Ok(auth_master::fail_reply(&me, &req.nonce, AuthRet::Refused, req.sig_algo)?);
+            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
         }
     };
     let session = shared.sessions.get_or_create(id)?;
     let aes = shared.aes.current();
-    let pub_sig = shared.keys.pub_sig(req.sig_algo)?;
-    let params = AcceptParams {
-        minion_pub: &minion_pub,
-        aes_key: aes.crypticle.key_string(),
-        aes_sig: &aes.sig,
-        session_key: session.key_string(),
+    let (enc, sig_algo) = (enc_algo_of(req), sig_algo_of(req));
+    let pub_sig = shared.keys.pub_sig(sig_algo)?;
+    // The token echo: decrypt with master.pem, re-encrypt to the minion; omitted (as Salt
+    // does) when it does not decrypt.
+    let token = match &req.token {
+        Some(ct) => match shared.keys.key.decrypt_oaep(enc, ct) {
+            Ok(plain) => Some(minion_pub.encrypt_oaep(enc, &plain)?),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let aes_enc = minion_pub.encrypt_oaep(enc, aes.crypticle.key_string().as_bytes())?;
+    let session_enc = minion_pub.encrypt_oaep(enc, session.key_string().as_bytes())?;
+    let inner = auth_master::accept_inner(&AcceptInner {
+        pub_key: &shared.keys.pub_clean,
         publish_port: cfg.publish_port,
         pub_sig: pub_sig.as_deref().map(Vec::as_slice),
-    };
-    let reply = auth_master::accept_reply(&me, req, &params)?;
-    shared.connected.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
+        token: token.as_deref(),
+        aes: &aes_enc,
+        session: &session_enc,
+        sig: &aes.sig,
+        nonce: &req.nonce,
+    });
+    let sig = shared.keys.key.sign(sig_algo, &inner)?;
+    let reply = auth_master::signed_reply(inner, sig);
+    shared
+        .connected
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.clone());
     tracing::info!("Authentication accepted from {id}");
     Ok(reply)
 }
@@ -313,7 +362,12 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
     };
     let plain = match crypticle.loads(ct, None) {
         Ok(p) => p,
-        Err(_) => return bad("aes-decrypt", "request does not decrypt with the session key"),
+        Err(_) => {
+            return bad(
+                "aes-decrypt",
+                "request does not decrypt with the session key",
+            );
+        }
     };
     let mut load = match decode(&plain) {
         Ok(v) if v.is_map() => v,
@@ -374,7 +428,13 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
         }
         Some("_mine") => Value::Boolean(true),
         Some("_pillar") => {
-            return encode(&pillar_reply(shared, &id, nonce.as_deref(), enc_algo, sig_algo));
+            return encode(&pillar_reply(
+                shared,
+                &id,
+                nonce.as_deref(),
+                enc_algo,
+                sig_algo,
+            ));
         }
         Some(other) => {
             tracing::debug!("Unsupported command {other} from {id}: replying {{}}");
@@ -406,7 +466,10 @@ fn log_event(id: &str, load: &Value) {
             .iter()
             .filter_map(|e| get_str(e, "tag").map(str::to_owned))
             .collect(),
-        _ => get_str(load, "tag").map(str::to_owned).into_iter().collect(),
+        _ => get_str(load, "tag")
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
     };
     tracing::debug!("Event from {id}: {}", tags.join(", "));
 }
@@ -436,15 +499,20 @@ fn pillar_reply(
     sig_algo: SigAlgo,
 ) -> Value {
     let err = |m: &str| Value::Map(vec![(text("error"), text(m))]);
-    let Some(nonce) = nonce else { return err("Nonce not included in request") };
+    let Some(nonce) = nonce else {
+        return err("Nonce not included in request");
+    };
     let Ok(Some(pem)) = shared.store.read_key(KeyState::Accepted, id) else {
         return err("AES key not found");
     };
-    let Ok(minion_pub) = PublicKey::from_pem(pem.as_bytes()) else { return err(BAD_LOAD) };
+    let Ok(minion_pub) = PublicKey::from_pem(pem.as_bytes()) else {
+        return err(BAD_LOAD);
+    };
     let k = generate_key_string();
-    let (Ok(pcrypt), Ok(key)) =
-        (Crypticle::from_key_string(&k), minion_pub.encrypt_oaep(enc_algo, k.as_bytes()))
-    else {
+    let (Ok(pcrypt), Ok(key)) = (
+        Crypticle::from_key_string(&k),
+        minion_pub.encrypt_oaep(enc_algo, k.as_bytes()),
+    ) else {
         return err(BAD_LOAD);
     };
     let data = encode(&Value::Map(vec![
@@ -452,9 +520,13 @@ fn pillar_reply(
         (text("pillar"), Value::Map(vec![])),
         (text("nonce"), text(nonce)),
     ]));
-    let Ok(sig) = shared.keys.key.sign(sig_algo, &data) else { return err(BAD_LOAD) };
-    let signed =
-        encode(&Value::Map(vec![(text("data"), Value::Binary(data)), (text("sig"), Value::Binary(sig))]));
+    let Ok(sig) = shared.keys.key.sign(sig_algo, &data) else {
+        return err(BAD_LOAD);
+    };
+    let signed = encode(&Value::Map(vec![
+        (text("data"), Value::Binary(data)),
+        (text("sig"), Value::Binary(sig)),
+    ]));
     Value::Map(vec![
         (text("key"), Value::Binary(key)),
         (text("pillar"), Value::Binary(pcrypt.dumps(&signed, None))),

@@ -72,7 +72,10 @@ fn mkdir(path: &std::path::Path, mode: u32) -> Result<(), MasterError> {
 }
 
 fn sig_algo(cfg: &MasterConfig) -> SigAlgo {
-    cfg.publish_signing_algorithm.as_str().parse().unwrap_or(SigAlgo::Pkcs1v15Sha1)
+    cfg.publish_signing_algorithm
+        .as_str()
+        .parse()
+        .unwrap_or(SigAlgo::Pkcs1v15Sha1)
 }
 
 /// Run the master until `shutdown` completes.
@@ -85,7 +88,10 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || MasterKeys::load(&cfg))
             .await
-            .map_err(|e| MasterError::Io { what: "loading keys".into(), source: std::io::Error::other(e) })??
+            .map_err(|e| MasterError::Io {
+                what: "loading keys".into(),
+                source: std::io::Error::other(e),
+            })??
     };
     // A fresh start makes a fresh publish key: a leftover rotation request is moot.
     let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
@@ -124,12 +130,17 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
         ..ServerOptions::default()
     };
     let (router, mut requests) = RouterServer::bind(&tcp_endpoint(&host, cfg.ret_port), srv_opts)?;
-    tracing::info!("Setting up the master communication server on {}", router.endpoint());
+    tracing::info!(
+        "Setting up the master communication server on {}",
+        router.endpoint()
+    );
 
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let (listener, sock_path) = crate::local_server::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty())
-        .map_err(io_err(format!("local socket in {}", cfg.sock_dir.display())))?;
+    let (listener, sock_path) =
+        crate::local_server::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(io_err(
+            format!("local socket in {}", cfg.sock_dir.display()),
+        ))?;
     let local = tokio::spawn(crate::local_server::serve(
         listener,
         shared.clone(),
@@ -177,7 +188,10 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
     stop.cancel();
     drop(requests);
     tracker.close();
-    if tokio::time::timeout(Duration::from_secs(10), tracker.wait()).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(10), tracker.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("some requests were still running at shutdown");
     }
     let _ = local.await;
@@ -214,7 +228,9 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                 Ok(salt_keystore::DropfileCheck::Rotate) => true,
                 Ok(salt_keystore::DropfileCheck::BadMode { mode, .. }) => {
                     if s.log_limit.allow("dropfile-mode") {
-                        tracing::warn!("Found dropfile with incorrect permissions ({mode:o}), ignoring...");
+                        tracing::warn!(
+                            "Found dropfile with incorrect permissions ({mode:o}), ignoring..."
+                        );
                     }
                     false
                 }
@@ -234,7 +250,11 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                         s.aes.rotate(k);
                         tracing::info!(
                             "Rotating master AES key{}",
-                            if dropfile { " (dropfile)" } else { " (publish_session)" }
+                            if dropfile {
+                                " (dropfile)"
+                            } else {
+                                " (publish_session)"
+                            }
                         );
                     }
                     Err(e) => tracing::error!("AES key rotation failed: {e}"),

@@ -34,7 +34,11 @@ pub enum SessionError {
 impl Sessions {
     /// Keys live in `dir` (created by the caller) and expire after `max_age`.
     pub fn new(dir: PathBuf, max_age: Duration) -> Self {
-        Sessions { dir, max_age, cache: Mutex::new(HashMap::new()) }
+        Sessions {
+            dir,
+            max_age,
+            cache: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The current key of a (valid) id, if there is a fresh one on disk.
@@ -63,8 +67,12 @@ impl Sessions {
         }
         let c = Crypticle::generate();
         let path = self.dir.join(id);
-        files::atomic_write(&path, c.key_string().as_bytes(), 0o600)
-            .map_err(|source| SessionError::Pki { id: id.to_owned(), source })?;
+        files::atomic_write(&path, c.key_string().as_bytes(), 0o600).map_err(|source| {
+            SessionError::Pki {
+                id: id.to_owned(),
+                source,
+            }
+        })?;
         let mtime = std::fs::metadata(&path)
             .and_then(|m| m.modified())
             .unwrap_or_else(|_| SystemTime::now());
@@ -75,7 +83,9 @@ impl Sessions {
 
     fn expired(&self, mtime: SystemTime) -> bool {
         !self.max_age.is_zero()
-            && SystemTime::now().duration_since(mtime).is_ok_and(|age| age > self.max_age)
+            && SystemTime::now()
+                .duration_since(mtime)
+                .is_ok_and(|age| age > self.max_age)
     }
 }
 

@@ -49,7 +49,9 @@ pub struct Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("keys", &self.keys).finish_non_exhaustive()
+        f.debug_struct("Shared")
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
     }
 }
 
@@ -70,7 +72,12 @@ impl Shared {
             users: cfg
                 .publisher_acl
                 .iter()
-                .map(|(user, funs)| (user.clone(), funs.iter().cloned().map(AclEntry::Fun).collect()))
+                .map(|(user, funs)| {
+                    (
+                        user.clone(),
+                        funs.iter().cloned().map(AclEntry::Fun).collect(),
+                    )
+                })
                 .collect(),
         };
         let bl = AclBlacklist {
@@ -85,7 +92,9 @@ impl Shared {
     pub fn matches_list_file(&self, path: Option<&Path>, id: &str) -> bool {
         use std::os::unix::fs::PermissionsExt;
         let Some(path) = path else { return false };
-        let Ok(meta) = std::fs::metadata(path) else { return false };
+        let Ok(meta) = std::fs::metadata(path) else {
+            return false;
+        };
         let mode = meta.permissions().mode();
         if mode & 0o002 != 0 || (mode & 0o020 != 0 && !self.cfg.permissive_pki_access) {
             if self.log_limit.allow("autosign-perms") {
@@ -93,7 +102,9 @@ impl Shared {
             }
             return false;
         }
-        let Ok(text) = std::fs::read_to_string(path) else { return false };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return false;
+        };
         text.lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -112,7 +123,10 @@ pub struct LogLimiter {
 impl LogLimiter {
     /// At most one message per kind per `every`.
     pub fn new(every: Duration) -> Self {
-        LogLimiter { every, last: Mutex::new(HashMap::new()) }
+        LogLimiter {
+            every,
+            last: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Whether a message of `kind` may be logged now.

@@ -7,12 +7,28 @@
 //! 3. [`decide`] returns a [`Decision`]: what to write into the key directories and which
 //!    reply to send. Nothing here touches a file, a socket or the clock.
 //!
-//! Replies are built by [`accept_reply`] and [`fail_reply`]; both are the signed clear form
-//! `{"enc": "clear", "load": msgpack(INNER), "sig": PKCS1-sign(master.pem, load)}` that
-//! 3006.30/3007.17 minions require, with INNER in Python's key order.
+//! Replies: [`fail_inner`] / [`accept_inner`] produce the msgpack bytes of INNER in
+//! Python's key order; the caller signs them (PKCS#1 v1.5, master.pem, the request's
+//! `sig_algo`) and wraps both with [`signed_reply`] into
+//! `{"enc": "clear", "load": INNER bytes, "sig": signature}`, the form 3006.30/3007.17
+//! minions require. Like the rest of this crate, no cryptography happens here: the
+//! ciphertexts and signatures come in as bytes.
 
 use rmpv::Value;
-use salt_pki::{EncAlgo, PrivateKey, PublicKey, SigAlgo, clean_key};
+
+/// `encryption_algorithm` names Salt accepts.
+pub const ENC_ALGOS: [&str; 2] = ["OAEP-SHA1", "OAEP-SHA224"];
+/// `signing_algorithm` names Salt accepts.
+pub const SIG_ALGOS: [&str; 2] = ["PKCS1v15-SHA1", "PKCS1v15-SHA224"];
+
+/// Salt's `clean_key`: trim, normalise line endings to LF, no trailing newline.
+pub fn clean_key(text: &str) -> String {
+    text.trim()
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// A parsed `_auth` load.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,10 +37,10 @@ pub struct AuthRequest {
     pub id: String,
     /// Request nonce, echoed in every signed reply.
     pub nonce: String,
-    /// OAEP hash for `aes`, `session`, `token`.
-    pub enc_algo: EncAlgo,
-    /// PKCS#1 v1.5 hash for the reply signature and `pub_sig`.
-    pub sig_algo: SigAlgo,
+    /// OAEP algorithm for `aes`, `session`, `token` (one of [`ENC_ALGOS`]).
+    pub enc_algo: String,
+    /// PKCS#1 v1.5 algorithm for the reply signature and `pub_sig` (one of [`SIG_ALGOS`]).
+    pub sig_algo: String,
     /// RSA-OAEP ciphertext of the minion's token, present once it caches our key.
     pub token: Option<Vec<u8>>,
     /// The minion's public key PEM text exactly as received.
@@ -143,53 +159,57 @@ pub struct Decision {
     pub act: Act,
 }
 
-/// Errors while building a reply (RSA failures, unusable minion key).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AuthReplyError {
-    /// An RSA operation failed.
-    #[error("rsa: {0}")]
-    Pki(#[from] salt_pki::Error),
-}
-
 impl AuthRequest {
     /// Parse the clear `load` of an `_auth` request (the caller already checked `cmd`).
     pub fn from_load(load: &Value) -> Result<Self, AuthRequestError> {
         let map = load.as_map().ok_or(AuthRequestError::NotAMap)?;
         let get = |key: &str| {
-            map.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+            map.iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v)
         };
         let text = |key: &'static str| -> Result<String, AuthRequestError> {
             match get(key) {
-                Some(Value::String(s)) => {
-                    s.as_str().map(str::to_owned).ok_or(AuthRequestError::Missing(key))
-                }
+                Some(Value::String(s)) => s
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or(AuthRequestError::Missing(key)),
                 _ => Err(AuthRequestError::Missing(key)),
             }
         };
         let id = text("id")?;
         let nonce = text("nonce")?;
         let pub_key = text("pub")?;
-        let sig_algo = match get("sig_algo") {
-            None | Some(Value::Nil) => SigAlgo::Pkcs1v15Sha1,
-            Some(v) => {
-                let s = v.as_str().unwrap_or_default();
-                s.parse().map_err(|_| AuthRequestError::BadSigAlgo(s.to_owned()))?
+        let algo = |key: &str, valid: &[&str], default: &str| -> Result<String, String> {
+            match get(key) {
+                None | Some(Value::Nil) => Ok(default.to_owned()),
+                Some(v) => {
+                    let s = v.as_str().unwrap_or_default();
+                    if valid.contains(&s) {
+                        Ok(s.to_owned())
+                    } else {
+                        Err(s.to_owned())
+                    }
+                }
             }
         };
-        let enc_algo = match get("enc_algo") {
-            None | Some(Value::Nil) => EncAlgo::OaepSha1,
-            Some(v) => {
-                let s = v.as_str().unwrap_or_default();
-                s.parse().map_err(|_| AuthRequestError::BadEncAlgo(s.to_owned()))?
-            }
-        };
+        let sig_algo =
+            algo("sig_algo", &SIG_ALGOS, SIG_ALGOS[0]).map_err(AuthRequestError::BadSigAlgo)?;
+        let enc_algo =
+            algo("enc_algo", &ENC_ALGOS, ENC_ALGOS[0]).map_err(AuthRequestError::BadEncAlgo)?;
         let token = match get("token") {
             Some(Value::String(s)) => Some(s.as_bytes().to_vec()),
             Some(Value::Binary(b)) => Some(b.clone()),
             _ => None,
         };
-        Ok(AuthRequest { id, nonce, enc_algo, sig_algo, token, pub_key })
+        Ok(AuthRequest {
+            id,
+            nonce,
+            enc_algo,
+            sig_algo,
+            token,
+            pub_key,
+        })
     }
 }
 
@@ -201,8 +221,16 @@ pub fn valid_id(id: &str) -> bool {
 
 /// Decide an `_auth` request, in Salt's order (§3.4).
 pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision {
-    let fail = |action, ret, act| Decision { action, outcome: Err(ret), act };
-    let accept = |action| Decision { action, outcome: Ok(()), act: Act::Accept };
+    let fail = |action, ret, act| Decision {
+        action,
+        outcome: Err(ret),
+        act,
+    };
+    let accept = |action| Decision {
+        action,
+        outcome: Ok(()),
+        act: Act::Accept,
+    };
     if !valid_id(&req.id) {
         return fail(KeyAction::None, AuthRet::Refused, Act::Invalid);
     }
@@ -211,8 +239,15 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
     }
     let presented = clean_key(&req.pub_key);
     if policy.open_mode {
-        let same = facts.accepted.as_deref().is_some_and(|k| clean_key(k) == presented);
-        return accept(if same { KeyAction::None } else { KeyAction::WriteAccepted });
+        let same = facts
+            .accepted
+            .as_deref()
+            .is_some_and(|k| clean_key(k) == presented);
+        return accept(if same {
+            KeyAction::None
+        } else {
+            KeyAction::WriteAccepted
+        });
     }
     if facts.rejected {
         return fail(KeyAction::None, AuthRet::Refused, Act::Reject);
@@ -238,7 +273,11 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
         Pending::File(stored) => {
             let same = clean_key(stored) == presented;
             if policy.auto_reject {
-                fail(KeyAction::MovePendingToRejected, AuthRet::Refused, Act::Reject)
+                fail(
+                    KeyAction::MovePendingToRejected,
+                    AuthRet::Refused,
+                    Act::Reject,
+                )
             } else if !same {
                 fail(KeyAction::WriteDenied, AuthRet::Refused, Act::Denied)
             } else if !policy.auto_sign {
@@ -250,100 +289,70 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
     }
 }
 
-/// The master's own key material for replies.
+/// The fields of a successful sign-in reply, crypto already done by the caller.
 #[derive(Clone, Copy, Debug)]
-pub struct MasterIdentity<'a> {
-    /// `master.pem`.
-    pub key: &'a PrivateKey,
-    /// `clean_key(master.pub)`: sent as `pub_key`.
-    pub pub_clean: &'a str,
-}
-
-/// Everything an accept reply carries besides the master identity.
-#[derive(Clone, Copy, Debug)]
-pub struct AcceptParams<'a> {
-    /// The minion's key (the accepted one).
-    pub minion_pub: &'a PublicKey,
-    /// Publish AES key string (76 chars).
-    pub aes_key: &'a str,
-    /// X9.31 signature by master.pem over hex(sha256(aes_key)); cached per AES key.
-    pub aes_sig: &'a [u8],
-    /// This minion's session key string.
-    pub session_key: &'a str,
+pub struct AcceptInner<'a> {
+    /// `clean_key(master.pub)`.
+    pub pub_key: &'a str,
     /// `publish_port`.
     pub publish_port: u16,
     /// `pub_sig` (base64 + "\n" for `master_sign_pubkey`, the file text otherwise).
     pub pub_sig: Option<&'a [u8]>,
+    /// The request token re-encrypted to the minion (present iff the request had one
+    /// that decrypted).
+    pub token: Option<&'a [u8]>,
+    /// Publish AES key string, OAEP-encrypted to the minion.
+    pub aes: &'a [u8],
+    /// Session key string, OAEP-encrypted to the minion.
+    pub session: &'a [u8],
+    /// X9.31 signature by master.pem over hex(sha256(publish key string)).
+    pub sig: &'a [u8],
+    /// The request nonce.
+    pub nonce: &'a str,
 }
 
 fn s(v: &str) -> Value {
     Value::from(v)
 }
 
-/// Sign `inner` into the reply envelope.
-fn signed(
-    master: &MasterIdentity<'_>,
-    inner: &Value,
-    sig_algo: SigAlgo,
-) -> Result<Value, AuthReplyError> {
-    let load = crate::encode(inner);
-    let sig = master.key.sign(sig_algo, &load)?;
-    Ok(Value::Map(vec![
-        (s("enc"), s("clear")),
-        (s("load"), Value::Binary(load)),
-        (s("sig"), Value::Binary(sig)),
-    ]))
-}
-
-/// Signed failure reply `{"ret": ret, "nonce": nonce}` (§3.5).
-pub fn fail_reply(
-    master: &MasterIdentity<'_>,
-    nonce: &str,
-    ret: AuthRet,
-    sig_algo: SigAlgo,
-) -> Result<Value, AuthReplyError> {
+/// INNER bytes of a failure reply: `{"ret": ret, "nonce": nonce}` (§3.5).
+pub fn fail_inner(nonce: &str, ret: AuthRet) -> Vec<u8> {
     let ret = match ret {
         AuthRet::Refused => Value::Boolean(false),
         AuthRet::Pending => Value::Boolean(true),
         AuthRet::Full => s("full"),
     };
-    signed(master, &Value::Map(vec![(s("ret"), ret), (s("nonce"), s(nonce))]), sig_algo)
+    crate::encode(&Value::Map(vec![(s("ret"), ret), (s("nonce"), s(nonce))]))
 }
 
-/// Signed success reply (§3.5), INNER in Python's key order:
+/// INNER bytes of a success reply (§3.5), in Python's key order:
 /// `enc, pub_key, publish_port, [pub_sig], [token], aes, session, sig, nonce`.
-/// The token is echoed re-encrypted to the minion; if it does not decrypt it is omitted,
-/// as Salt does.
-pub fn accept_reply(
-    master: &MasterIdentity<'_>,
-    req: &AuthRequest,
-    p: &AcceptParams<'_>,
-) -> Result<Value, AuthReplyError> {
+pub fn accept_inner(f: &AcceptInner<'_>) -> Vec<u8> {
     let mut inner = vec![
         (s("enc"), s("pub")),
-        (s("pub_key"), s(master.pub_clean)),
-        (s("publish_port"), Value::from(p.publish_port)),
+        (s("pub_key"), s(f.pub_key)),
+        (s("publish_port"), Value::from(f.publish_port)),
     ];
-    if let Some(sig) = p.pub_sig {
+    if let Some(sig) = f.pub_sig {
         inner.push((s("pub_sig"), Value::Binary(sig.to_vec())));
     }
-    if let Some(tok) = &req.token {
-        if let Ok(plain) = master.key.decrypt_oaep(req.enc_algo, tok) {
-            let echoed = p.minion_pub.encrypt_oaep(req.enc_algo, &plain)?;
-            inner.push((s("token"), Value::Binary(echoed)));
-        }
+    if let Some(tok) = f.token {
+        inner.push((s("token"), Value::Binary(tok.to_vec())));
     }
-    inner.push((
-        s("aes"),
-        Value::Binary(p.minion_pub.encrypt_oaep(req.enc_algo, p.aes_key.as_bytes())?),
-    ));
-    inner.push((
-        s("session"),
-        Value::Binary(p.minion_pub.encrypt_oaep(req.enc_algo, p.session_key.as_bytes())?),
-    ));
-    inner.push((s("sig"), Value::Binary(p.aes_sig.to_vec())));
-    inner.push((s("nonce"), s(&req.nonce)));
-    signed(master, &Value::Map(inner), req.sig_algo)
+    inner.push((s("aes"), Value::Binary(f.aes.to_vec())));
+    inner.push((s("session"), Value::Binary(f.session.to_vec())));
+    inner.push((s("sig"), Value::Binary(f.sig.to_vec())));
+    inner.push((s("nonce"), s(f.nonce)));
+    crate::encode(&Value::Map(inner))
+}
+
+/// The signed clear reply `{"enc": "clear", "load": inner, "sig": sig}`.
+pub fn signed_reply(inner: Vec<u8>, sig: Vec<u8>) -> Value {
+    Value::Map(vec![
+        (s("enc"), s("clear")),
+        (s("load"), Value::Binary(inner)),
+        (s("sig"), Value::Binary(sig)),
+    ])
 }
 
 /// The unsigned replies Salt sends when it cannot use the requested algorithm:
@@ -366,15 +375,19 @@ mod tests {
         AuthRequest {
             id: id.into(),
             nonce: "0123456789abcdef0123456789abcdef".into(),
-            enc_algo: EncAlgo::OaepSha1,
-            sig_algo: SigAlgo::Pkcs1v15Sha1,
+            enc_algo: "OAEP-SHA1".into(),
+            sig_algo: "PKCS1v15-SHA1".into(),
             token: None,
             pub_key: key.into(),
         }
     }
 
     fn d(action: KeyAction, outcome: Result<(), AuthRet>, act: Act) -> Decision {
-        Decision { action, outcome, act }
+        Decision {
+            action,
+            outcome,
+            act,
+        }
     }
 
     #[test]
@@ -385,9 +398,19 @@ mod tests {
             decide(&r, &none, &Policy::default()),
             d(KeyAction::WritePending, Err(AuthRet::Pending), Act::Pend)
         );
-        let auto = Policy { auto_sign: true, ..Policy::default() };
-        assert_eq!(decide(&r, &none, &auto), d(KeyAction::WriteAccepted, Ok(()), Act::Accept));
-        let rej = Policy { auto_reject: true, auto_sign: true, ..Policy::default() };
+        let auto = Policy {
+            auto_sign: true,
+            ..Policy::default()
+        };
+        assert_eq!(
+            decide(&r, &none, &auto),
+            d(KeyAction::WriteAccepted, Ok(()), Act::Accept)
+        );
+        let rej = Policy {
+            auto_reject: true,
+            auto_sign: true,
+            ..Policy::default()
+        };
         assert_eq!(
             decide(&r, &none, &rej),
             d(KeyAction::WriteRejected, Err(AuthRet::Refused), Act::Reject)
@@ -397,7 +420,10 @@ mod tests {
     #[test]
     fn accepted_key_must_match() {
         // Trailing newline / CRLF differences do not matter (clean_key on both sides).
-        let facts = KeyFacts { accepted: Some(format!("{}\r\n", KEY_A.replace('\n', "\r\n"))), ..KeyFacts::default() };
+        let facts = KeyFacts {
+            accepted: Some(format!("{}\r\n", KEY_A.replace('\n', "\r\n"))),
+            ..KeyFacts::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &facts, &Policy::default()),
             d(KeyAction::None, Ok(()), Act::Accept)
@@ -410,7 +436,10 @@ mod tests {
 
     #[test]
     fn pending_states() {
-        let facts = KeyFacts { pending: Pending::File(KEY_A.into()), ..KeyFacts::default() };
+        let facts = KeyFacts {
+            pending: Pending::File(KEY_A.into()),
+            ..KeyFacts::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &facts, &Policy::default()),
             d(KeyAction::None, Err(AuthRet::Pending), Act::Pend)
@@ -419,17 +448,30 @@ mod tests {
             decide(&req("m1", KEY_B), &facts, &Policy::default()),
             d(KeyAction::WriteDenied, Err(AuthRet::Refused), Act::Denied)
         );
-        let auto = Policy { auto_sign: true, ..Policy::default() };
+        let auto = Policy {
+            auto_sign: true,
+            ..Policy::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &facts, &auto),
             d(KeyAction::PendingToAccepted, Ok(()), Act::Accept)
         );
-        let rej = Policy { auto_reject: true, ..Policy::default() };
+        let rej = Policy {
+            auto_reject: true,
+            ..Policy::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &facts, &rej),
-            d(KeyAction::MovePendingToRejected, Err(AuthRet::Refused), Act::Reject)
+            d(
+                KeyAction::MovePendingToRejected,
+                Err(AuthRet::Refused),
+                Act::Reject
+            )
         );
-        let dir = KeyFacts { pending: Pending::Directory, ..KeyFacts::default() };
+        let dir = KeyFacts {
+            pending: Pending::Directory,
+            ..KeyFacts::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &dir, &auto),
             d(KeyAction::None, Err(AuthRet::Refused), Act::Invalid)
@@ -438,26 +480,85 @@ mod tests {
 
     #[test]
     fn rejected_full_invalid_open() {
-        let rejected = KeyFacts { rejected: true, accepted: Some(KEY_A.into()), ..KeyFacts::default() };
+        let rejected = KeyFacts {
+            rejected: true,
+            accepted: Some(KEY_A.into()),
+            ..KeyFacts::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &rejected, &Policy::default()),
             d(KeyAction::None, Err(AuthRet::Refused), Act::Reject)
         );
-        let full = Policy { full: true, auto_sign: true, ..Policy::default() };
+        let full = Policy {
+            full: true,
+            auto_sign: true,
+            ..Policy::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &KeyFacts::default(), &full),
             d(KeyAction::None, Err(AuthRet::Full), Act::Full)
         );
         for bad in ["", ".", "..", "a/b", "a\\b", "a\0b"] {
-            assert_eq!(decide(&req(bad, KEY_A), &KeyFacts::default(), &full).act, Act::Invalid);
+            assert_eq!(
+                decide(&req(bad, KEY_A), &KeyFacts::default(), &full).act,
+                Act::Invalid
+            );
         }
-        let open = Policy { open_mode: true, ..Policy::default() };
-        let other = KeyFacts { accepted: Some(KEY_B.into()), ..KeyFacts::default() };
+        let open = Policy {
+            open_mode: true,
+            ..Policy::default()
+        };
+        let other = KeyFacts {
+            accepted: Some(KEY_B.into()),
+            ..KeyFacts::default()
+        };
         assert_eq!(
             decide(&req("m1", KEY_A), &other, &open),
             d(KeyAction::WriteAccepted, Ok(()), Act::Accept)
         );
         assert_eq!(decide(&req("m1", KEY_A), &rejected, &open).outcome, Ok(()));
+    }
+
+    #[test]
+    fn inner_maps_in_python_order() {
+        let inner = crate::decode(&fail_inner("n1", AuthRet::Full)).unwrap();
+        assert_eq!(
+            inner,
+            Value::Map(vec![(s("ret"), s("full")), (s("nonce"), s("n1"))])
+        );
+        let f = AcceptInner {
+            pub_key: "PK",
+            publish_port: 4505,
+            pub_sig: Some(b"c2ln\n"),
+            token: None,
+            aes: &[1],
+            session: &[2],
+            sig: &[3],
+            nonce: "n2",
+        };
+        let inner = crate::decode(&accept_inner(&f)).unwrap();
+        let keys: Vec<&str> = inner
+            .as_map()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "enc",
+                "pub_key",
+                "publish_port",
+                "pub_sig",
+                "aes",
+                "session",
+                "sig",
+                "nonce"
+            ]
+        );
+        let reply = signed_reply(vec![9], vec![8]);
+        assert_eq!(crate::map_get(&reply, "enc"), Some(&s("clear")));
+        assert_eq!(clean_key(" a\r\nb\n\n"), "a\nb");
     }
 
     #[test]
@@ -472,11 +573,14 @@ mod tests {
             (s("pub"), s(KEY_A)),
         ]);
         let r = AuthRequest::from_load(&load).unwrap();
-        assert_eq!(r.enc_algo, EncAlgo::OaepSha224);
-        assert_eq!(r.sig_algo, SigAlgo::Pkcs1v15Sha224);
+        assert_eq!(r.enc_algo, "OAEP-SHA224");
+        assert_eq!(r.sig_algo, "PKCS1v15-SHA224");
         assert_eq!(r.token.as_deref(), Some(&[0xff, 1][..]));
         let no_nonce = Value::Map(vec![(s("id"), s("m1")), (s("pub"), s(KEY_A))]);
-        assert_eq!(AuthRequest::from_load(&no_nonce), Err(AuthRequestError::Missing("nonce")));
+        assert_eq!(
+            AuthRequest::from_load(&no_nonce),
+            Err(AuthRequestError::Missing("nonce"))
+        );
         let bad = Value::Map(vec![
             (s("id"), s("m1")),
             (s("nonce"), s("n")),
@@ -487,6 +591,9 @@ mod tests {
             AuthRequest::from_load(&bad),
             Err(AuthRequestError::BadEncAlgo("RSA-NOPE".into()))
         );
-        assert_eq!(AuthRequest::from_load(&s("x")), Err(AuthRequestError::NotAMap));
+        assert_eq!(
+            AuthRequest::from_load(&s("x")),
+            Err(AuthRequestError::NotAMap)
+        );
     }
 }
