@@ -1,2 +1,4 @@
 //! salt-minion-core
 #![forbid(unsafe_code)]
+
+pub mod failover;

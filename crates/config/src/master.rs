@@ -1,0 +1,521 @@
+//! `MasterConfig`: the salt-master options salt-rs implements, with Salt 3007's defaults
+//! (`salt/config/__init__.py` `DEFAULT_MASTER_OPTS`).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{ConfigErrors, Problem};
+use crate::reader::{
+    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, path, port,
+    string, string_list_map, word,
+};
+use crate::source::Sources;
+use crate::types::{
+    HashType, LogFile, LogLevel, PublisherAclBlacklist, Secret, SigningAlgorithm, invalid,
+};
+use crate::{LoadOptions, Loaded, OptionDoc, finish, prepend_root_dir, salt_options};
+
+/// The role name: the config file and the `.d` directory are named after it.
+const ROLE: &str = "master";
+
+/// Default `publish_port`.
+pub const DEFAULT_PUBLISH_PORT: u16 = 4505;
+/// Default `ret_port`.
+pub const DEFAULT_RET_PORT: u16 = 4506;
+/// Default `worker_threads`.
+pub const DEFAULT_WORKER_THREADS: u32 = 5;
+/// Default `keysize`.
+pub const DEFAULT_KEYSIZE: u32 = 2048;
+/// Default `autosign_timeout` (120 minutes).
+pub const DEFAULT_AUTOSIGN_TIMEOUT: Duration = Duration::from_secs(120 * 60);
+/// Default `publish_session` (86400 s): AES session key lifetime.
+pub const DEFAULT_PUBLISH_SESSION: Duration = Duration::from_secs(86400);
+/// Default `loop_interval` (60 s).
+pub const DEFAULT_LOOP_INTERVAL: Duration = Duration::from_secs(60);
+/// Default `keep_jobs_seconds` (86400 s, i.e. `keep_jobs: 24` hours).
+pub const DEFAULT_KEEP_JOBS: Duration = Duration::from_secs(86400);
+/// Default `zmq_heartbeat_ivl` (Salt 3008's `_DEFAULT_ZMQ_HEARTBEAT_IVL`, 10 000 ms).
+pub const DEFAULT_ZMQ_HEARTBEAT_IVL: Duration = Duration::from_millis(10_000);
+/// Default `zmq_heartbeat_timeout` (Salt 3008's `_DEFAULT_ZMQ_HEARTBEAT_TIMEOUT`, 30 000 ms).
+pub const DEFAULT_ZMQ_HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(30_000);
+/// Default `tcp_keepalive_idle` (300 s).
+pub const DEFAULT_TCP_KEEPALIVE_IDLE: Duration = Duration::from_secs(300);
+
+salt_options! {
+    /// The salt-master configuration, typed. Paths are final (`root_dir` applied).
+    #[derive(Clone, Debug, PartialEq)]
+    #[non_exhaustive]
+    pub struct MasterConfig {
+        /// The master's id. Unset: the cached `minion_id` file or the host name, plus
+        /// `_master`, as Salt does.
+        #[salt_default = "<hostname>_master"]
+        pub id: String,
+        /// Address the publish and return ports bind to.
+        #[salt_default = "0.0.0.0"]
+        pub interface: IpAddr,
+        /// Bind IPv6 sockets (`None`: decided by `interface`).
+        #[salt_default = "None"]
+        pub ipv6: Option<bool>,
+        /// ZeroMQ PUB port the minions subscribe to.
+        #[salt_default = "4505"]
+        pub publish_port: u16,
+        /// ZeroMQ ROUTER port for authentication and returns.
+        #[salt_default = "4506"]
+        pub ret_port: u16,
+        /// Request-server workers (RSA and AES work runs on this many threads).
+        #[salt_default = "5"]
+        pub worker_threads: u32,
+        /// Directory of the master key pair and the minion key directories.
+        #[salt_default = "/etc/salt/pki/master"]
+        pub pki_dir: PathBuf,
+        /// Cache directory (job cache, minion data).
+        #[salt_default = "/var/cache/salt/master"]
+        pub cachedir: PathBuf,
+        /// Directory of the master's local sockets. Salt replaces it by
+        /// `<cachedir>/.salt-unix` when it is more than 10 characters longer than `cachedir`.
+        #[salt_default = "/var/run/salt/master"]
+        pub sock_dir: PathBuf,
+        /// PID file.
+        #[salt_default = "/var/run/salt-master.pid"]
+        pub pidfile: PathBuf,
+        /// Log destination: a path or a `udp://`/`tcp://`/`file://` URL.
+        #[salt_default = "/var/log/salt/master"]
+        pub log_file: LogFile,
+        /// Log of key operations (salt-key).
+        #[salt_default = "/var/log/salt/key"]
+        pub key_logfile: LogFile,
+        /// Console log level.
+        #[salt_default = "warning"]
+        pub log_level: LogLevel,
+        /// Log file level (`None`: same as `log_level`).
+        #[salt_default = "None"]
+        pub log_level_logfile: Option<LogLevel>,
+        /// User the daemon runs as.
+        #[salt_default = "root (the current user)"]
+        pub user: String,
+        /// Prefix of every path option (Salt's `prepend_root_dir`). Not root: `$HOME/.salt-rs/master`.
+        #[salt_default = "/"]
+        pub root_dir: PathBuf,
+        /// Accept every new minion key automatically. Dangerous.
+        #[salt_default = "False"]
+        pub auto_accept: bool,
+        /// File of minion id globs whose keys are accepted automatically.
+        #[salt_default = "None"]
+        pub autosign_file: Option<PathBuf>,
+        /// File of minion id globs whose keys are rejected automatically.
+        #[salt_default = "None"]
+        pub autoreject_file: Option<PathBuf>,
+        /// Lifetime of `autosign_timeout` grants in `<pki_dir>/minions_autosign` (minutes in Salt).
+        #[salt_default = "120"]
+        pub autosign_timeout: Duration,
+        /// Accept any minion without key checks. Dangerous; for recovery only.
+        #[salt_default = "False"]
+        pub open_mode: bool,
+        /// Maximum number of accepted minions (`None`: unlimited; Salt's `0`).
+        #[salt_default = "0"]
+        pub max_minions: Option<u32>,
+        /// Sign the master public key in auth replies with the `master_sign` key pair.
+        #[salt_default = "False"]
+        pub master_sign_pubkey: bool,
+        /// Base name of the signing key pair in `pki_dir` (alias `master_key_sign_name`).
+        #[salt_default = "master_sign"]
+        pub master_sign_key_name: String,
+        /// File name (in `pki_dir`) of a pre-computed public-key signature.
+        #[salt_default = "master_pubkey_signature (3008: None)"]
+        pub master_pubkey_signature: String,
+        /// Send the pre-computed signature file instead of signing at runtime.
+        #[salt_default = "False"]
+        pub master_use_pubkey_signature: bool,
+        /// Sign every publication with the master key.
+        #[salt_default = "True"]
+        pub sign_pub_messages: bool,
+        /// Signature scheme of signed publications.
+        #[salt_default = "PKCS1v15-SHA1"]
+        pub publish_signing_algorithm: SigningAlgorithm,
+        /// RSA key size when generating the master key.
+        #[salt_default = "2048"]
+        pub keysize: u32,
+        /// Hash for fingerprints and file hashes.
+        #[salt_default = "sha256"]
+        pub hash_type: HashType,
+        /// Lowest auth protocol version accepted from minions.
+        #[salt_default = "3"]
+        pub minimum_auth_version: u32,
+        /// Session (AES) key lifetime before rotation (seconds in Salt).
+        #[salt_default = "86400"]
+        pub publish_session: Duration,
+        /// Maintenance loop period (seconds in Salt).
+        #[salt_default = "60"]
+        pub loop_interval: Duration,
+        /// Rotate the AES key when a minion key is deleted or rejected.
+        #[salt_default = "True"]
+        pub rotate_aes_key: bool,
+        /// Publish a ping after rotating the AES key so minions re-authenticate.
+        #[salt_default = "False"]
+        pub ping_on_rotate: bool,
+        /// Publish to topics (per-minion ZeroMQ filtering) instead of broadcasting.
+        #[salt_default = "False"]
+        pub zmq_filtering: bool,
+        /// ZeroMQ high-water mark of the PUB socket.
+        #[salt_default = "1000"]
+        pub pub_hwm: u32,
+        /// ZeroMQ listen backlog.
+        #[salt_default = "1000"]
+        pub zmq_backlog: u32,
+        /// Users allowed to publish, with the function patterns each may run.
+        #[salt_default = "{}"]
+        pub publisher_acl: BTreeMap<String, Vec<String>>,
+        /// Users and modules denied even when `publisher_acl` allows them.
+        #[salt_default = "{}"]
+        pub publisher_acl_blacklist: PublisherAclBlacklist,
+        /// How long job results are kept (`keep_jobs_seconds`; the deprecated `keep_jobs`,
+        /// in hours, applies when `keep_jobs_seconds` is left at its default). Zero: forever.
+        #[salt_default = "86400"]
+        pub keep_jobs_seconds: Duration,
+        /// Time-to-live of a request in the request server (`None`: no limit; Salt's `0`).
+        #[salt_default = "0"]
+        pub request_server_ttl: Option<Duration>,
+        /// Allow `pki_dir` files readable by the group.
+        #[salt_default = "False"]
+        pub permissive_pki_access: bool,
+        /// Keep a deleted minion's cache.
+        #[salt_default = "False"]
+        pub preserve_minion_cache: bool,
+        /// Passphrase of the master private key.
+        #[salt_default = "None"]
+        pub key_pass: Option<Secret>,
+        /// Passphrase of the `master_sign` private key.
+        #[salt_default = "None"]
+        pub signing_key_pass: Option<Secret>,
+        /// ZMTP heartbeat interval on the master sockets (milliseconds; `0` disables).
+        /// Salt 3008 sets it; Salt 3006/3007 do not.
+        #[salt_default = "10000"]
+        pub zmq_heartbeat_ivl: Option<Duration>,
+        /// ZMTP heartbeat timeout (milliseconds; `0` disables).
+        #[salt_default = "30000"]
+        pub zmq_heartbeat_timeout: Option<Duration>,
+        /// Enable TCP keepalive on the sockets.
+        #[salt_default = "True"]
+        pub tcp_keepalive: bool,
+        /// Keepalive idle time (seconds; `-1`: OS default).
+        #[salt_default = "300"]
+        pub tcp_keepalive_idle: Option<Duration>,
+        /// Keepalive probe count (`-1`: OS default).
+        #[salt_default = "-1"]
+        pub tcp_keepalive_cnt: Option<u32>,
+        /// Keepalive probe interval (seconds; `-1`: OS default).
+        #[salt_default = "-1"]
+        pub tcp_keepalive_intvl: Option<Duration>,
+        /// salt-rs only: serve Prometheus metrics on this port (`None`: off).
+        #[salt_default = "None (salt-rs only)"]
+        pub metrics_port: Option<u16>,
+    }
+}
+
+impl MasterConfig {
+    /// Loads `<config_dir>/master`, `master.d/*.conf` and `include:`; the embedded defaults
+    /// when there is no file. Fails with every error found.
+    pub fn load(opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
+        Self::from_sources(Sources::gather(opts, ROLE), opts)
+    }
+
+    /// Loads from YAML text as if it were `<config_dir>/master` (includes are not followed).
+    pub fn from_yaml_str(text: &str, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
+        Self::from_sources(Sources::from_text(text, &opts.config_dir.join(ROLE)), opts)
+    }
+
+    /// The configuration with no file at all.
+    pub fn embedded_default(opts: &LoadOptions) -> Self {
+        let sources = Sources::default();
+        let mut reader = Reader::new(&sources);
+        Self::read(&mut reader, opts)
+    }
+
+    /// Every option salt-rs reads for the master: name, Salt default, description.
+    pub fn option_table() -> Vec<OptionDoc> {
+        let mut table = Self::field_docs();
+        table.extend(extra_docs());
+        table
+    }
+
+    fn from_sources(sources: Sources, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
+        let mut reader = Reader::new(&sources);
+        let config = Self::read(&mut reader, opts);
+        let (errors, warnings) = reader.finish();
+        let mut all_errors = sources.errors;
+        all_errors.extend(errors);
+        let mut all_warnings = sources.warnings;
+        all_warnings.extend(warnings);
+        finish(config, all_errors, all_warnings, sources.files)
+    }
+
+    /// Reads every option; problems are recorded in `r`.
+    fn read(r: &mut Reader<'_>, opts: &LoadOptions) -> Self {
+        let root_dir = read_root_dir(r, opts, ROLE);
+        let sub = |p: &str| PathBuf::from(p);
+        let pki_dir = r.get("pki_dir", sub("/etc/salt/pki/master"), path);
+        let cachedir = r.get("cachedir", sub("/var/cache/salt/master"), path);
+        let mut sock_dir = r.get("sock_dir", sub("/var/run/salt/master"), path);
+        if sock_dir.as_os_str().len() > cachedir.as_os_str().len() + 10 {
+            sock_dir = cachedir.join(".salt-unix");
+        }
+        let pidfile = r.get("pidfile", sub("/var/run/salt-master.pid"), path);
+        let log_file = read_log_file(r, "log_file", "/var/log/salt/master", &root_dir);
+        let key_logfile = read_log_file(r, "key_logfile", "/var/log/salt/key", &root_dir);
+        let autosign_file = r.opt("autosign_file", path);
+        let autoreject_file = r.opt("autoreject_file", path);
+        let under_root = |p: PathBuf| prepend_root_dir(&root_dir, &p);
+
+        let id = match r.opt("id", string) {
+            Some(id) => id,
+            None => format!("{}_master", default_id(opts, &root_dir, true)),
+        };
+
+        let keep_jobs_hours = r.get("keep_jobs", 24u32, count);
+        let keep_jobs_seconds = r.get("keep_jobs_seconds", DEFAULT_KEEP_JOBS, duration(SEC));
+        let keep_jobs_seconds = if keep_jobs_seconds == DEFAULT_KEEP_JOBS && keep_jobs_hours != 24 {
+            Duration::from_secs(u64::from(keep_jobs_hours) * 3600)
+        } else {
+            keep_jobs_seconds
+        };
+
+        let sign_key_name = r.entry_aliased(
+            "master_sign_key_name",
+            "master_key_sign_name",
+            "`master_key_sign_name` is not a Salt option",
+        );
+        let master_sign_key_name = r.convert(sign_key_name, "master_sign".to_owned(), string);
+
+        // Accepted for compatibility; salt-rs serves no files.
+        for key in ["file_roots", "pillar_roots", "include", "default_include"] {
+            r.ignore(key);
+        }
+
+        Self {
+            id,
+            interface: r.get("interface", IpAddr::from([0, 0, 0, 0]), word(parse_ip)),
+            ipv6: r.opt("ipv6", boolean),
+            publish_port: r.get("publish_port", DEFAULT_PUBLISH_PORT, port),
+            ret_port: r.get("ret_port", DEFAULT_RET_PORT, port),
+            worker_threads: r.get("worker_threads", DEFAULT_WORKER_THREADS, int_in(1, 1024)),
+            pki_dir: under_root(pki_dir),
+            cachedir: under_root(cachedir),
+            sock_dir: under_root(sock_dir),
+            pidfile: under_root(pidfile),
+            log_file,
+            key_logfile,
+            log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
+            log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
+            user: r.get("user", opts.default_user(), string),
+            auto_accept: r.get("auto_accept", false, boolean),
+            autosign_file: autosign_file.map(under_root),
+            autoreject_file: autoreject_file.map(under_root),
+            autosign_timeout: r.get("autosign_timeout", DEFAULT_AUTOSIGN_TIMEOUT, duration(MIN)),
+            open_mode: r.get("open_mode", false, boolean),
+            max_minions: r.get("max_minions", None, |n| {
+                count(n).map(|c| (c > 0).then_some(c))
+            }),
+            master_sign_pubkey: r.get("master_sign_pubkey", false, boolean),
+            master_sign_key_name,
+            master_pubkey_signature: r.get(
+                "master_pubkey_signature",
+                "master_pubkey_signature".to_owned(),
+                string,
+            ),
+            master_use_pubkey_signature: r.get("master_use_pubkey_signature", false, boolean),
+            sign_pub_messages: r.get("sign_pub_messages", true, boolean),
+            publish_signing_algorithm: r.get(
+                "publish_signing_algorithm",
+                SigningAlgorithm::Pkcs1v15Sha1,
+                word(SigningAlgorithm::parse),
+            ),
+            keysize: r.get("keysize", DEFAULT_KEYSIZE, int_in(2048, 16384)),
+            hash_type: r.get("hash_type", HashType::Sha256, word(HashType::parse)),
+            minimum_auth_version: r.get("minimum_auth_version", 3, count),
+            publish_session: r.get("publish_session", DEFAULT_PUBLISH_SESSION, duration(SEC)),
+            loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),
+            rotate_aes_key: r.get("rotate_aes_key", true, boolean),
+            ping_on_rotate: r.get("ping_on_rotate", false, boolean),
+            zmq_filtering: r.get("zmq_filtering", false, boolean),
+            pub_hwm: r.get("pub_hwm", 1000, count),
+            zmq_backlog: r.get("zmq_backlog", 1000, count),
+            publisher_acl: r.get("publisher_acl", BTreeMap::new(), string_list_map),
+            publisher_acl_blacklist: r.get(
+                "publisher_acl_blacklist",
+                PublisherAclBlacklist::default(),
+                acl_blacklist,
+            ),
+            keep_jobs_seconds,
+            request_server_ttl: r.get("request_server_ttl", None, |n| {
+                duration(SEC)(n).map(|d| (!d.is_zero()).then_some(d))
+            }),
+            permissive_pki_access: r.get("permissive_pki_access", false, boolean),
+            preserve_minion_cache: r.get("preserve_minion_cache", false, boolean),
+            key_pass: r.opt("key_pass", |n| string(n).map(Secret::new)),
+            signing_key_pass: r.opt("signing_key_pass", |n| string(n).map(Secret::new)),
+            zmq_heartbeat_ivl: r.get(
+                "zmq_heartbeat_ivl",
+                Some(DEFAULT_ZMQ_HEARTBEAT_IVL),
+                zero_disables(MS),
+            ),
+            zmq_heartbeat_timeout: r.get(
+                "zmq_heartbeat_timeout",
+                Some(DEFAULT_ZMQ_HEARTBEAT_TIMEOUT),
+                zero_disables(MS),
+            ),
+            tcp_keepalive: r.get("tcp_keepalive", true, boolean),
+            tcp_keepalive_idle: r.get(
+                "tcp_keepalive_idle",
+                Some(DEFAULT_TCP_KEEPALIVE_IDLE),
+                duration_or_unset(SEC),
+            ),
+            tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
+            tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
+            metrics_port: r.opt("metrics_port", port),
+            root_dir,
+        }
+    }
+}
+
+/// Options read by the loader that are not fields of [`MasterConfig`].
+fn extra_docs() -> Vec<OptionDoc> {
+    vec![
+        OptionDoc {
+            name: "keep_jobs",
+            default: "24",
+            doc: "Deprecated by Salt in favour of `keep_jobs_seconds`; hours. Used only when \
+                  `keep_jobs_seconds` is left at its default."
+                .to_owned(),
+        },
+        OptionDoc {
+            name: "master_key_sign_name",
+            default: "-",
+            doc: "Not a Salt option: accepted as `master_sign_key_name` with a warning.".to_owned(),
+        },
+        OptionDoc {
+            name: "include",
+            default: "[]",
+            doc: "Extra files (string or list of globs, relative to the config directory), \
+                  read after `default_include`."
+                .to_owned(),
+        },
+        OptionDoc {
+            name: "default_include",
+            default: "master.d/*.conf",
+            doc: "Glob of drop-in files merged in sorted order after the main file.".to_owned(),
+        },
+        OptionDoc {
+            name: "file_roots",
+            default: "{base: [/srv/salt, /srv/spm/salt]}",
+            doc: "Accepted and ignored: salt-rs has no file server.".to_owned(),
+        },
+        OptionDoc {
+            name: "pillar_roots",
+            default: "{base: [/srv/pillar, /srv/spm/pillar]}",
+            doc: "Accepted and ignored: salt-rs has no pillar.".to_owned(),
+        },
+    ]
+}
+
+pub(crate) const MS: Duration = Duration::from_millis(1);
+pub(crate) const SEC: Duration = Duration::from_secs(1);
+pub(crate) const MIN: Duration = Duration::from_secs(60);
+
+/// A duration where `0` means "off".
+pub(crate) fn zero_disables(
+    unit: Duration,
+) -> impl Fn(&crate::node::Node) -> Result<Option<Duration>, Problem> {
+    move |n| duration(unit)(n).map(|d| (!d.is_zero()).then_some(d))
+}
+
+fn parse_ip(s: &str) -> Result<IpAddr, Problem> {
+    s.trim()
+        .parse()
+        .map_err(|_| invalid(s, "expected an IPv4 or IPv6 address"))
+}
+
+fn acl_blacklist(node: &crate::node::Node) -> Result<PublisherAclBlacklist, Problem> {
+    let map = string_list_map(node)?;
+    let mut out = PublisherAclBlacklist::default();
+    for (k, v) in map {
+        match k.as_str() {
+            "users" => out.users = v,
+            "modules" => out.modules = v,
+            other => {
+                return Err(invalid(other, "expected the keys `users` and `modules`"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `root_dir`: configured (made absolute like Python's `os.path.abspath`) or the default.
+pub(crate) fn read_root_dir(r: &mut Reader<'_>, opts: &LoadOptions, role: &str) -> PathBuf {
+    let root = r.get("root_dir", opts.default_root_dir(role), path);
+    if root.is_absolute() {
+        root
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(&root))
+            .unwrap_or(root)
+    }
+}
+
+/// A log destination: URLs are kept, paths get `root_dir`.
+pub(crate) fn read_log_file(
+    r: &mut Reader<'_>,
+    key: &'static str,
+    default: &str,
+    root_dir: &std::path::Path,
+) -> LogFile {
+    match r.get(key, LogFile::parse(default), |n| {
+        string(n).map(|s| LogFile::parse(&s))
+    }) {
+        LogFile::Path(p) => LogFile::Path(prepend_root_dir(root_dir, &p)),
+        url => url,
+    }
+}
+
+/// Salt's `get_id` without `id`: `<root_dir>/etc/salt/minion_id` when caching is on and the
+/// file holds a name other than `localhost`, else the host name.
+pub(crate) fn default_id(opts: &LoadOptions, root_dir: &std::path::Path, caching: bool) -> String {
+    if caching {
+        let cache = root_dir.join("etc/salt/minion_id");
+        if let Ok(text) = std::fs::read_to_string(cache) {
+            let name = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches('\u{feff}')
+                .trim()
+                .to_owned();
+            if !name.is_empty() && name != "localhost" {
+                return name;
+            }
+        }
+    }
+    opts.host_name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_table_matches_what_the_loader_reads() {
+        let sources = Sources::default();
+        let mut reader = Reader::new(&sources);
+        let _ = MasterConfig::read(&mut reader, &LoadOptions::new("/nonexistent"));
+        let mut asked: Vec<&str> = reader.asked().to_vec();
+        asked.sort_unstable();
+        asked.dedup();
+        let mut table: Vec<&str> = MasterConfig::option_table()
+            .iter()
+            .map(|o| o.name)
+            .collect();
+        table.sort_unstable();
+        assert_eq!(asked, table);
+    }
+}
