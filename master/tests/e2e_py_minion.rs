@@ -4,6 +4,7 @@
 //! signed master key (`verify_master_pubkey_sign`) → `salt` gets `test.ping` and
 //! `cmd.run`; a missing minion is reported; the dropfile rotates the AES key and the minion
 //! re-authenticates; SIGTERM stops the master cleanly.
+#![allow(clippy::unwrap_used)]
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

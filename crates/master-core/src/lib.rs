@@ -10,6 +10,7 @@
 //! * [`target`], [`acl`], [`jid`]: target matching, publisher ACL, job ids.
 //! * [`output`], [`convert`]: the `salt` command's outputters, msgpack ↔ JSON.
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod acl;
 pub mod aes;

@@ -132,10 +132,8 @@ async fn client(
     let mut seen: Vec<String> = Vec::new();
     let result = async {
         loop {
-            if let Some(exp) = &expected {
-                if exp.iter().all(|m| seen.contains(m)) {
-                    break;
-                }
+            if expected.as_ref().is_some_and(|exp| exp.iter().all(|m| seen.contains(m))) {
+                break;
             }
             tokio::select! {
                 _ = stop.cancelled() => break,

@@ -402,11 +402,10 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
         return bad("aes-loadid", "request has no valid id");
     };
     match tok {
-        Some(tok) => {
-            if !token_valid(shared, &id, &tok) {
-                return bad("aes-tok", &format!("minion token did not validate: {id}"));
-            }
+        Some(tok) if !token_valid(shared, &id, &tok) => {
+            return bad("aes-tok", &format!("minion token did not validate: {id}"));
         }
+        Some(_) => {}
         None if version > 2 => return bad("aes-tok", &format!("request from {id} has no tok")),
         None => {}
     }

@@ -49,10 +49,8 @@ impl Sessions {
             return None;
         }
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((t, c)) = cache.get(id) {
-            if *t == mtime {
-                return Some(c.clone());
-            }
+        if let Some((_, c)) = cache.get(id).filter(|(t, _)| *t == mtime) {
+            return Some(c.clone());
         }
         let text = std::fs::read_to_string(&path).ok()?;
         let c = Crypticle::from_key_string(text.trim()).ok()?;

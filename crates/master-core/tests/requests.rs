@@ -1,5 +1,6 @@
 //! In-process tests of the request handler: `_auth` decisions and replies, AES requests,
 //! clear ping, bad input. No sockets: bodies go straight into `request::handle`.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -5,6 +5,7 @@
 //! returned with retcode 0, 1 when one failed or did not return, 2 when nothing could be
 //! published or nothing came back.
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,12 +64,12 @@ fn yamlify(s: &str) -> Value {
         "None" | "null" => return Value::Null,
         _ => {}
     }
-    if s.contains('.') && !s.starts_with('.') && !s.ends_with('.') {
-        if let Ok(f) = s.parse::<f64>() {
-            if f.is_finite() {
-                return json!(f);
-            }
-        }
+    if s.contains('.')
+        && !s.starts_with('.')
+        && !s.ends_with('.')
+        && let Some(f) = s.parse::<f64>().ok().filter(|f| f.is_finite())
+    {
+        return json!(f);
     }
     Value::String(s.to_owned())
 }
