@@ -461,3 +461,51 @@ fn denied_rejected_full_and_bad_input() {
     ]));
     assert_eq!(decode(&handle(&s, &body)).unwrap(), load);
 }
+
+#[test]
+fn pubkey_signature_file_is_checked_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display();
+    let cfg = |extra: &str| {
+        let yaml = format!("pki_dir: {r}/pki\ncachedir: {r}/cache\n{extra}");
+        MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(dir.path()))
+            .unwrap()
+            .config
+    };
+    std::fs::create_dir_all(dir.path().join("pki")).unwrap();
+    // Missing file: a clear error.
+    let use_file = cfg("master_use_pubkey_signature: True\n");
+    assert!(matches!(
+        MasterKeys::load(&use_file),
+        Err(salt_master_core::keys::KeyError::SignatureMissing(_))
+    ));
+    // Generate master_sign and a correct signature file: loads, pub_sig is the file text.
+    let signing = MasterKeys::load(&cfg("master_sign_pubkey: True\n")).unwrap();
+    let sign_key =
+        salt_pki::files::read_private_key(&dir.path().join("pki/master_sign.pem"), None).unwrap();
+    let sig =
+        salt_pki::pubsig::sign_master_pubkey(&sign_key, &signing.pub_clean, SigAlgo::Pkcs1v15Sha1)
+            .unwrap();
+    let sig_file = dir.path().join("pki/master_pubkey_signature");
+    std::fs::write(&sig_file, salt_pki::pubsig::signature_file(&sig)).unwrap();
+    let keys = MasterKeys::load(&use_file).unwrap();
+    let sent = keys.pub_sig(SigAlgo::Pkcs1v15Sha224).unwrap().unwrap();
+    assert_eq!(
+        sent.as_slice(),
+        salt_pki::clean_key(&std::fs::read_to_string(&sig_file).unwrap()).as_bytes()
+    );
+    // A signature by another key: refused at start.
+    let other = PrivateKey::generate(2048).unwrap();
+    let bad =
+        salt_pki::pubsig::sign_master_pubkey(&other, &signing.pub_clean, SigAlgo::Pkcs1v15Sha1)
+            .unwrap();
+    std::fs::write(&sig_file, salt_pki::pubsig::signature_file(&bad)).unwrap();
+    assert!(matches!(
+        MasterKeys::load(&use_file),
+        Err(salt_master_core::keys::KeyError::SignatureInvalid { .. })
+    ));
+    // Dynamic signing caches one signature per algorithm.
+    let a = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
+    let b = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+}
