@@ -11,15 +11,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn venv() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SALT_VENV").map(PathBuf::from),
-        Some(PathBuf::from("/work/main/.venv/salt-3007.17")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/salt-3007.17")),
-    ];
+/// The venv of Salt `version`: `SALT_VENV` (3007.17 only), `SALT_VENVS`, /work/main/.venv,
+/// `<repo>/.venv`.
+fn venv(version: &str) -> Option<PathBuf> {
+    let name = format!("salt-{version}");
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if version == "3007.17" {
+        candidates.extend(std::env::var_os("SALT_VENV").map(PathBuf::from));
+    }
+    if let Some(list) = std::env::var_os("SALT_VENVS") {
+        candidates.extend(std::env::split_paths(&list).filter(|p| p.ends_with(&name)));
+    }
+    candidates.push(PathBuf::from("/work/main/.venv").join(&name));
+    candidates.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../.venv")
+            .join(&name),
+    );
     candidates
         .into_iter()
-        .flatten()
         .find(|p| p.join("bin/salt-minion").exists())
 }
 
@@ -76,9 +86,40 @@ fn salt(conf: &Path, args: &[&str]) -> Output {
 }
 
 #[test]
-fn python_minion_signs_in_and_answers() {
-    let Some(venv) = venv() else {
-        println!("SKIPPED: no Salt venv");
+fn python_3007_minion() {
+    e2e("3007.17");
+}
+
+#[test]
+fn python_3006_minion() {
+    e2e("3006.30");
+}
+
+#[test]
+fn python_3008_minion() {
+    e2e("3008.5");
+}
+
+fn as_nobody(conf: &Path, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_salt"))
+        .arg("-c")
+        .arg(conf)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn job_count(cache: &Path) -> usize {
+    std::fs::read_dir(cache.join("jobs"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+fn e2e(version: &str) {
+    let Some(venv) = venv(version) else {
+        println!("SKIPPED: no Salt venv for {version}");
         return;
     };
     let started = Instant::now();
@@ -87,6 +128,8 @@ fn python_minion_signs_in_and_answers() {
         .tempdir_in("/tmp")
         .unwrap();
     let t = dir.path();
+    // Readable by the unprivileged publisher_acl user.
+    std::fs::set_permissions(t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (pub_port, ret_port) = (free_port(), free_port());
     for d in ["m/conf", "n/conf", "n/pki"] {
         std::fs::create_dir_all(t.join(d)).unwrap();
@@ -98,7 +141,8 @@ fn python_minion_signs_in_and_answers() {
             "id: rsmaster\nroot_dir: {r}/m\npki_dir: {r}/m/pki\ncachedir: {r}/m/cache\n\
              sock_dir: {r}/m/sock\npidfile: {r}/m/master.pid\nlog_file: {r}/m/master.log\n\
              log_level: info\ninterface: 127.0.0.1\npublish_port: {pub_port}\n\
-             ret_port: {ret_port}\nworker_threads: 2\nmaster_sign_pubkey: True\nloop_interval: 1\n"
+             ret_port: {ret_port}\nworker_threads: 2\nmaster_sign_pubkey: True\nloop_interval: 1\n\
+             publisher_acl:\n  nobody:\n    - test.*\n"
         ),
     )
     .unwrap();
@@ -192,6 +236,22 @@ fn python_minion_signs_in_and_answers() {
     assert_eq!(out.status.code(), Some(1));
     std::fs::remove_file(t.join("m/pki/minions/ghost")).unwrap();
 
+    // publisher_acl: nobody may run test.* but not cmd.run; a refusal publishes nothing.
+    let out = as_nobody(&mconf, &["pym1", "test.ping"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "pym1:\n    True\n",
+        "{out:?}"
+    );
+    let jobs_before = job_count(&t.join("m/cache"));
+    let out = as_nobody(&mconf, &["pym1", "cmd.run", "id"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Authorization error occurred"),
+        "{out:?}"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(job_count(&t.join("m/cache")), jobs_before);
+
     let out = salt(&mconf, &["nomatch*", "test.ping"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("No minions matched the target"));
     assert_eq!(out.status.code(), Some(2));
@@ -228,5 +288,5 @@ fn python_minion_signs_in_and_answers() {
     };
     assert!(status.success(), "{status:?}");
     assert!(!t.join("m/sock/local_client.sock").exists());
-    println!("e2e took {:?}", started.elapsed());
+    println!("e2e with Salt {version} took {:?}", started.elapsed());
 }
