@@ -157,34 +157,40 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
     );
 
     tokio::pin!(shutdown);
+    // Take a worker permit first, then a request: at most `worker_threads` requests are in
+    // flight and the rest wait in the transport's bounded queue (then libzmq's), so a flood
+    // of requests cannot grow memory here.
     loop {
-        tokio::select! {
-            _ = &mut shutdown => {
-                tracing::info!("Shutting down the Salt master");
-                break;
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = workers.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let req = tokio::select! {
+            _ = &mut shutdown => break,
+            r = requests.recv() => match r {
+                Some(r) => r,
+                None => break,
+            },
+        };
+        let shared = shared.clone();
+        let router = router.clone();
+        tracker.spawn(async move {
+            let body = req.body;
+            let reply =
+                tokio::task::spawn_blocking(move || crate::request::handle(&shared, &body)).await;
+            drop(permit);
+            match reply {
+                Ok(reply) => {
+                    let _ = router.reply(req.peer, reply);
+                }
+                Err(e) => tracing::error!("request handler failed: {e}"),
             }
-            req = requests.recv() => {
-                let Some(req) = req else { break };
-                let shared = shared.clone();
-                let router = router.clone();
-                let workers = workers.clone();
-                tracker.spawn(async move {
-                    let Ok(_permit) = workers.acquire_owned().await else { return };
-                    let body = req.body;
-                    let reply = tokio::task::spawn_blocking(move || {
-                        crate::request::handle(&shared, &body)
-                    })
-                    .await;
-                    match reply {
-                        Ok(reply) => {
-                            let _ = router.reply(req.peer, reply);
-                        }
-                        Err(e) => tracing::error!("request handler failed: {e}"),
-                    }
-                });
-            }
-        }
+        });
     }
+    tracing::info!("Shutting down the Salt master");
     stop.cancel();
     drop(requests);
     tracker.close();

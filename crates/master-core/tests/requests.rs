@@ -509,3 +509,45 @@ fn pubkey_signature_file_is_checked_at_start() {
     let b = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
     assert!(std::sync::Arc::ptr_eq(&a, &b));
 }
+
+/// Not a benchmark harness, just a figure in the test log: the cost of one accepted sign-in
+/// (2048-bit keys: one PKCS#1 signature and three OAEP encryptions; the `aes` X9.31 `sig`
+/// and `pub_sig` are cached), and of one `_return` (decrypt, token check, job-cache write).
+#[test]
+fn sign_in_and_return_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "auto_accept: True\nmaster_sign_pubkey: True\n");
+    let m = Minion::new("m1");
+    let n = 30;
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let reply = handle(&s, &m.auth(&format!("{i:032x}"), None, 3));
+        assert!(reply.len() > 1000);
+    }
+    let per_auth = start.elapsed() / n;
+    let session = Crypticle::from_key_string(
+        std::str::from_utf8(&std::fs::read(dir.path().join("cache/sessions/m1")).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let tok = m.key.x931_sign(b"salt").unwrap();
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let body = m.aes_request(
+            &session,
+            vec![
+                (t("cmd"), t("_return")),
+                (t("return"), Value::Boolean(true)),
+                (t("retcode"), Value::from(0)),
+                (t("jid"), t(&format!("2025010100000000{i:04}"))),
+            ],
+            &format!("{i:032x}"),
+            tok.clone(),
+        );
+        let reply = decode(&handle(&s, &body)).unwrap();
+        assert!(matches!(reply, Value::String(_) | Value::Binary(_)));
+    }
+    let per_return = start.elapsed() / n;
+    println!(
+        "accepted sign-in: {per_auth:?} each; _return: {per_return:?} each (debug-profile test build, opt-level 1)"
+    );
+}
