@@ -248,6 +248,15 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                     false
                 }
             };
+            // Forget "connected" ids whose key is no longer accepted (salt-key -d/-r), so
+            // they stop counting against max_minions.
+            if s.store.refresh().is_ok() {
+                let accepted = s.store.list(salt_keystore::KeyState::Accepted);
+                s.connected
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .retain(|id| accepted.contains(id));
+            }
             let aged = !cfg.publish_session.is_zero()
                 && s.aes.current().created.elapsed() >= cfg.publish_session;
             if dropfile || aged {
