@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod auth_master;
+pub mod auth_minion;
 pub mod codec;
 pub mod fuzzing;
 pub mod ids;
