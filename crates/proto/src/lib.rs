@@ -1,2 +1,44 @@
-//! salt-proto
+//! salt-proto: the sans-IO wire layer of a Rust SaltStack master/minion, compatible
+//! with Salt 3006.x / 3007.x / 3008.x over the ZeroMQ transport.
+//!
+//! What it does:
+//! * [`decode`] / [`encode`]: msgpack exactly as Salt writes it (`salt.payload.dumps`,
+//!   `use_bin_type=False`) — byte-identical output, tolerant input (every msgpack
+//!   form; invalid UTF-8 "str" kept as bytes), with size/depth/count limits and no
+//!   panics on hostile input ([`codec`]).
+//! * Helpers to build and read Salt's string-keyed maps ([`MapBuilder`], [`ValueExt`],
+//!   [`map_get`], [`map_set`], [`map_remove`]) with Python dict semantics.
+//! * Typed messages ([`msg`]): request envelopes, the `_auth` request and its replies,
+//!   publish payloads and job loads, `_return`, `_minion_event`, `_pillar` (request
+//!   and `send_private` reply), `_mine`, clear `ping`, the master's error strings.
+//! * Job ids and nonces ([`ids`]) from a time and randomness the caller supplies.
+//! * Replay protection ([`replay`]): Salt's publish `serial` check and a bounded
+//!   nonce memory for the master.
+//!
+//! What it does not do: no I/O of any kind — no sockets, no files, no clock reads,
+//! no global randomness (time and RNGs are parameters). No cryptography either:
+//! RSA and the Crypticle AES layer live in `salt-pki`; this crate carries their
+//! inputs and outputs as bytes (ciphertexts, signatures) and leaves signing,
+//! verification and decryption to the caller.
+//!
+//! The reference for every format is `docs/salt-wire-protocol.md` (section numbers
+//! in the docs here refer to it) and, ultimately, Salt's own source.
+
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod codec;
+pub mod fuzzing;
+pub mod ids;
+pub mod msg;
+pub mod replay;
+pub mod value;
+
+pub use codec::{
+    DecodeError, DecodeLimits, decode, decode_with_limits, encode, encode_into, str_from_bytes,
+};
+pub use ids::{JidGenerator, format_jid, gen_nonce, is_jid, is_nonce, nonce_from_bytes};
+pub use msg::InvalidMessage;
+pub use replay::{ReplayGuard, ReplayVerdict, SerialGuard, SerialVerdict};
+pub use rmpv::{Utf8String, Value};
+pub use value::{MapBuilder, ValueExt, map_get, map_remove, map_set};

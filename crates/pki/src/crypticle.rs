@@ -1,0 +1,241 @@
+//! Salt's `Crypticle`: AES-192-CBC + HMAC-SHA256 encrypt-then-MAC, used for the publish
+//! AES key and per-minion session keys (wire protocol §4).
+//!
+//! ```text
+//! key string = base64(aes_key[24] || hmac_key[32])                 (76 chars, one '=')
+//! encrypt(P) = IV[16] || AES-192-CBC(aes_key, IV, P || PKCS#7 pad) || HMAC-SHA256(IV || CT)
+//! dumps(obj) = encrypt("pickle::" || [nonce, 32 ASCII chars] || msgpack(obj))
+//! ```
+//!
+//! The per-instance `serial` replay check of Salt's `loads` is *not* here: it belongs to the
+//! protocol layer (`salt-proto`), which understands the msgpack body.
+
+use std::fmt;
+
+use aes::Aes192;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use cbc::cipher::block_padding::{NoPadding, Pkcs7};
+use cbc::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+use rand::rngs::OsRng;
+use sha2::Sha256;
+use zeroize::Zeroizing;
+
+use crate::Error;
+
+/// AES-192 key length in bytes (Salt's `key_size=192`).
+const AES_KEY_LEN: usize = 24;
+/// HMAC-SHA256 key and tag length in bytes.
+const MAC_LEN: usize = 32;
+/// AES block size, also the IV length.
+const BLOCK: usize = 16;
+/// The historical marker Salt puts in front of every serialized payload.
+pub const PICKLE_PAD: &[u8] = b"pickle::";
+/// Length of a Salt nonce (`uuid.uuid4().hex`).
+pub const NONCE_LEN: usize = 32;
+/// msgpack for an empty map: what Salt's `loads` returns when the marker is missing.
+const EMPTY_MAP: u8 = 0x80;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Generate a fresh Crypticle key string: base64 of 56 random bytes (76 ASCII chars).
+pub fn generate_key_string() -> Zeroizing<String> {
+    let mut raw = Zeroizing::new([0u8; AES_KEY_LEN + MAC_LEN]);
+    OsRng.fill_bytes(raw.as_mut());
+    Zeroizing::new(STANDARD.encode(raw.as_ref()))
+}
+
+/// A Crypticle key: the AES-192 key, the HMAC-SHA256 key and the key string they came from.
+///
+/// All three are zeroized on drop; `Debug` prints nothing secret.
+#[derive(Clone)]
+pub struct Crypticle {
+    key_string: Zeroizing<String>,
+    aes_key: Zeroizing<[u8; AES_KEY_LEN]>,
+    hmac_key: Zeroizing<[u8; MAC_LEN]>,
+}
+
+impl Crypticle {
+    /// A Crypticle over a fresh random key.
+    pub fn generate() -> Self {
+        let ks = generate_key_string();
+        // A freshly encoded 56-byte key always parses.
+        Self::from_key_string(&ks).unwrap_or_else(|_| unreachable!("fresh key string parses"))
+    }
+
+    /// Parse a key string (surrounding whitespace ignored). [`Error::BadKeyString`] unless
+    /// it is standard base64 of exactly 56 bytes.
+    pub fn from_key_string(s: &str) -> Result<Self, Error> {
+        let s = s.trim();
+        let raw = Zeroizing::new(STANDARD.decode(s).map_err(|_| Error::BadKeyString)?);
+        if raw.len() != AES_KEY_LEN + MAC_LEN {
+            return Err(Error::BadKeyString);
+        }
+        let mut aes_key = Zeroizing::new([0u8; AES_KEY_LEN]);
+        let mut hmac_key = Zeroizing::new([0u8; MAC_LEN]);
+        aes_key.copy_from_slice(&raw[..AES_KEY_LEN]);
+        hmac_key.copy_from_slice(&raw[AES_KEY_LEN..]);
+        Ok(Self {
+            key_string: Zeroizing::new(s.to_owned()),
+            aes_key,
+            hmac_key,
+        })
+    }
+
+    /// The key string, exactly as it goes on the wire (OAEP-encrypted) or into a file. Secret.
+    pub fn key_string(&self) -> &str {
+        &self.key_string
+    }
+
+    /// `IV || CT || HMAC` with a random IV from the OS.
+    pub fn encrypt(&self, plain: &[u8]) -> Vec<u8> {
+        let mut iv = [0u8; BLOCK];
+        OsRng.fill_bytes(&mut iv);
+        self.encrypt_with_iv(plain, &iv)
+    }
+
+    /// [`Crypticle::encrypt`] with a caller-chosen IV. Only for reproducible tests and
+    /// vectors: reusing an IV with the same key leaks plaintext equality.
+    pub fn encrypt_with_iv(&self, plain: &[u8], iv: &[u8; BLOCK]) -> Vec<u8> {
+        let enc = cbc::Encryptor::<Aes192>::new(self.aes_key.as_ref().into(), iv.into());
+        let ct = enc.encrypt_padded_vec_mut::<Pkcs7>(plain);
+        let mut out = Vec::with_capacity(BLOCK + ct.len() + MAC_LEN);
+        out.extend_from_slice(iv);
+        out.extend_from_slice(&ct);
+        let tag = self.mac().chain_update(&out).finalize().into_bytes();
+        out.extend_from_slice(&tag);
+        out
+    }
+
+    /// Check the HMAC (constant time) and decrypt. [`Error::BadMac`] on a wrong or missing
+    /// tag, [`Error::Malformed`] on an authenticated but impossible ciphertext.
+    ///
+    /// Like Salt, padding is removed by dropping `last byte` bytes without checking them;
+    /// the MAC has already authenticated the sender.
+    pub fn decrypt(&self, data: &[u8]) -> Result<Zeroizing<Vec<u8>>, Error> {
+        let split = data.len().checked_sub(MAC_LEN).ok_or(Error::BadMac)?;
+        let (body, tag) = data.split_at(split);
+        self.mac()
+            .chain_update(body)
+            .verify_slice(tag)
+            .map_err(|_| Error::BadMac)?;
+        if body.len() < 2 * BLOCK || body.len() % BLOCK != 0 {
+            return Err(Error::Malformed("ciphertext length"));
+        }
+        let (iv, ct) = body.split_at(BLOCK);
+        let dec = cbc::Decryptor::<Aes192>::new_from_slices(self.aes_key.as_ref(), iv)
+            .map_err(|_| Error::Malformed("iv length"))?;
+        let mut plain = Zeroizing::new(
+            dec.decrypt_padded_vec_mut::<NoPadding>(ct)
+                .map_err(|_| Error::Malformed("ciphertext length"))?,
+        );
+        // Python's `data[:-data[-1]]`: a pad byte of 0 or beyond the length leaves nothing.
+        let pad = usize::from(plain.last().copied().unwrap_or(0));
+        let keep = if pad == 0 {
+            0
+        } else {
+            plain.len().saturating_sub(pad)
+        };
+        plain.truncate(keep);
+        Ok(plain)
+    }
+
+    /// Salt's `dumps` for an already msgpack-encoded body: encrypt
+    /// `"pickle::" || [nonce] || body`. An empty nonce counts as none, as in Salt.
+    pub fn dumps(&self, msgpack_body: &[u8], nonce: Option<&str>) -> Vec<u8> {
+        let nonce = nonce.filter(|n| !n.is_empty()).unwrap_or("");
+        let mut plain = Zeroizing::new(Vec::with_capacity(
+            PICKLE_PAD.len() + nonce.len() + msgpack_body.len(),
+        ));
+        plain.extend_from_slice(PICKLE_PAD);
+        plain.extend_from_slice(nonce.as_bytes());
+        plain.extend_from_slice(msgpack_body);
+        self.encrypt(&plain)
+    }
+
+    /// Salt's `loads` up to (not including) msgpack decoding: decrypt, strip `"pickle::"`,
+    /// check the nonce if one is expected, return the msgpack body.
+    ///
+    /// A plaintext without the marker yields `0x80` (an empty map), which is what Salt
+    /// returns. A wrong nonce is [`Error::NonceMismatch`].
+    pub fn loads(&self, data: &[u8], nonce: Option<&str>) -> Result<Zeroizing<Vec<u8>>, Error> {
+        let plain = self.decrypt(data)?;
+        let Some(rest) = plain.strip_prefix(PICKLE_PAD) else {
+            return Ok(Zeroizing::new(vec![EMPTY_MAP]));
+        };
+        let rest = match nonce.filter(|n| !n.is_empty()) {
+            Some(expected) => {
+                let (got, body) = rest.split_at(NONCE_LEN.min(rest.len()));
+                if got != expected.as_bytes() {
+                    return Err(Error::NonceMismatch);
+                }
+                body
+            }
+            None => rest,
+        };
+        Ok(Zeroizing::new(rest.to_vec()))
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC accepts keys of any length; ours is always 32 bytes.
+        <HmacSha256 as Mac>::new_from_slice(self.hmac_key.as_ref())
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"))
+    }
+}
+
+impl fmt::Debug for Crypticle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Crypticle").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_string_shape() {
+        let ks = generate_key_string();
+        assert_eq!(ks.len(), 76);
+        assert!(ks.ends_with('=') && !ks.ends_with("=="));
+        let c = Crypticle::from_key_string(&ks).unwrap();
+        assert_eq!(c.key_string(), ks.as_str());
+        assert_eq!(format!("{c:?}"), "Crypticle { .. }");
+    }
+
+    #[test]
+    fn round_trip_and_lengths() {
+        let c = Crypticle::generate();
+        for n in [0usize, 1, 15, 16, 17, 1000] {
+            let p = vec![7u8; n];
+            let x = c.encrypt(&p);
+            assert_eq!(x.len(), 16 + (n / 16 + 1) * 16 + 32);
+            assert_eq!(c.decrypt(&x).unwrap().as_slice(), p.as_slice());
+        }
+    }
+
+    #[test]
+    fn loads_without_marker_is_empty_map() {
+        let c = Crypticle::generate();
+        let x = c.encrypt(b"\x81\xa1a\x01");
+        assert_eq!(c.loads(&x, None).unwrap().as_slice(), &[0x80]);
+    }
+
+    #[test]
+    fn nonce_checked() {
+        let c = Crypticle::generate();
+        let n = "0123456789abcdef0123456789abcdef";
+        let x = c.dumps(b"\xc0", Some(n));
+        assert_eq!(c.loads(&x, Some(n)).unwrap().as_slice(), b"\xc0");
+        let other = "f123456789abcdef0123456789abcdef";
+        assert!(matches!(
+            c.loads(&x, Some(other)),
+            Err(Error::NonceMismatch)
+        ));
+        // Without an expected nonce the nonce stays in the body, as in Salt.
+        assert_eq!(c.loads(&x, None).unwrap().len(), 33);
+    }
+}
