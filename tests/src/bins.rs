@@ -49,6 +49,18 @@ impl Bins {
     }
 }
 
+impl Bins {
+    /// Real Salt's binaries from a venv in the same roles (for runs that use none of ours).
+    pub fn from_venv(v: &crate::venv::SaltVenv) -> Self {
+        Self {
+            master: v.master(),
+            salt: v.salt(),
+            minion: v.minion(),
+            key: v.key(),
+        }
+    }
+}
+
 /// The workspace root (the parent of this crate's manifest directory).
 pub fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));

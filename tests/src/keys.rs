@@ -15,9 +15,10 @@ pub fn gen_keys(
     name: &str,
 ) -> Result<(PathBuf, PathBuf), HarnessError> {
     std::fs::create_dir_all(dir).map_err(|e| HarnessError::io(dir.display().to_string(), e))?;
-    // salt-key wants a config dir even for --gen-keys; give it an empty one next to the keys.
-    let conf = dir.join(format!(".{name}-conf"));
-    std::fs::create_dir_all(&conf).map_err(|e| HarnessError::io(conf.display().to_string(), e))?;
+    // salt-key reads a master config even for --gen-keys: give it one that keeps every path
+    // next to the keys (real Salt would otherwise create /etc/salt/pki/master).
+    let home = dir.join(format!(".{name}-salt-key"));
+    let conf = crate::config::MasterConf::new(&home).write()?;
     let mut c = Command::new(key_bin);
     c.arg("-c")
         .arg(&conf)

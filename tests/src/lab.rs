@@ -36,8 +36,18 @@ use crate::root::TempRoot;
 use crate::venv::{SaltVenv, default_venv_dir};
 use crate::wait::{scaled, wait_until};
 
-/// How often a new `salt '*' test.ping` is started on each candidate master.
+/// How often a new `salt '*' test.ping` is started on each candidate master (default; env
+/// `LAB_POLL_MS` overrides it, e.g. for real Salt's slow-starting `salt`).
 pub const POLL_EVERY: Duration = Duration::from_millis(200);
+
+/// The poll period in force ([`POLL_EVERY`] or `LAB_POLL_MS`).
+pub fn poll_every() -> Duration {
+    std::env::var("LAB_POLL_MS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(POLL_EVERY, Duration::from_millis)
+}
 /// `--timeout` given to each polling `salt`.
 pub const PING_TIMEOUT_SECS: u32 = 2;
 /// A polling `salt` still running after this is killed.
@@ -149,6 +159,9 @@ pub struct LabOptions {
     pub minion: MinionKind,
     /// The minion id.
     pub minion_id: String,
+    /// Run real Salt's masters (and `salt`, `salt-key`) from this venv instead of ours
+    /// (env `LAB_MASTER=salt:VENV`; `salt:` alone = the default venv).
+    pub master_venv: Option<SaltVenv>,
 }
 
 impl LabOptions {
@@ -165,8 +178,31 @@ impl LabOptions {
             failback: None,
             minion: MinionKind::from_env()?,
             minion_id: "lab-minion".into(),
+            master_venv: master_venv_from_env()?,
         })
     }
+}
+
+fn master_venv_from_env() -> Result<Option<SaltVenv>, HarnessError> {
+    let Ok(v) = std::env::var("LAB_MASTER") else {
+        return Ok(None);
+    };
+    if v.is_empty() || v == "ours" {
+        return Ok(None);
+    }
+    let Some(venv) = v.strip_prefix("salt:") else {
+        return Err(HarnessError::Build(format!(
+            "LAB_MASTER: expected ours or salt:VENV, got {v}"
+        )));
+    };
+    let dir = if venv.is_empty() {
+        default_venv_dir()
+    } else {
+        PathBuf::from(venv)
+    };
+    SaltVenv::at(&dir)
+        .map(Some)
+        .ok_or_else(|| HarnessError::Build(format!("LAB_MASTER: no Salt in {}", dir.display())))
 }
 
 /// One lab master.
@@ -214,7 +250,16 @@ pub struct Lab {
 impl Lab {
     /// Starts the masters and the minion inside `ns` and waits until the minion answers a
     /// `test.ping` through one of them.
-    pub fn start(ns: Netns, bins: Bins, opts: LabOptions) -> Result<Self, HarnessError> {
+    pub fn start(ns: Netns, mut bins: Bins, opts: LabOptions) -> Result<Self, HarnessError> {
+        let master_flavor = match &opts.master_venv {
+            Some(v) => {
+                bins.master = v.master();
+                bins.salt = v.salt();
+                bins.key = v.key();
+                Flavor::Salt
+            }
+            None => Flavor::Ours,
+        };
         let root = TempRoot::new()?;
         let keys = root.dir("keys")?;
         let (sign_pem, sign_pub) = gen_keys(&bins.key, &keys, "master_sign")?;
@@ -227,7 +272,8 @@ impl Lab {
                 .interface(&addr)
                 .ports(PUBLISH_PORT, RET_PORT)
                 .auto_accept(true)
-                .master_sign_pubkey(true);
+                .master_sign_pubkey(true)
+                .flavor(master_flavor);
             let conf_dir = conf.write()?;
             copy_into(&conf.pki_dir(), &[&sign_pem, &sign_pub])?;
             let spec = ProcSpec::new(&format!("m{i}"), &bins.master, conf.dir())
@@ -292,13 +338,16 @@ impl Lab {
             minion_conf: mconf,
             root,
         };
-        if lab.current_master(Duration::from_secs(60)).is_none() {
+        // Real Salt takes its time (grains, loaders) on a busy machine.
+        let uses_salt = lab.opts.minion.is_salt() || lab.opts.master_venv.is_some();
+        let first = Duration::from_secs(if uses_salt { 300 } else { 60 });
+        if lab.current_master(first).is_none() {
             return Err(HarnessError::Timeout {
                 what: format!(
                     "the minion to answer test.ping through any master\n{}",
                     lab.diagnostics()
                 ),
-                after: scaled(Duration::from_secs(60)),
+                after: scaled(first),
             });
         }
         Ok(lab)
@@ -423,6 +472,7 @@ impl Lab {
         let mut polls: Vec<Poll> = Vec::new();
         let mut next_launch = t0;
         let mut found = None;
+        let every = poll_every();
         loop {
             let now = Instant::now();
             let launching = now.saturating_duration_since(t0) < limit;
@@ -442,7 +492,7 @@ impl Lab {
                         });
                     }
                 }
-                next_launch = (next_launch + POLL_EVERY).max(now);
+                next_launch = (next_launch + every).max(now);
             }
             let mut k = 0;
             while let Some(p) = polls.get_mut(k) {

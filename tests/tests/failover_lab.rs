@@ -21,22 +21,31 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use salt_integration_tests::lab::{Fault, Lab, LabOptions, Measurement, POLL_EVERY, fmt_secs};
-use salt_integration_tests::{Netns, bins};
+use salt_integration_tests::lab::{
+    Fault, Lab, LabOptions, Measurement, MinionKind, fmt_secs, poll_every,
+};
+use salt_integration_tests::{Bins, Netns, bins};
 
 /// Starts the lab, or `None` after a visible skip.
 fn start(failback: Option<u32>) -> Option<Lab> {
     let ns = Netns::new_or_skip()?;
-    let bins = bins().expect("building our binaries");
     let mut opts = LabOptions::from_env().expect("LAB_* options");
+    // An all-Salt run (LAB_MASTER=salt:, LAB_MINION=salt:) needs none of our binaries.
+    let bins = match (&opts.master_venv, &opts.minion) {
+        (Some(v), MinionKind::Salt(_)) => Bins::from_venv(v),
+        _ => bins().expect("building our binaries"),
+    };
     opts.failback = failback;
     let lab = Lab::start(ns, bins, opts).expect("starting the failover lab");
     Some(lab)
 }
 
-/// `A + 1 s + POLL_EVERY + salt round trip` (the round trip at least 0.3 s).
+/// `A + 1 s + poll_every() + salt round trip` (the round trip at least 0.3 s).
 fn bound_secs(lab: &Lab, rtt: Duration) -> f64 {
-    f64::from(lab.opts.alive_interval) + 1.0 + POLL_EVERY.as_secs_f64() + rtt.as_secs_f64().max(0.3)
+    f64::from(lab.opts.alive_interval)
+        + 1.0
+        + poll_every().as_secs_f64()
+        + rtt.as_secs_f64().max(0.3)
 }
 
 fn fault_limit(bound: f64) -> Duration {
@@ -54,7 +63,7 @@ fn print_table(lab: &Lab, rows: &[Measurement], bound: f64, rtt: Duration) {
         lab.opts.minion.label(),
         lab.opts.alive_interval,
         bound,
-        POLL_EVERY.as_millis(),
+        poll_every().as_millis(),
         rtt.as_secs_f64()
     );
     println!("| fault | from | to | failover (s) | within bound |");
@@ -156,7 +165,7 @@ fn soak_random_faults() {
     // Failback: the preferred master is pinged every interval; allow two intervals, a sign-in
     // and the measurement allowance, counted from the moment the last master was healed.
     let failback_bound =
-        2.0 * f64::from(interval) + 2.0 + POLL_EVERY.as_secs_f64() + rtt.as_secs_f64();
+        2.0 * f64::from(interval) + 2.0 + poll_every().as_secs_f64() + rtt.as_secs_f64();
     let mut rows: Vec<Measurement> = Vec::new();
     let mut failbacks: Vec<f64> = Vec::new();
     let mut served = vec![0usize; lab.masters().len()];
