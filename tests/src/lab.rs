@@ -50,8 +50,11 @@ pub fn poll_every() -> Duration {
 }
 /// `--timeout` given to each polling `salt`.
 pub const PING_TIMEOUT_SECS: u32 = 2;
-/// A polling `salt` still running after this is killed.
+/// A polling `salt` of ours still running after this is killed (real Salt's `salt`, a slow
+/// Python start, gets [`PING_KILL_AFTER_SALT`]).
 pub const PING_KILL_AFTER: Duration = Duration::from_secs(5);
+/// A polling real-Salt `salt` still running after this is killed.
+pub const PING_KILL_AFTER_SALT: Duration = Duration::from_secs(30);
 /// Publish port of every lab master.
 pub const PUBLISH_PORT: u16 = 4505;
 /// Return port of every lab master.
@@ -473,6 +476,11 @@ impl Lab {
         let mut next_launch = t0;
         let mut found = None;
         let every = poll_every();
+        let kill_after = if self.opts.master_venv.is_some() {
+            PING_KILL_AFTER_SALT
+        } else {
+            PING_KILL_AFTER
+        };
         loop {
             let now = Instant::now();
             let launching = now.saturating_duration_since(t0) < limit;
@@ -515,7 +523,7 @@ impl Lab {
                             found = Some((p.idx, done_at));
                         }
                     }
-                    Ok(None) if p.started.elapsed() > PING_KILL_AFTER => {
+                    Ok(None) if p.started.elapsed() > kill_after => {
                         kill_group(&mut p.child);
                         polls.swap_remove(k);
                     }
