@@ -104,11 +104,14 @@ pub enum Pending {
     Strict(PendingAuth),
 }
 
+/// A master key seen in a reply: parsed, its text, and whether its `pub_sig` verified.
+type MasterEntry = (PublicKey, Arc<str>, bool);
+
 /// Caches shared by all minions of a swarm: parsed master keys, verified `pub_sig`s and
 /// publish AES keys by their X9.31 signature.
 #[derive(Default)]
 pub struct Shared {
-    masters: Mutex<HashMap<Vec<u8>, (PublicKey, Arc<str>, bool)>>,
+    masters: Mutex<HashMap<Vec<u8>, MasterEntry>>,
     aes: Mutex<HashMap<Vec<u8>, Crypticle>>,
     /// `master_sign.pub` when the master signs its key (`master_sign_pubkey: True`).
     pub sign_pub: Option<PublicKey>,

@@ -218,11 +218,11 @@ impl Worker {
                 let timeout = self.cfg.auth_timeout;
                 let mut expired = Vec::new();
                 for (j, m) in self.minions.iter_mut().enumerate() {
-                    if let Phase::InFlight { since, .. } = &m.phase {
-                        if now.duration_since(*since) >= timeout {
-                            m.phase = Phase::Queued;
-                            expired.push(j);
-                        }
+                    if let Phase::InFlight { since, .. } = &m.phase
+                        && now.duration_since(*since) >= timeout
+                    {
+                        m.phase = Phase::Queued;
+                        expired.push(j);
                     }
                 }
                 for j in expired {
@@ -308,11 +308,7 @@ impl Worker {
     /// Read every reply waiting on dealer `k`; returns how many sign-ins completed.
     fn drain_dealer(&mut self, k: usize) -> usize {
         let mut done = 0;
-        loop {
-            let frames = match self.dealers.get(k).map(|d| d.recv_multipart(zmq::DONTWAIT)) {
-                Some(Ok(f)) => f,
-                _ => break,
-            };
+        while let Some(Ok(frames)) = self.dealers.get(k).map(|d| d.recv_multipart(zmq::DONTWAIT)) {
             let Some(body) = frames.last() else { continue };
             let Ok(v) = salt_proto::decode(body) else {
                 continue;
@@ -396,11 +392,7 @@ impl Worker {
     }
 
     fn drain_sub(&mut self, j: usize) {
-        loop {
-            let frames = match self.subs.get(j).map(|s| s.recv_multipart(zmq::DONTWAIT)) {
-                Some(Ok(f)) => f,
-                _ => break,
-            };
+        while let Some(Ok(frames)) = self.subs.get(j).map(|s| s.recv_multipart(zmq::DONTWAIT)) {
             self.on_publish(j, &frames);
         }
     }
@@ -449,18 +441,17 @@ impl Worker {
         let Ok(mut job) = salt_proto::decode(&body) else {
             return;
         };
-        if let Value::Map(entries) = &mut job {
-            if let Some(pos) = entries
+        if let Value::Map(entries) = &mut job
+            && let Some(pos) = entries
                 .iter()
                 .position(|(k, _)| k.as_str() == Some("serial"))
-            {
-                let (_, s) = entries.remove(pos);
-                let s = s.as_u64().unwrap_or(0);
-                if s <= m.serial {
-                    return;
-                }
-                m.serial = s;
+        {
+            let (_, s) = entries.remove(pos);
+            let s = s.as_u64().unwrap_or(0);
+            if s <= m.serial {
+                return;
             }
+            m.serial = s;
         }
         let Ok(job) = Job::from_load(job) else {
             return;
@@ -500,12 +491,11 @@ impl Worker {
             ("fun_args".into(), Value::Array(job.arg.clone())),
         ]);
         let req = session.aes_request(&ret, &new_nonce(), now_unix());
-        if let Some(d) = self.dealers.get(m.dealer) {
-            if d.send_multipart([&b""[..], &req[..]], zmq::DONTWAIT)
+        if let Some(d) = self.dealers.get(m.dealer)
+            && d.send_multipart([&b""[..], &req[..]], zmq::DONTWAIT)
                 .is_ok()
-            {
-                stats.returns_sent.fetch_add(1, Ordering::Relaxed);
-            }
+        {
+            stats.returns_sent.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
