@@ -274,6 +274,7 @@ fn parse_request(frames: Vec<Vec<u8>>) -> Option<Request> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

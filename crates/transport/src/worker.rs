@@ -210,6 +210,7 @@ pub(crate) fn poll_ms(timeout: Option<std::time::Duration>) -> i64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

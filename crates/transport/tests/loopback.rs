@@ -1,4 +1,5 @@
 //! Loopback tests of every socket role (real libzmq, 127.0.0.1, ports picked by the OS).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
