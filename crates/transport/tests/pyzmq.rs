@@ -71,7 +71,7 @@ async fn python_req_to_our_router() {
     let Some(py) = venv_python() else { return };
     let (server, mut reqs) =
         RouterServer::bind("tcp://127.0.0.1:*", ServerOptions::default()).unwrap();
-    let srv = server.clone();
+    let srv = server.replier();
     tokio::spawn(async move {
         while let Some(req) = reqs.recv().await {
             let mut out = b"rust:".to_vec();

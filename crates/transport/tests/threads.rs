@@ -29,17 +29,19 @@ fn dropping_handles_leaves_no_threads() {
                 Publisher::bind("tcp://127.0.0.1:*", PublisherOptions::default()).unwrap();
             let (sub, mut events) =
                 SubClient::connect(publisher.endpoint(), SubOptions::default()).unwrap();
-            let srv = server.clone();
-            let echo = async move {
-                let req = reqs.recv().await.unwrap();
-                srv.reply(req.peer, req.body).unwrap();
-            };
-            let (reply, ()) =
-                tokio::join!(client.request(b"x".to_vec(), Duration::from_secs(10)), echo);
+            // A long-lived echo task holding a replier must not keep the server alive.
+            let replier = server.replier();
+            let echo = tokio::spawn(async move {
+                while let Some(req) = reqs.recv().await {
+                    let _ = replier.reply(req.peer, req.body);
+                }
+            });
+            let reply = client.request(b"x".to_vec(), Duration::from_secs(10)).await;
             assert_eq!(reply.unwrap(), b"x");
             assert_eq!(events.recv().await, Some(SubEvent::Connected));
             assert!(thread_count() > before);
             drop((server, client, publisher, sub));
+            echo.await.unwrap(); // ends because the request channel closed
         }
     });
     assert_eq!(thread_count(), before, "threads leaked");
