@@ -207,11 +207,11 @@ fn run(
             zmq::PollItem::from_fd(bell.fd(), zmq::POLLIN),
         ];
         let timeout = pending.as_ref().map(|_| BACKPRESSURE_RETRY);
-        if let Err(e) = zmq::poll(&mut items, poll_ms(timeout)) {
-            if e != zmq::Error::EINTR {
-                tracing::error!(error = %e, "ROUTER poll failed; stopping");
-                break;
-            }
+        if let Err(e) = zmq::poll(&mut items, poll_ms(timeout))
+            && e != zmq::Error::EINTR
+        {
+            tracing::error!(error = %e, "ROUTER poll failed; stopping");
+            break;
         }
         if items[1].is_readable() {
             bell.clear();
@@ -260,10 +260,10 @@ fn read_requests(sock: &zmq::Socket, requests: &mpsc::Sender<Request>) -> Option
                 return None;
             }
         };
-        if let Some(req) = parse_request(frames) {
-            if let Some(req) = offer(requests, req) {
-                return Some(req);
-            }
+        if let Some(req) = parse_request(frames)
+            && let Some(req) = offer(requests, req)
+        {
+            return Some(req);
         }
     }
     None

@@ -117,10 +117,11 @@ impl Worker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(join) = join {
-            if join.thread().id() != thread::current().id() && join.join().is_err() {
-                tracing::error!("transport thread panicked");
-            }
+        if let Some(join) = join
+            && join.thread().id() != thread::current().id()
+            && join.join().is_err()
+        {
+            tracing::error!("transport thread panicked");
         }
     }
 }
