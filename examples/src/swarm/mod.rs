@@ -91,8 +91,8 @@ pub struct Config {
     pub minions_per_req: usize,
     /// Key cache directory.
     pub key_cache: PathBuf,
-    /// Distinct keys to use (minion `i` uses key `i % keys`); generated if missing unless
-    /// `cached_only`.
+    /// Distinct keys to use (minion `id_start + i` uses key `(id_start + i) % keys`);
+    /// generated if missing unless `cached_only`.
     pub keys: usize,
     /// Use only keys already in the cache.
     pub cached_only: bool,
@@ -275,7 +275,7 @@ pub fn run(cfg: Config, out: &mut dyn FnMut(&str)) -> Result<Summary, SwarmError
     let t_keys = Instant::now();
     let keys = keys::load(
         &cfg.key_cache,
-        cfg.keys.max(1).min(cfg.minions.max(1)),
+        cfg.keys.max(1).min(cfg.id_start + cfg.minions.max(1)),
         cfg.keygen_threads,
         cfg.cached_only,
     )?;

@@ -127,7 +127,7 @@ impl Worker {
         let mut queue = VecDeque::new();
         for i in (t..cfg.minions).step_by(threads) {
             let j = minions.len();
-            let key = i % keys.len().max(1);
+            let key = (cfg.id_start + i) % keys.len().max(1);
             let Some(ck) = keys.get(key) else { break };
             let pub_text = pub_texts
                 .entry(key)
