@@ -102,11 +102,11 @@ impl Jobs {
     }
 }
 
-/// Write `path` via a temporary file and a rename (never half-written), without fsync: a
-/// return is not worth two disk flushes (file and directory) each, and 10,000 minions
+/// Write `path` (mode 0600) via a temporary file and a rename (never half-written), without
+/// fsync: a return is not worth two disk flushes (file and directory) each, and 10,000 minions
 /// answering one job would otherwise cost 20,000 flushes. Salt's local job cache does not
 /// flush either. A crash may lose the newest returns, never corrupt one.
-fn write_unsynced(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_unsynced(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     use std::sync::atomic::{AtomicU64, Ordering};
