@@ -66,7 +66,11 @@ fn load_one(d: &Path, i: usize, generate: bool) -> Result<CachedKey, KeyCacheErr
         move |source| KeyCacheError::Key { path, source }
     };
     let key = if pem_path.is_file() {
-        salt_pki::files::read_private_key(&pem_path, None).map_err(kerr(&pem_path))?
+        let pem = std::fs::read(&pem_path).map_err(|e| KeyCacheError::Key {
+            path: pem_path.clone(),
+            source: salt_pki::Error::Backend(e.to_string()),
+        })?;
+        super::fastkey::from_pem_unchecked(&pem).map_err(kerr(&pem_path))?
     } else if generate {
         let key = PrivateKey::generate(2048).map_err(kerr(&pem_path))?;
         let pem = key.to_pem(None).map_err(kerr(&pem_path))?;
