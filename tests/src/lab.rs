@@ -29,7 +29,7 @@ use crate::bins::Bins;
 use crate::cli::{CmdOutput, ping_answered, run_with_timeout};
 use crate::config::{Flavor, MasterConf, MinionConf};
 use crate::error::HarnessError;
-use crate::keys::{copy_into, gen_keys};
+use crate::keys::{copy_into, gen_keys_or_openssl};
 use crate::netns::Netns;
 use crate::process::{DROP_GRACE, Proc, ProcSpec};
 use crate::root::TempRoot;
@@ -274,10 +274,10 @@ impl Lab {
             MinionKind::Binary(p) => p.clone(),
             MinionKind::Salt(v) => v.minion(),
         };
-        Bins::require(&[&bins.master, &bins.salt, &bins.key, &minion_bin])?;
+        Bins::require(&[&bins.master, &bins.salt, &minion_bin])?;
         let root = TempRoot::new()?;
         let keys = root.dir("keys")?;
-        let (sign_pem, sign_pub) = gen_keys(&bins.key, &keys, "master_sign")?;
+        let (sign_pem, sign_pub) = gen_keys_or_openssl(&bins.key, &keys, "master_sign")?;
         let mut masters = Vec::with_capacity(opts.masters);
         for i in 0..opts.masters {
             let addr = format!("127.0.0.{}", 2 + i);
