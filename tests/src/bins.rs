@@ -2,8 +2,10 @@
 //!
 //! Cargo's `CARGO_BIN_EXE_<name>` only exists for binaries of the package under test, and ours
 //! live in other packages (`salt-master`, `salt-minion`, `salt-key`). So the first call to
-//! [`bins`] in a test process runs `cargo build -p salt-master -p salt-minion -p salt-key` (the
-//! dev profile, same target dir as the tests) and then uses `<target>/debug/<name>`. A
+//! [`bins`] in a test process runs `cargo build --profile test -p salt-master -p salt-minion -p
+//! salt-key` and then uses `<target>/debug/<name>`. The `test` profile is the one `cargo test`
+//! builds with, so under `cargo test --workspace` (which has built these binaries already) the
+//! inner build is a no-op rather than a second build with the `dev` profile. A
 //! `OnceLock` makes that happen once per process however many tests ask in parallel; cargo
 //! itself makes it a no-op when nothing changed.
 //!
@@ -109,6 +111,8 @@ fn build() -> Result<Bins, HarnessError> {
         .args([
             "build",
             "--quiet",
+            "--profile",
+            "test",
             "-p",
             "salt-master",
             "-p",
