@@ -1,0 +1,172 @@
+//! Small file-system helpers: atomic writes, directory fsync, temp-file hygiene.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read as _, Write as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use crate::error::{KeyStoreError, Result};
+
+/// Prefix of our temporary files. They start with `.` so that Salt (and we) ignore them
+/// when listing a key directory: a crash can never make a half-written file look like a key.
+pub(crate) const TMP_PREFIX: &str = ".keystore-tmp.";
+
+/// Largest key file we read; public keys are well under 4 KiB.
+pub(crate) const MAX_KEY_FILE: u64 = 64 * 1024;
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh temp name in `dir`: unique per process (pid) and per call (counter).
+pub(crate) fn tmp_path(dir: &Path) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{TMP_PREFIX}{}.{n}", std::process::id()))
+}
+
+/// Write `data` to `path` atomically with permission bits `mode`: temp file in the same
+/// directory ([`write_tmp`]), rename over `path`, fsync the directory. Readers see either
+/// the old file (or none) or the complete new one.
+pub(crate) fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = write_tmp(dir, data, mode)?;
+    rename_tmp(&tmp, path)?;
+    crash_point("atomic_write:after_rename")?;
+    sync_dir(dir)
+}
+
+/// Rename a temp file from [`write_tmp`] to its final name (removing it on failure).
+pub(crate) fn rename_tmp(tmp: &Path, path: &Path) -> Result<()> {
+    crash_point("atomic_write:before_rename")?;
+    fs::rename(tmp, path).map_err(|e| {
+        let _ = fs::remove_file(tmp);
+        KeyStoreError::io("rename", tmp, e)
+    })
+}
+
+/// Write `data` to a fresh temp file in `dir` with mode `mode`, fsync-ed; returns its path.
+/// The file is a dotfile, invisible to every key listing.
+pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32) -> Result<PathBuf> {
+    let tmp = tmp_path(dir);
+    let res = write_tmp_at(&tmp, data, mode);
+    if let Err(e) = &res {
+        if !is_simulated_crash(e) {
+            let _ = fs::remove_file(&tmp);
+        }
+    }
+    res.map(|()| tmp)
+}
+
+fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(tmp)
+        .map_err(|e| KeyStoreError::io("create", tmp, e))?;
+    crash_point("atomic_write:after_create")?;
+    f.write_all(data)
+        .map_err(|e| KeyStoreError::io("write", tmp, e))?;
+    // The umask may have removed bits; set exactly what was asked.
+    f.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(|e| KeyStoreError::io("chmod", tmp, e))?;
+    f.sync_all().map_err(|e| KeyStoreError::io("fsync", tmp, e))
+}
+
+/// fsync a directory so that renames/unlinks in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| KeyStoreError::io("fsync directory", dir, e))
+}
+
+/// Read a key file: `Ok(None)` when it does not exist (or vanished), an error naming the
+/// file when it is unreadable, too large, or not UTF-8.
+pub(crate) fn read_key_file(path: &Path) -> Result<Option<String>> {
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(KeyStoreError::io("read", path, e)),
+    };
+    let mut buf = Vec::new();
+    f.take(MAX_KEY_FILE + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| KeyStoreError::io("read", path, e))?;
+    if buf.len() as u64 > MAX_KEY_FILE {
+        return Err(KeyStoreError::InvalidKey {
+            path: path.to_owned(),
+            reason: format!("larger than {MAX_KEY_FILE} bytes"),
+        });
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| KeyStoreError::InvalidKey {
+            path: path.to_owned(),
+            reason: "not UTF-8 text".to_owned(),
+        })
+}
+
+/// Remove our temp files in `dir` older than `max_age` (left by a crash). Returns how many.
+pub(crate) fn sweep_tmp(dir: &Path, max_age: Duration) -> Result<usize> {
+    let now = SystemTime::now();
+    let mut removed = 0;
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(KeyStoreError::io("read directory", dir, e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| KeyStoreError::io("read directory", dir, e))?;
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(TMP_PREFIX) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(|t| now.duration_since(t).unwrap_or_default() >= max_age)
+            .unwrap_or(false);
+        if old && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Test hook: the name of the step at which the current thread "crashes".
+    pub(crate) static CRASH_AT: std::cell::Cell<Option<&'static str>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// A named step boundary. In tests, returns `SimulatedCrash` when the thread asked to crash
+/// there, so that the operation stops exactly as if the process had died at that point
+/// (no cleanup runs for a simulated crash: callers propagate with `?` only).
+#[cfg(test)]
+pub(crate) fn crash_point(name: &'static str) -> Result<()> {
+    if CRASH_AT.with(|c| c.get()) == Some(name) {
+        return Err(KeyStoreError::SimulatedCrash(name));
+    }
+    Ok(())
+}
+
+/// Whether `e` is a simulated crash (after which no cleanup may run).
+#[cfg(test)]
+pub(crate) fn is_simulated_crash(e: &KeyStoreError) -> bool {
+    matches!(e, KeyStoreError::SimulatedCrash(_))
+}
+
+/// Whether `e` is a simulated crash (never, outside tests).
+#[cfg(not(test))]
+#[inline(always)]
+pub(crate) fn is_simulated_crash(_e: &KeyStoreError) -> bool {
+    false
+}
+
+/// A named step boundary (no-op outside tests).
+#[cfg(not(test))]
+#[inline(always)]
+pub(crate) fn crash_point(_name: &'static str) -> Result<()> {
+    Ok(())
+}
