@@ -55,7 +55,10 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     match Cli::new(*args).and_then(|mut c| c.run(&mut input)) {
         Ok(code) => code,
         Err(Error::Config(text)) => {
-            eprint!("{}", cli::usage_error(&format!("Failed to load configuration: {text}")));
+            eprint!(
+                "{}",
+                cli::usage_error(&format!("Failed to load configuration: {text}"))
+            );
             EX_USAGE
         }
         Err(e) => {
@@ -125,11 +128,9 @@ impl Cli {
             color,
             indent: args.output_indent,
         };
-        let hash: HashType = cfg
-            .hash_type
-            .as_str()
-            .parse()
-            .map_err(|_| Error::Config(format!("unsupported hash_type {}", cfg.hash_type.as_str())))?;
+        let hash: HashType = cfg.hash_type.as_str().parse().map_err(|_| {
+            Error::Config(format!("unsupported hash_type {}", cfg.hash_type.as_str()))
+        })?;
         if let Some(path) = &args.output_file {
             // Salt truncates the output file at start unless --out-file-append.
             if !args.output_file_append && path.is_file() {
@@ -148,7 +149,8 @@ impl Cli {
 
     fn command(&self) -> Cmd {
         let a = &self.args;
-        let nonempty = |o: &Option<String>| o.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+        let nonempty =
+            |o: &Option<String>| o.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
         if let Some(n) = nonempty(&a.gen_keys) {
             return Cmd::GenKeys(n);
         }
@@ -249,7 +251,12 @@ impl Cli {
 
     /// Salt's `name_match(match, full)`: statuses (in `list_keys` order, then `local`)
     /// with the ids matching the comma-separated globs.
-    fn name_match(&self, store: &KeyStore, glob: &str, full: bool) -> Result<Vec<(String, Vec<String>)>> {
+    fn name_match(
+        &self,
+        store: &KeyStore,
+        glob: &str,
+        full: bool,
+    ) -> Result<Vec<(String, Vec<String>)>> {
         check_glob(glob)?;
         let m = store.matching(glob, &KeyState::ALL).map_err(Error::Store)?;
         let mut ret: Vec<(String, Vec<String>)> = m
@@ -306,7 +313,9 @@ impl Cli {
             for id in ids {
                 let path = self.key_path(&status, &id);
                 match fs::read(&path) {
-                    Ok(bytes) => keys.push((id, Val::Str(String::from_utf8_lossy(&bytes).into_owned()))),
+                    Ok(bytes) => {
+                        keys.push((id, Val::Str(String::from_utf8_lossy(&bytes).into_owned())))
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(Error::io("read", &path, e)),
                 }
@@ -364,7 +373,11 @@ impl Cli {
     }
 
     /// Salt's `_filter_ret`.
-    fn filter_ret(&self, action: Action, ret: Vec<(String, Vec<String>)>) -> Vec<(String, Vec<String>)> {
+    fn filter_ret(
+        &self,
+        action: Action,
+        ret: Vec<(String, Vec<String>)>,
+    ) -> Vec<(String, Vec<String>)> {
         if action == Action::Delete {
             return ret;
         }
@@ -415,7 +428,10 @@ impl Cli {
             say(&self.no_match_message(action, glob));
             return Ok(0);
         }
-        say(&format!("The following keys are going to be {}:", action.past()));
+        say(&format!(
+            "The following keys are going to be {}:",
+            action.past()
+        ));
         self.display(&to_val(&selected))?;
         if !self.args.yes {
             let (prompt, default_yes) = match action {
@@ -460,17 +476,23 @@ impl Cli {
                     include_rejected: inc_rej,
                     include_denied: inc_den,
                 };
-                self.batched(&ids, "accepting keys", &mut errors, |chunk| store.accept_many(chunk, from))?;
+                self.batched(&ids, "accepting keys", &mut errors, |chunk| {
+                    store.accept_many(chunk, from)
+                })?;
             }
             Action::Reject => {
                 let from = RejectFrom {
                     include_accepted: inc_acc,
                     include_denied: inc_den,
                 };
-                self.batched(&ids, "rejecting keys", &mut errors, |chunk| store.reject_many(chunk, from))?;
+                self.batched(&ids, "rejecting keys", &mut errors, |chunk| {
+                    store.reject_many(chunk, from)
+                })?;
             }
             Action::Delete => {
-                self.batched(&ids, "deleting keys", &mut errors, |chunk| store.delete_many(chunk))?;
+                self.batched(&ids, "deleting keys", &mut errors, |chunk| {
+                    store.delete_many(chunk)
+                })?;
             }
         }
         if matches!(action, Action::Reject | Action::Delete) {
@@ -541,7 +563,11 @@ impl Cli {
     /// Every key about to be accepted must be an RSA public key (Salt checks each with
     /// `get_rsa_pub_key` and skips bad ones; we refuse the whole operation, naming every
     /// bad file, so that nothing changes).
-    fn validate_before_accept(&self, selected: &[(String, Vec<String>)], dirs: &[&str]) -> Result<()> {
+    fn validate_before_accept(
+        &self,
+        selected: &[(String, Vec<String>)],
+        dirs: &[&str],
+    ) -> Result<()> {
         let paths: Vec<(String, PathBuf)> = selected
             .iter()
             .filter(|(s, _)| dirs.contains(&s.as_str()))
@@ -588,9 +614,13 @@ impl Cli {
     fn dropfile(&self) -> Result<()> {
         let cachedir = &self.cfg.cachedir;
         fs::create_dir_all(cachedir).map_err(|e| Error::io("create directory", cachedir, e))?;
-        let written = salt_keystore::write_dropfile(cachedir, Some(&self.cfg.id)).map_err(Error::Store)?;
+        let written =
+            salt_keystore::write_dropfile(cachedir, Some(&self.cfg.id)).map_err(Error::Store)?;
         if written {
-            chown_to_user(&cachedir.join(salt_keystore::dropfile::DROPFILE), &self.cfg.user);
+            chown_to_user(
+                &cachedir.join(salt_keystore::dropfile::DROPFILE),
+                &self.cfg.user,
+            );
         }
         if self.verbose {
             eprintln!(
@@ -632,7 +662,9 @@ impl Cli {
             generate_pair(&priv_path, &pub_path, self.keysize(), pass.as_deref())?;
         }
         let pub_pem = fs::read(&pub_path).map_err(|e| Error::io("read", &pub_path, e))?;
-        self.display(&Val::ret(Val::Str(salt_pki::pem_finger(&pub_pem, self.hash))))?;
+        self.display(&Val::ret(Val::Str(salt_pki::pem_finger(
+            &pub_pem, self.hash,
+        ))))?;
         Ok(0)
     }
 
@@ -642,7 +674,12 @@ impl Cli {
     fn gen_signature(&self) -> Result<i32> {
         let pki = &self.cfg.pki_dir;
         let mut pub_path: Option<PathBuf> = None;
-        if let Some(p) = self.args.pub_path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+        if let Some(p) = self
+            .args
+            .pub_path
+            .as_ref()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
             if !p.is_file() {
                 return self.ret_str(&format!("Public-key {} does not exist", p.display()));
             }
@@ -655,7 +692,12 @@ impl Cli {
         }
         let sign_name = &self.cfg.master_sign_key_name;
         let mut priv_path: Option<PathBuf> = None;
-        if let Some(p) = self.args.priv_path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+        if let Some(p) = self
+            .args
+            .priv_path
+            .as_ref()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
             if !p.is_file() {
                 return self.ret_str(&format!("Private-key {} does not exist", p.display()));
             }
@@ -704,7 +746,9 @@ impl Cli {
         let body = salt_pki::pubsig::signature_file(&sig);
         match salt_pki::files::atomic_create(&sign_path, body.as_bytes(), 0o644) {
             Ok(()) => self.ret_bool(true),
-            Err(salt_pki::Error::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            Err(salt_pki::Error::Io { source, .. })
+                if source.kind() == io::ErrorKind::AlreadyExists =>
+            {
                 self.ret_bool(false)
             }
             Err(e) => Err(Error::pki(&sign_path, e)),
@@ -733,10 +777,14 @@ fn generate_pair(priv_path: &Path, pub_path: &Path, bits: u32, pass: Option<&[u8
     let pem = key.to_pem(pass).map_err(|e| Error::pki(priv_path, e))?;
     match salt_pki::files::atomic_create(priv_path, &pem, 0o400) {
         Ok(()) => {}
-        Err(salt_pki::Error::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+        Err(salt_pki::Error::Io { source, .. })
+            if source.kind() == io::ErrorKind::AlreadyExists =>
+        {
             return Ok(());
         }
-        Err(salt_pki::Error::Io { source, .. }) if source.kind() == io::ErrorKind::PermissionDenied => {
+        Err(salt_pki::Error::Io { source, .. })
+            if source.kind() == io::ErrorKind::PermissionDenied =>
+        {
             let abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
             return Err(Error::WriteDenied {
                 dir: abs,
@@ -745,7 +793,8 @@ fn generate_pair(priv_path: &Path, pub_path: &Path, bits: u32, pass: Option<&[u8
         }
         Err(e) => return Err(Error::pki(priv_path, e)),
     }
-    salt_pki::files::write_public_key(pub_path, &key.public_key()).map_err(|e| Error::pki(pub_path, e))
+    salt_pki::files::write_public_key(pub_path, &key.public_key())
+        .map_err(|e| Error::pki(pub_path, e))
 }
 
 /// A key name for `--gen-keys` must be a plain file name (no path, not hidden).

@@ -117,12 +117,20 @@ pub struct Args {
 
     /// Set the directory to save the generated keypair, only works with "--gen-keys"
     /// option. Default: '.'.
-    #[arg(long = "gen-keys-dir", value_name = "GEN_KEYS_DIR", default_value = ".")]
+    #[arg(
+        long = "gen-keys-dir",
+        value_name = "GEN_KEYS_DIR",
+        default_value = "."
+    )]
     pub gen_keys_dir: PathBuf,
 
     /// Set the keysize for the generated key, only works with the "--gen-keys" option,
     /// the key size must be 2048 or higher. Default: 2048.
-    #[arg(long = "keysize", value_name = "KEYSIZE", allow_negative_numbers = true)]
+    #[arg(
+        long = "keysize",
+        value_name = "KEYSIZE",
+        allow_negative_numbers = true
+    )]
     pub keysize: Option<i64>,
 
     /// Create a signature file of the masters public-key named master_pubkey_signature.
@@ -226,6 +234,10 @@ pub fn usage_error(msg: &str) -> String {
 /// Parse `argv` (including the program name) and apply Salt's post-parse checks
 /// (`process_list`, `process_keysize`, output option exclusivity).
 pub fn parse(argv: Vec<OsString>) -> Parsed {
+    let last = argv
+        .last()
+        .filter(|_| argv.len() > 1)
+        .map(|s| s.to_string_lossy().into_owned());
     let args = match Args::try_parse_from(argv) {
         Ok(a) => a,
         Err(e) => {
@@ -234,7 +246,7 @@ pub fn parse(argv: Vec<OsString>) -> Parsed {
                 K::DisplayHelp | K::DisplayHelpOnMissingArgumentOrSubcommand => {
                     Parsed::Help(e.render().to_string())
                 }
-                _ => Parsed::Usage(usage_error(&clap_msg(&e))),
+                _ => Parsed::Usage(usage_error(&clap_msg(&e, last.as_deref()))),
             };
         }
     };
@@ -264,7 +276,7 @@ pub fn parse(argv: Vec<OsString>) -> Parsed {
 }
 
 /// An optparse-like message for a clap error.
-fn clap_msg(e: &clap::Error) -> String {
+fn clap_msg(e: &clap::Error, last: Option<&str>) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind as K};
     let arg = match e.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(s)) => s.split_whitespace().next().unwrap_or("").to_owned(),
@@ -275,14 +287,19 @@ fn clap_msg(e: &clap::Error) -> String {
         _ => String::new(),
     };
     let arg = arg.split(['=', ' ']).next().unwrap_or("").to_owned();
+    // optparse names the option as typed ("-a"), clap by its long name.
+    let typed = last
+        .filter(|l| l.starts_with('-'))
+        .unwrap_or(&arg)
+        .to_owned();
     match e.kind() {
         K::UnknownArgument => format!("no such option: {arg}"),
-        K::InvalidValue if value.is_empty() => format!("{arg} option requires 1 argument"),
+        K::InvalidValue if value.is_empty() => format!("{typed} option requires 1 argument"),
         K::InvalidValue | K::ValueValidation => {
             format!("option {arg}: invalid integer value: '{value}'")
         }
         K::NoEquals | K::WrongNumberOfValues | K::TooFewValues => {
-            format!("{arg} option requires 1 argument")
+            format!("{typed} option requires 1 argument")
         }
         K::ArgumentConflict => format!("conflicting options: {arg}"),
         _ => {
@@ -351,7 +368,10 @@ mod tests {
         let Parsed::Usage(m) = p(&["-a"]) else {
             panic!()
         };
-        assert!(m.ends_with("salt-key: error: -a option requires 1 argument\n"), "{m}");
+        assert!(
+            m.ends_with("salt-key: error: -a option requires 1 argument\n"),
+            "{m}"
+        );
         let Parsed::Usage(m) = p(&["-l", "foo"]) else {
             panic!()
         };
@@ -364,7 +384,7 @@ mod tests {
 
     #[test]
     fn prefixes_and_attached_values() {
-        let Parsed::Run(a) = p(&["--acc=web*", "-yq", "--include-rej"]) else {
+        let Parsed::Run(a) = p(&["--accept=web*", "-yq", "--include-rej"]) else {
             panic!()
         };
         assert_eq!(a.accept.as_deref(), Some("web*"));

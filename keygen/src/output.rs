@@ -173,13 +173,7 @@ fn key(data: &Val, c: Colors) -> Option<String> {
                 let mut m: Vec<&(String, Val)> = m.iter().collect();
                 m.sort_by(|a, b| a.0.cmp(&b.0));
                 for (id, val) in m {
-                    let _ = writeln!(
-                        ret,
-                        "{ic}{}:  {}{}",
-                        strip_esc(id),
-                        py_str(val),
-                        c.endc()
-                    );
+                    let _ = writeln!(ret, "{ic}{}:  {}{}", strip_esc(id), py_str(val), c.endc());
                 }
             }
             _ => return None,
@@ -430,6 +424,9 @@ fn yaml_block(v: &Val, level: usize, out: &mut String) {
                         out.push('\n');
                         yaml_block(val, level, out);
                     }
+                    Val::Str(s) => {
+                        let _ = writeln!(out, " {}", yaml_scalar(s, level));
+                    }
                     _ => {
                         out.push(' ');
                         yaml_block(val, level + 2, out);
@@ -485,8 +482,21 @@ fn yaml_scalar(s: &str, level: usize) -> String {
         && !matches!(
             first,
             Some(
-                ',' | '[' | ']' | '{' | '}' | '#' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
-                    | '%' | '@' | '`'
+                ',' | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '#'
+                    | '&'
+                    | '*'
+                    | '!'
+                    | '|'
+                    | '>'
+                    | '\''
+                    | '"'
+                    | '%'
+                    | '@'
+                    | '`'
             )
         )
         && !((s.starts_with('-') || s.starts_with('?') || s.starts_with(':'))
@@ -628,7 +638,9 @@ mod tests {
                 indent: None,
             },
         );
-        assert!(colored.starts_with("\x1b[0;1;32mAccepted Keys:\x1b[0;0m\n\x1b[0;32macc1\x1b[0;0m\n"));
+        assert!(
+            colored.starts_with("\x1b[0;1;32mAccepted Keys:\x1b[0;0m\n\x1b[0;32macc1\x1b[0;0m\n")
+        );
     }
 
     #[test]
@@ -661,7 +673,10 @@ mod tests {
         );
         let pem = Val::Map(vec![(
             "minions".into(),
-            Val::Map(vec![("a".into(), Val::Str("-----BEGIN X-----\nAB\n".into()))]),
+            Val::Map(vec![(
+                "a".into(),
+                Val::Str("-----BEGIN X-----\nAB\n".into()),
+            )]),
         )]);
         assert_eq!(
             render(&pem, Outputter::Yaml, PLAIN),
@@ -685,7 +700,11 @@ mod tests {
             "minions: ['acc1']\nminions_pre: ['Alpha', 'db1']\nminions_rejected: []\nminions_denied: ['web1']"
         );
         assert_eq!(
-            render(&Val::Map(vec![("a".into(), Val::Str("it's".into()))]), Outputter::Raw, PLAIN),
+            render(
+                &Val::Map(vec![("a".into(), Val::Str("it's".into()))]),
+                Outputter::Raw,
+                PLAIN
+            ),
             "{'a': \"it's\"}"
         );
         let fp = Val::Map(vec![(

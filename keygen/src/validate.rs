@@ -32,7 +32,10 @@ fn check_slice(paths: &[(String, PathBuf)]) -> Vec<(String, String)> {
         match std::fs::read(path) {
             Ok(bytes) => {
                 if let Err(e) = salt_pki::PublicKey::from_pem(&bytes) {
-                    bad.push((id.clone(), format!("{}: not a PEM RSA public key ({e})", path.display())));
+                    bad.push((
+                        id.clone(),
+                        format!("{}: not a PEM RSA public key ({e})", path.display()),
+                    ));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
