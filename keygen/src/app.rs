@@ -731,6 +731,13 @@ impl Cli {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| pki.clone());
         let sign_path = sig_dir.join(&self.cfg.master_pubkey_signature);
+        if !sig_dir.is_dir() {
+            return Err(Error::io(
+                "write",
+                &sign_path,
+                io::Error::new(io::ErrorKind::NotFound, "No such file or directory"),
+            ));
+        }
 
         let pub_text = fs::read(&pub_path).map_err(|e| Error::io("read", &pub_path, e))?;
         PublicKey::from_pem(&pub_text).map_err(|e| Error::pki(&pub_path, e))?;
