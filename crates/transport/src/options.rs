@@ -1,0 +1,200 @@
+//! Socket options, with Salt's defaults.
+//!
+//! Plain structs with public fields and a `Default` carrying Salt's values, so callers write
+//! `ServerOptions { backlog: 10, ..Default::default() }`. Durations are converted to libzmq's
+//! milliseconds (saturating at `i32::MAX`).
+
+use std::time::Duration;
+
+use crate::TransportError;
+
+/// ZMTP 3.1 heartbeats (`ZMQ_HEARTBEAT_IVL` / `_TIMEOUT` / `_TTL`).
+///
+/// The vendored libzmq ignores `TCP_KEEPALIVE`, so heartbeats are the only way to notice a
+/// peer that froze or whose packets are black-holed: every `interval` a PING is sent, and if
+/// nothing at all arrives for `timeout` the connection is dropped (a monitor then reports
+/// `DISCONNECTED` and connect-side sockets reconnect). libzmq answers the peer's PINGs
+/// itself, which is what Salt 3006.30 / 3008 masters (heartbeats on) require.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Heartbeat {
+    /// Time between PINGs we send. Zero disables heartbeats.
+    pub interval: Duration,
+    /// How long without any traffic from the peer before the connection is dropped.
+    pub timeout: Duration,
+    /// TTL advertised in our PINGs: the peer drops us after this long without traffic from
+    /// us. Zero leaves it unset (what Salt does). libzmq rounds it to 100 ms.
+    pub ttl: Duration,
+}
+
+impl Heartbeat {
+    /// Salt's `zmq_heartbeat_ivl` 10 s / `zmq_heartbeat_timeout` 30 s, no TTL.
+    pub const SALT_DEFAULT: Self = Self::new(Duration::from_secs(10), Duration::from_secs(30));
+
+    /// Heartbeats every `interval`, dropping the peer after `timeout` of silence; no TTL.
+    pub const fn new(interval: Duration, timeout: Duration) -> Self {
+        Self {
+            interval,
+            timeout,
+            ttl: Duration::ZERO,
+        }
+    }
+
+    pub(crate) fn apply(&self, sock: &zmq::Socket) -> Result<(), TransportError> {
+        sock.set_heartbeat_ivl(ms(self.interval))
+            .map_err(TransportError::zmq("setsockopt HEARTBEAT_IVL"))?;
+        sock.set_heartbeat_timeout(ms(self.timeout))
+            .map_err(TransportError::zmq("setsockopt HEARTBEAT_TIMEOUT"))?;
+        if !self.ttl.is_zero() {
+            sock.set_heartbeat_ttl(ms(self.ttl))
+                .map_err(TransportError::zmq("setsockopt HEARTBEAT_TTL"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Options of the ROUTER request server ([`RouterServer`](crate::RouterServer)).
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// `ZMQ_LINGER`: how long unsent replies are kept at shutdown. Salt: 1 s.
+    pub linger: Duration,
+    /// `ZMQ_BACKLOG`: pending TCP connections. Salt `zmq_backlog`: 1000.
+    pub backlog: i32,
+    /// ZMTP heartbeats; Salt 3008: 10 s / 30 s.
+    pub heartbeat: Option<Heartbeat>,
+    /// `ZMQ_MAXMSGSIZE`: a peer sending a bigger message is disconnected. `None`: no limit
+    /// (Salt sets none; job returns can be large).
+    pub max_msg_size: Option<u64>,
+    /// `ZMQ_SNDHWM`/`ZMQ_RCVHWM` per peer. libzmq default 1000.
+    pub hwm: i32,
+    /// Capacity of the channel toward the application. When it is full the socket thread
+    /// stops reading, so libzmq's queues (and then TCP) push back on the peers.
+    pub queue_capacity: usize,
+    /// Accept IPv6 as well (`ZMQ_IPV6`), Salt's `ipv6: True`.
+    pub ipv6: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            linger: Duration::from_secs(1),
+            backlog: 1000,
+            heartbeat: Some(Heartbeat::SALT_DEFAULT),
+            max_msg_size: None,
+            hwm: 1000,
+            queue_capacity: 1024,
+            ipv6: false,
+        }
+    }
+}
+
+/// Options of the PUB socket ([`Publisher`](crate::Publisher)).
+#[derive(Clone, Debug)]
+pub struct PublisherOptions {
+    /// `ZMQ_SNDHWM`/`ZMQ_RCVHWM`, Salt's `pub_hwm` (1000): messages per subscriber queued
+    /// before PUB starts dropping for that subscriber.
+    pub hwm: i32,
+    /// `ZMQ_LINGER`. Salt uses -1 (forever); we default to 1 s so that dropping a publisher
+    /// with a stuck subscriber cannot hang shutdown.
+    pub linger: Duration,
+    /// `ZMQ_BACKLOG`, Salt `zmq_backlog`: 1000.
+    pub backlog: i32,
+    /// ZMTP heartbeats (Salt 3006.30 / 3008: 10 s / 30 s).
+    pub heartbeat: Option<Heartbeat>,
+    /// Accept IPv6 as well (`ZMQ_IPV6`).
+    pub ipv6: bool,
+}
+
+impl Default for PublisherOptions {
+    fn default() -> Self {
+        Self {
+            hwm: 1000,
+            linger: Duration::from_secs(1),
+            backlog: 1000,
+            heartbeat: Some(Heartbeat::SALT_DEFAULT),
+            ipv6: false,
+        }
+    }
+}
+
+/// Options of the REQ client ([`ReqClient`](crate::ReqClient)).
+#[derive(Clone, Debug)]
+pub struct ReqOptions {
+    /// `ZMQ_RECONNECT_IVL` (libzmq default 100 ms; Salt leaves it).
+    pub reconnect_ivl: Duration,
+    /// `ZMQ_RECONNECT_IVL_MAX`, Salt: 5 s.
+    pub reconnect_ivl_max: Duration,
+    /// `ZMQ_LINGER`, Salt: 0 (a timed-out request is abandoned, not flushed).
+    pub linger: Duration,
+    /// ZMTP heartbeats, so a frozen or black-holed master is noticed and reconnected.
+    pub heartbeat: Option<Heartbeat>,
+    /// `ZMQ_MAXMSGSIZE` for replies. `None`: no limit.
+    pub max_msg_size: Option<u64>,
+    /// `ZMQ_IDENTITY`. `None` (Salt 3007): libzmq picks a random one. Never give two live
+    /// clients the same identity: the master's `ROUTER_HANDOVER` would steal replies.
+    pub identity: Option<Vec<u8>>,
+}
+
+impl Default for ReqOptions {
+    fn default() -> Self {
+        Self {
+            reconnect_ivl: Duration::from_millis(100),
+            reconnect_ivl_max: Duration::from_secs(5),
+            linger: Duration::ZERO,
+            heartbeat: Some(Heartbeat::SALT_DEFAULT),
+            max_msg_size: None,
+            identity: None,
+        }
+    }
+}
+
+/// Options of the SUB client ([`SubClient`](crate::SubClient)).
+#[derive(Clone, Debug)]
+pub struct SubOptions {
+    /// Topics to subscribe to (prefix match). Salt: `[b""]` (everything), or with
+    /// `zmq_filtering` `[b"broadcast", sha1_hex(minion_id)]`.
+    pub topics: Vec<Vec<u8>>,
+    /// `ZMQ_RECONNECT_IVL`. Salt randomizes it in `[recon_default, recon_default+recon_max]`;
+    /// that choice belongs to the caller.
+    pub reconnect_ivl: Duration,
+    /// `ZMQ_RECONNECT_IVL_MAX`, Salt `recon_max`: 10 s.
+    pub reconnect_ivl_max: Duration,
+    /// ZMTP heartbeats (e.g. 1 s / 3 s for fast dead-master detection).
+    pub heartbeat: Option<Heartbeat>,
+    /// `ZMQ_IDENTITY` (Salt sets the minion id; meaningless on SUB, harmless).
+    pub identity: Option<Vec<u8>>,
+    /// `ZMQ_LINGER` (Salt 3007: 1 ms).
+    pub linger: Duration,
+    /// `ZMQ_RCVHWM`: messages queued in libzmq before it drops publishes.
+    pub rcvhwm: i32,
+    /// `ZMQ_MAXMSGSIZE`. `None`: no limit.
+    pub max_msg_size: Option<u64>,
+    /// Capacity of the event channel toward the application; when full, the socket thread
+    /// stops reading and libzmq drops at `rcvhwm` (PUB/SUB semantics).
+    pub queue_capacity: usize,
+}
+
+impl Default for SubOptions {
+    fn default() -> Self {
+        Self {
+            topics: vec![Vec::new()],
+            reconnect_ivl: Duration::from_secs(1),
+            reconnect_ivl_max: Duration::from_secs(10),
+            heartbeat: Some(Heartbeat::SALT_DEFAULT),
+            identity: None,
+            linger: Duration::from_millis(1),
+            rcvhwm: 1000,
+            max_msg_size: None,
+            queue_capacity: 1024,
+        }
+    }
+}
+
+/// A duration as libzmq milliseconds, saturating.
+pub(crate) fn ms(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}
+
+/// `ZMQ_MAXMSGSIZE` value: -1 is "no limit".
+pub(crate) fn max_msg_size(limit: Option<u64>) -> i64 {
+    limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
