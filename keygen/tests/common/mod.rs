@@ -61,10 +61,11 @@ impl Lab {
         fs::write(
             conf.join("master"),
             format!(
-                "root_dir: {r}\npki_dir: {p}\ncachedir: {c}\nsock_dir: {r}/sock\nkey_logfile: {r}/key.log\nlog_file: {r}/master.log\nid: testmaster\nuser: root\n{extra}",
+                "root_dir: {r}\npki_dir: {p}\ncachedir: {c}\nsock_dir: {r}/sock\nkey_logfile: {r}/key.log\nlog_file: {r}/master.log\nid: testmaster\nuser: {u}\n{extra}",
                 r = root.display(),
                 p = pki.display(),
                 c = cache.display(),
+                u = current_user(),
             ),
         )
         .unwrap();
@@ -146,4 +147,15 @@ pub fn stderr(out: &std::process::Output) -> String {
 
 pub fn mode(p: &Path) -> u32 {
     fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// The user running the tests (Salt's check_user wants the configured user to be us).
+pub fn current_user() -> String {
+    std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "root".to_owned())
 }
