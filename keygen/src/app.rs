@@ -392,10 +392,8 @@ impl Cli {
             (inc_rej, "minions_rejected"),
             (inc_den, "minions_denied"),
         ] {
-            if flag {
-                if let Some(v) = get(name).filter(|v| !v.is_empty()) {
-                    keys.push((name.to_owned(), v));
-                }
+            if let Some(v) = get(name).filter(|v| flag && !v.is_empty()) {
+                keys.push((name.to_owned(), v));
             }
         }
         keys
@@ -602,10 +600,10 @@ impl Cli {
                 continue;
             }
             let path = entry.path();
-            if path.is_dir() {
-                if let Err(e) = fs::remove_dir_all(&path) {
-                    eprintln!("[WARNING ] Key: Delete cache for {name} got OSError/IOError: {e}");
-                }
+            if let Err(e) =
+                fs::remove_dir_all(&path).or_else(|e| if path.is_dir() { Err(e) } else { Ok(()) })
+            {
+                eprintln!("[WARNING ] Key: Delete cache for {name} got OSError/IOError: {e}");
             }
         }
     }

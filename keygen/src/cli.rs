@@ -250,16 +250,15 @@ pub fn parse(argv: Vec<OsString>) -> Parsed {
             };
         }
     };
-    if let Some(list) = &args.list {
-        if !list.is_empty()
+    if let Some(list) = args.list.as_deref().filter(|l| {
+        !l.is_empty()
             && !["acc", "pre", "un", "rej", "den", "all"]
                 .iter()
-                .any(|p| list.starts_with(p))
-        {
-            return Parsed::Usage(usage_error(&format!(
-                "'{list}' is not a valid argument to '--list'"
-            )));
-        }
+                .any(|p| l.starts_with(p))
+    }) {
+        return Parsed::Usage(usage_error(&format!(
+            "'{list}' is not a valid argument to '--list'"
+        )));
     }
     if let Some(size) = args.keysize {
         if size < 2048 {
