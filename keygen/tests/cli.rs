@@ -521,7 +521,8 @@ fn gen_keys_3072() {
         .args(["--gen-keys", "big", "--keysize", "3072", "--gen-keys-dir"])
         .arg(&dir)
         .assert()
-        .success();
+        .success()
+        .stderr(""); // no progress output when stderr is not a terminal
     let key = salt_pki::files::read_private_key(&dir.join("big.pem"), None).unwrap();
     assert_eq!(key.size(), 384);
 }
@@ -697,3 +698,32 @@ fn errors_change_nothing() {
 }
 
 use predicates::prelude::PredicateBooleanExt as _;
+
+/// On a terminal (via util-linux `script`), slow work shows a progress line on stderr.
+#[test]
+fn spinner_on_a_terminal() {
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        println!("SKIPPED: no `script` command to provide a pty");
+        return;
+    }
+    let lab = Lab::new();
+    let bin = assert_cmd::cargo::cargo_bin("salt-key");
+    let cmd = format!(
+        "{} -c {} --gen-keys t --keysize 4096 --gen-keys-dir {}",
+        bin.display(),
+        lab.conf.display(),
+        lab.path("g").display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qc", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("generating 4096-bit RSA key"), "{text:?}");
+    assert!(text.contains("\r\x1b[K"), "line cleared");
+    assert!(text.contains("\x1b[0;36mreturn\x1b[0;0m:"), "colored on a terminal");
+}

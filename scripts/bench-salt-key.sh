@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Benchmark salt-key (ours, release build) next to Salt's real salt-key on the same pki_dir:
+# list (-L), glob accept (-a 'm-1*' -y, ~11% of the keys), fingerprints (-F).
+#
+#   scripts/bench-salt-key.sh [N_OURS] [N_SALT]     defaults: 100000 10000
+#
+# Ours runs on N_OURS keys; Salt on N_SALT keys (Salt on 100k takes minutes; pass the
+# same number twice to compare at equal size). Key files are copies of 8 real RSA-2048
+# public keys (listing, globbing and fingerprinting do not care that they repeat).
+# SALT_VENV selects the venv (default /work/main/.venv/salt-3007.17); without it only
+# ours is measured.
+set -euo pipefail
+N_OURS=${1:-100000}
+N_SALT=${2:-10000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VENV=${SALT_VENV:-/work/main/.venv/salt-3007.17}
+OURS=$ROOT/target/release/salt-key
+[ -x "$OURS" ] || cargo build --release -p salt-key --manifest-path "$ROOT/Cargo.toml"
+WORK=$(mktemp -d /tmp/bench-salt-key.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+# 8 real public keys.
+mkdir -p "$WORK/gen"
+for i in 0 1 2 3 4 5 6 7; do
+  "$OURS" -c "$WORK/gen" --gen-keys "k$i" --gen-keys-dir "$WORK/gen" >/dev/null
+done
+
+# make_lab DIR N : config + pki_dir with N pending keys m-0 .. m-(N-1)
+make_lab() {
+  local d=$1 n=$2
+  mkdir -p "$d/conf" "$d/cache" "$d/pki"/{minions,minions_pre,minions_rejected,minions_denied}
+  chmod 700 "$d/pki"
+  cat >"$d/conf/master" <<EOF
+root_dir: $d
+pki_dir: $d/pki
+cachedir: $d/cache
+sock_dir: $d/sock
+key_logfile: $d/key.log
+log_file: $d/master.log
+id: benchmaster
+user: $(id -un)
+EOF
+  (cd "$d/pki/minions_pre" && for ((i = 0; i < n; i++)); do cp "$WORK/gen/k$((i % 8)).pub" "m-$i"; done)
+}
+
+# t CMD... : wall seconds of one run (output discarded)
+t() {
+  local s e
+  s=$(date +%s.%N)
+  "$@" >/dev/null 2>&1 </dev/null
+  e=$(date +%s.%N)
+  echo "$e - $s" | bc -l | xargs printf '%.3f'
+}
+
+run_set() { # NAME BIN N
+  local name=$1 bin=$2 n=$3 d="$WORK/$1"
+  make_lab "$d" "$n"
+  local list glob fp
+  list=$(t "$bin" -c "$d/conf" -L)
+  fp=$(t "$bin" -c "$d/conf" -F)
+  glob=$(t "$bin" -c "$d/conf" -a 'm-1*' -y)
+  local moved
+  moved=$(find "$d/pki/minions" -type f | wc -l)
+  printf '%-22s %8d %10s %14s %10s   (accepted %d)\n' "$name" "$n" "$list" "$glob" "$fp" "$moved"
+  rm -rf "$d"
+}
+
+printf '%-22s %8s %10s %14s %10s\n' "implementation" "keys" "-L (s)" "-a 'm-1*' (s)" "-F (s)"
+run_set "ours (release)" "$OURS" "$N_OURS"
+if [ -x "$VENV/bin/salt-key" ]; then
+  [ "$N_SALT" != "$N_OURS" ] && run_set "ours (release)" "$OURS" "$N_SALT"
+  run_set "salt-key 3007.17" "$VENV/bin/salt-key" "$N_SALT"
+  [ "$N_SALT" != "$N_OURS" ] && echo "note: real salt-key measured on $N_SALT keys, not $N_OURS (it takes minutes at that size)"
+else
+  echo "SKIPPED: no Salt venv at $VENV (only ours measured)"
+fi
+echo "startup (-L on an empty pki_dir):"
+make_lab "$WORK/empty" 0
+printf '  ours %ss' "$(t "$OURS" -c "$WORK/empty/conf" -L)"
+[ -x "$VENV/bin/salt-key" ] && printf ', salt-key 3007.17 %ss' "$(t "$VENV/bin/salt-key" -c "$WORK/empty/conf" -L)"
+echo
