@@ -725,5 +725,8 @@ fn spinner_on_a_terminal() {
     let text = stdout(&out);
     assert!(text.contains("generating 4096-bit RSA key"), "{text:?}");
     assert!(text.contains("\r\x1b[K"), "line cleared");
-    assert!(text.contains("\x1b[0;36mreturn\x1b[0;0m:"), "colored on a terminal");
+    assert!(
+        text.contains("\x1b[0;36mreturn\x1b[0;0m:"),
+        "colored on a terminal"
+    );
 }
