@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark salt-key (ours, release build) next to Salt's real salt-key on the same pki_dir:
-# list (-L), glob accept (-a 'm-1*' -y, ~11% of the keys), fingerprints (-F).
+# list (-L), glob accept (-a 'm-1*' -y: ~11% of the keys; Salt: 'm-1?', see the note it
+# prints), fingerprints (-F).
 #
 #   scripts/bench-salt-key.sh [N_OURS] [N_SALT]     defaults: 100000 10000
 #
@@ -53,25 +54,28 @@ t() {
   rm -f "$f"
 }
 
-run_set() { # NAME BIN N
-  local name=$1 bin=$2 n=$3 d="$WORK/$1"
+run_set() { # NAME BIN N GLOB
+  local name=$1 bin=$2 n=$3 g=$4 d="$WORK/$1"
   make_lab "$d" "$n"
   local list glob fp
   list=$(t "$bin" -c "$d/conf" -L)
   fp=$(t "$bin" -c "$d/conf" -F)
-  glob=$(t "$bin" -c "$d/conf" -a 'm-1*' -y)
+  glob=$(t "$bin" -c "$d/conf" -a "$g" -y)
   local moved
   moved=$(find "$d/pki/minions" -type f | wc -l)
-  printf '%-22s %8d %10s %14s %10s   (accepted %d)\n' "$name" "$n" "$list" "$glob" "$fp" "$moved"
+  printf '%-22s %8d %10s %14s %10s   (-a %s: %d keys)\n' "$name" "$n" "$list" "$glob" "$fp" "$g" "$moved"
   rm -rf "$d"
 }
 
 echo "wall/cpu seconds; load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-printf '%-22s %8s %10s %14s %10s\n' "implementation" "keys" "-L" "-a 'm-1*' -y" "-F"
-run_set "ours (release)" "$OURS" "$N_OURS"
+printf '%-22s %8s %10s %14s %10s\n' "implementation" "keys" "-L" "-a GLOB -y" "-F"
+run_set "ours (release)" "$OURS" "$N_OURS" 'm-1*'
 if [ -x "$VENV/bin/salt-key" ]; then
-  [ "$N_SALT" != "$N_OURS" ] && run_set "ours (release)" "$OURS" "$N_SALT"
-  run_set "salt-key 3007.17" "$VENV/bin/salt-key" "$N_SALT"
+  [ "$N_SALT" != "$N_OURS" ] && run_set "ours (release)" "$OURS" "$N_SALT" 'm-1*'
+  run_set "ours (release)" "$OURS" "$N_SALT" 'm-1?'
+  run_set "salt-key 3007.17" "$VENV/bin/salt-key" "$N_SALT" 'm-1?'
+  echo "note: real salt-key accepts only 'm-1?' (10 keys): without a running master each accepted key"
+  echo "      waits ~1 s in its event-bus fire_event, so 'm-1*' on 10k keys would take ~20 min"
   [ "$N_SALT" != "$N_OURS" ] && echo "note: real salt-key measured on $N_SALT keys, not $N_OURS (it takes minutes at that size)"
 else
   echo "SKIPPED: no Salt venv at $VENV (only ours measured)"
