@@ -318,7 +318,8 @@ impl SaltCli {
         Ok((v, out))
     }
 
-    /// Runs a job until `id` answers (up to `limit`): the answer of `id`.
+    /// Runs a job until `id` answers (up to `limit`; "Minion did not return" does not count):
+    /// the answer of `id`.
     pub fn until_answer(
         &self,
         id: &str,
@@ -329,7 +330,11 @@ impl SaltCli {
         let limit = crate::wait::scaled(limit);
         loop {
             let (v, out) = self.salt_json(args, 10)?;
-            if let Some(a) = v.get(id) {
+            if let Some(a) = v.get(id)
+                && !a
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("Minion did not return"))
+            {
                 return Ok(a.clone());
             }
             if t0.elapsed() >= limit {
@@ -527,4 +532,211 @@ mod tests {
         assert_eq!(section(text, "Unaccepted Keys:"), ["c"]);
         assert!(section(text, "Rejected Keys:").is_empty());
     }
+}
+
+/// Which socket pair a recorded frame crossed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// Minion → master on the request (ret) port.
+    Request,
+    /// Master → minion reply on the request port.
+    Reply,
+    /// Master → minion on the publish port.
+    Publish,
+}
+
+/// One recorded message: its channel and its last (payload) frame.
+#[derive(Debug, Clone)]
+pub struct WireFrame {
+    /// Direction / port.
+    pub channel: Channel,
+    /// The payload frame (the last part of the multipart message).
+    pub payload: Vec<u8>,
+    /// How many parts the message had (envelope frames excluded).
+    pub parts: usize,
+}
+
+/// A recording ZeroMQ proxy between minions and one master: a ROUTER (request port) that
+/// forwards each client's messages through its own DEALER to the master, and an XPUB/XSUB pair
+/// (publish port). It listens on `listen` with the master's ports, so the `publish_port` in the
+/// master's auth reply stays right. Every message is recorded in order.
+#[derive(Debug)]
+pub struct WireRecorder {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    frames: std::sync::Arc<Mutex<Vec<WireFrame>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl WireRecorder {
+    /// Starts the proxy: binds `listen:publish`/`listen:ret`, connects to
+    /// `upstream:publish`/`upstream:ret`.
+    pub fn start(
+        listen: &str,
+        upstream: &str,
+        publish: u16,
+        ret: u16,
+    ) -> Result<Self, HarnessError> {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let frames = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (s2, f2) = (stop.clone(), frames.clone());
+        let (listen, upstream) = (listen.to_string(), upstream.to_string());
+        let thread = std::thread::spawn(move || {
+            proxy_loop(&listen, &upstream, publish, ret, &s2, &f2, ready_tx)
+        });
+        match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(())) => Ok(Self {
+                stop,
+                frames,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(HarnessError::Command {
+                cmd: "wire recorder".into(),
+                status: "failed to start".into(),
+                stderr: e,
+            }),
+            Err(_) => Err(HarnessError::Timeout {
+                what: "wire recorder to bind".into(),
+                after: Duration::from_secs(10),
+            }),
+        }
+    }
+
+    /// The messages recorded so far.
+    pub fn frames(&self) -> Vec<WireFrame> {
+        self.frames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Stops the proxy thread; the recorded messages.
+    pub fn finish(mut self) -> Vec<WireFrame> {
+        self.halt();
+        self.frames()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for WireRecorder {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn zerr(what: &str) -> impl Fn(zmq::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+fn proxy_loop(
+    listen: &str,
+    upstream: &str,
+    publish: u16,
+    ret: u16,
+    stop: &std::sync::atomic::AtomicBool,
+    frames: &Mutex<Vec<WireFrame>>,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
+) -> Result<(), String> {
+    let ctx = zmq::Context::new();
+    let setup = || -> Result<(zmq::Socket, zmq::Socket, zmq::Socket), String> {
+        let front = ctx.socket(zmq::ROUTER).map_err(zerr("router"))?;
+        front.set_linger(0).map_err(zerr("linger"))?;
+        front
+            .bind(&format!("tcp://{listen}:{ret}"))
+            .map_err(zerr("bind ret"))?;
+        let xpub = ctx.socket(zmq::XPUB).map_err(zerr("xpub"))?;
+        xpub.set_linger(0).map_err(zerr("linger"))?;
+        xpub.set_xpub_verbose(true).map_err(zerr("xpub_verbose"))?;
+        xpub.bind(&format!("tcp://{listen}:{publish}"))
+            .map_err(zerr("bind publish"))?;
+        let xsub = ctx.socket(zmq::XSUB).map_err(zerr("xsub"))?;
+        xsub.set_linger(0).map_err(zerr("linger"))?;
+        xsub.connect(&format!("tcp://{upstream}:{publish}"))
+            .map_err(zerr("connect publish"))?;
+        Ok((front, xpub, xsub))
+    };
+    let (front, xpub, xsub) = match setup() {
+        Ok(s) => {
+            let _ = ready.send(Ok(()));
+            s
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    let record = |channel: Channel, parts: &[Vec<u8>], skip: usize| {
+        let payload = parts.last().cloned().unwrap_or_default();
+        let n = parts.len().saturating_sub(skip);
+        frames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(WireFrame {
+                channel,
+                payload,
+                parts: n,
+            });
+    };
+    let mut dealers: Vec<(Vec<u8>, zmq::Socket)> = Vec::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut items = vec![
+            front.as_poll_item(zmq::POLLIN),
+            xpub.as_poll_item(zmq::POLLIN),
+            xsub.as_poll_item(zmq::POLLIN),
+        ];
+        items.extend(dealers.iter().map(|(_, s)| s.as_poll_item(zmq::POLLIN)));
+        zmq::poll(&mut items, 50).map_err(zerr("poll"))?;
+        let readable: Vec<bool> = items.iter().map(zmq::PollItem::is_readable).collect();
+        drop(items);
+        if readable.first().copied().unwrap_or(false) {
+            let parts = front.recv_multipart(0).map_err(zerr("recv front"))?;
+            if let Some((id, rest)) = parts.split_first() {
+                // Envelope: [identity, "", payload] from REQ clients.
+                record(Channel::Request, &parts, 2);
+                let idx = match dealers.iter().position(|(i, _)| i == id) {
+                    Some(i) => i,
+                    None => {
+                        let d = ctx.socket(zmq::DEALER).map_err(zerr("dealer"))?;
+                        d.set_linger(0).map_err(zerr("linger"))?;
+                        d.connect(&format!("tcp://{upstream}:{ret}"))
+                            .map_err(zerr("connect ret"))?;
+                        dealers.push((id.clone(), d));
+                        dealers.len() - 1
+                    }
+                };
+                if let Some((_, d)) = dealers.get(idx) {
+                    d.send_multipart(rest.iter(), 0).map_err(zerr("send up"))?;
+                }
+            }
+        }
+        if readable.get(1).copied().unwrap_or(false) {
+            let parts = xpub.recv_multipart(0).map_err(zerr("recv sub"))?;
+            xsub.send_multipart(parts.iter(), 0)
+                .map_err(zerr("fwd sub"))?;
+        }
+        if readable.get(2).copied().unwrap_or(false) {
+            let parts = xsub.recv_multipart(0).map_err(zerr("recv pub"))?;
+            record(Channel::Publish, &parts, 0);
+            xpub.send_multipart(parts.iter(), 0)
+                .map_err(zerr("fwd pub"))?;
+        }
+        for (k, (id, d)) in dealers.iter().enumerate() {
+            if readable.get(3 + k).copied().unwrap_or(false) {
+                let parts = d.recv_multipart(0).map_err(zerr("recv rep"))?;
+                record(Channel::Reply, &parts, 1);
+                let mut out = vec![id.clone()];
+                out.extend(parts);
+                front
+                    .send_multipart(out.iter(), 0)
+                    .map_err(zerr("send rep"))?;
+            }
+        }
+    }
+    Ok(())
 }

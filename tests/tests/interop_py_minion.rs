@@ -50,6 +50,9 @@ fn py_minion_conf(root: &std::path::Path, id: &str, ports: (u16, u16)) -> Minion
     MinionConf::new(root.join(id), id)
         .ports(ports.0, ports.1)
         .verify_master_pubkey_sign(true)
+        // Re-verify the signature on every sign-in, not only when the master key changes:
+        // shows the pre-computed signature is checked after the restart.
+        .set("always_verify_signature", true)
         .set("auth_timeout", 5u32)
         .set("auth_tries", 2u32)
 }
@@ -144,6 +147,19 @@ fn run(version: &str) {
     );
     assert_eq!(out.status.and_then(|s| s.code()), Some(1));
     std::fs::remove_file(acc.join("ghost")).unwrap();
+    let out = salt_integration_tests::cli::salt(
+        &ours.salt_bin(),
+        None,
+        &master.conf_dir,
+        &["nomatch*", "test.ping"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert!(
+        out.stdout.contains("No minions matched the target"),
+        "{out:?}"
+    );
+    assert_eq!(out.status.and_then(|s| s.code()), Some(2));
     step(
         t0,
         "test.ping, test.echo, cmd.run, grains.get, -G, missing minion",
