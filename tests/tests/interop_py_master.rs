@@ -53,7 +53,6 @@ const CORE_GRAINS: &[&str] = &[
     "cpuarch",
     "num_cpus",
     "mem_total",
-    "pythonversion",
     "saltversion",
     "ipv4",
     "osrelease",
