@@ -91,11 +91,21 @@ fn run(version: &str) {
         mode(&d.join("py.pem")),
         "private key mode"
     );
-    assert_eq!(
-        mode(&d.join("rs.pub")),
-        mode(&d.join("py.pub")),
-        "public key mode"
-    );
+    if version.starts_with("3008") {
+        // Salt 3008 writes `.pub` files 0400 from `salt-key --gen-keys`; 3006/3007 (and we)
+        // write 0644, which every reader accepts. Known difference, see docs/interop.md.
+        println!(
+            "public key mode: ours {:o}, Salt {version} {:o}",
+            mode(&d.join("rs.pub")),
+            mode(&d.join("py.pub"))
+        );
+    } else {
+        assert_eq!(
+            mode(&d.join("rs.pub")),
+            mode(&d.join("py.pub")),
+            "public key mode"
+        );
+    }
 
     // Ours reads Salt's pair.
     let priv_py = salt_pki::files::read_private_key(&d.join("py.pem"), None).unwrap();
