@@ -635,11 +635,12 @@ impl Cli {
 
     // ------------------------------------------------------------ key generation
 
-    fn passphrase(&self) -> Option<Vec<u8>> {
+    /// `signing_key_pass` (Salt uses it for every key salt-key generates or loads).
+    fn passphrase(&self) -> Option<salt_pki::Zeroizing<Vec<u8>>> {
         self.cfg
             .signing_key_pass
             .as_ref()
-            .map(|s| s.expose().as_bytes().to_vec())
+            .map(|s| salt_pki::Zeroizing::new(s.expose().as_bytes().to_vec()))
     }
 
     fn keysize(&self) -> u32 {
@@ -657,7 +658,12 @@ impl Cli {
         let pub_path = dir.join(format!("{name}.pub"));
         if !priv_path.exists() {
             let pass = self.passphrase();
-            generate_pair(&priv_path, &pub_path, self.keysize(), pass.as_deref())?;
+            generate_pair(
+                &priv_path,
+                &pub_path,
+                self.keysize(),
+                pass.as_ref().map(|p| p.as_slice()),
+            )?;
         }
         let pub_pem = fs::read(&pub_path).map_err(|e| Error::io("read", &pub_path, e))?;
         self.display(&Val::ret(Val::Str(salt_pki::pem_finger(
@@ -714,7 +720,12 @@ impl Cli {
                 let p = pki.join(format!("{sign_name}.pem"));
                 let pubp = pki.join(format!("{sign_name}.pub"));
                 fs::create_dir_all(pki).map_err(|e| Error::io("create directory", pki, e))?;
-                generate_pair(&p, &pubp, self.keysize(), pass.as_deref())?;
+                generate_pair(
+                    &p,
+                    &pubp,
+                    self.keysize(),
+                    pass.as_ref().map(|p| p.as_slice()),
+                )?;
                 p
             }
             None => return self.ret_str("No usable private-key found"),
@@ -740,8 +751,9 @@ impl Cli {
         let pub_text = fs::read(&pub_path).map_err(|e| Error::io("read", &pub_path, e))?;
         PublicKey::from_pem(&pub_text).map_err(|e| Error::pki(&pub_path, e))?;
         let pub_text = String::from_utf8_lossy(&pub_text);
-        let key = salt_pki::files::read_private_key(&priv_path, pass.as_deref())
-            .map_err(|e| Error::pki(&priv_path, e))?;
+        let key =
+            salt_pki::files::read_private_key(&priv_path, pass.as_ref().map(|p| p.as_slice()))
+                .map_err(|e| Error::pki(&priv_path, e))?;
         // Salt's gen_signature always signs with PKCS#1 v1.5 + SHA-1.
         let sig = salt_pki::pubsig::sign_master_pubkey(&key, &pub_text, SigAlgo::Pkcs1v15Sha1)
             .map_err(|e| Error::pki(&priv_path, e))?;

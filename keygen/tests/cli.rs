@@ -730,3 +730,26 @@ fn spinner_on_a_terminal() {
         "colored on a terminal"
     );
 }
+
+/// Salt encrypts keys salt-key generates with `signing_key_pass` when it is set.
+#[test]
+fn gen_keys_uses_signing_key_pass() {
+    let lab = Lab::with_extra("signing_key_pass: s3cret\n");
+    let dir = lab.path("g");
+    lab.cmd()
+        .args(["--gen-keys", "enc", "--gen-keys-dir"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let p = dir.join("enc.pem");
+    assert!(salt_pki::files::read_private_key(&p, None).is_err());
+    salt_pki::files::read_private_key(&p, Some(b"s3cret")).unwrap();
+    // And --gen-signature loads the signing key with it.
+    fs::write(lab.pki.join("master.pub"), pem(0)).unwrap();
+    lab.cmd()
+        .args(["--gen-signature", "--auto-create"])
+        .assert()
+        .success()
+        .stdout("return:\n    True\n");
+    assert!(salt_pki::files::read_private_key(&lab.pki.join("master_sign.pem"), None).is_err());
+}
