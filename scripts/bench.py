@@ -264,6 +264,9 @@ class Swarm:
                 return float(m.group(1)) if m else None
         return None
 
+    def keys_loaded(self):
+        return "loaded_in_s=" in self.text() or self.proc.poll() is not None
+
     def all_in(self):
         m = re.search(r"ALL_SIGNED_IN n=(\d+) secs=([0-9.]+) signins_per_s=([0-9.]+)", self.text())
         return (int(m.group(1)), float(m.group(2)), float(m.group(3))) if m else None
@@ -352,6 +355,7 @@ def fanout(kind, sizes):
             n = min(PER_PROC, size - have)
             swarms.append((Swarm(m, n, "fan-", have, ["--concurrency", "256"]), n))
             have += n
+        wait("swarm keys loaded", lambda: all(s.keys_loaded() for s, _ in swarms), 600, 0.1)
         t0 = time.time()
         budget = 900 if kind == "ours" else SALT_BUDGET
         try:
