@@ -114,6 +114,15 @@ def kill_group(proc, grace=10):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    # Children (Salt forks) may outlive the leader: wait for the whole group.
+    t0 = time.time()
+    while pgid_pids(proc.pid) and time.time() - t0 < grace:
+        time.sleep(0.05)
+    if pgid_pids(proc.pid):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def yaml_conf(d):
@@ -362,7 +371,7 @@ def fanout(kind, sizes):
             wait(f"{size} signed in", lambda: all(s.all_in() for s, _ in swarms), budget, 0.5)
         except TimeoutError:
             pass
-        signed = sum(int(s.stat("signed_in") or 0) for s, _ in swarms)
+        signed = sum((s.all_in() or (int(s.stat("signed_in") or 0),))[0] for s, _ in swarms)
         su = time.time() - t0
         la = loadavg()
         runs = []
@@ -370,7 +379,10 @@ def fanout(kind, sizes):
             secs, n_ret = m.ping("fan-*", 60 if kind == "ours" else 120)
             runs.append((secs, n_ret))
         rss = m.rss()
-        out[size] = (runs, signed, su, la, rss)
+        c0 = m.cpu()
+        time.sleep(10)
+        idle_cpu = (m.cpu() - c0) / 10 * 100
+        out[size] = (runs, signed, su, la, rss, idle_cpu)
         log(f"fan-out {kind} {size}: signed {signed} in {su:.0f}s, pings {runs}, rss {rss} KiB")
     base, _, _ = m.salt(["-t", "5", "nomatch-zzz", "test.ping", "--out", "txt"], 60)
     for s, _ in swarms:
@@ -389,7 +401,7 @@ def bench_fanout():
         "salt: all processes of its group")
     add("fanout", "salt CLI with no minion to wait for (s)", o_base, s_base, "CLI start-up floor")
     for size in FANOUT:
-        orun, osig, _, ola, orss = o[size]
+        orun, osig, _, ola, orss, ocpu = o[size]
         srun = s.get(size)
         def best(runs):
             return min(r[0] for r in runs)
@@ -401,6 +413,8 @@ def bench_fanout():
             f"salt sign-in budget {SALT_BUDGET:.0f}s")
         add("footprint", f"master RSS holding {size} minions (MiB)", orss / 1024,
             srun[4] / 1024 if srun else None)
+        add("footprint", f"master CPU while idle with {size} minions (% of a core, 10 s)", ocpu,
+            srun[5] if srun else None, "ZMTP heartbeats / keepalives")
 
 
 # ---------------------------------------------------------------- rotation
@@ -485,6 +499,7 @@ def minion_footprint(kind):
     mbin = str(REL / "salt-minion") if kind == "ours" else str(VENV / "bin" / "salt-minion")
 
     def start():
+        (d / "minion.pid").unlink(missing_ok=True)
         t = time.time()
         p = subprocess.Popen([mbin, "-c", str(d / "conf")], stdout=open(d / "stdout.log", "a"),
                              stderr=subprocess.STDOUT, start_new_session=True)

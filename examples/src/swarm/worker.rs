@@ -9,7 +9,7 @@ use rand::RngCore;
 use rmpv::Value;
 use salt_minion_core::channel::{Session, value_bytes};
 use salt_minion_core::job::{JidQueue, Job};
-use salt_minion_core::matcher::map_lookup;
+use salt_minion_core::matcher::{fnmatch_to_regex, map_lookup};
 use salt_pki::{Crypticle, PublicKey, Zeroizing};
 use salt_proto::auth_minion::{AuthClient, AuthSettings};
 
@@ -62,8 +62,13 @@ pub(crate) struct Worker {
     /// Sign-in queue: (not before, local minion index).
     queue: VecDeque<(Instant, usize)>,
     by_nonce: HashMap<String, usize>,
+    /// Dealers sent on since the last poll, and a flag per dealer.
+    dirty: Vec<usize>,
+    dirty_flag: Vec<bool>,
     ret_value: Value,
     failures_logged: u32,
+    /// The last glob target and its compiled form.
+    glob: Option<(String, regex::Regex)>,
 }
 
 /// Sockets from contexts of at most [`SOCKETS_PER_CONTEXT`] sockets (libzmq's default
@@ -178,6 +183,7 @@ impl Worker {
             queue.push_back((now, j));
         }
         let ret_value = cfg.ret.value();
+        let n_dealers = dealers.len();
         Ok(Self {
             cfg,
             keys,
@@ -188,8 +194,11 @@ impl Worker {
             minions,
             queue,
             by_nonce: HashMap::new(),
+            dirty: Vec::new(),
+            dirty_flag: vec![false; n_dealers],
             ret_value,
             failures_logged: 0,
+            glob: None,
         })
     }
 
@@ -198,6 +207,17 @@ impl Worker {
         let mut inflight = 0usize;
         let mut last_timeout_scan = Instant::now();
         let mut readable: Vec<usize> = Vec::new();
+        // Poll the sockets' ZMQ_FD descriptors, not the sockets: zmq_poll on a socket item
+        // asks ZMQ_EVENTS of every socket on every call (a syscall each), which made one
+        // publish to 5,000 minions cost seconds. A readable descriptor means "look at this
+        // socket"; each one found is drained until EAGAIN, which re-arms it.
+        let mut items: Vec<zmq::PollItem<'static>> = self
+            .dealers
+            .iter()
+            .chain(self.subs.iter())
+            .map(|s| zmq::PollItem::from_fd(s.get_fd().unwrap_or(-1), zmq::POLLIN))
+            .collect();
+        let mut last_sweep = Instant::now() - Duration::from_secs(2);
         while !self.hub.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             // Start sign-ins.
@@ -241,26 +261,39 @@ impl Worker {
                 }
                 _ => 100,
             };
+            // Dealers we sent on must be read before sleeping: a send can consume the
+            // socket's "readable" signal (ZMQ_FD is edge-like). Once a second, every socket.
+            let sweep = now.duration_since(last_sweep) >= Duration::from_secs(1);
+            let wait_ms = if self.dirty.is_empty() && !sweep {
+                wait_ms
+            } else {
+                0
+            };
             readable.clear();
-            {
-                let mut items: Vec<zmq::PollItem<'_>> = self
-                    .dealers
-                    .iter()
-                    .chain(self.subs.iter())
-                    .map(|s| s.as_poll_item(zmq::POLLIN))
-                    .collect();
-                if zmq::poll(&mut items, wait_ms).is_err() {
-                    continue;
-                }
-                readable.extend(
+            match zmq::poll(&mut items, wait_ms) {
+                Ok(_) => readable.extend(
                     items
                         .iter()
                         .enumerate()
                         .filter(|(_, it)| it.is_readable())
                         .map(|(k, _)| k),
-                );
+                ),
+                Err(_) => continue,
             }
             let nd = self.dealers.len();
+            if sweep {
+                last_sweep = now;
+                readable.clear();
+                readable.extend(0..items.len());
+            }
+            for d in std::mem::take(&mut self.dirty) {
+                if let Some(flag) = self.dirty_flag.get_mut(d) {
+                    *flag = false;
+                }
+                if !readable.contains(&d) {
+                    readable.push(d);
+                }
+            }
             for &k in &readable {
                 if k < nd {
                     inflight = inflight.saturating_sub(self.drain_dealer(k));
@@ -268,6 +301,16 @@ impl Worker {
                     self.drain_sub(k - nd);
                 }
             }
+        }
+    }
+
+    /// Remember that dealer `d` was sent on (read it before the next sleep).
+    fn mark_dirty(&mut self, d: usize) {
+        if let Some(flag) = self.dirty_flag.get_mut(d)
+            && !*flag
+        {
+            *flag = true;
+            self.dirty.push(d);
         }
     }
 
@@ -299,7 +342,9 @@ impl Worker {
             pending,
             since: Instant::now(),
         };
+        let dealer = m.dealer;
         self.by_nonce.insert(nonce, j);
+        self.mark_dirty(dealer);
         self.hub.stats.auth_sent.fetch_add(1, Ordering::Relaxed);
         self.hub.inflight_auth.fetch_add(1, Ordering::Relaxed);
         true
@@ -456,7 +501,22 @@ impl Worker {
         let Ok(job) = Job::from_load(job) else {
             return;
         };
-        if !m.jids.insert(&job.jid) || !job.targets(&m.id, &Value::Map(Vec::new())) {
+        if !m.jids.insert(&job.jid) {
+            return;
+        }
+        // Globs (the common case) compile once per pattern per thread, not per minion.
+        let hit = match (job.tgt_type.as_deref().unwrap_or("glob"), job.tgt.as_str()) {
+            ("glob", Some(pat)) => {
+                if self.glob.as_ref().is_none_or(|(p, _)| p != pat) {
+                    self.glob = regex::Regex::new(&fnmatch_to_regex(pat))
+                        .ok()
+                        .map(|re| (pat.to_owned(), re));
+                }
+                self.glob.as_ref().is_some_and(|(_, re)| re.is_match(&m.id))
+            }
+            _ => job.targets(&m.id, &Value::Map(Vec::new())),
+        };
+        if !hit {
             return;
         }
         stats.jobs_matched.fetch_add(1, Ordering::Relaxed);
@@ -491,12 +551,14 @@ impl Worker {
             ("fun_args".into(), Value::Array(job.arg.clone())),
         ]);
         let req = session.aes_request(&ret, &new_nonce(), now_unix());
-        if let Some(d) = self.dealers.get(m.dealer)
+        let dealer = m.dealer;
+        if let Some(d) = self.dealers.get(dealer)
             && d.send_multipart([&b""[..], &req[..]], zmq::DONTWAIT)
                 .is_ok()
         {
             stats.returns_sent.fetch_add(1, Ordering::Relaxed);
         }
+        self.mark_dirty(dealer);
     }
 }
 
