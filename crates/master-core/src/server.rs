@@ -21,7 +21,9 @@ use salt_config::MasterConfig;
 use salt_keystore::KeyStore;
 use salt_pki::SigAlgo;
 use salt_proto::ReplayGuard;
-use salt_transport::{Publisher, PublisherOptions, RouterServer, ServerOptions, tcp_endpoint};
+use salt_transport::{
+    Heartbeat, Publisher, PublisherOptions, RouterServer, ServerOptions, tcp_endpoint,
+};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -116,7 +118,18 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
     let cfg = &shared.cfg;
     let host = cfg.interface.to_string();
     let ipv6 = cfg.ipv6.unwrap_or(cfg.interface.is_ipv6());
+    // Salt's zmq_heartbeat_ivl / zmq_heartbeat_timeout (0 or unset interval: off). libzmq
+    // cancels a heartbeat timer with a linear scan of its io thread's timers, so the cost
+    // grows with connections squared over the interval (docs/benchmarks.md).
+    let heartbeat = match (cfg.zmq_heartbeat_ivl, cfg.zmq_heartbeat_timeout) {
+        (Some(ivl), timeout) if !ivl.is_zero() => Some(Heartbeat::new(
+            ivl,
+            timeout.filter(|t| !t.is_zero()).unwrap_or(ivl * 3),
+        )),
+        _ => None,
+    };
     let pub_opts = PublisherOptions {
+        heartbeat,
         hwm: i32::try_from(cfg.pub_hwm).unwrap_or(1000),
         backlog: i32::try_from(cfg.zmq_backlog).unwrap_or(1000),
         ipv6,
@@ -126,6 +139,7 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
     let publisher = Publisher::bind(&pub_endpoint, pub_opts)?;
     tracing::info!("Starting the Salt Publisher on {}", publisher.endpoint());
     let srv_opts = ServerOptions {
+        heartbeat,
         backlog: i32::try_from(cfg.zmq_backlog).unwrap_or(1000),
         ipv6,
         ..ServerOptions::default()
