@@ -4,7 +4,8 @@
 //! # How it scales
 //!
 //! Threads, not tasks: `threads` OS threads each own a share of the minions and drive all
-//! their ZeroMQ sockets with one `zmq::poll` loop (salt-transport's one-thread-per-socket
+//! their ZeroMQ sockets with one `zmq::poll` loop over the sockets' `ZMQ_FD` descriptors
+//! (salt-transport's one-thread-per-socket
 //! design does not stretch to 20,000 sockets). Per minion there is one SUB socket (the
 //! master's fan-out cost is per connection, so it is not shared); requests (sign-in and
 //! `_return`) go through DEALER sockets shared by `minions_per_req` minions — a DEALER sends
