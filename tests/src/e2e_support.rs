@@ -200,7 +200,6 @@ impl Cluster {
         MinionConf::new(self.root.path().join(id), id)
             .ports(self.ports.0, self.ports.1)
             .set("auth_timeout", 5u32)
-            .set("loop_interval", 1u32)
     }
 
     /// Writes `conf` and starts the minion (console log at debug level).
