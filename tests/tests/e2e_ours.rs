@@ -85,6 +85,10 @@ fn first_start_pending_accept_ping_and_cmd_run() {
     let out = salt(&c, &["-t", "10", "m1", "cmd.run", "echo hello $((6*7))"]);
     assert_eq!(out.stdout, "m1:\n    hello 42\n", "{out:?}");
     assert!(out.success());
+    // A failing command: its output is returned and its exit code fails the CLI.
+    let out = salt(&c, &["-t", "10", "m1", "cmd.run", "echo oops; exit 3"]);
+    assert_eq!(out.stdout, "m1:\n    oops\n", "{out:?}");
+    assert_eq!(out.status.and_then(|s| s.code()), Some(1), "{out:?}");
     let out = salt(&c, &["-t", "10", "--out", "json", "m*", "test.ping"]);
     assert_eq!(out.stdout, "{\n    \"m1\": true\n}\n", "{out:?}");
     wait_for_log(&m1, "Executing command cmd.run", START).unwrap();
