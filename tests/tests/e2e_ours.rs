@@ -43,6 +43,20 @@ fn accepted_minion(c: &Cluster, id: &str) -> Proc {
     m
 }
 
+/// `salt-key -L` output.
+fn key_list(c: &Cluster) -> String {
+    salt_integration_tests::cli::salt_key(
+        &c.bins().key,
+        &c.master_conf().conf_dir(),
+        &["-L"],
+        Duration::from_secs(40),
+    )
+    .unwrap()
+    .ok()
+    .unwrap()
+    .stdout
+}
+
 fn read(p: &std::path::Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -72,8 +86,16 @@ fn first_start_pending_accept_ping_and_cmd_run() {
     let out = salt(&c, &["-t", "3", "*", "test.ping"]);
     assert!(!out.success() && !ping_answered(&out, "m1"), "{out:?}");
 
+    if has_salt_key(&c.bins().key) {
+        let out = key_list(&c);
+        assert!(out.contains("Unaccepted Keys:\nm1\n"), "{out}");
+    }
     c.accept("m1").unwrap();
     wait_for_log(&m1, MINION_READY, START).unwrap();
+    if has_salt_key(&c.bins().key) {
+        let out = key_list(&c);
+        assert!(out.starts_with("Accepted Keys:\nm1\n"), "{out}");
+    }
     assert_eq!(
         read(&mpki.join("minion_master.pub")).trim(),
         read(&c.pki().join("master.pub")).trim()
