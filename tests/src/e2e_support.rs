@@ -69,9 +69,15 @@ pub fn minion_program(b: &Bins) -> PathBuf {
 
 /// `VmRSS` of `pid` in KiB, from `/proc/<pid>/status`.
 pub fn vm_rss_kib(pid: i32) -> Option<u64> {
+    proc_status_kib(pid, "VmRSS")
+}
+
+/// A `kB` field of `/proc/<pid>/status` (`VmRSS`, `RssAnon`, `RssFile`, `VmHWM`...).
+pub fn proc_status_kib(pid: i32, field: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let prefix = format!("{field}:");
     s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .find_map(|l| l.strip_prefix(prefix.as_str()))?
         .trim()
         .trim_end_matches("kB")
         .trim()

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use salt_integration_tests::cli::ping_answered;
 use salt_integration_tests::e2e_support::{
-    Cluster, KeyDir, MINION_READY, has_salt_key, minion_program, vm_rss_kib,
+    Cluster, KeyDir, MINION_READY, has_salt_key, minion_program, proc_status_kib, vm_rss_kib,
 };
 use salt_integration_tests::{CmdOutput, Proc, Yaml, wait_for_log, wait_until};
 
@@ -419,6 +419,20 @@ fn minion_start_time_and_idle_rss() {
     wait_for_log(&m, MINION_READY, START).unwrap();
     assert!(ping_answered(&ping(&c, "fig"), "fig"));
     let rss_ready = vm_rss_kib(m.pid()).unwrap();
+    let field = |f: &str| proc_status_kib(m.pid(), f).unwrap_or(0);
+    let (anon, file, hwm, threads) = (
+        field("RssAnon"),
+        field("RssFile"),
+        field("VmHWM"),
+        std::fs::read_to_string(format!("/proc/{}/status", m.pid()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .map(|t| t.trim().to_owned())
+            })
+            .unwrap_or_default(),
+    );
     // Idle: a few samples over ~2 s, keep the largest.
     let mut idle = 0;
     let _ = wait_until("idle sampling", Duration::from_secs(2), || {
@@ -448,5 +462,6 @@ fn minion_start_time_and_idle_rss() {
     println!("  minion start -> first sign-in request (first start, incl. keygen): {first:.2?}");
     println!("  minion start -> first sign-in request (key on disk): {second:.2?}");
     println!("  minion VmRSS when ready: {rss_ready} KiB; idle (max of samples): {idle} KiB");
+    println!("  (RssAnon {anon} KiB, RssFile {file} KiB, VmHWM {hwm} KiB, {threads} threads)");
     assert!(idle > 0 && idle < 200 * 1024, "idle RSS {idle} KiB");
 }
