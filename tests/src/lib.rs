@@ -21,6 +21,7 @@ pub mod cli;
 pub mod config;
 pub mod e2e_support;
 pub mod error;
+pub mod interop_support;
 pub mod keys;
 pub mod lab;
 pub mod netns;
