@@ -1,2 +1,109 @@
+//! `salt-master`: parse flags, set up logging, load the config, run until SIGTERM/SIGINT.
 #![forbid(unsafe_code)]
-fn main() {}
+
+mod logging;
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use salt_config::{LoadOptions, LogFile, MasterConfig};
+
+/// The Salt master (Rust implementation).
+#[derive(Debug, Parser)]
+#[command(name = "salt-master", version)]
+struct Args {
+    /// Configuration directory (reads DIR/master and DIR/master.d/*.conf).
+    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
+    config_dir: PathBuf,
+    /// Console log level: all, garbage, trace, debug, profile, info, warning, error,
+    /// critical, quiet (default: the config's log_level).
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// Log file (default: the config's log_file).
+    #[arg(long = "log-file")]
+    log_file: Option<PathBuf>,
+    /// Log file level (default: the config's log_level_logfile, else log_level).
+    #[arg(long = "log-file-level")]
+    log_file_level: Option<String>,
+}
+
+fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilter> {
+    use tracing_subscriber::filter::LevelFilter;
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "all" | "garbage" | "trace" => LevelFilter::TRACE,
+        "debug" | "profile" => LevelFilter::DEBUG,
+        "info" => LevelFilter::INFO,
+        "warning" | "warn" => LevelFilter::WARN,
+        "error" | "critical" => LevelFilter::ERROR,
+        "quiet" => LevelFilter::OFF,
+        other => anyhow::bail!("unknown log level {other:?}"),
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone())))
+    {
+        Ok(l) => l,
+        Err(errors) => {
+            eprintln!("Invalid master configuration:\n{errors}");
+            std::process::exit(78);
+        }
+    };
+    let cfg = loaded.config;
+    let console = match &args.log_level {
+        Some(l) => level_of(l)?,
+        None => logging::filter(cfg.log_level),
+    };
+    let file_level = match &args.log_file_level {
+        Some(l) => level_of(l)?,
+        None => logging::filter(cfg.log_level_logfile.unwrap_or(cfg.log_level)),
+    };
+    let file_path = match (&args.log_file, &cfg.log_file) {
+        (Some(p), _) => Some(p.clone()),
+        (None, LogFile::Path(p)) => Some(p.clone()),
+        _ => None,
+    };
+    logging::init(console, file_path.as_deref().map(|p| (p, file_level)));
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(cfg.worker_threads.max(1) as usize + 8)
+        .thread_name("salt-master")
+        .build()
+        .context("starting the runtime")?;
+    let pidfile = cfg.pidfile.clone();
+    if let Some(dir) = pidfile.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+        tracing::warn!("cannot write pidfile {}: {e}", pidfile.display());
+    }
+    let result = runtime.block_on(salt_master_core::run(cfg, shutdown_signal()));
+    let _ = std::fs::remove_file(&pidfile);
+    if let Err(e) = result {
+        tracing::error!("{e}");
+        eprintln!("salt-master: {e}");
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,2 +1,157 @@
+//! salt-minion: parse flags, load `/etc/salt/minion` (+ `minion.d/`), set up Salt-style
+//! logging and signals, then hand over to [`salt_minion_core::driver::run`].
 #![forbid(unsafe_code)]
-fn main() {}
+
+mod logging;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use salt_config::{LoadOptions, LogFile, LogLevel, MinionConfig};
+use salt_minion_core::driver::{self, RunOutcome};
+
+/// Salt's exit code for a configuration error (`EX_USAGE`).
+const EX_USAGE: u8 = 64;
+
+/// The Salt minion (Rust implementation, wire-compatible with Salt 3006/3007).
+#[derive(Debug, Parser)]
+#[command(name = "salt-minion", version)]
+struct Cli {
+    /// Configuration directory (holds `minion` and `minion.d/`).
+    #[arg(short = 'c', long = "config-dir", default_value = salt_config::DEFAULT_CONFIG_DIR)]
+    config_dir: PathBuf,
+    /// Console log level: all, garbage, trace, debug, profile, info, warning, error,
+    /// critical, quiet.
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// Log file path (overrides `log_file`).
+    #[arg(long = "log-file")]
+    log_file: Option<PathBuf>,
+    /// Log file level (overrides `log_level_logfile`).
+    #[arg(long = "log-file-level")]
+    log_file_level: Option<String>,
+    /// Accepted for compatibility; this minion does not fork a keepalive parent.
+    #[arg(long = "disable-keepalive")]
+    disable_keepalive: bool,
+    /// Accepted for compatibility; run under a service manager instead.
+    #[arg(short = 'd', long = "daemon")]
+    daemon: bool,
+}
+
+fn parse_level(s: &str) -> Option<LogLevel> {
+    Some(match s.to_ascii_lowercase().as_str() {
+        "all" => LogLevel::All,
+        "garbage" => LogLevel::Garbage,
+        "trace" => LogLevel::Trace,
+        "debug" => LogLevel::Debug,
+        "profile" => LogLevel::Profile,
+        "info" => LogLevel::Info,
+        "warning" | "warn" => LogLevel::Warning,
+        "error" => LogLevel::Error,
+        "critical" => LogLevel::Critical,
+        "quiet" => LogLevel::Quiet,
+        _ => return None,
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(cli.config_dir.clone()))) {
+        Ok(l) => l,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    let cfg = loaded.config;
+    let console = match cli.log_level.as_deref() {
+        Some(l) => match parse_level(l) {
+            Some(l) => l,
+            None => {
+                eprintln!("salt-minion: invalid log level {l:?}");
+                return ExitCode::from(EX_USAGE);
+            }
+        },
+        None => cfg.log_level,
+    };
+    let file_level = cli
+        .log_file_level
+        .as_deref()
+        .and_then(parse_level)
+        .or(cfg.log_level_logfile)
+        .unwrap_or(console);
+    let log_path = match (&cli.log_file, &cfg.log_file) {
+        (Some(p), _) => Some(p.clone()),
+        (None, LogFile::Path(p)) => Some(p.clone()),
+        _ => None,
+    };
+    if let Err(e) = logging::init(
+        logging::filter(console),
+        log_path
+            .as_deref()
+            .map(|p| (p, logging::filter(file_level))),
+    ) {
+        eprintln!("salt-minion: cannot open the log file: {e}");
+        return ExitCode::from(EX_USAGE);
+    }
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    if cli.daemon {
+        tracing::warn!("-d/--daemon is not supported: running in the foreground");
+    }
+    let _ = cli.disable_keepalive;
+
+    let settings = match settings::from_config(&cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    if let Err(e) = settings::prepare_dirs(&cfg) {
+        tracing::error!("{e}");
+        return ExitCode::from(EX_USAGE);
+    }
+
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!("Setting up the Salt Minion \"{}\"", settings.id);
+    let outcome = rt.block_on(driver::run(settings, shutdown_signal()));
+    match outcome {
+        Ok(RunOutcome::Shutdown) => ExitCode::SUCCESS,
+        Ok(RunOutcome::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    match (term, int) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! {
+                _ = t.recv() => {}
+                _ = i.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,2 +1,49 @@
-//! salt-integration-tests
+//! salt-integration-tests: the harness every end-to-end, interop and failover-lab test uses.
+//!
+//! It runs the real binaries as real processes: our `salt-master`, `salt`, `salt-minion` and
+//! `salt-key` (built once per test process, see [`bins`]) and, where a venv is present, real
+//! Salt's (see [`venv`]). Each test gets a short temporary root ([`TempRoot`]), free ports
+//! ([`ports`]), Salt-style YAML configs ([`MasterConf`], [`MinionConf`]), daemons in their own
+//! process groups that die with the test ([`Proc`]), condition waits instead of sleeps
+//! ([`wait_until`], [`wait_for_log`]) and, for fault injection, a private network namespace
+//! with black-hole rules ([`Netns`]). [`lab`] puts these together into the three-master
+//! failover lab.
+//!
+//! What it does not do: touch any address outside loopback or its own namespace, or leave a
+//! process behind (every daemon is killed by process group on drop).
+//!
+//! Skips are visible: a test whose prerequisite is missing (no Salt venv, no root for a network
+//! namespace) prints a line starting with `SKIPPED:` and returns.
 #![forbid(unsafe_code)]
+
+pub mod bins;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod keys;
+pub mod lab;
+pub mod netns;
+pub mod ports;
+pub mod process;
+pub mod root;
+pub mod venv;
+pub mod wait;
+
+pub use bins::{Bins, bins, workspace_root};
+pub use cli::{CmdOutput, run_with_timeout};
+pub use config::{Flavor, MasterConf, MinionConf, Yaml};
+pub use error::HarnessError;
+pub use keys::gen_keys;
+pub use netns::Netns;
+pub use ports::{free_port, free_port_pair};
+pub use process::{Proc, ProcSpec};
+pub use root::TempRoot;
+pub use venv::{SaltVenv, salt_venv};
+pub use wait::{patience, wait_for_log, wait_until};
+
+/// Prints the visible skip line (`SKIPPED: <why>`) on stdout and stderr, so it shows with and
+/// without `--nocapture`.
+pub fn skip(why: &str) {
+    println!("SKIPPED: {why}");
+    eprintln!("SKIPPED: {why}");
+}

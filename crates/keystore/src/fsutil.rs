@@ -49,11 +49,10 @@ pub(crate) fn rename_tmp(tmp: &Path, path: &Path) -> Result<()> {
 pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32) -> Result<PathBuf> {
     let tmp = tmp_path(dir);
     let res = write_tmp_at(&tmp, data, mode);
-    if let Err(e) = &res {
-        if !is_simulated_crash(e) {
+    if let Err(e) = &res
+        && !is_simulated_crash(e) {
             let _ = fs::remove_file(&tmp);
         }
-    }
     res.map(|()| tmp)
 }
 

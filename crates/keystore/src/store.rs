@@ -453,11 +453,10 @@ impl KeyStore {
         let mut v = Vec::new();
         for entry in rd {
             let entry = entry.map_err(|e| KeyStoreError::io("read directory", &self.pki_dir, e))?;
-            if let Some(name) = entry.file_name().to_str() {
-                if name.ends_with(".pem") || name.ends_with(".pub") {
+            if let Some(name) = entry.file_name().to_str()
+                && (name.ends_with(".pem") || name.ends_with(".pub")) {
                     v.push(name.to_owned());
                 }
-            }
         }
         salt_sort(&mut v);
         Ok(v)
@@ -935,11 +934,10 @@ fn read_state_dir(dir: &Path) -> Result<BTreeSet<String>> {
     let mut set = BTreeSet::new();
     for entry in rd {
         let entry = entry.map_err(|e| KeyStoreError::io("read directory", dir, e))?;
-        if let Ok(name) = entry.file_name().into_string() {
-            if !name.starts_with('.') {
+        if let Ok(name) = entry.file_name().into_string()
+            && !name.starts_with('.') {
                 set.insert(name);
             }
-        }
     }
     Ok(set)
 }

@@ -556,3 +556,38 @@ fn crash_during_bulk_accept_leaves_prefix_done() {
     assert_eq!(r.ids(), ["b", "c"]);
     assert_eq!(fresh.list(KeyState::Accepted), ids);
 }
+
+#[test]
+fn unreadable_key_file_is_an_error_naming_it_and_nothing_moves() {
+    // (Running as root, permission bits cannot make a file unreadable; a directory in
+    // place of a key file gives the same kind of read error.)
+    let (_d, ks) = setup();
+    let pki = ks.pki_dir().to_owned();
+    fs::create_dir(pki.join("minions_pre/weird")).unwrap();
+    ks.refresh().unwrap();
+    let err = ks.read_key(KeyState::Pending, "weird").unwrap_err();
+    assert!(err.to_string().contains("minions_pre/weird"), "{err}");
+    let err = ks.accept("weird", AcceptFrom::default()).unwrap_err();
+    assert!(err.to_string().contains("minions_pre/weird"), "{err}");
+    assert!(pki.join("minions_pre/weird").is_dir());
+    assert!(!pki.join("minions/weird").exists());
+    let r = ks.accept_matching("*", AcceptFrom::default()).unwrap();
+    assert!(r.changed.is_empty());
+    assert_eq!(r.errors.len(), 1);
+}
+
+#[test]
+fn unreadable_dir_is_a_clear_error() {
+    let (_d, ks) = setup();
+    let pre = ks.state_dir(KeyState::Pending);
+    fs::set_permissions(&pre, fs::Permissions::from_mode(0o000)).unwrap();
+    if fs::read_dir(&pre).is_ok() {
+        fs::set_permissions(&pre, fs::Permissions::from_mode(0o755)).unwrap();
+        println!("SKIPPED: running as root, permission bits are not enforced");
+        return;
+    }
+    let err = KeyStore::open(ks.pki_dir()).unwrap_err();
+    fs::set_permissions(&pre, fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(err.to_string().contains("minions_pre"), "{err}");
+    assert!(err.to_string().contains("ermission denied"), "{err}");
+}

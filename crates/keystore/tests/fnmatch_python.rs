@@ -9,19 +9,67 @@ use std::process::{Command, Stdio};
 use salt_keystore::{GlobList, fnmatch};
 
 const PATTERNS: &[&str] = &[
-    "*", "web*", "*1", "w?b*", "?", "??", "*.*", "x*y*z", "**a**", "[abc]*", "[!abc]*",
-    "[a-c]*", "[z-a]*", "[]]*", "[!]]*", "[]-a]", "[a-]*", "[-a]*", "[a-c-e]", "[a--c]",
-    "[!-]", "[\\]*", "a\\b", "[", "[!", "[]", "[!]", "*[", "{a,b}", "a.b", "a+b*", "(x)",
-    "^a$", "[&~|]*", "[[:alpha:]]", "ü*", "[ä-ü]", "[^a]*", "[a^]", "[!^]", "[0-9][0-9]",
-    "WEB*", "[A-Z]*", "[%--]", "[a-z-0-9]", "[--/]", "[a-c-b]", "[x-a-c]", "a*b*c",
-    "[\\-z]", "*\n*", "[!a-z]*", "[[]", "[a-b-c-d]",
+    "*",
+    "web*",
+    "*1",
+    "w?b*",
+    "?",
+    "??",
+    "*.*",
+    "x*y*z",
+    "**a**",
+    "[abc]*",
+    "[!abc]*",
+    "[a-c]*",
+    "[z-a]*",
+    "[]]*",
+    "[!]]*",
+    "[]-a]",
+    "[a-]*",
+    "[-a]*",
+    "[a-c-e]",
+    "[a--c]",
+    "[!-]",
+    "[\\]*",
+    "a\\b",
+    "[",
+    "[!",
+    "[]",
+    "[!]",
+    "*[",
+    "{a,b}",
+    "a.b",
+    "a+b*",
+    "(x)",
+    "^a$",
+    "[&~|]*",
+    "[[:alpha:]]",
+    "ü*",
+    "[ä-ü]",
+    "[^a]*",
+    "[a^]",
+    "[!^]",
+    "[0-9][0-9]",
+    "WEB*",
+    "[A-Z]*",
+    "[%--]",
+    "[a-z-0-9]",
+    "[--/]",
+    "[a-c-b]",
+    "[x-a-c]",
+    "a*b*c",
+    "[\\-z]",
+    "*\n*",
+    "[!a-z]*",
+    "[[]",
+    "[a-b-c-d]",
 ];
 
 const IDS: &[&str] = &[
-    "web1", "web10", "Web1", "wab", "wb", "db1", "a", "b", "c", "d", "e", "-", "]", "[",
-    "^", "\\", "a\\b", "a.b", "axb", "a+b", "a+bb", "(x)", "^a$", "&", "~", "|", ":", "ü",
-    "üx", "ä", "ö", "{a,b}", "x1y2z", "xyz", "01", "9", "", "a b", "a\nb", "ab", "ba", "%",
-    "/", "[!]", "a/b", "A", "Z", "abc", "acb", "[!", ".", "x", "aa", "a-", "-a",
+    "web1", "web10", "Web1", "wab", "wb", "db1", "a", "b", "c", "d", "e", "-", "]", "[", "^", "\\",
+    "a\\b", "a.b", "axb", "a+b", "a+bb", "(x)", "^a$", "&", "~", "|", ":", "ü", "üx", "ä", "ö",
+    "{a,b}", "x1y2z", "xyz", "01", "9", "", "a b", "a\nb", "ab", "ba", "%", "/", "[!]", "a/b", "A",
+    "Z", "abc", "acb", "[!", ".", "x", "aa", "a-", "-a",
 ];
 
 const SCRIPT: &str = r#"
@@ -52,7 +100,13 @@ fn glob_semantics_match_python_fnmatch() {
         .unwrap();
     {
         let mut stdin = child.stdin.take().unwrap();
-        let enc = |s: &str| if s.is_empty() { "-".to_owned() } else { common::hexs(s) };
+        let enc = |s: &str| {
+            if s.is_empty() {
+                "-".to_owned()
+            } else {
+                common::hexs(s)
+            }
+        };
         for p in PATTERNS {
             writeln!(stdin, "P {}", enc(p)).unwrap();
         }
@@ -68,7 +122,10 @@ fn glob_semantics_match_python_fnmatch() {
     let mut compared = 0;
     for (pat, row) in PATTERNS.iter().zip(rows) {
         if row == "E" {
-            assert!(fnmatch("x", pat).is_err(), "python raised for {pat:?}, we did not");
+            assert!(
+                fnmatch("x", pat).is_err(),
+                "python raised for {pat:?}, we did not"
+            );
             continue;
         }
         for (id, want) in IDS.iter().zip(row.chars()) {

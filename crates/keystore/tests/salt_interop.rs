@@ -134,13 +134,19 @@ fn reads_a_pki_dir_written_by_salt() {
         assert_eq!(got.as_deref(), Some(want.as_str()), "{dir}/{id}");
     }
     assert_eq!(ks.local_keys().unwrap(), ["master.pem", "master.pub"]);
-    assert!(ks.consume_autosign_stub("auto-1", Duration::from_secs(7200)).unwrap());
+    assert!(
+        ks.consume_autosign_stub("auto-1", Duration::from_secs(7200))
+            .unwrap()
+    );
     // And the usual transitions work on it.
     assert_eq!(
         ks.accept("pend-1", AcceptFrom::default()).unwrap(),
         [KeyState::Pending]
     );
-    assert!(pki.join("minions/.key_cache").exists(), "dotfiles untouched");
+    assert!(
+        pki.join("minions/.key_cache").exists(),
+        "dotfiles untouched"
+    );
 }
 
 fn salt_key(venv: &Path, conf: &Path, args: &[&str]) -> String {
@@ -209,7 +215,9 @@ fn salt_key_agrees_with_what_we_write() {
     }
 
     let fingers = last_json(&salt_key(&venv, &conf, &["-F", "--out", "json"]));
-    let ours = ks.fingerprints(&KeyState::ALL, FingerprintHash::Sha256).unwrap();
+    let ours = ks
+        .fingerprints(&KeyState::ALL, FingerprintHash::Sha256)
+        .unwrap();
     for (state, pairs) in ours {
         for (id, f) in pairs {
             assert_eq!(fingers[state.dir_name()][&id], f.as_str(), "{state}/{id}");

@@ -1,2 +1,31 @@
-//! salt-master-core
+//! salt-master-core: the master daemon's services, wire-compatible with Salt 3006/3007.
+//!
+//! Layout:
+//! * [`server`]: [`run`]`(config, shutdown)`: sockets, worker pool, maintenance, shutdown.
+//! * [`request`]: one request body in, one reply body out (auth, AES commands, ping).
+//! * [`keys`], [`aes`], [`sessions`]: master key and `pub_sig`, publish key and serial,
+//!   per-minion session keys.
+//! * [`jobs`], [`publish`]: job cache, return streaming, publish payloads.
+//! * [`local`], [`local_server`]: the `salt` ↔ master protocol on a Unix socket.
+//! * [`target`], [`acl`], [`jid`]: target matching, publisher ACL, job ids.
+//! * [`output`], [`convert`]: the `salt` command's outputters, msgpack ↔ JSON.
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod acl;
+pub mod aes;
+pub mod convert;
+pub mod jid;
+pub mod jobs;
+pub mod keys;
+pub mod local;
+pub mod local_server;
+pub mod output;
+pub mod publish;
+pub mod request;
+pub mod server;
+pub mod sessions;
+pub mod state;
+pub mod target;
+
+pub use server::{MasterError, run};

@@ -840,7 +840,7 @@ impl FailoverState {
     fn master_tries_exhausted(&mut self) {
         if let Ok(tries) = u32::try_from(self.cfg.master_tries)
             && tries > 0
-            && self.failed_rounds % tries == 0
+            && self.failed_rounds.is_multiple_of(tries)
         {
             self.log(
                 Level::ERROR,

@@ -1,4 +1,16 @@
-//! salt-minion-core
+//! salt-minion-core: the minion's brain, without the binary's CLI and logging.
+//!
+//! * [`matcher`]: does a job target this minion (glob, pcre, list, grain)?
+//! * [`grains`]: facts about the host.
+//! * [`modules`]: execution functions (`test.*`, `cmd.*`, `grains.*`, `sys.*`).
+//! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
 #![forbid(unsafe_code)]
 
+pub mod channel;
+pub mod driver;
 pub mod failover;
+pub mod grains;
+pub mod job;
+pub mod matcher;
+pub mod modules;
+pub mod net;

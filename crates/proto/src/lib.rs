@@ -27,6 +27,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth_master;
+pub mod auth_minion;
 pub mod codec;
 pub mod fuzzing;
 pub mod ids;

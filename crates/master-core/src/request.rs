@@ -1,0 +1,533 @@
+//! The request server's message handling (§2.4, §3, §10): bytes in, reply bytes out.
+//!
+//! [`handle`] is synchronous and CPU-bound (RSA, AES): the server runs it on the worker pool,
+//! never on the socket loop. It never panics on peer input; every bad request gets one of
+//! Salt's error strings (`"bad load"`, ...) and a rate-limited log line.
+
+use std::time::Instant;
+
+use rmpv::Value;
+use salt_keystore::KeyState;
+use salt_pki::{Crypticle, EncAlgo, PublicKey, SigAlgo, generate_key_string};
+use salt_proto::auth_master::{
+    self, AcceptInner, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending,
+    Policy,
+};
+use salt_proto::{ReplayVerdict, decode, encode, map_get};
+
+use crate::state::Shared;
+
+const BAD_LOAD: &str = "bad load";
+
+fn text(v: &str) -> Value {
+    Value::from(v)
+}
+
+fn reply_str(s: &str) -> Vec<u8> {
+    encode(&text(s))
+}
+
+fn get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
+    map_get(map, key)
+}
+
+fn get_str<'a>(map: &'a Value, key: &str) -> Option<&'a str> {
+    match get(map, key)? {
+        Value::String(s) => s.as_str(),
+        Value::Binary(b) => std::str::from_utf8(b).ok(),
+        _ => None,
+    }
+}
+
+fn get_bytes<'a>(map: &'a Value, key: &str) -> Option<&'a [u8]> {
+    match get(map, key)? {
+        Value::String(s) => Some(s.as_bytes()),
+        Value::Binary(b) => Some(b),
+        _ => None,
+    }
+}
+
+/// Remove `key` from a map value, returning its value.
+fn pop(map: &mut Value, key: &str) -> Option<Value> {
+    salt_proto::map_remove(map, key)
+}
+
+/// Handle one request body; `None` means "send nothing" (never used for valid framing:
+/// Salt always answers, so we do too).
+pub fn handle(shared: &Shared, body: &[u8]) -> Vec<u8> {
+    let payload = match decode(body) {
+        Ok(v) => v,
+        Err(e) => {
+            if shared.log_limit.allow("decode") {
+                tracing::warn!("Bad load from minion: undecodable request: {e}");
+            }
+            return reply_str(BAD_LOAD);
+        }
+    };
+    if !payload.is_map() || get(&payload, "enc").is_none() || get(&payload, "load").is_none() {
+        if shared.log_limit.allow("envelope") {
+            tracing::warn!("Bad load from minion: request is not an envelope map");
+        }
+        return reply_str(BAD_LOAD);
+    }
+    let version = match get(&payload, "version") {
+        None | Some(Value::Nil) => 0,
+        Some(v) => v.as_i64().unwrap_or(-1),
+    };
+    let min = i64::from(shared.cfg.minimum_auth_version);
+    if min > 0 && version < min {
+        if shared.log_limit.allow("version") {
+            tracing::warn!(
+                "Rejecting request with protocol version {version} < minimum_auth_version {min}"
+            );
+        }
+        return reply_str(BAD_LOAD);
+    }
+    match get_str(&payload, "enc") {
+        Some("clear") => handle_clear(shared, &payload, version),
+        Some("aes") => handle_aes(shared, &payload, version),
+        _ => {
+            if shared.log_limit.allow("enc") {
+                tracing::warn!("Bad load from minion: unknown enc");
+            }
+            reply_str(BAD_LOAD)
+        }
+    }
+}
+
+fn check_id(load: &Value) -> Result<(), &'static str> {
+    match get(load, "id") {
+        None => Ok(()),
+        Some(Value::String(s)) => match s.as_str() {
+            Some(id) if id.contains('\0') => Err("bad load: id contains a null byte"),
+            Some(_) => Ok(()),
+            None => Err(BAD_LOAD),
+        },
+        Some(_) => Err(BAD_LOAD),
+    }
+}
+
+fn handle_clear(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
+    let Some(load) = get(payload, "load").filter(|l| l.is_map()) else {
+        return reply_str("payload and load must be a dict");
+    };
+    if let Err(e) = check_id(load) {
+        return reply_str(e);
+    }
+    match get_str(load, "cmd") {
+        Some("_auth") => handle_auth(shared, load, version),
+        Some("ping") => encode(load),
+        _ => encode(&Value::Map(vec![])),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// _auth
+
+fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
+    let req = match AuthRequest::from_load(load) {
+        Ok(r) => r,
+        Err(AuthRequestError::BadSigAlgo(a)) => {
+            tracing::info!("Minion tried to authenticate with unsupported signing algorithm: {a}");
+            return encode(&auth_master::unsigned_reply("bad sig algo"));
+        }
+        Err(AuthRequestError::BadEncAlgo(a)) => {
+            tracing::info!(
+                "Minion tried to authenticate with unsupported encryption algorithm: {a}"
+            );
+            return encode(&auth_master::unsigned_reply("bad enc algo"));
+        }
+        Err(e) => {
+            if shared.log_limit.allow("auth-parse") {
+                tracing::warn!("Bad auth load from minion: {e}");
+            }
+            return reply_str(BAD_LOAD);
+        }
+    };
+    if version < 2 {
+        // Unsigned legacy replies are not implemented; such minions are refused.
+        return reply_str(BAD_LOAD);
+    }
+    {
+        let mut guard = shared.auth_nonces.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.check(&req.nonce, Instant::now()) == ReplayVerdict::Replayed {
+            if shared.log_limit.allow("auth-replay") {
+                tracing::warn!("Replayed authentication request for {} refused", req.id);
+            }
+            return reply_str(BAD_LOAD);
+        }
+    }
+    tracing::info!("Authentication request from {}", req.id);
+    match auth_reply(shared, &req) {
+        Ok(v) => encode(&v),
+        Err(e) => {
+            tracing::error!(
+                "Authentication of {} failed on the master side: {e}",
+                req.id
+            );
+            // A signed refusal keeps the minion's state machine simple.
+            fail(shared, &req, AuthRet::Refused)
+        }
+    }
+}
+
+fn fail(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Vec<u8> {
+    match fail_reply(shared, req, ret) {
+        Ok(v) => encode(&v),
+        Err(_) => reply_str(BAD_LOAD),
+    }
+}
+
+fn sig_algo_of(req: &AuthRequest) -> SigAlgo {
+    req.sig_algo.parse().unwrap_or(SigAlgo::Pkcs1v15Sha1)
+}
+
+fn enc_algo_of(req: &AuthRequest) -> EncAlgo {
+    req.enc_algo.parse().unwrap_or(EncAlgo::OaepSha1)
+}
+
+/// Signed `{"ret": ret, "nonce": nonce}`.
+fn fail_reply(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Result<Value, salt_pki::Error> {
+    let inner = auth_master::fail_inner(&req.nonce, ret);
+    let sig = shared.keys.key.sign(sig_algo_of(req), &inner)?;
+    Ok(auth_master::signed_reply(inner, sig))
+}
+
+/// Errors on the master's side of a sign-in.
+#[derive(Debug, thiserror::Error)]
+enum AuthSideError {
+    #[error("key store: {0}")]
+    Store(#[from] salt_keystore::KeyStoreError),
+    #[error("{0}")]
+    Pki(#[from] salt_pki::Error),
+    #[error("{0}")]
+    Session(#[from] crate::sessions::SessionError),
+}
+
+fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
+    let store = &shared.store;
+    let rejected = store.key_path(KeyState::Rejected, id)?.exists();
+    let accepted = store.read_key(KeyState::Accepted, id)?;
+    let pre_path = store.key_path(KeyState::Pending, id)?;
+    let pending = if pre_path.is_dir() {
+        Pending::Directory
+    } else {
+        match store.read_key(KeyState::Pending, id)? {
+            Some(k) => Pending::File(k),
+            None => Pending::Absent,
+        }
+    };
+    Ok(KeyFacts {
+        rejected,
+        accepted,
+        pending,
+    })
+}
+
+fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError> {
+    let cfg = &shared.cfg;
+    if !auth_master::valid_id(&req.id) {
+        tracing::info!("Authentication request from invalid id {:?}", req.id);
+        return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+    }
+    let full = match cfg.max_minions {
+        Some(max) if max > 0 => {
+            let connected = shared.connected.lock().unwrap_or_else(|e| e.into_inner());
+            connected.len() >= max as usize && !connected.contains(&req.id)
+        }
+        _ => false,
+    };
+    let facts = key_facts(shared, &req.id)?;
+    let new_or_pending = !facts.rejected && facts.accepted.is_none();
+    let auto_reject =
+        new_or_pending && shared.matches_list_file(cfg.autoreject_file.as_deref(), &req.id);
+    let mut auto_sign = cfg.auto_accept
+        || (new_or_pending && shared.matches_list_file(cfg.autosign_file.as_deref(), &req.id));
+    if !auto_sign && new_or_pending && !full && !auto_reject {
+        auto_sign = shared
+            .store
+            .consume_autosign_stub(&req.id, cfg.autosign_timeout)?;
+    }
+    let policy = Policy {
+        open_mode: cfg.open_mode,
+        auto_sign,
+        auto_reject,
+        full,
+    };
+    let decision = auth_master::decide(req, &facts, &policy);
+    let id = &req.id;
+    match decision.action {
+        KeyAction::None => {}
+        KeyAction::WritePending => shared.store.put_pending(id, &req.pub_key)?,
+        KeyAction::WriteDenied => shared.store.put_denied(id, &req.pub_key)?,
+        KeyAction::WriteRejected | KeyAction::MovePendingToRejected => {
+            shared.store.put_rejected(id, &req.pub_key)?;
+        }
+        KeyAction::WriteAccepted | KeyAction::PendingToAccepted => {
+            shared.store.put_accepted(id, &req.pub_key)?;
+        }
+    }
+    match (decision.act, decision.outcome) {
+        (Act::Denied, _) => tracing::error!(
+            "Authentication attempt from {id} failed, the public keys did not match. This may \
+             be an attempt to compromise the Salt cluster."
+        ),
+        (Act::Pend, _) if decision.action == KeyAction::WritePending => {
+            tracing::info!("New public key for {id} placed in pending");
+        }
+        (Act::Pend, _) => tracing::info!(
+            "Authentication failed from host {id}, the key is in pending and needs to be accepted with salt-key -a {id}"
+        ),
+        (Act::Reject, _) => {
+            tracing::warn!("Public key rejected for {id}: key is in the rejected keys")
+        }
+        (Act::Full, _) => tracing::info!(
+            "Too many minions connected (max_minions={}). Rejecting connection from id {id}",
+            cfg.max_minions.unwrap_or(0)
+        ),
+        (Act::Invalid, _) => {
+            tracing::warn!("Authentication request from {id} refused: invalid key state")
+        }
+        (Act::Accept, _) => {}
+    }
+    if let Err(ret) = decision.outcome {
+        return Ok(fail_reply(shared, req, ret)?);
+    }
+    let minion_pub = match PublicKey::from_pem(req.pub_key.as_bytes()) {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::warn!("Public key of {id} cannot be loaded: {e}");
+            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+        }
+    };
+    let session = shared.sessions.get_or_create(id)?;
+    let aes = shared.aes.current();
+    let (enc, sig_algo) = (enc_algo_of(req), sig_algo_of(req));
+    let pub_sig = shared.keys.pub_sig(sig_algo)?;
+    // The token echo: decrypt with master.pem, re-encrypt to the minion; omitted (as Salt
+    // does) when it does not decrypt.
+    let token = match &req.token {
+        Some(ct) => match shared.keys.key.decrypt_oaep(enc, ct) {
+            Ok(plain) => Some(minion_pub.encrypt_oaep(enc, &plain)?),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let aes_enc = minion_pub.encrypt_oaep(enc, aes.crypticle.key_string().as_bytes())?;
+    let session_enc = minion_pub.encrypt_oaep(enc, session.key_string().as_bytes())?;
+    let inner = auth_master::accept_inner(&AcceptInner {
+        pub_key: &shared.keys.pub_clean,
+        publish_port: cfg.publish_port,
+        pub_sig: pub_sig.as_deref().map(Vec::as_slice),
+        token: token.as_deref(),
+        aes: &aes_enc,
+        session: &session_enc,
+        sig: &aes.sig,
+        nonce: &req.nonce,
+    });
+    let sig = shared.keys.key.sign(sig_algo, &inner)?;
+    let reply = auth_master::signed_reply(inner, sig);
+    shared
+        .connected
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.clone());
+    tracing::info!("Authentication accepted from {id}");
+    Ok(reply)
+}
+
+// ---------------------------------------------------------------------------------------
+// AES requests
+
+fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
+    let bad = |kind: &'static str, msg: &str| {
+        if shared.log_limit.allow(kind) {
+            tracing::warn!("Bad load from minion: {msg}");
+        }
+        reply_str(BAD_LOAD)
+    };
+    let Some(ct) = get_bytes(payload, "load") else {
+        return bad("aes-load", "aes load is not bytes");
+    };
+    let (crypticle, env_id) = if version > 2 {
+        let Some(id) = get_str(payload, "id").filter(|id| auth_master::valid_id(id)) else {
+            return bad("aes-id", "invalid envelope id");
+        };
+        match shared.sessions.existing(id) {
+            Some(c) => (c, Some(id.to_owned())),
+            None => return bad("aes-session", &format!("no session key for {id}")),
+        }
+    } else {
+        (shared.aes.current().crypticle.clone(), None)
+    };
+    let plain = match crypticle.loads(ct, None) {
+        Ok(p) => p,
+        Err(_) => {
+            return bad(
+                "aes-decrypt",
+                "request does not decrypt with the session key",
+            );
+        }
+    };
+    let mut load = match decode(&plain) {
+        Ok(v) if v.is_map() => v,
+        _ => return reply_str("payload and load must be a dict"),
+    };
+    if let Err(e) = check_id(&load) {
+        return reply_str(e);
+    }
+    let nonce = if version > 1 {
+        pop(&mut load, "nonce").and_then(|n| n.as_str().map(str::to_owned))
+    } else {
+        None
+    };
+    let load_id = get_str(&load, "id").map(str::to_owned);
+    if version > 2 {
+        if let Some(ttl) = shared.cfg.request_server_ttl.filter(|t| !t.is_zero()) {
+            let ts = get(&load, "ts").and_then(Value::as_f64).unwrap_or(0.0);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            if now - ts > ttl.as_secs_f64() {
+                return bad("aes-ttl", "request expired (request_server_ttl)");
+            }
+        }
+        if load_id != env_id {
+            return bad("aes-idmatch", "request id mismatch");
+        }
+    }
+    let tok = pop(&mut load, "tok");
+    let Some(id) = load_id.filter(|id| auth_master::valid_id(id)) else {
+        return bad("aes-loadid", "request has no valid id");
+    };
+    match tok {
+        Some(tok) if !token_valid(shared, &id, &tok) => {
+            return bad("aes-tok", &format!("minion token did not validate: {id}"));
+        }
+        Some(_) => {}
+        None if version > 2 => return bad("aes-tok", &format!("request from {id} has no tok")),
+        None => {}
+    }
+    let enc_algo = get_str(payload, "enc_algo")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(EncAlgo::OaepSha1);
+    let sig_algo = get_str(payload, "sig_algo")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(SigAlgo::Pkcs1v15Sha1);
+    let ret = match get_str(&load, "cmd") {
+        None => return reply_str("Some exception handling minion payload"),
+        Some("_return") => {
+            handle_return(shared, &id, load);
+            Value::Nil
+        }
+        Some("_minion_event") => {
+            log_event(&id, &load);
+            Value::Nil
+        }
+        Some("_mine") => Value::Boolean(true),
+        Some("_pillar") => {
+            return encode(&pillar_reply(
+                shared,
+                &id,
+                nonce.as_deref(),
+                enc_algo,
+                sig_algo,
+            ));
+        }
+        Some(other) => {
+            tracing::debug!("Unsupported command {other} from {id}: replying {{}}");
+            Value::Map(vec![])
+        }
+    };
+    let body = encode(&ret);
+    encode(&Value::Binary(crypticle.dumps(&body, nonce.as_deref())))
+}
+
+fn token_valid(shared: &Shared, id: &str, tok: &Value) -> bool {
+    let tok = match tok {
+        Value::String(s) => s.as_bytes(),
+        Value::Binary(b) => b.as_slice(),
+        _ => return false,
+    };
+    let Ok(Some(pem)) = shared.store.read_key(KeyState::Accepted, id) else {
+        return false;
+    };
+    let Ok(key) = PublicKey::from_pem(pem.as_bytes()) else {
+        return false;
+    };
+    key.x931_recover(tok).is_ok_and(|m| m == b"salt")
+}
+
+fn log_event(id: &str, load: &Value) {
+    let tags: Vec<String> = match get(load, "events") {
+        Some(Value::Array(evs)) => evs
+            .iter()
+            .filter_map(|e| get_str(e, "tag").map(str::to_owned))
+            .collect(),
+        _ => get_str(load, "tag")
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
+    };
+    tracing::debug!("Event from {id}: {}", tags.join(", "));
+}
+
+fn handle_return(shared: &Shared, id: &str, mut load: Value) {
+    pop(&mut load, "cmd");
+    let jid = match get_str(&load, "jid") {
+        Some("req") | None => shared.jids.next(),
+        Some(j) => j.to_owned(),
+    };
+    match shared.jobs.store_return(&jid, id, &load) {
+        Ok(()) => tracing::debug!("Got return from {id} for job {jid}"),
+        Err(e) => {
+            if shared.log_limit.allow("return-store") {
+                tracing::warn!("Return from {id} for job {jid} not stored: {e}");
+            }
+        }
+    }
+}
+
+/// `_pillar` reply (send_private, §10.2) with an empty pillar.
+fn pillar_reply(
+    shared: &Shared,
+    id: &str,
+    nonce: Option<&str>,
+    enc_algo: EncAlgo,
+    sig_algo: SigAlgo,
+) -> Value {
+    let err = |m: &str| Value::Map(vec![(text("error"), text(m))]);
+    let Some(nonce) = nonce else {
+        return err("Nonce not included in request");
+    };
+    let Ok(Some(pem)) = shared.store.read_key(KeyState::Accepted, id) else {
+        return err("AES key not found");
+    };
+    let Ok(minion_pub) = PublicKey::from_pem(pem.as_bytes()) else {
+        return err(BAD_LOAD);
+    };
+    let k = generate_key_string();
+    let (Ok(pcrypt), Ok(key)) = (
+        Crypticle::from_key_string(&k),
+        minion_pub.encrypt_oaep(enc_algo, k.as_bytes()),
+    ) else {
+        return err(BAD_LOAD);
+    };
+    let data = encode(&Value::Map(vec![
+        (text("key"), Value::Binary(key.clone())),
+        (text("pillar"), Value::Map(vec![])),
+        (text("nonce"), text(nonce)),
+    ]));
+    let Ok(sig) = shared.keys.key.sign(sig_algo, &data) else {
+        return err(BAD_LOAD);
+    };
+    let signed = encode(&Value::Map(vec![
+        (text("data"), Value::Binary(data)),
+        (text("sig"), Value::Binary(sig)),
+    ]));
+    Value::Map(vec![
+        (text("key"), Value::Binary(key)),
+        (text("pillar"), Value::Binary(pcrypt.dumps(&signed, None))),
+    ])
+}

@@ -1,0 +1,281 @@
+//! The master daemon: `run(config, shutdown)`.
+//!
+//! ```text
+//!  ROUTER (ret_port) ──Request──▶ socket loop ──spawn──▶ task: permit ─▶ spawn_blocking(handle)
+//!        ▲                                                              │
+//!        └──────────────────────── reply(peer, bytes) ◀─────────────────┘
+//!  PUB (publish_port) ◀── publish() ◀── local client tasks ◀── Unix socket ◀── `salt`
+//!  maintenance: every loop_interval, dropfile / publish_session → rotate the publish key
+//! ```
+//!
+//! RSA and AES work runs on tokio's blocking pool behind a semaphore of `worker_threads`
+//! permits, so at most that many requests are processed at once and the socket loop only
+//! moves bytes. Shutdown (mini-redis style): stop reading requests, let in-flight handlers
+//! finish (returns get written; every file is written atomically), close the sockets.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use salt_config::MasterConfig;
+use salt_keystore::KeyStore;
+use salt_pki::SigAlgo;
+use salt_proto::ReplayGuard;
+use salt_transport::{Publisher, PublisherOptions, RouterServer, ServerOptions, tcp_endpoint};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::aes::{AesState, PublishKey};
+use crate::jid::JidGenerator;
+use crate::jobs::Jobs;
+use crate::keys::{KeyError, MasterKeys};
+use crate::sessions::Sessions;
+use crate::state::{LogLimiter, Shared};
+
+/// Why the master could not start (or stopped).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MasterError {
+    /// Master keys.
+    #[error("master keys: {0}")]
+    Keys(#[from] KeyError),
+    /// The pki directory.
+    #[error("key store: {0}")]
+    KeyStore(#[from] salt_keystore::KeyStoreError),
+    /// RSA/AES setup.
+    #[error("crypto: {0}")]
+    Pki(#[from] salt_pki::Error),
+    /// Binding a ZeroMQ socket.
+    #[error("transport: {0}")]
+    Transport(#[from] salt_transport::TransportError),
+    /// Directories and the local socket.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> MasterError {
+    let what = what.into();
+    move |source| MasterError::Io { what, source }
+}
+
+fn mkdir(path: &std::path::Path, mode: u32) -> Result<(), MasterError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path).map_err(io_err(format!("create {}", path.display())))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(io_err(format!("chmod {}", path.display())))
+}
+
+fn sig_algo(cfg: &MasterConfig) -> SigAlgo {
+    cfg.publish_signing_algorithm
+        .as_str()
+        .parse()
+        .unwrap_or(SigAlgo::Pkcs1v15Sha1)
+}
+
+/// Run the master until `shutdown` completes.
+pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterError> {
+    mkdir(&cfg.cachedir, 0o755)?;
+    mkdir(&Shared::jobs_dir(&cfg), 0o700)?;
+    mkdir(&Shared::sessions_dir(&cfg), 0o700)?;
+    let store = KeyStore::open(&cfg.pki_dir)?;
+    let keys = {
+        let cfg = cfg.clone();
+        tokio::task::spawn_blocking(move || MasterKeys::load(&cfg))
+            .await
+            .map_err(|e| MasterError::Io {
+                what: "loading keys".into(),
+                source: std::io::Error::other(e),
+            })??
+    };
+    // A fresh start makes a fresh publish key: a leftover rotation request is moot.
+    let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
+    let aes = AesState::new(PublishKey::generate(&keys.key)?);
+    let (acl, acl_blacklist) = Shared::acl_from(&cfg);
+    let shared = Arc::new(Shared {
+        sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
+        jobs: Jobs::new(Shared::jobs_dir(&cfg)),
+        jids: JidGenerator::new(),
+        connected: Mutex::new(Default::default()),
+        auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
+        publish_sig_algo: sig_algo(&cfg),
+        log_limit: LogLimiter::new(Duration::from_secs(10)),
+        acl,
+        acl_blacklist,
+        store,
+        keys,
+        aes,
+        cfg,
+    });
+    let cfg = &shared.cfg;
+    let host = cfg.interface.to_string();
+    let ipv6 = cfg.ipv6.unwrap_or(cfg.interface.is_ipv6());
+    let pub_opts = PublisherOptions {
+        hwm: i32::try_from(cfg.pub_hwm).unwrap_or(1000),
+        backlog: i32::try_from(cfg.zmq_backlog).unwrap_or(1000),
+        ipv6,
+        ..PublisherOptions::default()
+    };
+    let pub_endpoint = tcp_endpoint(&host, cfg.publish_port);
+    let publisher = Publisher::bind(&pub_endpoint, pub_opts)?;
+    tracing::info!("Starting the Salt Publisher on {}", publisher.endpoint());
+    let srv_opts = ServerOptions {
+        backlog: i32::try_from(cfg.zmq_backlog).unwrap_or(1000),
+        ipv6,
+        ..ServerOptions::default()
+    };
+    let (router, mut requests) = RouterServer::bind(&tcp_endpoint(&host, cfg.ret_port), srv_opts)?;
+    tracing::info!(
+        "Setting up the master communication server on {}",
+        router.endpoint()
+    );
+
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let (listener, sock_path) =
+        crate::local_server::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(io_err(
+            format!("local socket in {}", cfg.sock_dir.display()),
+        ))?;
+    let local = tokio::spawn(crate::local_server::serve(
+        listener,
+        shared.clone(),
+        publisher.clone(),
+        stop.clone(),
+        tracker.clone(),
+    ));
+    let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
+    let workers = Arc::new(Semaphore::new(cfg.worker_threads.max(1) as usize));
+    tracing::info!(
+        "Salt master {} is running with {} worker threads",
+        cfg.id,
+        cfg.worker_threads.max(1)
+    );
+
+    tokio::pin!(shutdown);
+    // Take a worker permit first, then a request: at most `worker_threads` requests are in
+    // flight and the rest wait in the transport's bounded queue (then libzmq's), so a flood
+    // of requests cannot grow memory here.
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = workers.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let req = tokio::select! {
+            _ = &mut shutdown => break,
+            r = requests.recv() => match r {
+                Some(r) => r,
+                None => break,
+            },
+        };
+        let shared = shared.clone();
+        let router = router.clone();
+        tracker.spawn(async move {
+            let body = req.body;
+            let reply =
+                tokio::task::spawn_blocking(move || crate::request::handle(&shared, &body)).await;
+            drop(permit);
+            match reply {
+                Ok(reply) => {
+                    let _ = router.reply(req.peer, reply);
+                }
+                Err(e) => tracing::error!("request handler failed: {e}"),
+            }
+        });
+    }
+    tracing::info!("Shutting down the Salt master");
+    stop.cancel();
+    drop(requests);
+    tracker.close();
+    if tokio::time::timeout(Duration::from_secs(10), tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some requests were still running at shutdown");
+    }
+    let _ = local.await;
+    let _ = maintenance.await;
+    let _ = tokio::task::spawn_blocking(move || {
+        router.close();
+        publisher.close();
+    })
+    .await;
+    let _ = std::fs::remove_file(&sock_path);
+    tracing::info!("Salt master stopped");
+    Ok(())
+}
+
+/// Every `loop_interval`: rotate the publish key when the dropfile asks for it or when
+/// `publish_session` has elapsed.
+async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
+    let every = if shared.cfg.loop_interval.is_zero() {
+        Duration::from_secs(60)
+    } else {
+        shared.cfg.loop_interval
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let s = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let cfg = &s.cfg;
+            let dropfile = match salt_keystore::check_dropfile(&cfg.cachedir, Some(&cfg.id)) {
+                Ok(salt_keystore::DropfileCheck::Rotate) => true,
+                Ok(salt_keystore::DropfileCheck::BadMode { mode, .. }) => {
+                    if s.log_limit.allow("dropfile-mode") {
+                        tracing::warn!(
+                            "Found dropfile with incorrect permissions ({mode:o}), ignoring..."
+                        );
+                    }
+                    false
+                }
+                Ok(_) => false,
+                Err(e) => {
+                    if s.log_limit.allow("dropfile") {
+                        tracing::warn!("cannot check the dropfile: {e}");
+                    }
+                    false
+                }
+            };
+            // Forget "connected" ids whose key is no longer accepted (salt-key -d/-r), so
+            // they stop counting against max_minions.
+            if s.store.refresh().is_ok() {
+                let accepted = s.store.list(salt_keystore::KeyState::Accepted);
+                s.connected
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .retain(|id| accepted.contains(id));
+            }
+            let aged = !cfg.publish_session.is_zero()
+                && s.aes.current().created.elapsed() >= cfg.publish_session;
+            if dropfile || aged {
+                match PublishKey::generate(&s.keys.key) {
+                    Ok(k) => {
+                        s.aes.rotate(k);
+                        tracing::info!(
+                            "Rotating master AES key{}",
+                            if dropfile {
+                                " (dropfile)"
+                            } else {
+                                " (publish_session)"
+                            }
+                        );
+                    }
+                    Err(e) => tracing::error!("AES key rotation failed: {e}"),
+                }
+            }
+        })
+        .await;
+    }
+}

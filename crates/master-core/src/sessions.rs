@@ -1,0 +1,109 @@
+//! Per-minion session keys (protocol v3, §6.2): `{cachedir}/sessions/<id>`, a Crypticle key
+//! string, mode 0600, written atomically, regenerated when older than `publish_session`.
+//! Survives restarts; cached in memory by file mtime.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use salt_pki::{Crypticle, files};
+
+/// Session-key store.
+#[derive(Debug)]
+pub struct Sessions {
+    dir: PathBuf,
+    max_age: Duration,
+    cache: Mutex<HashMap<String, (SystemTime, Crypticle)>>,
+}
+
+/// Session-key file problems.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// Reading or writing the file failed.
+    #[error("session key for {id}: {source}")]
+    Pki {
+        /// Minion id.
+        id: String,
+        /// Cause.
+        source: salt_pki::Error,
+    },
+}
+
+impl Sessions {
+    /// Keys live in `dir` (created by the caller) and expire after `max_age`.
+    pub fn new(dir: PathBuf, max_age: Duration) -> Self {
+        Sessions {
+            dir,
+            max_age,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The current key of a (valid) id, if there is a fresh one on disk.
+    pub fn existing(&self, id: &str) -> Option<Crypticle> {
+        let path = self.dir.join(id);
+        let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+        if self.expired(mtime) {
+            return None;
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, c)) = cache.get(id).filter(|(t, _)| *t == mtime) {
+            return Some(c.clone());
+        }
+        let text = std::fs::read_to_string(&path).ok()?;
+        let c = Crypticle::from_key_string(text.trim()).ok()?;
+        cache.insert(id.to_owned(), (mtime, c.clone()));
+        Some(c)
+    }
+
+    /// The key of `id`, created (or replaced, when expired) if needed.
+    pub fn get_or_create(&self, id: &str) -> Result<Crypticle, SessionError> {
+        if let Some(c) = self.existing(id) {
+            return Ok(c);
+        }
+        let c = Crypticle::generate();
+        let path = self.dir.join(id);
+        files::atomic_write(&path, c.key_string().as_bytes(), 0o600).map_err(|source| {
+            SessionError::Pki {
+                id: id.to_owned(),
+                source,
+            }
+        })?;
+        let mtime = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| SystemTime::now());
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.insert(id.to_owned(), (mtime, c.clone()));
+        Ok(c)
+    }
+
+    fn expired(&self, mtime: SystemTime) -> bool {
+        !self.max_age.is_zero()
+            && SystemTime::now()
+                .duration_since(mtime)
+                .is_ok_and(|age| age > self.max_age)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn created_once_then_reused_and_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Sessions::new(dir.path().to_owned(), Duration::from_secs(86400));
+        assert!(s.existing("m1").is_none());
+        let a = s.get_or_create("m1").unwrap();
+        let b = s.get_or_create("m1").unwrap();
+        assert_eq!(a.key_string(), b.key_string());
+        let meta = std::fs::metadata(dir.path().join("m1")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        // A fresh store (a restarted master) reads the same key.
+        let s2 = Sessions::new(dir.path().to_owned(), Duration::from_secs(86400));
+        assert_eq!(s2.existing("m1").unwrap().key_string(), a.key_string());
+    }
+}

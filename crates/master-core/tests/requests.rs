@@ -1,0 +1,553 @@
+//! In-process tests of the request handler: `_auth` decisions and replies, AES requests,
+//! clear ping, bad input. No sockets: bodies go straight into `request::handle`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmpv::Value;
+use salt_config::{LoadOptions, MasterConfig};
+use salt_keystore::KeyStore;
+use salt_master_core::aes::{AesState, PublishKey};
+use salt_master_core::jid::JidGenerator;
+use salt_master_core::jobs::Jobs;
+use salt_master_core::keys::MasterKeys;
+use salt_master_core::request::handle;
+use salt_master_core::sessions::Sessions;
+use salt_master_core::state::{LogLimiter, Shared};
+use salt_pki::{Crypticle, EncAlgo, PrivateKey, PublicKey, SigAlgo};
+use salt_proto::{ReplayGuard, decode, encode, map_get};
+use sha2::{Digest, Sha256};
+
+fn t(s: &str) -> Value {
+    Value::from(s)
+}
+
+fn shared(root: &Path, extra: &str) -> Shared {
+    let yaml = format!(
+        "id: testmaster\nroot_dir: {r}\npki_dir: {r}/pki\ncachedir: {r}/cache\nsock_dir: {r}/sock\n\
+         publish_port: 4505\n{extra}",
+        r = root.display()
+    );
+    let cfg = MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(root))
+        .unwrap()
+        .config;
+    std::fs::create_dir_all(Shared::jobs_dir(&cfg)).unwrap();
+    std::fs::create_dir_all(Shared::sessions_dir(&cfg)).unwrap();
+    let store = KeyStore::open(&cfg.pki_dir).unwrap();
+    let keys = MasterKeys::load(&cfg).unwrap();
+    let aes = AesState::new(PublishKey::generate(&keys.key).unwrap());
+    let (acl, acl_blacklist) = Shared::acl_from(&cfg);
+    Shared {
+        sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
+        jobs: Jobs::new(Shared::jobs_dir(&cfg)),
+        jids: JidGenerator::new(),
+        connected: Mutex::new(Default::default()),
+        auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 1000)),
+        publish_sig_algo: SigAlgo::Pkcs1v15Sha1,
+        log_limit: LogLimiter::new(Duration::from_secs(10)),
+        acl,
+        acl_blacklist,
+        store,
+        keys,
+        aes,
+        cfg,
+    }
+}
+
+struct Minion {
+    id: String,
+    key: PrivateKey,
+    pub_pem: String,
+}
+
+impl Minion {
+    fn new(id: &str) -> Self {
+        let key = PrivateKey::generate(2048).unwrap();
+        let pub_pem = salt_pki::clean_key(&key.public_key().to_pem());
+        Minion {
+            id: id.into(),
+            key,
+            pub_pem,
+        }
+    }
+
+    fn auth(&self, nonce: &str, token: Option<Vec<u8>>, version: i64) -> Vec<u8> {
+        let mut load = vec![
+            (t("cmd"), t("_auth")),
+            (t("id"), t(&self.id)),
+            (t("nonce"), t(nonce)),
+            (t("enc_algo"), t("OAEP-SHA1")),
+            (t("sig_algo"), t("PKCS1v15-SHA1")),
+        ];
+        if let Some(tok) = token {
+            load.push((t("token"), Value::Binary(tok)));
+        }
+        load.push((t("pub"), t(&self.pub_pem)));
+        encode(&Value::Map(vec![
+            (t("enc"), t("clear")),
+            (t("load"), Value::Map(load)),
+            (t("version"), Value::from(version)),
+        ]))
+    }
+
+    fn aes_request(
+        &self,
+        session: &Crypticle,
+        mut load: Vec<(Value, Value)>,
+        nonce: &str,
+        tok: Vec<u8>,
+    ) -> Vec<u8> {
+        load.push((t("nonce"), t(nonce)));
+        load.push((t("ts"), Value::from(0)));
+        load.push((t("tok"), Value::Binary(tok)));
+        load.push((t("id"), t(&self.id)));
+        let ct = session.dumps(&encode(&Value::Map(load)), None);
+        encode(&Value::Map(vec![
+            (t("enc"), t("aes")),
+            (t("load"), Value::Binary(ct)),
+            (t("version"), Value::from(3)),
+            (t("id"), t(&self.id)),
+            (t("enc_algo"), t("OAEP-SHA1")),
+            (t("sig_algo"), t("PKCS1v15-SHA1")),
+        ]))
+    }
+}
+
+fn bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::String(s) => s.as_bytes().to_vec(),
+        Value::Binary(b) => b.clone(),
+        other => panic!("not bytes: {other:?}"),
+    }
+}
+
+/// Check the outer signature with master.pub and return INNER.
+fn open_signed(s: &Shared, reply: &[u8]) -> Value {
+    let reply = decode(reply).unwrap();
+    assert_eq!(map_get(&reply, "enc"), Some(&t("clear")));
+    let load = bytes(map_get(&reply, "load").unwrap());
+    let sig = bytes(map_get(&reply, "sig").unwrap());
+    let master_pub = PublicKey::from_pem(s.keys.pub_clean.as_bytes()).unwrap();
+    master_pub
+        .verify(SigAlgo::Pkcs1v15Sha1, &load, &sig)
+        .unwrap();
+    decode(&load).unwrap()
+}
+
+#[test]
+fn sign_in_pending_then_accepted_reply_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "master_sign_pubkey: True\n");
+    let m = Minion::new("m1");
+
+    // New key: pending, ret True, key written to minions_pre.
+    let inner = open_signed(
+        &s,
+        &handle(&s, &m.auth("00000000000000000000000000000001", None, 3)),
+    );
+    assert_eq!(map_get(&inner, "ret"), Some(&Value::Boolean(true)));
+    assert_eq!(
+        map_get(&inner, "nonce"),
+        Some(&t("00000000000000000000000000000001"))
+    );
+    let pre = dir.path().join("pki/minions_pre/m1");
+    assert_eq!(std::fs::read_to_string(&pre).unwrap(), m.pub_pem);
+
+    // Still pending on retry.
+    let inner = open_signed(
+        &s,
+        &handle(&s, &m.auth("00000000000000000000000000000002", None, 3)),
+    );
+    assert_eq!(map_get(&inner, "ret"), Some(&Value::Boolean(true)));
+
+    // Accept (as salt-key would), sign in with a token.
+    std::fs::rename(&pre, dir.path().join("pki/minions/m1")).unwrap();
+    let master_pub = PublicKey::from_pem(s.keys.pub_clean.as_bytes()).unwrap();
+    let token_plain = salt_pki::generate_key_string();
+    let token = master_pub
+        .encrypt_oaep(EncAlgo::OaepSha1, token_plain.as_bytes())
+        .unwrap();
+    let nonce = "0123456789abcdef0123456789abcdef";
+    let inner = open_signed(&s, &handle(&s, &m.auth(nonce, Some(token), 3)));
+    let keys: Vec<&str> = inner
+        .as_map()
+        .unwrap()
+        .iter()
+        .map(|(k, _)| k.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "enc",
+            "pub_key",
+            "publish_port",
+            "pub_sig",
+            "token",
+            "aes",
+            "session",
+            "sig",
+            "nonce"
+        ]
+    );
+    assert_eq!(map_get(&inner, "enc"), Some(&t("pub")));
+    assert_eq!(map_get(&inner, "publish_port"), Some(&Value::from(4505)));
+    assert_eq!(map_get(&inner, "nonce"), Some(&t(nonce)));
+    let pub_key = bytes(map_get(&inner, "pub_key").unwrap());
+    assert_eq!(pub_key, s.keys.pub_clean.as_bytes());
+    // pub_sig verifies with master_sign.pub over pub_key.
+    let sign_pub =
+        salt_pki::files::read_public_key(&dir.path().join("pki/master_sign.pub")).unwrap();
+    salt_pki::pubsig::verify_master_pubkey(
+        &sign_pub,
+        &pub_key,
+        &bytes(map_get(&inner, "pub_sig").unwrap()),
+        SigAlgo::Pkcs1v15Sha1,
+    )
+    .unwrap();
+    // Token echoed to the minion.
+    let tok = m
+        .key
+        .decrypt_oaep(EncAlgo::OaepSha1, &bytes(map_get(&inner, "token").unwrap()))
+        .unwrap();
+    assert_eq!(&tok[..], token_plain.as_bytes());
+    // aes = publish key, sig = X9.31 over hex(sha256(aes)).
+    let aes = m
+        .key
+        .decrypt_oaep(EncAlgo::OaepSha1, &bytes(map_get(&inner, "aes").unwrap()))
+        .unwrap();
+    assert_eq!(&aes[..], s.aes.current().crypticle.key_string().as_bytes());
+    let recovered = master_pub
+        .x931_recover(&bytes(map_get(&inner, "sig").unwrap()))
+        .unwrap();
+    assert_eq!(
+        recovered,
+        hex::encode(Sha256::digest(&aes[..])).into_bytes()
+    );
+    // session = the file in cachedir/sessions, 0600.
+    let session = m
+        .key
+        .decrypt_oaep(
+            EncAlgo::OaepSha1,
+            &bytes(map_get(&inner, "session").unwrap()),
+        )
+        .unwrap();
+    let on_disk = std::fs::read(dir.path().join("cache/sessions/m1")).unwrap();
+    assert_eq!(&session[..], &on_disk[..]);
+
+    // Replayed nonce: refused.
+    assert_eq!(
+        decode(&handle(&s, &m.auth(nonce, None, 3))).unwrap(),
+        t("bad load")
+    );
+
+    // AES requests with the session key.
+    let session = Crypticle::from_key_string(std::str::from_utf8(&session).unwrap()).unwrap();
+    let tok = m.key.x931_sign(b"salt").unwrap();
+    let ret_nonce = "fedcba9876543210fedcba9876543210";
+    let mut waiter = s.jobs.subscribe("20250101000000000001");
+    let body = m.aes_request(
+        &session,
+        vec![
+            (t("cmd"), t("_return")),
+            (t("success"), Value::Boolean(true)),
+            (t("return"), Value::Boolean(true)),
+            (t("retcode"), Value::from(0)),
+            (t("jid"), t("20250101000000000001")),
+            (t("fun"), t("test.ping")),
+            (t("fun_args"), Value::Array(vec![])),
+        ],
+        ret_nonce,
+        tok.clone(),
+    );
+    let reply = decode(&handle(&s, &body)).unwrap();
+    let plain = session.loads(&bytes(&reply), Some(ret_nonce)).unwrap();
+    assert_eq!(decode(&plain).unwrap(), Value::Nil);
+    let (id, load) = waiter.try_recv().unwrap();
+    assert_eq!(id, "m1");
+    assert_eq!(map_get(&load, "return"), Some(&Value::Boolean(true)));
+    assert!(map_get(&load, "tok").is_none());
+    assert!(
+        dir.path()
+            .join("cache/jobs/20250101000000000001/m1/return.p")
+            .is_file()
+    );
+
+    // _mine → True, unknown → {}, _pillar → send_private map.
+    let reply = decode(&handle(
+        &s,
+        &m.aes_request(
+            &session,
+            vec![(t("cmd"), t("_mine"))],
+            ret_nonce,
+            tok.clone(),
+        ),
+    ))
+    .unwrap();
+    assert_eq!(
+        decode(&session.loads(&bytes(&reply), Some(ret_nonce)).unwrap()).unwrap(),
+        Value::Boolean(true)
+    );
+    let reply = decode(&handle(
+        &s,
+        &m.aes_request(
+            &session,
+            vec![(t("cmd"), t("_nope"))],
+            ret_nonce,
+            tok.clone(),
+        ),
+    ))
+    .unwrap();
+    assert_eq!(
+        decode(&session.loads(&bytes(&reply), Some(ret_nonce)).unwrap()).unwrap(),
+        Value::Map(vec![])
+    );
+    let reply = decode(&handle(
+        &s,
+        &m.aes_request(
+            &session,
+            vec![(t("cmd"), t("_pillar")), (t("ver"), t("2"))],
+            ret_nonce,
+            tok.clone(),
+        ),
+    ))
+    .unwrap();
+    let k = m
+        .key
+        .decrypt_oaep(EncAlgo::OaepSha1, &bytes(map_get(&reply, "key").unwrap()))
+        .unwrap();
+    let pcrypt = Crypticle::from_key_string(std::str::from_utf8(&k).unwrap()).unwrap();
+    let signed = decode(
+        &pcrypt
+            .loads(&bytes(map_get(&reply, "pillar").unwrap()), None)
+            .unwrap(),
+    )
+    .unwrap();
+    let data = bytes(map_get(&signed, "data").unwrap());
+    master_pub
+        .verify(
+            SigAlgo::Pkcs1v15Sha1,
+            &data,
+            &bytes(map_get(&signed, "sig").unwrap()),
+        )
+        .unwrap();
+    let data = decode(&data).unwrap();
+    assert_eq!(map_get(&data, "nonce"), Some(&t(ret_nonce)));
+    assert_eq!(map_get(&data, "pillar"), Some(&Value::Map(vec![])));
+
+    // A bad token, or a token by another key: bad load.
+    let other = Minion::new("m1");
+    let bad_tok = other.key.x931_sign(b"salt").unwrap();
+    let reply = handle(
+        &s,
+        &m.aes_request(&session, vec![(t("cmd"), t("_mine"))], ret_nonce, bad_tok),
+    );
+    assert_eq!(decode(&reply).unwrap(), t("bad load"));
+}
+
+#[test]
+fn denied_rejected_full_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "auto_accept: True\nmax_minions: 1\n");
+    let m1 = Minion::new("m1");
+    let inner = open_signed(
+        &s,
+        &handle(&s, &m1.auth("10000000000000000000000000000001", None, 3)),
+    );
+    assert!(
+        map_get(&inner, "aes").is_some(),
+        "auto_accept signs in at once"
+    );
+    assert!(dir.path().join("pki/minions/m1").is_file());
+
+    // Same id, other key: denied, key recorded, ret False.
+    let impostor = Minion::new("m1");
+    let inner = open_signed(
+        &s,
+        &handle(
+            &s,
+            &impostor.auth("10000000000000000000000000000002", None, 3),
+        ),
+    );
+    assert_eq!(map_get(&inner, "ret"), Some(&Value::Boolean(false)));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("pki/minions_denied/m1")).unwrap(),
+        impostor.pub_pem
+    );
+
+    // max_minions = 1 and m1 is connected: a new minion gets "full"; m1 still signs in.
+    let m2 = Minion::new("m2");
+    let inner = open_signed(
+        &s,
+        &handle(&s, &m2.auth("10000000000000000000000000000003", None, 3)),
+    );
+    assert_eq!(map_get(&inner, "ret"), Some(&t("full")));
+    let inner = open_signed(
+        &s,
+        &handle(&s, &m1.auth("10000000000000000000000000000004", None, 3)),
+    );
+    assert!(map_get(&inner, "aes").is_some());
+
+    // Rejected key: ret False.
+    let m3 = Minion::new("m3");
+    std::fs::write(dir.path().join("pki/minions_rejected/m3"), &m3.pub_pem).unwrap();
+    s.connected.lock().unwrap().clear();
+    let inner = open_signed(
+        &s,
+        &handle(&s, &m3.auth("10000000000000000000000000000005", None, 3)),
+    );
+    assert_eq!(map_get(&inner, "ret"), Some(&Value::Boolean(false)));
+
+    // Invalid id.
+    let bad = Minion::new("../etc");
+    let inner = open_signed(
+        &s,
+        &handle(&s, &bad.auth("10000000000000000000000000000006", None, 3)),
+    );
+    assert_eq!(map_get(&inner, "ret"), Some(&Value::Boolean(false)));
+
+    // Protocol version 2 < minimum_auth_version 3.
+    assert_eq!(
+        decode(&handle(
+            &s,
+            &m1.auth("10000000000000000000000000000007", None, 2)
+        ))
+        .unwrap(),
+        t("bad load")
+    );
+    // Garbage, non-maps, unknown enc, bad algorithm.
+    for body in [
+        vec![0xc1],
+        encode(&t("x")),
+        encode(&Value::Map(vec![
+            (t("enc"), t("zzz")),
+            (t("load"), t("")),
+            (t("version"), Value::from(3)),
+        ])),
+    ] {
+        assert_eq!(decode(&handle(&s, &body)).unwrap(), t("bad load"));
+    }
+    let body = encode(&Value::Map(vec![
+        (t("enc"), t("clear")),
+        (
+            t("load"),
+            Value::Map(vec![
+                (t("cmd"), t("_auth")),
+                (t("id"), t("m1")),
+                (t("nonce"), t("n")),
+                (t("sig_algo"), t("MD5")),
+                (t("pub"), t(&m1.pub_pem)),
+            ]),
+        ),
+        (t("version"), Value::from(3)),
+    ]));
+    let reply = decode(&handle(&s, &body)).unwrap();
+    assert_eq!(
+        map_get(map_get(&reply, "load").unwrap(), "ret"),
+        Some(&t("bad sig algo"))
+    );
+    // AES request from an id without a session: bad load.
+    let sess = Crypticle::generate();
+    let body = Minion::new("ghost").aes_request(&sess, vec![(t("cmd"), t("_mine"))], "n", vec![1]);
+    assert_eq!(decode(&handle(&s, &body)).unwrap(), t("bad load"));
+
+    // Clear ping echoes the load.
+    let load = Value::Map(vec![(t("cmd"), t("ping")), (t("id"), t("m1"))]);
+    let body = encode(&Value::Map(vec![
+        (t("enc"), t("clear")),
+        (t("load"), load.clone()),
+        (t("version"), Value::from(3)),
+    ]));
+    assert_eq!(decode(&handle(&s, &body)).unwrap(), load);
+}
+
+#[test]
+fn pubkey_signature_file_is_checked_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display();
+    let cfg = |extra: &str| {
+        let yaml = format!("pki_dir: {r}/pki\ncachedir: {r}/cache\n{extra}");
+        MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(dir.path()))
+            .unwrap()
+            .config
+    };
+    std::fs::create_dir_all(dir.path().join("pki")).unwrap();
+    // Missing file: a clear error.
+    let use_file = cfg("master_use_pubkey_signature: True\n");
+    assert!(matches!(
+        MasterKeys::load(&use_file),
+        Err(salt_master_core::keys::KeyError::SignatureMissing(_))
+    ));
+    // Generate master_sign and a correct signature file: loads, pub_sig is the file text.
+    let signing = MasterKeys::load(&cfg("master_sign_pubkey: True\n")).unwrap();
+    let sign_key =
+        salt_pki::files::read_private_key(&dir.path().join("pki/master_sign.pem"), None).unwrap();
+    let sig =
+        salt_pki::pubsig::sign_master_pubkey(&sign_key, &signing.pub_clean, SigAlgo::Pkcs1v15Sha1)
+            .unwrap();
+    let sig_file = dir.path().join("pki/master_pubkey_signature");
+    std::fs::write(&sig_file, salt_pki::pubsig::signature_file(&sig)).unwrap();
+    let keys = MasterKeys::load(&use_file).unwrap();
+    let sent = keys.pub_sig(SigAlgo::Pkcs1v15Sha224).unwrap().unwrap();
+    assert_eq!(
+        sent.as_slice(),
+        salt_pki::clean_key(&std::fs::read_to_string(&sig_file).unwrap()).as_bytes()
+    );
+    // A signature by another key: refused at start.
+    let other = PrivateKey::generate(2048).unwrap();
+    let bad =
+        salt_pki::pubsig::sign_master_pubkey(&other, &signing.pub_clean, SigAlgo::Pkcs1v15Sha1)
+            .unwrap();
+    std::fs::write(&sig_file, salt_pki::pubsig::signature_file(&bad)).unwrap();
+    assert!(matches!(
+        MasterKeys::load(&use_file),
+        Err(salt_master_core::keys::KeyError::SignatureInvalid { .. })
+    ));
+    // Dynamic signing caches one signature per algorithm.
+    let a = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
+    let b = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+}
+
+/// Not a benchmark harness, just a figure in the test log: the cost of one accepted sign-in
+/// (2048-bit keys: one PKCS#1 signature and three OAEP encryptions; the `aes` X9.31 `sig`
+/// and `pub_sig` are cached), and of one `_return` (decrypt, token check, job-cache write).
+#[test]
+fn sign_in_and_return_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "auto_accept: True\nmaster_sign_pubkey: True\n");
+    let m = Minion::new("m1");
+    let n = 30;
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let reply = handle(&s, &m.auth(&format!("{i:032x}"), None, 3));
+        assert!(reply.len() > 1000);
+    }
+    let per_auth = start.elapsed() / n;
+    let session = Crypticle::from_key_string(
+        std::str::from_utf8(&std::fs::read(dir.path().join("cache/sessions/m1")).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let tok = m.key.x931_sign(b"salt").unwrap();
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let body = m.aes_request(
+            &session,
+            vec![
+                (t("cmd"), t("_return")),
+                (t("return"), Value::Boolean(true)),
+                (t("retcode"), Value::from(0)),
+                (t("jid"), t(&format!("2025010100000000{i:04}"))),
+            ],
+            &format!("{i:032x}"),
+            tok.clone(),
+        );
+        let reply = decode(&handle(&s, &body)).unwrap();
+        assert!(matches!(reply, Value::String(_) | Value::Binary(_)));
+    }
+    let per_return = start.elapsed() / n;
+    println!(
+        "accepted sign-in: {per_auth:?} each; _return: {per_return:?} each (debug-profile test build, opt-level 1)"
+    );
+}

@@ -1,0 +1,261 @@
+//! `salt TARGET FUN [ARG...]`: publish a job through the local master and print returns.
+//!
+//! Talks only to the master on this host, over `{sock_dir}/local_client.sock`; the master
+//! identifies the caller by its uid. Exit status as Salt's CLI: 0 when every targeted minion
+//! returned with retcode 0, 1 when one failed or did not return, 2 when nothing could be
+//! published or nothing came back.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use salt_config::{LoadOptions, MasterConfig};
+use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
+use salt_master_core::output::{OutputFormat, render};
+use serde_json::{Map, Value, json};
+
+/// Run a function on minions.
+#[derive(Debug, Parser)]
+#[command(name = "salt", version)]
+struct Args {
+    /// Configuration directory of the master.
+    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
+    config_dir: PathBuf,
+    /// Seconds to wait for returns.
+    #[arg(short = 't', long = "timeout", default_value_t = 5)]
+    timeout: u64,
+    /// TARGET is a comma-separated list of ids.
+    #[arg(short = 'L', long = "list", group = "tgt")]
+    list: bool,
+    /// TARGET is a regular expression (anchored at the start).
+    #[arg(short = 'E', long = "pcre", group = "tgt")]
+    pcre: bool,
+    /// TARGET is `grain:glob`, matched by the minions.
+    #[arg(short = 'G', long = "grain", group = "tgt")]
+    grain: bool,
+    /// Output format: nested, json, yaml, txt.
+    #[arg(long = "out", alias = "output", default_value = "nested")]
+    out: String,
+    /// Print all returns at once at the end.
+    #[arg(long = "static")]
+    static_out: bool,
+    /// Returner for the job.
+    #[arg(long = "return", default_value = "")]
+    returner: String,
+    /// Target expression.
+    target: String,
+    /// Function, e.g. test.ping.
+    fun: String,
+    /// Arguments; `key=value` becomes a keyword argument.
+    args: Vec<String>,
+}
+
+/// Salt's minimal YAML-ification of CLI arguments: ints, floats and booleans.
+fn yamlify(s: &str) -> Value {
+    if let Ok(i) = s.parse::<i64>() {
+        return json!(i);
+    }
+    match s {
+        "True" | "true" => return json!(true),
+        "False" | "false" => return json!(false),
+        "None" | "null" => return Value::Null,
+        _ => {}
+    }
+    if s.contains('.')
+        && !s.starts_with('.')
+        && !s.ends_with('.')
+        && let Some(f) = s.parse::<f64>().ok().filter(|f| f.is_finite())
+    {
+        return json!(f);
+    }
+    Value::String(s.to_owned())
+}
+
+/// Positional args and `key=value` kwargs (`salt.utils.args.parse_input`).
+fn parse_args(args: &[String]) -> Vec<Value> {
+    #[allow(clippy::unwrap_used)] // constant, valid expression
+    let kw = regex::Regex::new(r"^([A-Za-z_][\w.-]*)=([^=].*|)$").unwrap();
+    let mut out = Vec::new();
+    let mut kwargs = Map::new();
+    for a in args {
+        match kw.captures(a) {
+            Some(c) => {
+                kwargs.insert(c[1].to_owned(), yamlify(&c[2]));
+            }
+            None => out.push(yamlify(a)),
+        }
+    }
+    if !kwargs.is_empty() {
+        kwargs.insert("__kwarg__".into(), json!(true));
+        out.push(Value::Object(kwargs));
+    }
+    out
+}
+
+fn no_response(jid: &str) -> String {
+    format!(
+        "Minion did not return. [No response]\nThe minions may not have all finished running and \
+         any remaining minions will return upon completion. To look up the return data for this \
+         job later, run the following command:\n\nsalt-run jobs.lookup_jid {jid}"
+    )
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let Some(format) = OutputFormat::from_name(&args.out) else {
+        eprintln!(
+            "salt: unknown outputter {:?} (nested, json, yaml, txt)",
+            args.out
+        );
+        return ExitCode::from(2);
+    };
+    let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone()))) {
+        Ok(l) => l.config,
+        Err(e) => {
+            eprintln!("Invalid master configuration:\n{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tgt_type = if args.list {
+        "list"
+    } else if args.pcre {
+        "pcre"
+    } else if args.grain {
+        "grain"
+    } else {
+        "glob"
+    };
+    let req = PublishRequest {
+        tgt: args.target.clone(),
+        tgt_type: tgt_type.into(),
+        fun: args.fun.clone(),
+        arg: parse_args(&args.args),
+        timeout: args.timeout,
+        ret: args.returner.clone(),
+    };
+    let sock = cfg.sock_dir.join(salt_master_core::local::SOCKET_NAME);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("salt: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run(sock, req, format, args.static_out))
+}
+
+async fn run(
+    sock: PathBuf,
+    req: PublishRequest,
+    format: OutputFormat,
+    static_out: bool,
+) -> ExitCode {
+    let mut stream = match tokio::net::UnixStream::connect(&sock).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
+                sock.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let timeout = req.timeout;
+    if let Err(e) = write_frame(&mut stream, &LocalRequest::Publish(req)).await {
+        eprintln!("salt: {e}");
+        return ExitCode::from(2);
+    }
+    let mut jid = String::new();
+    let mut all = Map::new();
+    let mut failed = false;
+    let mut any = false;
+    // The master ends the stream at the timeout; allow it some slack.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout + 10);
+    loop {
+        let ev = match tokio::time::timeout_at(deadline, read_frame::<_, LocalEvent>(&mut stream))
+            .await
+        {
+            Ok(Ok(Some(ev))) => ev,
+            Ok(Ok(None)) | Err(_) => break,
+            Ok(Err(e)) => {
+                eprintln!("salt: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        match ev {
+            LocalEvent::Published { jid: j, .. } => jid = j,
+            LocalEvent::Return { id, data } => {
+                any = true;
+                let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
+                if retcode != 0 {
+                    failed = true;
+                }
+                let ret = data.get("return").cloned().unwrap_or(Value::Null);
+                if static_out {
+                    all.insert(id, ret);
+                } else {
+                    println!("{}", render(format, &json!({ id: ret })));
+                }
+            }
+            LocalEvent::Done { missing } => {
+                for id in missing {
+                    any = true;
+                    failed = true;
+                    let msg = Value::String(no_response(&jid));
+                    if static_out {
+                        all.insert(id, msg);
+                    } else {
+                        println!("{}", render(format, &json!({ id: msg })));
+                    }
+                }
+                break;
+            }
+            LocalEvent::Error { message } => {
+                println!("{message}");
+                eprintln!("ERROR: No return received");
+                return ExitCode::from(2);
+            }
+            _ => {}
+        }
+    }
+    if static_out && !all.is_empty() {
+        println!("{}", render(format, &Value::Object(all)));
+    }
+    if !any {
+        eprintln!("ERROR: No return received");
+        return ExitCode::from(2);
+    }
+    if failed {
+        eprintln!("ERROR: Minions returned with non-zero exit code");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_like_salt() {
+        let a: Vec<String> = ["echo a=b", "1", "x", "timeout=5", "name=web"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            parse_args(&a),
+            vec![
+                json!("echo a=b"),
+                json!(1),
+                json!("x"),
+                json!({"timeout": 5, "name": "web", "__kwarg__": true})
+            ]
+        );
+    }
+}

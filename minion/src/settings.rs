@@ -1,0 +1,185 @@
+//! Map the typed Salt configuration onto the driver's settings.
+
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmpv::Value;
+use salt_config::{MasterType, MinionConfig};
+use salt_minion_core::driver::MinionSettings;
+use salt_minion_core::failover::{self, FailoverConfig, MasterAddr};
+use salt_proto::auth_minion::AuthSettings;
+
+/// A configuration the minion cannot run with.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// An option value this minion does not support.
+    #[error("unsupported configuration: {0}")]
+    Unsupported(String),
+    /// A directory could not be created.
+    #[error("cannot create {path}: {err}")]
+    Dir {
+        /// The directory.
+        path: String,
+        /// The error.
+        err: std::io::Error,
+    },
+}
+
+fn nonzero(d: Duration) -> Option<Duration> {
+    (!d.is_zero()).then_some(d)
+}
+
+/// Convert a JSON value (static grains from the config) to msgpack.
+pub fn json_to_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Nil,
+        serde_json::Value::Bool(b) => Value::Boolean(*b),
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                Value::F64(n.as_f64().unwrap_or_default())
+            }
+        }
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        serde_json::Value::Array(a) => Value::Array(a.iter().map(json_to_value).collect()),
+        serde_json::Value::Object(o) => Value::Map(
+            o.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), json_to_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Build the driver settings from the loaded configuration.
+pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> {
+    let mut masters: Vec<MasterAddr> = cfg
+        .master
+        .addrs()
+        .iter()
+        .map(|a| MasterAddr::new(a.host.clone(), a.port_or(cfg.master_port)))
+        .collect();
+    let master_type = match cfg.master_type {
+        MasterType::Str => {
+            if masters.len() > 1 {
+                tracing::warn!(
+                    "master_type 'str' with a list of masters (multi-master) is not supported yet: using {} only",
+                    masters.first().map_or_else(String::new, |m| m.host.clone())
+                );
+                masters.truncate(1);
+            }
+            failover::MasterType::Str
+        }
+        MasterType::Failover => failover::MasterType::Failover,
+        MasterType::Distributed => {
+            // Salt starts at index crc32(id) % len; a stable rotation by a simple hash
+            // keeps the idea (spread minions over masters) without crc32.
+            let n = masters.len().max(1);
+            let h = cfg
+                .id
+                .bytes()
+                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
+            masters.rotate_left(h % n);
+            failover::MasterType::Failover
+        }
+        MasterType::Disable => failover::MasterType::Disable,
+        other => {
+            return Err(SettingsError::Unsupported(format!(
+                "master_type {}",
+                other.as_str()
+            )));
+        }
+    };
+    let failover = FailoverConfig {
+        masters,
+        master_type,
+        random_master: cfg.random_master,
+        alive_interval: nonzero(cfg.master_alive_interval),
+        failback: cfg.master_failback,
+        failback_interval: nonzero(cfg.master_failback_interval),
+        master_tries: cfg
+            .master_tries
+            .map_or(-1, |t| i32::try_from(t).unwrap_or(i32::MAX)),
+        auth_tries: cfg.auth_tries,
+        auth_timeout: cfg.auth_timeout,
+        acceptance_wait_time: cfg.acceptance_wait_time,
+        acceptance_wait_time_max: cfg.acceptance_wait_time_max,
+        rejected_retry: cfg.rejected_retry,
+        retry_dns: nonzero(cfg.retry_dns),
+        ..FailoverConfig::default()
+    };
+    let unsupported = |what: &str| SettingsError::Unsupported(what.to_owned());
+    let auth = AuthSettings {
+        id: cfg.id.clone(),
+        enc_algo: cfg
+            .encryption_algorithm
+            .as_str()
+            .parse()
+            .map_err(|_| unsupported("encryption_algorithm"))?,
+        sig_algo: cfg
+            .signing_algorithm
+            .as_str()
+            .parse()
+            .map_err(|_| unsupported("signing_algorithm"))?,
+        verify_master_pubkey_sign: cfg.verify_master_pubkey_sign,
+        always_verify_signature: cfg.always_verify_signature,
+        open_mode: false,
+        master_finger: cfg.master_finger.clone().filter(|f| !f.is_empty()),
+        hash_type: cfg
+            .hash_type
+            .as_str()
+            .parse()
+            .map_err(|_| unsupported("hash_type"))?,
+        rejected_retry: cfg.rejected_retry,
+        master_sign_key_name: cfg.master_sign_key_name.clone(),
+    };
+    let mut grains = salt_minion_core::grains::collect(&cfg.id);
+    if let Value::Map(g) = &mut grains {
+        for (k, v) in &cfg.grains {
+            let v = json_to_value(v);
+            match g
+                .iter_mut()
+                .find(|(key, _)| key.as_str() == Some(k.as_str()))
+            {
+                Some(slot) => slot.1 = v,
+                None => g.push((Value::from(k.as_str()), v)),
+            }
+        }
+    }
+    Ok(MinionSettings {
+        id: cfg.id.clone(),
+        pki_dir: cfg.pki_dir.clone(),
+        keysize: cfg.keysize,
+        failover,
+        auth,
+        publish_port: cfg.publish_port,
+        zmq_filtering: cfg.zmq_filtering,
+        sign_pub_messages: cfg.sign_pub_messages,
+        return_timeout: cfg.return_retry_timer_max.max(Duration::from_secs(1)),
+        return_tries: cfg.return_retry_tries.max(1),
+        legacy_start_event: true,
+        request_pillar: true,
+        grains: Arc::new(grains),
+        rng_seed: u64::from(std::process::id()) ^ 0x5a17_5a17,
+    })
+}
+
+/// Create `pki_dir` (mode 0700, as Salt enforces) and `cachedir`.
+pub fn prepare_dirs(cfg: &MinionConfig) -> Result<(), SettingsError> {
+    let dir_err = |p: &std::path::Path, err| SettingsError::Dir {
+        path: p.display().to_string(),
+        err,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&cfg.pki_dir)
+        .map_err(|e| dir_err(&cfg.pki_dir, e))?;
+    std::fs::set_permissions(&cfg.pki_dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| dir_err(&cfg.pki_dir, e))?;
+    std::fs::create_dir_all(&cfg.cachedir).map_err(|e| dir_err(&cfg.cachedir, e))?;
+    Ok(())
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The local lab: two of our masters, on 127.0.0.1 and 127.0.0.2 (plain loopback, no namespace),
+# sharing one master_sign pair (master_sign_pubkey: True), and one minion with both in a
+# failover list (verify_master_pubkey_sign: True). The minion key is accepted on both masters
+# with our salt-key, `salt '*' test.ping` runs through the first master, then the lab waits
+# for Ctrl-C and stops everything it started (by process group).
+#
+#   scripts/lab.sh            run it (prints how to use it)
+#   scripts/lab.sh --check    start, ping once, exit 0 on success (used by tests/tests/lab_script.rs)
+#
+# Env: LAB_BIN_DIR       take salt-master/salt/salt-minion/salt-key from here (no build)
+#      LAB_PORT_BASE     publish port; return port is LAB_PORT_BASE+1 (default 4505/4506,
+#                        or a free pair if those are busy)
+#      LAB_ALIVE_INTERVAL  master_alive_interval of the minion (default 5)
+#      LAB_KEEP=1        keep the temp root (configs, keys, logs) after exit
+set -euo pipefail
+set +m # no job control: `setsid cmd &` then runs cmd as its own session and group leader
+
+CHECK=0
+case "${1:-}" in
+  --check) CHECK=1 ;;
+  "") ;;
+  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  *) echo "usage: $0 [--check]" >&2; exit 64 ;;
+esac
+
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+ID=lab-minion
+ALIVE="${LAB_ALIVE_INTERVAL:-5}"
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'lab: %s\n' "$*" >&2; exit 1; }
+
+# --- binaries ---------------------------------------------------------------------------------
+if [ -n "${LAB_BIN_DIR:-}" ]; then
+  BIN="$(cd "$LAB_BIN_DIR" && pwd)"
+else
+  say "== building (cargo build --release -p salt-master -p salt-minion -p salt-key)"
+  (cd "$REPO" && cargo build --release -p salt-master -p salt-minion -p salt-key)
+  BIN="${CARGO_TARGET_DIR:-$REPO/target}/release"
+fi
+for b in salt-master salt salt-minion salt-key; do
+  [ -x "$BIN/$b" ] || die "$BIN/$b is missing"
+done
+
+# --- cleanup: every daemon is its own process group -------------------------------------------
+T="$(mktemp -d /tmp/salt-lab.XXXXXX)"
+PGIDS=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for g in "${PGIDS[@]}"; do
+    kill -TERM -- "-$g" 2>/dev/null || true
+    kill -CONT -- "-$g" 2>/dev/null || true
+  done
+  for g in "${PGIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$g" 2>/dev/null || true
+  done
+  if [ "${LAB_KEEP:-0}" = 1 ] || { [ "$rc" != 0 ] && [ "$CHECK" = 1 ]; }; then
+    say "lab: kept $T"
+  else
+    rm -rf "$T"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Starts "$@" in a new session (its own process group); logs to $1-named files in dir $LOGDIR.
+start() {
+  local name=$1; shift
+  setsid "$@" >"$T/$name.out" 2>&1 </dev/null &
+  PGIDS+=("$!")
+}
+
+# --- ports ------------------------------------------------------------------------------------
+busy() { ss -Hltn "( sport = :$1 )" 2>/dev/null | grep -q .; }
+if [ -n "${LAB_PORT_BASE:-}" ]; then
+  PUB=$LAB_PORT_BASE
+  busy "$PUB" && die "LAB_PORT_BASE $PUB is busy"
+else
+  PUB=4505
+  tries=0
+  while busy "$PUB" || busy $((PUB + 1)); do
+    tries=$((tries + 1)); [ $tries -lt 100 ] || die "no free port pair found"
+    PUB=$((20000 + RANDOM % 40000))
+  done
+fi
+RET=$((PUB + 1))
+busy "$RET" && die "port $RET is busy"
+
+# --- keys -------------------------------------------------------------------------------------
+mkdir -p "$T/keys/conf" "$T/n/pki"
+"$BIN/salt-key" -c "$T/keys/conf" --gen-keys master_sign --gen-keys-dir "$T/keys" >/dev/null
+"$BIN/salt-key" -c "$T/keys/conf" --gen-keys minion --gen-keys-dir "$T/n/pki" >/dev/null
+cp "$T/keys/master_sign.pub" "$T/n/pki/"
+
+USER_NAME="$(id -un)"
+master_conf() { # $1 = name, $2 = interface
+  local d="$T/$1"
+  mkdir -p "$d/conf" "$d/pki/minions_pre"
+  cp "$T/keys/master_sign.pem" "$T/keys/master_sign.pub" "$d/pki/"
+  # The minion's key arrives as pending; the operator accepts it with salt-key below.
+  cp "$T/n/pki/minion.pub" "$d/pki/minions_pre/$ID"
+  cat >"$d/conf/master" <<EOF
+id: lab-$1
+user: $USER_NAME
+root_dir: $d
+pki_dir: $d/pki
+cachedir: $d/cache
+sock_dir: $d/sock
+pidfile: $d/master.pid
+log_file: $d/master.log
+key_logfile: $d/key.log
+log_level: info
+log_level_logfile: debug
+interface: $2
+publish_port: $PUB
+ret_port: $RET
+worker_threads: 3
+auto_accept: False
+master_sign_pubkey: True
+EOF
+}
+master_conf m1 127.0.0.1
+master_conf m2 127.0.0.2
+
+mkdir -p "$T/n/conf"
+cat >"$T/n/conf/minion" <<EOF
+id: $ID
+user: $USER_NAME
+root_dir: $T/n
+pki_dir: $T/n/pki
+cachedir: $T/n/cache
+sock_dir: $T/n/sock
+pidfile: $T/n/minion.pid
+log_file: $T/n/minion.log
+log_level: info
+log_level_logfile: debug
+master: [127.0.0.1, 127.0.0.2]
+master_port: $RET
+publish_port: $PUB
+master_type: failover
+master_alive_interval: $ALIVE
+master_failback: True
+master_failback_interval: $ALIVE
+retry_dns: 0
+verify_master_pubkey_sign: True
+acceptance_wait_time: 1
+random_reauth_delay: 0
+EOF
+
+# --- start ------------------------------------------------------------------------------------
+say "== lab root $T (ports $PUB/$RET)"
+start m1 "$BIN/salt-master" -c "$T/m1/conf" -l info
+M1=${PGIDS[-1]}
+start m2 "$BIN/salt-master" -c "$T/m2/conf" -l info
+M2=${PGIDS[-1]}
+
+listening() { ss -Hltn "( sport = :$2 )" 2>/dev/null | awk '{print $4}' | grep -qx "$1:$2"; }
+for a in 127.0.0.1 127.0.0.2; do
+  for _ in $(seq 300); do
+    listening "$a" "$RET" && listening "$a" "$PUB" && break
+    for g in "$M1" "$M2"; do kill -0 "$g" 2>/dev/null || { tail -20 "$T"/m?.out >&2; die "a master exited"; }; done
+    sleep 0.1
+  done
+  listening "$a" "$RET" || { tail -20 "$T"/m?.out >&2; die "master on $a does not listen on $RET"; }
+done
+
+for m in m1 m2; do
+  "$BIN/salt-key" -c "$T/$m/conf" -a "$ID" -y
+done
+
+start minion "$BIN/salt-minion" -c "$T/n/conf" -l info
+MINION=${PGIDS[-1]}
+
+say "== salt '*' test.ping (through m1, 127.0.0.1)"
+ok=0
+for _ in $(seq 30); do
+  kill -0 "$MINION" 2>/dev/null || { tail -20 "$T/minion.out" >&2; die "the minion exited"; }
+  if out="$("$BIN/salt" -c "$T/m1/conf" '*' test.ping -t 3 2>&1)" && grep -q True <<<"$out"; then
+    ok=1; break
+  fi
+  sleep 1
+done
+printf '%s\n' "$out"
+[ "$ok" = 1 ] || { tail -20 "$T/minion.out" >&2; die "no answer to test.ping through m1"; }
+
+if [ "$CHECK" = 1 ]; then
+  say "lab: check passed"
+  exit 0
+fi
+
+cat <<EOF
+
+The lab is running (Ctrl-C stops it and removes $T; LAB_KEEP=1 keeps it).
+
+  masters   m1 = 127.0.0.1 (pid $M1)   m2 = 127.0.0.2 (pid $M2)   ports $PUB (publish) / $RET (return)
+  minion    $ID (pid $MINION), failover list [127.0.0.1, 127.0.0.2], master_alive_interval $ALIVE s,
+            failback on; both masters sign their key with the shared master_sign pair
+
+  run jobs      $BIN/salt -c $T/m1/conf '*' test.ping
+                $BIN/salt -c $T/m2/conf '*' cmd.run 'uname -a'
+  keys          $BIN/salt-key -c $T/m1/conf -L        (or -f $ID, -d $ID -y, -a ID -y)
+  see failover  kill -STOP $M1     (freeze m1; or kill -TERM $M1 to stop it), then within ~$((ALIVE + 1)) s:
+                $BIN/salt -c $T/m2/conf '*' test.ping
+                kill -CONT $M1     (unfreeze: the minion fails back to m1 within ~$((2 * ALIVE)) s)
+  logs          $T/m1/master.log  $T/m2/master.log  $T/n/minion.log
+                (console output: $T/m1.out $T/m2.out $T/minion.out)
+EOF
+
+while true; do
+  sleep 3600 &
+  wait $! || true
+done

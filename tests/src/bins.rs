@@ -1,0 +1,121 @@
+//! Finding our daemons' binaries.
+//!
+//! Cargo's `CARGO_BIN_EXE_<name>` only exists for binaries of the package under test, and ours
+//! live in other packages (`salt-master`, `salt-minion`, `salt-key`). So the first call to
+//! [`bins`] in a test process runs `cargo build -p salt-master -p salt-minion -p salt-key` (the
+//! dev profile, same target dir as the tests) and then uses `<target>/debug/<name>`. A
+//! `OnceLock` makes that happen once per process however many tests ask in parallel; cargo
+//! itself makes it a no-op when nothing changed.
+//!
+//! `SALT_RS_BIN_DIR=<dir>` skips the build and takes the binaries from `<dir>` (for example a
+//! release build: `SALT_RS_BIN_DIR=target/release`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::error::HarnessError;
+
+/// Paths of our four binaries.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    /// `salt-master`.
+    pub master: PathBuf,
+    /// `salt` (the publish CLI, package salt-master).
+    pub salt: PathBuf,
+    /// `salt-minion`.
+    pub minion: PathBuf,
+    /// `salt-key`.
+    pub key: PathBuf,
+}
+
+impl Bins {
+    /// The four binaries in `dir`, or which one is missing.
+    pub fn in_dir(dir: &Path) -> Result<Self, HarnessError> {
+        let get = |name: &str| {
+            let p = dir.join(name);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(HarnessError::Build(format!("{} is missing", p.display())))
+            }
+        };
+        Ok(Self {
+            master: get("salt-master")?,
+            salt: get("salt")?,
+            minion: get("salt-minion")?,
+            key: get("salt-key")?,
+        })
+    }
+}
+
+impl Bins {
+    /// Real Salt's binaries from a venv in the same roles (for runs that use none of ours).
+    pub fn from_venv(v: &crate::venv::SaltVenv) -> Self {
+        Self {
+            master: v.master(),
+            salt: v.salt(),
+            minion: v.minion(),
+            key: v.key(),
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's manifest directory).
+pub fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_path_buf()
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `<workspace>/target`).
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            if d.is_absolute() {
+                d
+            } else {
+                workspace_root().join(d)
+            }
+        }
+        None => workspace_root().join("target"),
+    }
+}
+
+/// Our binaries, built on first use (see the module docs). The error is kept and returned to
+/// every caller, so a broken build fails each test with the same message instead of rebuilding.
+pub fn bins() -> Result<Bins, HarnessError> {
+    static BINS: OnceLock<Result<Bins, String>> = OnceLock::new();
+    BINS.get_or_init(|| build().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(HarnessError::Build)
+}
+
+fn build() -> Result<Bins, HarnessError> {
+    if let Some(dir) = std::env::var_os("SALT_RS_BIN_DIR") {
+        return Bins::in_dir(Path::new(&dir));
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(&cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "salt-master",
+            "-p",
+            "salt-minion",
+            "-p",
+            "salt-key",
+        ])
+        .output()
+        .map_err(|e| HarnessError::io("running cargo build", e))?;
+    if !out.status.success() {
+        return Err(HarnessError::Build(format!(
+            "cargo build -p salt-master -p salt-minion -p salt-key: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Bins::in_dir(&target_dir().join("debug"))
+}
