@@ -88,3 +88,62 @@ for x in rsa["x931"]:
 
 for t in sorted(os.listdir(OUT)):
     print(t, len(os.listdir(os.path.join(OUT, t))))
+
+
+# --- auth handshake -------------------------------------------------------------------
+def mp(o):
+    """Minimal msgpack writer (str, bytes, int >= 0, bool, None, dict, list)."""
+    if o is None:
+        return b"\xc0"
+    if o is True:
+        return b"\xc3"
+    if o is False:
+        return b"\xc2"
+    if isinstance(o, int):
+        return bytes([o]) if o < 128 else b"\xcd" + o.to_bytes(2, "big")
+    if isinstance(o, str):
+        b = o.encode()
+        if len(b) < 32:
+            return bytes([0xA0 | len(b)]) + b
+        if len(b) < 256:
+            return b"\xd9" + bytes([len(b)]) + b
+        return b"\xda" + len(b).to_bytes(2, "big") + b
+    if isinstance(o, bytes):
+        return (b"\xc4" + bytes([len(o)]) if len(o) < 256 else b"\xc5" + len(o).to_bytes(2, "big")) + o
+    if isinstance(o, dict):
+        return bytes([0x80 | len(o)]) + b"".join(mp(k) + mp(v) for k, v in o.items())
+    if isinstance(o, list):
+        return bytes([0x90 | len(o)]) + b"".join(mp(v) for v in o)
+    raise TypeError(o)
+
+
+NONCE = "f650c9aafb2846868b5f5c90b7275a3d"
+by_name = {v["name"]: bytes.fromhex(v["hex"]) for v in payload if "hex" in v}
+for name in ("auth_request", "auth_request_autosign"):
+    for a in (0, 1, 2, 4, 8, 16, 2 | 32, 2 | 64, 96, 1 | 64):
+        for b in (0, 1, 5, 13, 2):
+            put("auth_master", bytes([a, b]) + by_name[name])
+
+for name in ("auth_signed_reply", "auth_signed_reply_fail", "auth_bad_enc_algo",
+             "auth_fail_inner_false", "auth_fail_inner_true", "auth_fail_inner_full",
+             "auth_success_inner"):
+    for sel in (0, 1, 2, 16):
+        put("auth_client", bytes([sel]) + by_name[name])
+ks2 = base64.b64encode(bytes(range(56))).decode()
+success = {
+    "enc": "pub", "pub_key": psig["pub_key_sent"], "publish_port": 4505,
+    "token": cryp["key_string"], "aes": cryp["key_string"], "session": ks2,
+    "sig": "x931", "nonce": NONCE,
+}
+signed = {"enc": "pub", "pub_key": psig["pub_key_sent"], "publish_port": 4505,
+          "pub_sig": psig["dynamic"][0]["pub_sig"], "token": cryp["key_string"],
+          "aes": cryp["key_string"], "session": ks2, "sig": "x931", "nonce": NONCE}
+for sel in (64, 65, 65 | 4, 65 | 32, 64 | 8, 64 | 16):
+    put("auth_client", bytes([sel]) + mp(success))
+for sel in (64 | 2, 65 | 2, 65 | 2 | 4):
+    put("auth_client", bytes([sel]) + mp(signed))
+for ret in (False, True, "full"):
+    for sel in (64, 65, 64 | 16):
+        put("auth_client", bytes([sel]) + mp({"ret": ret, "nonce": NONCE}))
+for t in ("auth_master", "auth_client"):
+    print(t, len(os.listdir(os.path.join(OUT, t))))

@@ -6,6 +6,9 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 #[allow(dead_code)]
+#[path = "../../../fuzz/src/keys.rs"]
+mod keys;
+#[allow(dead_code)]
 #[path = "../../../fuzz/src/pki_entries.rs"]
 mod entries;
 

@@ -1,5 +1,5 @@
 //! Replays the committed cargo-fuzz corpora of the `salt-proto` targets
-//! (`fuzz/corpus/{envelope,messages,publish}`) and any minimized crash reproducers
+//! (`fuzz/corpus/{envelope,messages,publish,auth_master,auth_client}`) and any minimized crash reproducers
 //! (`fuzz/artifacts-regressions/<target>`) through the very entry functions the fuzz
 //! targets call, so every `cargo test` on stable re-checks what fuzzing found.
 
@@ -8,6 +8,12 @@
 #[allow(dead_code)]
 #[path = "../../../fuzz/src/proto_entries.rs"]
 mod entries;
+#[allow(dead_code)]
+#[path = "../../../fuzz/src/keys.rs"]
+mod keys;
+#[allow(dead_code)]
+#[path = "../../../fuzz/src/auth_entries.rs"]
+mod auth_entries;
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +67,29 @@ fn messages_corpus() {
 #[test]
 fn publish_corpus() {
     replay("publish", 10, entries::publish);
+}
+
+#[test]
+fn auth_master_corpus() {
+    replay("auth_master", 5, auth_entries::auth_master);
+}
+
+#[test]
+fn auth_client_corpus() {
+    replay("auth_client", 5, |d| {
+        auth_entries::auth_client(d);
+    });
+}
+
+/// The sealed seeds of `auth_client` are complete, valid sign-ins: the fuzzer starts
+/// from replies that get past every check, not only from rejections.
+#[test]
+fn auth_client_corpus_signs_in() {
+    let ok = inputs("auth_client")
+        .iter()
+        .filter(|(_, d)| auth_entries::auth_client(d))
+        .count();
+    assert!(ok >= 2, "only {ok} accepted sign-ins in the auth_client corpus");
 }
 
 /// The corpora are not all rejections: the golden wire vectors (seeds) are in them
