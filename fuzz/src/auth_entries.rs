@@ -28,8 +28,7 @@ fn clean(s: &str) -> String {
 /// The `_auth` load inside `v`: its `load` map if `v` is an envelope, else `v`.
 fn auth_load(v: &Value) -> &Value {
     if let Value::Map(m) = v
-        && let Some((_, load @ Value::Map(_))) =
-            m.iter().find(|(k, _)| k.as_str() == Some("load"))
+        && let Some((_, load @ Value::Map(_))) = m.iter().find(|(k, _)| k.as_str() == Some("load"))
     {
         return load;
     }
@@ -77,7 +76,12 @@ pub fn auth_master(data: &[u8]) {
 
     // Nothing is ever written for an id that could leave the key directory.
     if !valid_id(&req.id) {
-        assert_eq!(d.action, KeyAction::None, "key write for invalid id {:?}", req.id);
+        assert_eq!(
+            d.action,
+            KeyAction::None,
+            "key write for invalid id {:?}",
+            req.id
+        );
         assert!(d.outcome.is_err());
     }
     if policy.full {
@@ -89,9 +93,16 @@ pub fn auth_master(data: &[u8]) {
             // No sign-in with a rejected id or a key other than the accepted one.
             assert!(!facts.rejected, "accepted a rejected minion");
             if let Some(k) = &facts.accepted {
-                assert_eq!(clean(k), presented, "accepted a different key for a known id");
+                assert_eq!(
+                    clean(k),
+                    presented,
+                    "accepted a different key for a known id"
+                );
             } else {
-                assert!(policy.auto_sign && !policy.auto_reject, "accepted without policy");
+                assert!(
+                    policy.auto_sign && !policy.auto_reject,
+                    "accepted without policy"
+                );
             }
         }
     }
@@ -169,7 +180,9 @@ fn raw(v: &Value) -> Option<&[u8]> {
 fn seal(inner: &Value) -> Value {
     let minion_pub = minion_key().public_key();
     let alg = salt_pki::EncAlgo::OaepSha1;
-    let aes_plain = salt_proto::map_get(inner, "aes").and_then(raw).map(<[u8]>::to_vec);
+    let aes_plain = salt_proto::map_get(inner, "aes")
+        .and_then(raw)
+        .map(<[u8]>::to_vec);
     let mut sealed = inner.clone();
     if let Value::Map(m) = &mut sealed {
         for (k, v) in m.iter_mut() {
@@ -228,11 +241,15 @@ pub fn auth_client(data: &[u8]) -> bool {
     settings.open_mode = sel & 8 != 0;
     settings.rejected_retry = sel & 16 != 0;
     if sel & 32 != 0 {
-        settings.master_finger =
-            Some(salt_pki::pem_finger(master_pub_text.as_bytes(), HashType::Sha256));
+        settings.master_finger = Some(salt_pki::pem_finger(
+            master_pub_text.as_bytes(),
+            HashType::Sha256,
+        ));
     }
     let cached = (sel & 1 != 0).then(|| master_pub_text.clone());
-    let sign_pub = settings.verify_master_pubkey_sign.then(|| sign_pub().clone());
+    let sign_pub = settings
+        .verify_master_pubkey_sign
+        .then(|| sign_pub().clone());
     let pinned = cached.is_some() && !settings.open_mode && !settings.verify_master_pubkey_sign;
     let finger = settings.master_finger.is_some();
     let mut client = AuthClient::with_token(
@@ -247,13 +264,20 @@ pub fn auth_client(data: &[u8]) -> bool {
     if let Ok(AuthOutcome::Accepted(creds)) = client.handle_reply(&pending, &reply) {
         let got = clean(&creds.master_pub.to_pem());
         if pinned || finger {
-            assert_eq!(got, master_pub_text, "signed in with a different master key");
+            assert_eq!(
+                got, master_pub_text,
+                "signed in with a different master key"
+            );
         }
         let cached = client
             .cached_master_pub()
             .and_then(|pem| PublicKey::from_pem(pem.as_bytes()).ok())
             .map(|k| clean(&k.to_pem()));
-        assert_eq!(cached.as_deref(), Some(got.as_str()), "trusted key != cached key");
+        assert_eq!(
+            cached.as_deref(),
+            Some(got.as_str()),
+            "trusted key != cached key"
+        );
         return true;
     }
     false

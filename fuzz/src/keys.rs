@@ -3,7 +3,8 @@
 //! dependencies, so every corpus-replay test can include it with `#[path]`.
 
 /// Crypticle key of the golden vectors (`crates/pki/tests/vectors/crypticle.json`).
-pub const KEY_STRING: &str = "fGQvbxJdH1eS0evYuMN8Vj5ltvSCMwqnheOwgIf5j7sjxa1iXnIvBjGQrKaCb79I9R7hhAbTehE=";
+pub const KEY_STRING: &str =
+    "fGQvbxJdH1eS0evYuMN8Vj5ltvSCMwqnheOwgIf5j7sjxa1iXnIvBjGQrKaCb79I9R7hhAbTehE=";
 /// A fixed 32-character nonce (Salt's `uuid4().hex` form).
 pub const NONCE: &str = "f650c9aafb2846868b5f5c90b7275a3d";
 /// Passphrase of the encrypted PEMs in `keys.json`.

@@ -53,7 +53,9 @@ fn private_key() -> &'static PrivateKey {
 /// HMAC-SHA256 tag of `body` under the fixed key's MAC half: lets the fuzzer hand
 /// `decrypt` arbitrary authenticated ciphertexts (bad lengths, any padding byte).
 fn forge_tag(body: &[u8]) -> Vec<u8> {
-    let raw = STANDARD.decode(KEY_STRING).expect("vector key string is base64");
+    let raw = STANDARD
+        .decode(KEY_STRING)
+        .expect("vector key string is base64");
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&raw[24..]).expect("any key length");
     mac.update(body);
     mac.finalize().into_bytes().to_vec()

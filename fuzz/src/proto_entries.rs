@@ -158,10 +158,7 @@ pub fn messages(data: &[u8]) {
             let mut again = v.clone();
             let second = guard.check(&mut again);
             if first.is_accepted() && matches!(first, salt_proto::SerialVerdict::Accepted(_)) {
-                assert!(matches!(
-                    second,
-                    salt_proto::SerialVerdict::Replayed { .. }
-                ));
+                assert!(matches!(second, salt_proto::SerialVerdict::Replayed { .. }));
             }
         }
         18 => {
@@ -194,10 +191,10 @@ fn request_meta(v: &Value) {
 /// payload; its `load` (and the input itself) read as a job load, as if decrypted;
 /// the serial check on the decoded load.
 pub fn publish(data: &[u8]) {
-    if let Ok(p) = PublishPayload::from_bytes(data) {
-        if let Ok(j) = JobLoad::from_bytes(&p.load) {
-            let _ = JobLoad::from_value(&j.to_value());
-        }
+    if let Ok(p) = PublishPayload::from_bytes(data)
+        && let Ok(j) = JobLoad::from_bytes(&p.load)
+    {
+        let _ = JobLoad::from_value(&j.to_value());
     }
     if let Ok(j) = JobLoad::from_bytes(data) {
         let _ = (j.tgt_type(), j.extra_get("ret"));

@@ -6,11 +6,11 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 #[allow(dead_code)]
-#[path = "../../../fuzz/src/keys.rs"]
-mod keys;
-#[allow(dead_code)]
 #[path = "../../../fuzz/src/pki_entries.rs"]
 mod entries;
+#[allow(dead_code)]
+#[path = "../../../fuzz/src/keys.rs"]
+mod keys;
 
 use std::path::{Path, PathBuf};
 
@@ -81,7 +81,10 @@ fn corpora_hold_valid_inputs() {
         .iter()
         .filter(|(_, d)| entries::public_from_pem(d).is_some())
         .count();
-    assert!(keys >= 2, "only {keys} loadable public keys in the pem corpus");
+    assert!(
+        keys >= 2,
+        "only {keys} loadable public keys in the pem corpus"
+    );
     let sign = salt_pki::PublicKey::from_pem(entries::SIGN_PUBLIC_PEM.as_bytes()).unwrap();
     let verified = inputs("pubsig")
         .iter()
@@ -100,9 +103,11 @@ fn corpora_hold_valid_inputs() {
             salt_pki::pubsig::verify_master_pubkey(&sign, &rest[..i], &rest[i + 1..], alg).is_ok()
         })
         .count();
-    assert!(verified >= 1, "no verifying pub_key/pub_sig pair in the pubsig corpus");
+    assert!(
+        verified >= 1,
+        "no verifying pub_key/pub_sig pair in the pubsig corpus"
+    );
 }
-
 
 /// Child half of [`public_from_pem_never_prompts`]: parses the file named by
 /// `SALT_FUZZ_PROMPT_CHILD`; does nothing in a normal test run.
@@ -166,7 +171,10 @@ fn public_from_pem_never_prompts() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(status.is_some(), "{name}: PublicKey::from_pem blocked (waiting for a passphrase)");
+        assert!(
+            status.is_some(),
+            "{name}: PublicKey::from_pem blocked (waiting for a passphrase)"
+        );
         assert!(
             !text.contains("pass phrase"),
             "{name}: PublicKey::from_pem asked for a passphrase:\n{text}"

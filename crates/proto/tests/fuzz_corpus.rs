@@ -6,14 +6,14 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 #[allow(dead_code)]
+#[path = "../../../fuzz/src/auth_entries.rs"]
+mod auth_entries;
+#[allow(dead_code)]
 #[path = "../../../fuzz/src/proto_entries.rs"]
 mod entries;
 #[allow(dead_code)]
 #[path = "../../../fuzz/src/keys.rs"]
 mod keys;
-#[allow(dead_code)]
-#[path = "../../../fuzz/src/auth_entries.rs"]
-mod auth_entries;
 
 use std::path::{Path, PathBuf};
 
@@ -89,7 +89,10 @@ fn auth_client_corpus_signs_in() {
         .iter()
         .filter(|(_, d)| auth_entries::auth_client(d))
         .count();
-    assert!(ok >= 2, "only {ok} accepted sign-ins in the auth_client corpus");
+    assert!(
+        ok >= 2,
+        "only {ok} accepted sign-ins in the auth_client corpus"
+    );
 }
 
 /// The corpora are not all rejections: the golden wire vectors (seeds) are in them
