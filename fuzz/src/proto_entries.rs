@@ -183,7 +183,8 @@ fn request_meta(v: &Value) {
         let back = RequestMeta::take(&mut fresh);
         assert_eq!(back.ok(), Some(meta));
     } else {
-        assert_eq!(&load, v, "take changed the load on error");
+        // Compared as bytes: a NaN float in the load is not equal to itself.
+        assert!(encode(&load) == encode(v), "take changed the load on error");
     }
 }
 
