@@ -65,8 +65,10 @@ put("crypticle", b"\x00" + cryp["key_string"].encode())
 for k in ("encrypted_private_pem", "encrypted_private_pem_pkcs8", "encrypted_public_pem",
           "private_pem", "private_pem_pkcs8", "public_pem", "public_pem_pkcs1"):
     put("pem", keys[k].encode())
+    put("pubkey", keys[k].encode())
 for k in ("sign_private_pem", "sign_public_pem", "pub_key_sent", "signature_file"):
     put("pem", psig[k].encode())
+    put("pubkey", psig[k].encode())
 
 pub_key = psig["pub_key_sent"].encode()
 for d in psig["dynamic"]:

@@ -1,5 +1,5 @@
 //! Replays the committed cargo-fuzz corpora of the `salt-pki` targets
-//! (`fuzz/corpus/{crypticle,pem,pubsig,rsa}`) and any minimized crash reproducers
+//! (`fuzz/corpus/{crypticle,pem,pubkey,pubsig,rsa}`) and any minimized crash reproducers
 //! (`fuzz/artifacts-regressions/<target>`) through the very entry functions the fuzz
 //! targets call, so every `cargo test` on stable re-checks what fuzzing found.
 
@@ -61,6 +61,11 @@ fn crypticle_corpus() {
 #[test]
 fn pem_corpus() {
     replay("pem", 5, entries::pem);
+}
+
+#[test]
+fn pubkey_corpus() {
+    replay("pubkey", 5, entries::pubkey);
 }
 
 #[test]
