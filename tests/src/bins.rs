@@ -2,8 +2,10 @@
 //!
 //! Cargo's `CARGO_BIN_EXE_<name>` only exists for binaries of the package under test, and ours
 //! live in other packages (`salt-master`, `salt-minion`, `salt-key`). So the first call to
-//! [`bins`] in a test process runs `cargo build -p salt-master -p salt-minion -p salt-key` (the
-//! dev profile, same target dir as the tests) and then uses `<target>/debug/<name>`. A
+//! [`bins`] in a test process runs `cargo build --profile test -p salt-master -p salt-minion -p
+//! salt-key` and then uses `<target>/debug/<name>`. The `test` profile is the one `cargo test`
+//! builds with, so under `cargo test --workspace` (which has built these binaries already) the
+//! inner build is a no-op rather than a second build with the `dev` profile. A
 //! `OnceLock` makes that happen once per process however many tests ask in parallel; cargo
 //! itself makes it a no-op when nothing changed.
 //!
@@ -30,22 +32,29 @@ pub struct Bins {
 }
 
 impl Bins {
-    /// The four binaries in `dir`, or which one is missing.
-    pub fn in_dir(dir: &Path) -> Result<Self, HarnessError> {
-        let get = |name: &str| {
-            let p = dir.join(name);
-            if p.is_file() {
-                Ok(p)
-            } else {
-                Err(HarnessError::Build(format!("{} is missing", p.display())))
-            }
-        };
-        Ok(Self {
-            master: get("salt-master")?,
-            salt: get("salt")?,
-            minion: get("salt-minion")?,
-            key: get("salt-key")?,
-        })
+    /// The four binaries in `dir` (their existence is checked by [`Bins::check`], so a run
+    /// that replaces some of them, e.g. by real Salt's, does not need them all).
+    pub fn in_dir(dir: &Path) -> Self {
+        Self {
+            master: dir.join("salt-master"),
+            salt: dir.join("salt"),
+            minion: dir.join("salt-minion"),
+            key: dir.join("salt-key"),
+        }
+    }
+
+    /// Fails with the first of `paths` that is not a file.
+    pub fn require(paths: &[&Path]) -> Result<(), HarnessError> {
+        match paths.iter().find(|p| !p.is_file()) {
+            Some(p) => Err(HarnessError::Build(format!("{} is missing", p.display()))),
+            None => Ok(()),
+        }
+    }
+
+    /// Fails unless all four exist.
+    pub fn check(&self) -> Result<&Self, HarnessError> {
+        Self::require(&[&self.master, &self.salt, &self.minion, &self.key])?;
+        Ok(self)
     }
 }
 
@@ -82,8 +91,9 @@ pub fn target_dir() -> PathBuf {
     }
 }
 
-/// Our binaries, built on first use (see the module docs). The error is kept and returned to
-/// every caller, so a broken build fails each test with the same message instead of rebuilding.
+/// Our binaries, built on first use (see the module docs). A failed build is kept and returned
+/// to every caller, so each test fails with the same message instead of rebuilding. Whether
+/// each binary exists is checked where it is used ([`Bins::check`], [`Bins::require`]).
 pub fn bins() -> Result<Bins, HarnessError> {
     static BINS: OnceLock<Result<Bins, String>> = OnceLock::new();
     BINS.get_or_init(|| build().map_err(|e| e.to_string()))
@@ -93,7 +103,7 @@ pub fn bins() -> Result<Bins, HarnessError> {
 
 fn build() -> Result<Bins, HarnessError> {
     if let Some(dir) = std::env::var_os("SALT_RS_BIN_DIR") {
-        return Bins::in_dir(Path::new(&dir));
+        return Ok(Bins::in_dir(Path::new(&dir)));
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(&cargo)
@@ -101,6 +111,8 @@ fn build() -> Result<Bins, HarnessError> {
         .args([
             "build",
             "--quiet",
+            "--profile",
+            "test",
             "-p",
             "salt-master",
             "-p",
@@ -117,5 +129,5 @@ fn build() -> Result<Bins, HarnessError> {
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    Bins::in_dir(&target_dir().join("debug"))
+    Ok(Bins::in_dir(&target_dir().join("debug")))
 }

@@ -25,12 +25,49 @@ pub fn gen_keys(
         .args(["--gen-keys", name, "--gen-keys-dir"])
         .arg(dir);
     run_with_timeout(c, Duration::from_secs(60))?.ok()?;
+    written(
+        dir,
+        name,
+        &format!("{} --gen-keys {name}", key_bin.display()),
+    )
+}
+
+/// [`gen_keys`], falling back (with a note on stderr) to the `openssl` CLI writing the same
+/// formats when `salt-key` is missing or fails. For labs whose subject is not `salt-key`.
+pub fn gen_keys_or_openssl(
+    key_bin: &Path,
+    dir: &Path,
+    name: &str,
+) -> Result<(PathBuf, PathBuf), HarnessError> {
+    match gen_keys(key_bin, dir, name) {
+        Ok(p) => Ok(p),
+        Err(e) => {
+            eprintln!("note: salt-key --gen-keys failed ({e}); generating {name} with openssl");
+            let pem = dir.join(format!("{name}.pem"));
+            let pubf = dir.join(format!("{name}.pub"));
+            let mut g = Command::new("openssl");
+            g.args(["genrsa", "-traditional", "-out"])
+                .arg(&pem)
+                .arg("2048");
+            run_with_timeout(g, Duration::from_secs(60))?.ok()?;
+            let mut p = Command::new("openssl");
+            p.args(["rsa", "-in"])
+                .arg(&pem)
+                .args(["-pubout", "-out"])
+                .arg(&pubf);
+            run_with_timeout(p, Duration::from_secs(60))?.ok()?;
+            written(dir, name, "openssl genrsa")
+        }
+    }
+}
+
+fn written(dir: &Path, name: &str, cmd: &str) -> Result<(PathBuf, PathBuf), HarnessError> {
     let pem = dir.join(format!("{name}.pem"));
     let pubf = dir.join(format!("{name}.pub"));
     for p in [&pem, &pubf] {
         if !p.is_file() {
             return Err(HarnessError::Command {
-                cmd: format!("salt-key --gen-keys {name}"),
+                cmd: cmd.into(),
                 status: "succeeded".into(),
                 stderr: format!("but {} was not written", p.display()),
             });

@@ -29,7 +29,7 @@ use crate::bins::Bins;
 use crate::cli::{CmdOutput, ping_answered, run_with_timeout};
 use crate::config::{Flavor, MasterConf, MinionConf};
 use crate::error::HarnessError;
-use crate::keys::{copy_into, gen_keys};
+use crate::keys::{copy_into, gen_keys_or_openssl};
 use crate::netns::Netns;
 use crate::process::{DROP_GRACE, Proc, ProcSpec};
 use crate::root::TempRoot;
@@ -152,7 +152,7 @@ impl Fault {
 /// Lab parameters (see [`LabOptions::from_env`]).
 #[derive(Debug, Clone)]
 pub struct LabOptions {
-    /// Number of masters (3).
+    /// Number of masters (env `LAB_MASTERS`, 2 to 9, default 3).
     pub masters: usize,
     /// `master_alive_interval` in seconds (env `LAB_ALIVE_INTERVAL`, default 3).
     pub alive_interval: u32,
@@ -168,15 +168,21 @@ pub struct LabOptions {
 }
 
 impl LabOptions {
-    /// Three masters, `LAB_ALIVE_INTERVAL` (default 3), no failback, `LAB_MINION`.
+    /// `LAB_MASTERS` masters (default 3), `LAB_ALIVE_INTERVAL` (default 3), no failback,
+    /// `LAB_MINION`, `LAB_MASTER`.
     pub fn from_env() -> Result<Self, HarnessError> {
         let alive_interval = std::env::var("LAB_ALIVE_INTERVAL")
             .ok()
             .and_then(|s| s.parse().ok())
             .filter(|a| *a > 0)
             .unwrap_or(3);
+        let masters = std::env::var("LAB_MASTERS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|n| (2..=9).contains(n))
+            .unwrap_or(3);
         Ok(Self {
-            masters: 3,
+            masters,
             alive_interval,
             failback: None,
             minion: MinionKind::from_env()?,
@@ -263,9 +269,15 @@ impl Lab {
             }
             None => Flavor::Ours,
         };
+        let minion_bin = match &opts.minion {
+            MinionKind::Ours => bins.minion.clone(),
+            MinionKind::Binary(p) => p.clone(),
+            MinionKind::Salt(v) => v.minion(),
+        };
+        Bins::require(&[&bins.master, &bins.salt, &minion_bin])?;
         let root = TempRoot::new()?;
         let keys = root.dir("keys")?;
-        let (sign_pem, sign_pub) = gen_keys(&bins.key, &keys, "master_sign")?;
+        let (sign_pem, sign_pub) = gen_keys_or_openssl(&bins.key, &keys, "master_sign")?;
         let mut masters = Vec::with_capacity(opts.masters);
         for i in 0..opts.masters {
             let addr = format!("127.0.0.{}", 2 + i);
@@ -316,12 +328,12 @@ impl Lab {
         }
         let conf_dir = mconf.write()?;
         copy_into(&mconf.pki_dir(), &[&sign_pub])?;
-        let (program, extra): (PathBuf, &[&str]) = match &opts.minion {
-            MinionKind::Ours => (bins.minion.clone(), &[]),
-            MinionKind::Binary(p) => (p.clone(), &[]),
-            MinionKind::Salt(v) => (v.minion(), &["--disable-keepalive"]),
+        let extra: &[&str] = if opts.minion.is_salt() {
+            &["--disable-keepalive"]
+        } else {
+            &[]
         };
-        let spec = ProcSpec::new("minion", program, mconf.dir())
+        let spec = ProcSpec::new("minion", minion_bin, mconf.dir())
             .args([
                 "-c".into(),
                 conf_dir.into_os_string(),

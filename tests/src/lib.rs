@@ -20,6 +20,7 @@ pub mod bins;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod interop_support;
 pub mod keys;
 pub mod lab;
 pub mod netns;

@@ -9,6 +9,7 @@ use salt_integration_tests::{bins, free_port_pair, run_with_timeout, workspace_r
 #[test]
 fn lab_script_check_pings_and_cleans_up() {
     let bins = bins().expect("building our binaries");
+    bins.check().expect("our binaries");
     let bin_dir = bins.master.parent().expect("binary dir").to_path_buf();
     let (publish, _ret) = free_port_pair().expect("free ports");
     let mut c = Command::new("bash");

@@ -50,9 +50,10 @@ pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32) -> Result<PathBuf> {
     let tmp = tmp_path(dir);
     let res = write_tmp_at(&tmp, data, mode);
     if let Err(e) = &res
-        && !is_simulated_crash(e) {
-            let _ = fs::remove_file(&tmp);
-        }
+        && !is_simulated_crash(e)
+    {
+        let _ = fs::remove_file(&tmp);
+    }
     res.map(|()| tmp)
 }
 

@@ -166,16 +166,17 @@ fn set_text(chars: &[char], mut i: usize, j: usize) -> String {
             let prev_last = chunks[k - 1].chars().last();
             let cur_first = chunks[k].chars().next();
             if let (Some(a), Some(b)) = (prev_last, cur_first)
-                && a > b {
-                    let mut merged: String = {
-                        let mut p = chunks[k - 1].clone();
-                        p.pop();
-                        p
-                    };
-                    merged.extend(chunks[k].chars().skip(1));
-                    chunks[k - 1] = merged;
-                    chunks.remove(k);
-                }
+                && a > b
+            {
+                let mut merged: String = {
+                    let mut p = chunks[k - 1].clone();
+                    p.pop();
+                    p
+                };
+                merged.extend(chunks[k].chars().skip(1));
+                chunks[k - 1] = merged;
+                chunks.remove(k);
+            }
             k -= 1;
         }
         chunks

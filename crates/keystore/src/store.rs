@@ -454,9 +454,10 @@ impl KeyStore {
         for entry in rd {
             let entry = entry.map_err(|e| KeyStoreError::io("read directory", &self.pki_dir, e))?;
             if let Some(name) = entry.file_name().to_str()
-                && (name.ends_with(".pem") || name.ends_with(".pub")) {
-                    v.push(name.to_owned());
-                }
+                && (name.ends_with(".pem") || name.ends_with(".pub"))
+            {
+                v.push(name.to_owned());
+            }
         }
         salt_sort(&mut v);
         Ok(v)
@@ -935,9 +936,10 @@ fn read_state_dir(dir: &Path) -> Result<BTreeSet<String>> {
     for entry in rd {
         let entry = entry.map_err(|e| KeyStoreError::io("read directory", dir, e))?;
         if let Ok(name) = entry.file_name().into_string()
-            && !name.starts_with('.') {
-                set.insert(name);
-            }
+            && !name.starts_with('.')
+        {
+            set.insert(name);
+        }
     }
     Ok(set)
 }

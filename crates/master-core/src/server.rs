@@ -176,7 +176,7 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
             },
         };
         let shared = shared.clone();
-        let router = router.clone();
+        let router = router.replier();
         tracker.spawn(async move {
             let body = req.body;
             let reply =

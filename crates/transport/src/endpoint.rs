@@ -48,6 +48,7 @@ pub(crate) fn wants_ipv6(endpoint: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

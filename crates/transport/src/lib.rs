@@ -38,7 +38,7 @@ pub use error::{TransportError, ZmqError};
 pub use options::{Heartbeat, PublisherOptions, ReqOptions, ServerOptions, SubOptions};
 pub use publisher::Publisher;
 pub use req::{ReqClient, request_once};
-pub use router::{PeerId, Request, RouterServer};
+pub use router::{PeerId, Replier, Request, RouterServer};
 pub use sub::{SubClient, SubEvent};
 
 /// The libzmq version in use, e.g. `(4, 3, 4)` (for logs and `--versions-report`).

@@ -128,11 +128,11 @@ fn run(
             monitor.as_poll_item(zmq::POLLIN),
             zmq::PollItem::from_fd(bell.fd(), zmq::POLLIN),
         ];
-        if let Err(e) = zmq::poll(&mut items, -1) {
-            if e != zmq::Error::EINTR {
-                tracing::error!(error = %e, "PUB poll failed; stopping");
-                break;
-            }
+        if let Err(e) = zmq::poll(&mut items, -1)
+            && e != zmq::Error::EINTR
+        {
+            tracing::error!(error = %e, "PUB poll failed; stopping");
+            break;
         }
         if items[1].is_readable() {
             bell.clear();

@@ -211,11 +211,11 @@ impl Runner {
                 if let (Some(sock), true) = (&self.sock, !events.is_empty()) {
                     items.push(sock.as_poll_item(events));
                 }
-                if let Err(e) = zmq::poll(&mut items, poll_ms(timeout)) {
-                    if e != zmq::Error::EINTR {
-                        tracing::error!(error = %e, "REQ poll failed; stopping");
-                        break;
-                    }
+                if let Err(e) = zmq::poll(&mut items, poll_ms(timeout))
+                    && e != zmq::Error::EINTR
+                {
+                    tracing::error!(error = %e, "REQ poll failed; stopping");
+                    break;
                 }
                 let ready = items.get(1).is_some_and(|i| !i.get_revents().is_empty());
                 (ready, items[0].is_readable())

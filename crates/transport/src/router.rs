@@ -48,22 +48,39 @@ pub struct Request {
 /// A bound ROUTER socket on its own thread.
 ///
 /// Requests arrive on the channel returned by [`bind`](Self::bind); replies go through
-/// [`reply`](Self::reply), callable from any task or thread. The handle is cheap to clone;
-/// the thread stops when the last clone is dropped or on [`close`](Self::close).
+/// [`reply`](Self::reply) or a [`Replier`] (cheap to clone, callable from any task or
+/// thread). `RouterServer` is the owner: dropping it (or [`close`](Self::close)) stops the
+/// thread. Repliers do not keep the socket alive, so a task that holds a replier while
+/// reading the request channel cannot keep a dropped server running.
 ///
 /// Framing: REQ peers send `[id][empty][body]` and get `[id][empty][reply]`. A DEALER that
 /// sends the delimiter works the same way. Anything else (no delimiter, several body
 /// frames) is dropped with a debug log, as Salt's REP workers would drop it.
-#[derive(Clone, Debug)]
-pub struct RouterServer {
-    inner: Arc<Inner>,
-}
-
 #[derive(Debug)]
-struct Inner {
-    commands: mpsc::UnboundedSender<(PeerId, Vec<u8>)>,
+pub struct RouterServer {
+    replier: Replier,
     endpoint: String,
     worker: Worker,
+}
+
+/// Sends replies through a [`RouterServer`]; clone freely, use from any thread.
+/// Fails with [`Closed`](TransportError::Closed) once the server is gone.
+#[derive(Clone, Debug)]
+pub struct Replier {
+    commands: mpsc::UnboundedSender<(PeerId, Vec<u8>)>,
+    bell: Arc<Doorbell>,
+}
+
+impl Replier {
+    /// Queue `body` as the reply to `peer`. Never blocks. If the peer has gone, libzmq
+    /// drops the reply silently (Salt's behaviour).
+    pub fn reply(&self, peer: PeerId, body: Vec<u8>) -> Result<(), TransportError> {
+        self.commands
+            .send((peer, body))
+            .map_err(|_| TransportError::Closed)?;
+        self.bell.ring();
+        Ok(())
+    }
 }
 
 impl RouterServer {
@@ -90,44 +107,44 @@ impl RouterServer {
         let (req_tx, req_rx) = mpsc::channel(opts.queue_capacity.max(1));
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let bell = Arc::new(Doorbell::new()?);
+        let replier = Replier {
+            commands: cmd_tx,
+            bell: Arc::clone(&bell),
+        };
         let worker = Worker::spawn("zmq-router", bell, move |bell| {
             run(ctx, sock, &bell, cmd_rx, req_tx);
         })?;
         tracing::debug!(endpoint = %bound, "ROUTER bound");
-        let inner = Inner {
-            commands: cmd_tx,
-            endpoint: bound,
-            worker,
-        };
         Ok((
             Self {
-                inner: Arc::new(inner),
+                replier,
+                endpoint: bound,
+                worker,
             },
             req_rx,
         ))
     }
 
-    /// Queue `body` as the reply to `peer`. Never blocks. If the peer has gone, libzmq
-    /// drops the reply silently (Salt's behaviour).
+    /// A clonable reply handle that does not keep the server alive.
+    pub fn replier(&self) -> Replier {
+        self.replier.clone()
+    }
+
+    /// Queue `body` as the reply to `peer` (see [`Replier::reply`]).
     pub fn reply(&self, peer: PeerId, body: Vec<u8>) -> Result<(), TransportError> {
-        self.inner
-            .commands
-            .send((peer, body))
-            .map_err(|_| TransportError::Closed)?;
-        self.inner.worker.bell().ring();
-        Ok(())
+        self.replier.reply(peer, body)
     }
 
     /// The bound endpoint with the real port (`ZMQ_LAST_ENDPOINT`).
     pub fn endpoint(&self) -> &str {
-        &self.inner.endpoint
+        &self.endpoint
     }
 
-    /// Stop the socket thread (for every clone) and wait for it, lingering up to
-    /// `ServerOptions::linger` for unsent replies. Blocks: call it from a blocking context
-    /// when the linger is long.
+    /// Stop the socket thread and wait for it, lingering up to `ServerOptions::linger` for
+    /// unsent replies (as dropping does). Blocks: call it from a blocking context when the
+    /// linger is long. The request channel then ends and repliers return `Closed`.
     pub fn close(&self) {
-        self.inner.worker.stop();
+        self.worker.stop();
     }
 }
 
@@ -190,11 +207,11 @@ fn run(
             zmq::PollItem::from_fd(bell.fd(), zmq::POLLIN),
         ];
         let timeout = pending.as_ref().map(|_| BACKPRESSURE_RETRY);
-        if let Err(e) = zmq::poll(&mut items, poll_ms(timeout)) {
-            if e != zmq::Error::EINTR {
-                tracing::error!(error = %e, "ROUTER poll failed; stopping");
-                break;
-            }
+        if let Err(e) = zmq::poll(&mut items, poll_ms(timeout))
+            && e != zmq::Error::EINTR
+        {
+            tracing::error!(error = %e, "ROUTER poll failed; stopping");
+            break;
         }
         if items[1].is_readable() {
             bell.clear();
@@ -243,10 +260,10 @@ fn read_requests(sock: &zmq::Socket, requests: &mpsc::Sender<Request>) -> Option
                 return None;
             }
         };
-        if let Some(req) = parse_request(frames) {
-            if let Some(req) = offer(requests, req) {
-                return Some(req);
-            }
+        if let Some(req) = parse_request(frames)
+            && let Some(req) = offer(requests, req)
+        {
+            return Some(req);
         }
     }
     None
@@ -274,6 +291,7 @@ fn parse_request(frames: Vec<Vec<u8>>) -> Option<Request> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -228,11 +228,11 @@ fn run(
             zmq::PollItem::from_fd(bell.fd(), zmq::POLLIN),
         ];
         let timeout = (!st.backlog.is_empty()).then_some(BACKPRESSURE_RETRY);
-        if let Err(e) = zmq::poll(&mut items, poll_ms(timeout)) {
-            if e != zmq::Error::EINTR {
-                tracing::error!(error = %e, "SUB poll failed; stopping");
-                break;
-            }
+        if let Err(e) = zmq::poll(&mut items, poll_ms(timeout))
+            && e != zmq::Error::EINTR
+        {
+            tracing::error!(error = %e, "SUB poll failed; stopping");
+            break;
         }
         if items[2].is_readable() {
             bell.clear();

