@@ -23,19 +23,16 @@ use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_p
 use serde_json::json;
 
 #[test]
-#[ignore = "interop scenario 2 not yet green: the always_verify_signature step's rotation trigger on the Python master (see docs/interop.md); run with --ignored"]
 fn py_master_3006() {
     run("3006.30");
 }
 
 #[test]
-#[ignore = "interop scenario 2 not yet green: the always_verify_signature step's rotation trigger on the Python master (see docs/interop.md); run with --ignored"]
 fn py_master_3007() {
     run("3007.17");
 }
 
 #[test]
-#[ignore = "interop scenario 2 not yet green: the always_verify_signature step's rotation trigger on the Python master (see docs/interop.md); run with --ignored"]
 fn py_master_3008() {
     run("3008.5");
 }
@@ -203,7 +200,8 @@ fn run(version: &str) {
     // always_verify_signature: rotate the AES key; on re-auth the signature is checked again.
     let before = rmin.count(VERIFIED);
     let dfn = master.dir.join("cache/.dfn");
-    std::fs::write(&dfn, "").unwrap();
+    // Salt 3007+ rotates only when the dropfile holds this master's id; 3006 takes any 0400 file.
+    std::fs::write(&dfn, "pymaster").unwrap();
     std::fs::set_permissions(&dfn, std::fs::Permissions::from_mode(0o400)).unwrap();
     wait_until(
         "Python master to take the dropfile",
