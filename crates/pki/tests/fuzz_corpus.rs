@@ -135,7 +135,6 @@ fn prompt_child() {
 /// never print OpenSSL's prompt. Ignored until `salt-pki` refuses encrypted PEM in
 /// `public_from_pem` (run with `--ignored`).
 #[test]
-#[ignore = "salt-pki finding: PublicKey::from_pem prompts for a passphrase (docs/security.md)"]
 fn public_from_pem_never_prompts() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
