@@ -107,6 +107,7 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
         log_limit: LogLimiter::new(Duration::from_secs(10)),
         acl,
         acl_blacklist,
+        verified_toks: Mutex::new(Default::default()),
         store,
         keys,
         aes,

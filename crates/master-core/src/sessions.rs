@@ -1,5 +1,8 @@
 //! Per-minion session keys (protocol v3, §6.2): `{cachedir}/sessions/<id>`, a Crypticle key
-//! string, mode 0600, written atomically, regenerated when older than `publish_session`.
+//! string, mode 0600, written atomically (tmp + rename) but not fsynced — two disk flushes per
+//! new minion capped a sign-in storm at ~150/s per worker here (Salt's session cache does not
+//! flush either); a key lost in a crash is replaced at the minion's next sign-in — and
+//! regenerated when older than `publish_session`.
 //! Survives restarts; cached in memory by file mtime.
 
 use std::collections::HashMap;
@@ -7,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use salt_pki::{Crypticle, files};
+use salt_pki::Crypticle;
+
+use crate::jobs::write_unsynced;
 
 /// Session-key store.
 #[derive(Debug)]
@@ -28,6 +33,14 @@ pub enum SessionError {
         id: String,
         /// Cause.
         source: salt_pki::Error,
+    },
+    /// Writing the file failed.
+    #[error("session key for {id}: {source}")]
+    Io {
+        /// Minion id.
+        id: String,
+        /// Cause.
+        source: std::io::Error,
     },
 }
 
@@ -65,11 +78,9 @@ impl Sessions {
         }
         let c = Crypticle::generate();
         let path = self.dir.join(id);
-        files::atomic_write(&path, c.key_string().as_bytes(), 0o600).map_err(|source| {
-            SessionError::Pki {
-                id: id.to_owned(),
-                source,
-            }
+        write_unsynced(&path, c.key_string().as_bytes()).map_err(|source| SessionError::Io {
+            id: id.to_owned(),
+            source,
         })?;
         let mtime = std::fs::metadata(&path)
             .and_then(|m| m.modified())

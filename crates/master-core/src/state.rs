@@ -45,6 +45,9 @@ pub struct Shared {
     pub publish_sig_algo: SigAlgo,
     /// Rate limiter for logs about bad peer input.
     pub log_limit: LogLimiter,
+    /// Minion `tok`s already verified, by id: SHA-256 of (accepted key text, tok). A
+    /// request whose key file and tok are unchanged skips the PEM parse and RSA operation.
+    pub verified_toks: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl std::fmt::Debug for Shared {

@@ -49,6 +49,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         log_limit: LogLimiter::new(Duration::from_secs(10)),
         acl,
         acl_blacklist,
+        verified_toks: Mutex::new(Default::default()),
         store,
         keys,
         aes,

@@ -1,0 +1,521 @@
+//! One swarm thread: a share of the minions, their sockets and one `zmq::poll` loop.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::RngCore;
+use rmpv::Value;
+use salt_minion_core::channel::{Session, value_bytes};
+use salt_minion_core::job::{JidQueue, Job};
+use salt_minion_core::matcher::map_lookup;
+use salt_pki::{Crypticle, PublicKey, Zeroizing};
+use salt_proto::auth_minion::{AuthClient, AuthSettings};
+
+use super::keys::CachedKey;
+use super::signin::{self, Client, Mode, Pending, Reply, SessionKey};
+use super::{Config, Hub, SwarmError};
+
+/// Publishes kept while a minion re-authenticates (Salt decodes them after the re-auth).
+const MAX_HELD: usize = 16;
+
+enum Phase {
+    /// Waiting in the sign-in queue.
+    Queued,
+    /// Sign-in sent.
+    InFlight { pending: Pending, since: Instant },
+    /// Signed in.
+    Ready,
+}
+
+struct Creds {
+    aes: Crypticle,
+    session_key: SessionKey,
+    master_pub: PublicKey,
+    session: Option<Session>,
+}
+
+struct Minion {
+    id: String,
+    key: usize,
+    dealer: usize,
+    pub_text: Arc<str>,
+    token: Zeroizing<String>,
+    client: Client,
+    phase: Phase,
+    creds: Option<Creds>,
+    signed_once: bool,
+    serial: u64,
+    held: Vec<Vec<Vec<u8>>>,
+    jids: JidQueue,
+}
+
+pub(crate) struct Worker {
+    cfg: Arc<Config>,
+    keys: Arc<Vec<CachedKey>>,
+    shared: Arc<signin::Shared>,
+    hub: Arc<Hub>,
+    dealers: Vec<zmq::Socket>,
+    subs: Vec<zmq::Socket>,
+    minions: Vec<Minion>,
+    /// Sign-in queue: (not before, local minion index).
+    queue: VecDeque<(Instant, usize)>,
+    by_nonce: HashMap<String, usize>,
+    ret_value: Value,
+    failures_logged: u32,
+}
+
+/// Sockets from contexts of at most [`SOCKETS_PER_CONTEXT`] sockets (libzmq's default
+/// `ZMQ_MAX_SOCKETS` is 1,023 and the `zmq` crate has no setter for it).
+struct SocketFactory {
+    ctx: zmq::Context,
+    used: usize,
+}
+
+const SOCKETS_PER_CONTEXT: usize = 1000;
+
+impl SocketFactory {
+    fn new() -> Self {
+        Self {
+            ctx: zmq::Context::new(),
+            used: 0,
+        }
+    }
+
+    fn socket(&mut self, ty: zmq::SocketType) -> Result<zmq::Socket, zmq::Error> {
+        if self.used >= SOCKETS_PER_CONTEXT {
+            // Sockets keep their context alive; the old one lives on with them.
+            self.ctx = zmq::Context::new();
+            self.used = 0;
+        }
+        self.used += 1;
+        self.ctx.socket(ty)
+    }
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn new_nonce() -> String {
+    let mut b = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut b);
+    salt_proto::nonce_from_bytes(b)
+}
+
+impl Worker {
+    pub(crate) fn new(
+        t: usize,
+        cfg: Arc<Config>,
+        keys: Arc<Vec<CachedKey>>,
+        shared: Arc<signin::Shared>,
+        hub: Arc<Hub>,
+    ) -> Result<Self, SwarmError> {
+        let mut factory = SocketFactory::new();
+        let threads = cfg.threads.max(1);
+        let per_req = cfg.minions_per_req.max(1);
+        let ret_ep = format!("tcp://{}:{}", cfg.master, cfg.ret_port);
+        let pub_ep = format!("tcp://{}:{}", cfg.master, cfg.publish_port);
+        let mut pub_texts: HashMap<usize, Arc<str>> = HashMap::new();
+        let mut minions = Vec::new();
+        let mut subs = Vec::new();
+        let mut dealers = Vec::new();
+        let now = Instant::now();
+        let mut queue = VecDeque::new();
+        for i in (t..cfg.minions).step_by(threads) {
+            let j = minions.len();
+            let key = (cfg.id_start + i) % keys.len().max(1);
+            let Some(ck) = keys.get(key) else { break };
+            let pub_text = pub_texts
+                .entry(key)
+                .or_insert_with(|| salt_pki::clean_key(&ck.key.public_key().to_pem()).into())
+                .clone();
+            let id = cfg.id_of(i);
+            let client = match cfg.mode {
+                Mode::Lean => Client::Lean { master_pub: None },
+                Mode::Strict => {
+                    let mut s = AuthSettings::new(id.clone());
+                    s.verify_master_pubkey_sign = shared.sign_pub.is_some();
+                    Client::Strict(Box::new(AuthClient::new(
+                        s,
+                        ck.key.clone(),
+                        None,
+                        shared.sign_pub.clone(),
+                    )))
+                }
+            };
+            if j % per_req == 0 {
+                let d = factory.socket(zmq::DEALER)?;
+                d.set_linger(0)?;
+                d.set_sndhwm(0)?;
+                d.set_rcvhwm(0)?;
+                d.connect(&ret_ep)?;
+                dealers.push(d);
+            }
+            let s = factory.socket(zmq::SUB)?;
+            s.set_linger(0)?;
+            s.set_rcvhwm(0)?;
+            s.set_subscribe(b"")?;
+            s.connect(&pub_ep)?;
+            subs.push(s);
+            minions.push(Minion {
+                id,
+                key,
+                dealer: dealers.len() - 1,
+                pub_text,
+                token: salt_pki::generate_key_string(),
+                client,
+                phase: Phase::Queued,
+                creds: None,
+                signed_once: false,
+                serial: 0,
+                held: Vec::new(),
+                jids: JidQueue::default(),
+            });
+            queue.push_back((now, j));
+        }
+        let ret_value = cfg.ret.value();
+        Ok(Self {
+            cfg,
+            keys,
+            shared,
+            hub,
+            dealers,
+            subs,
+            minions,
+            queue,
+            by_nonce: HashMap::new(),
+            ret_value,
+            failures_logged: 0,
+        })
+    }
+
+    pub(crate) fn run(mut self) {
+        let per_thread_cap = (self.cfg.concurrency / self.cfg.threads.max(1)).max(1);
+        let mut inflight = 0usize;
+        let mut last_timeout_scan = Instant::now();
+        let mut readable: Vec<usize> = Vec::new();
+        while !self.hub.stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            // Start sign-ins.
+            while inflight < per_thread_cap {
+                match self.queue.front() {
+                    Some(&(at, j)) if at <= now => {
+                        self.queue.pop_front();
+                        if self.send_auth(j) {
+                            inflight += 1;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            // Give up on lost sign-in replies.
+            if now.duration_since(last_timeout_scan) >= Duration::from_secs(1) {
+                last_timeout_scan = now;
+                let timeout = self.cfg.auth_timeout;
+                let mut expired = Vec::new();
+                for (j, m) in self.minions.iter_mut().enumerate() {
+                    if let Phase::InFlight { since, .. } = &m.phase
+                        && now.duration_since(*since) >= timeout
+                    {
+                        m.phase = Phase::Queued;
+                        expired.push(j);
+                    }
+                }
+                for j in expired {
+                    inflight = inflight.saturating_sub(1);
+                    self.hub.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+                    self.queue.push_back((now, j));
+                }
+                self.by_nonce
+                    .retain(|_, j| matches!(self.minions[*j].phase, Phase::InFlight { .. }));
+            }
+            let wait_ms = match self.queue.front() {
+                Some(&(at, _)) if inflight < per_thread_cap => {
+                    i64::try_from(at.saturating_duration_since(now).as_millis())
+                        .unwrap_or(100)
+                        .min(100)
+                }
+                _ => 100,
+            };
+            readable.clear();
+            {
+                let mut items: Vec<zmq::PollItem<'_>> = self
+                    .dealers
+                    .iter()
+                    .chain(self.subs.iter())
+                    .map(|s| s.as_poll_item(zmq::POLLIN))
+                    .collect();
+                if zmq::poll(&mut items, wait_ms).is_err() {
+                    continue;
+                }
+                readable.extend(
+                    items
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, it)| it.is_readable())
+                        .map(|(k, _)| k),
+                );
+            }
+            let nd = self.dealers.len();
+            for &k in &readable {
+                if k < nd {
+                    inflight = inflight.saturating_sub(self.drain_dealer(k));
+                } else {
+                    self.drain_sub(k - nd);
+                }
+            }
+        }
+    }
+
+    /// Send a sign-in request for minion `j`; false if it could not be sent.
+    fn send_auth(&mut self, j: usize) -> bool {
+        let nonce = new_nonce();
+        let Some(m) = self.minions.get_mut(j) else {
+            return false;
+        };
+        let (body, pending) = signin::build_request(
+            &m.client,
+            &m.id,
+            &m.pub_text,
+            &m.token,
+            &nonce,
+            &self.shared,
+        );
+        let Some(d) = self.dealers.get(m.dealer) else {
+            return false;
+        };
+        if d.send_multipart([&b""[..], &body[..]], zmq::DONTWAIT)
+            .is_err()
+        {
+            self.queue
+                .push_back((Instant::now() + self.cfg.retry_wait, j));
+            return false;
+        }
+        m.phase = Phase::InFlight {
+            pending,
+            since: Instant::now(),
+        };
+        self.by_nonce.insert(nonce, j);
+        self.hub.stats.auth_sent.fetch_add(1, Ordering::Relaxed);
+        self.hub.inflight_auth.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Read every reply waiting on dealer `k`; returns how many sign-ins completed.
+    fn drain_dealer(&mut self, k: usize) -> usize {
+        let mut done = 0;
+        while let Some(Ok(frames)) = self.dealers.get(k).map(|d| d.recv_multipart(zmq::DONTWAIT)) {
+            let Some(body) = frames.last() else { continue };
+            let Ok(v) = salt_proto::decode(body) else {
+                continue;
+            };
+            if let Some(nonce) = signin::reply_nonce(&v) {
+                if let Some(j) = self.by_nonce.remove(&nonce) {
+                    done += 1;
+                    self.hub.inflight_auth.fetch_sub(1, Ordering::Relaxed);
+                    self.on_auth_reply(j, &v);
+                }
+            } else if map_lookup(&v, "load").is_none() {
+                // An encrypted `_return` reply (or an error string).
+                self.hub.stats.returns_acked.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        done
+    }
+
+    fn on_auth_reply(&mut self, j: usize, reply: &Value) {
+        let Some(m) = self.minions.get_mut(j) else {
+            return;
+        };
+        let Phase::InFlight { pending, .. } = std::mem::replace(&mut m.phase, Phase::Queued) else {
+            return;
+        };
+        let Some(ck) = self.keys.get(m.key) else {
+            return;
+        };
+        let stats = &self.hub.stats;
+        match signin::handle_reply(&mut m.client, &pending, &ck.key, reply, &self.shared) {
+            Reply::Accepted(a) => {
+                let mut creds = Creds {
+                    aes: a.aes,
+                    session_key: a.session,
+                    master_pub: a.master_pub,
+                    session: None,
+                };
+                if self.cfg.eager_session {
+                    let mut sk = creds.session_key.clone();
+                    creds.session = open_session(&m.id, ck, &mut sk, &creds, &self.shared);
+                    creds.session_key = sk;
+                }
+                m.creds = Some(creds);
+                m.phase = Phase::Ready;
+                m.serial = 0;
+                stats.signins.fetch_add(1, Ordering::Relaxed);
+                if m.signed_once {
+                    stats.reauths.fetch_add(1, Ordering::Relaxed);
+                    let us = self.hub.micros();
+                    let _ = stats.reauth_first_us.compare_exchange(
+                        0,
+                        us,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                    stats.reauth_last_us.fetch_max(us, Ordering::Relaxed);
+                } else {
+                    m.signed_once = true;
+                    stats.first_signins.fetch_add(1, Ordering::Relaxed);
+                }
+                let held = std::mem::take(&mut m.held);
+                for frames in held {
+                    self.on_publish(j, &frames);
+                }
+            }
+            Reply::Retry => {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                self.queue
+                    .push_back((Instant::now() + self.cfg.retry_wait, j));
+            }
+            Reply::Failed(why) => {
+                stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+                if self.failures_logged < 5 {
+                    self.failures_logged += 1;
+                    eprintln!("swarm: sign-in of {} failed: {why}", m.id);
+                }
+                self.queue
+                    .push_back((Instant::now() + self.cfg.retry_wait, j));
+            }
+        }
+    }
+
+    fn drain_sub(&mut self, j: usize) {
+        while let Some(Ok(frames)) = self.subs.get(j).map(|s| s.recv_multipart(zmq::DONTWAIT)) {
+            self.on_publish(j, &frames);
+        }
+    }
+
+    fn on_publish(&mut self, j: usize, frames: &[Vec<u8>]) {
+        let stats = &self.hub.stats;
+        let Some(m) = self.minions.get_mut(j) else {
+            return;
+        };
+        let payload = match frames {
+            [one] => one,
+            [_topic, p] => p,
+            _ => return,
+        };
+        let Ok(v) = salt_proto::decode(payload) else {
+            return;
+        };
+        if map_lookup(&v, "enc").and_then(Value::as_str) != Some("aes") {
+            return;
+        }
+        let Some(load) = map_lookup(&v, "load").and_then(value_bytes) else {
+            return;
+        };
+        if !matches!(m.phase, Phase::Ready) {
+            // Signing in again after a stale key: keep it for after (never signed in: drop).
+            if m.signed_once && m.held.len() < MAX_HELD {
+                m.held.push(frames.to_vec());
+            }
+            return;
+        }
+        let Some(creds) = m.creds.as_mut() else {
+            return;
+        };
+        let body = match creds.aes.loads(load, None) {
+            Ok(b) => b,
+            Err(_) => {
+                // Stale publish key (the master rotated): re-auth, then decode (as Salt).
+                stats.pub_decrypt_failures.fetch_add(1, Ordering::Relaxed);
+                m.held.push(frames.to_vec());
+                m.phase = Phase::Queued;
+                self.queue.push_front((Instant::now(), j));
+                return;
+            }
+        };
+        stats.pubs_decrypted.fetch_add(1, Ordering::Relaxed);
+        let Ok(mut job) = salt_proto::decode(&body) else {
+            return;
+        };
+        if let Value::Map(entries) = &mut job
+            && let Some(pos) = entries
+                .iter()
+                .position(|(k, _)| k.as_str() == Some("serial"))
+        {
+            let (_, s) = entries.remove(pos);
+            let s = s.as_u64().unwrap_or(0);
+            if s <= m.serial {
+                return;
+            }
+            m.serial = s;
+        }
+        let Ok(job) = Job::from_load(job) else {
+            return;
+        };
+        if !m.jids.insert(&job.jid) || !job.targets(&m.id, &Value::Map(Vec::new())) {
+            return;
+        }
+        stats.jobs_matched.fetch_add(1, Ordering::Relaxed);
+        if self
+            .hub
+            .jids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(job.jid.clone())
+        {
+            stats.jobs_seen.fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(ck) = self.keys.get(m.key) else {
+            return;
+        };
+        if creds.session.is_none() {
+            let mut sk = creds.session_key.clone();
+            creds.session = open_session(&m.id, ck, &mut sk, creds, &self.shared);
+            creds.session_key = sk;
+        }
+        let Some(session) = &creds.session else {
+            return;
+        };
+        let ret = Value::Map(vec![
+            ("cmd".into(), "_return".into()),
+            ("id".into(), m.id.as_str().into()),
+            ("success".into(), true.into()),
+            ("return".into(), self.ret_value.clone()),
+            ("retcode".into(), 0.into()),
+            ("jid".into(), job.jid.as_str().into()),
+            ("fun".into(), job.fun.as_str().into()),
+            ("fun_args".into(), Value::Array(job.arg.clone())),
+        ]);
+        let req = session.aes_request(&ret, &new_nonce(), now_unix());
+        if let Some(d) = self.dealers.get(m.dealer)
+            && d.send_multipart([&b""[..], &req[..]], zmq::DONTWAIT)
+                .is_ok()
+        {
+            stats.returns_sent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Build the request session (decrypting the session key if still encrypted).
+fn open_session(
+    id: &str,
+    ck: &CachedKey,
+    sk: &mut SessionKey,
+    creds: &Creds,
+    shared: &signin::Shared,
+) -> Option<Session> {
+    let session = sk.open(&ck.key, shared.enc)?;
+    Some(Session {
+        id: id.to_owned(),
+        aes: creds.aes.clone(),
+        session,
+        master_pub: creds.master_pub.clone(),
+        tok: Arc::new(ck.tok.clone()),
+        enc_algo: shared.enc,
+        sig_algo: shared.sig,
+    })
+}

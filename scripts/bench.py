@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Benchmarks of our master vs real Salt 3007.17 (run through scripts/bench.sh).
+
+Every figure comes from this one run on this machine: sign-in storm, fan-out, footprint,
+after-rotation. See docs/benchmarks.md for what each measures and how to read it.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REL = Path(os.environ.get("BENCH_BIN_DIR") or REPO / "target" / "release").resolve()
+VENV = Path(os.environ.get("SALT_VENV", "/work/main/.venv/salt-3007.17"))
+KEYS = REPO / "target" / "swarm-keys"
+SIGNIN_N = int(os.environ.get("BENCH_SIGNIN_N", "1000"))
+FANOUT = [int(x) for x in os.environ.get("BENCH_FANOUT", "1000 5000 10000").split()]
+ROT_N = int(os.environ.get("BENCH_ROT_N", "1000"))
+WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
+SALT_BUDGET = float(os.environ.get("BENCH_SALT_SIGNIN_BUDGET", "240"))
+SKIP_SALT = os.environ.get("BENCH_SKIP_SALT") == "1" or not (VENV / "bin" / "salt-master").exists()
+ONLY = os.environ.get("BENCH_ONLY", "openssl storm fanout rotation footprint").split()
+PER_PROC = 5000  # minions per swarm process (2 fds per socket, nofile hard limit 20000)
+CLK = os.sysconf("SC_CLK_TCK")
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+ROOT = Path(os.environ.get("BENCH_ROOT") or tempfile.mkdtemp(prefix="salt-bench."))
+ROOT.mkdir(parents=True, exist_ok=True)
+results = []  # (section, metric, ours, salt, note)
+
+
+def log(*a):
+    print(time.strftime("%H:%M:%S"), *a, flush=True)
+
+
+def loadavg():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pgid_pids(pgid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.getpgid(int(d)) == pgid:
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def rss_kib(pgid):
+    tot = 0
+    for p in pgid_pids(pgid):
+        try:
+            tot += int(open(f"/proc/{p}/statm").read().split()[1]) * PAGE_KIB
+        except OSError:
+            pass
+    return tot
+
+
+def cpu_s(pgid):
+    tot = 0
+    for p in pgid_pids(pgid):
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            tot += int(f[11]) + int(f[12])
+        except (OSError, IndexError):
+            pass
+    return tot / CLK
+
+
+def wait(what, cond, timeout, every=0.05):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = cond()
+        if v:
+            return v
+        time.sleep(every)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def can_connect(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def kill_group(proc, grace=10):
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def yaml_conf(d):
+    lines = []
+    for k, v in d.items():
+        if isinstance(v, bool):
+            v = "True" if v else "False"
+        elif isinstance(v, (int, float)):
+            v = str(v)
+        elif isinstance(v, str) and not v.startswith("{"):
+            v = "'" + v.replace("'", "''") + "'"
+        lines.append(f"{k}: {v}")
+    return "\n".join(lines) + "\n"
+
+
+class Master:
+    """A master (ours or real Salt's) in its own directory and process group."""
+
+    def __init__(self, kind, name, sign=True, extra=None):
+        self.kind = kind
+        self.dir = ROOT / name
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        self.conf = self.dir / "conf"
+        self.conf.mkdir(parents=True)
+        self.pub_port, self.ret_port = free_port(), free_port()
+        c = {
+            "id": "master",
+            "root_dir": str(self.dir),
+            "pki_dir": str(self.dir / "pki"),
+            "cachedir": str(self.dir / "cache"),
+            "sock_dir": str(self.dir / "sock"),
+            "pidfile": str(self.dir / "master.pid"),
+            "log_file": str(self.dir / "master.log"),
+            "key_logfile": str(self.dir / "key.log"),
+            "log_level": "warning",
+            "log_level_logfile": "info",
+            "interface": "127.0.0.1",
+            "publish_port": self.pub_port,
+            "ret_port": self.ret_port,
+            "worker_threads": WORKERS,
+            "auto_accept": True,
+            "master_sign_pubkey": sign,
+            "loop_interval": 1,
+            "user": os.environ.get("USER", "root"),
+        }
+        if kind == "salt":
+            srv = self.dir / "srv"
+            (srv / "salt").mkdir(parents=True)
+            (srv / "pillar").mkdir(parents=True)
+            c["file_roots"] = "{base: ['%s']}" % (srv / "salt")
+            c["pillar_roots"] = "{base: ['%s']}" % (srv / "pillar")
+            c["open_mode"] = False
+        c.update(extra or {})
+        (self.conf / "master").write_text(yaml_conf(c))
+        self.sign = sign
+        self.proc = None
+
+    def bin(self, name):
+        return str(REL / name) if self.kind == "ours" else str(VENV / "bin" / name)
+
+    def start(self):
+        out = open(self.dir / "stdout.log", "w")
+        self.t_start = time.time()
+        self.proc = subprocess.Popen(
+            [self.bin("salt-master"), "-c", str(self.conf)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        pki = self.dir / "pki"
+        wait(
+            f"{self.kind} master up",
+            lambda: can_connect(self.ret_port)
+            and can_connect(self.pub_port)
+            and (not self.sign or (pki / "master_sign.pub").exists()),
+            120,
+        )
+        # Real Salt opens its ports before its workers run: let one sign-in-free request pass.
+        time.sleep(1 if self.kind == "salt" else 0)
+        return self
+
+    def stop(self):
+        if self.proc:
+            kill_group(self.proc)
+
+    def rss(self):
+        return rss_kib(self.proc.pid)
+
+    def cpu(self):
+        return cpu_s(self.proc.pid)
+
+    def salt(self, args, timeout):
+        t0 = time.time()
+        p = subprocess.run(
+            [self.bin("salt"), "-c", str(self.conf)] + args,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        return time.time() - t0, p.stdout, p.stderr
+
+    def salt_key(self, args):
+        return subprocess.run(
+            [self.bin("salt-key"), "-c", str(self.conf)] + args,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def ping(self, tgt, timeout):
+        secs, out, _ = self.salt(["-t", str(timeout), tgt, "test.ping", "--out", "txt"], timeout + 60)
+        return secs, sum(1 for l in out.splitlines() if l.rstrip().endswith(": True"))
+
+
+class Swarm:
+    """One swarm process."""
+
+    def __init__(self, master, n, prefix, id_start=0, extra=()):
+        self.log = master.dir / f"swarm-{prefix}{id_start}.log"
+        args = [
+            str(REL / "swarm"),
+            "-n", str(n),
+            "--master", "127.0.0.1",
+            "--ret-port", str(master.ret_port),
+            "--publish-port", str(master.pub_port),
+            "--key-cache", str(KEYS),
+            "--keys", str(NKEYS),
+            "--cached-only",
+            "--id-prefix", prefix,
+            "--id-start", str(id_start),
+            "--interval", "0.5",
+        ]
+        if master.sign:
+            args += ["--master-sign-pub", str(master.dir / "pki" / "master_sign.pub")]
+        args += list(extra)
+        self.proc = subprocess.Popen(
+            args, stdout=open(self.log, "w"), stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def text(self):
+        return self.log.read_text(errors="replace")
+
+    def stat(self, key):
+        for l in reversed(self.text().splitlines()):
+            if l.startswith("swarm t="):
+                m = re.search(rf"\b{key}=([0-9.]+)", l)
+                return float(m.group(1)) if m else None
+        return None
+
+    def keys_loaded(self):
+        return "loaded_in_s=" in self.text() or self.proc.poll() is not None
+
+    def all_in(self):
+        m = re.search(r"ALL_SIGNED_IN n=(\d+) secs=([0-9.]+) signins_per_s=([0-9.]+)", self.text())
+        return (int(m.group(1)), float(m.group(2)), float(m.group(3))) if m else None
+
+    def stop(self):
+        kill_group(self.proc, 5)
+
+
+def add(section, metric, ours, salt, note=""):
+    results.append((section, metric, ours, salt, note))
+    log(f"[{section}] {metric}: ours={ours} salt={salt} {note}")
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.2f}{unit}" if v < 100 else f"{v:,.0f}{unit}"
+    return f"{v}{unit}"
+
+
+# ---------------------------------------------------------------- openssl
+RSA_SIGN = None
+
+
+def bench_openssl():
+    global RSA_SIGN
+    la = loadavg()
+    p = subprocess.run(["openssl", "speed", "-seconds", "3", "rsa2048"], capture_output=True, text=True)
+    m = re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+([0-9.]+)\s+([0-9.]+)", p.stdout, re.M)
+    RSA_SIGN = float(m.group(1)) if m else None
+    add("rsa", "openssl speed rsa2048 private ops/s (1 core)", RSA_SIGN, RSA_SIGN, f"load {la}")
+
+
+# ---------------------------------------------------------------- storm
+OPS = {"ours": 1, "salt": 3}  # RSA private ops per first sign-in (see docs/benchmarks.md)
+
+
+def storm(kind):
+    m = Master(kind, f"storm-{kind}").start()
+    cpu0 = m.cpu()
+    la = loadavg()
+    sw = Swarm(m, SIGNIN_N, "storm-", extra=["--concurrency", "256", "--exit-after-signin", "--lazy-session"])
+    budget = 600 if kind == "ours" else max(SALT_BUDGET, 600)
+    try:
+        wait("storm sign-ins", lambda: sw.all_in() or sw.proc.poll() is not None, budget, 0.2)
+    except TimeoutError:
+        pass
+    res = sw.all_in()
+    cpu = m.cpu() - cpu0
+    signed = int(sw.stat("signed_in") or 0)
+    sw.stop()
+    m.stop()
+    if not res:
+        return None, signed, cpu, la
+    return res[2], signed, cpu, la
+
+
+def bench_storm():
+    r = {"ours": storm("ours")}
+    r["salt"] = storm("salt") if not SKIP_SALT else (None, 0, 0, "")
+    o, s = r["ours"], r["salt"]
+    add("storm", f"sign-ins/s, {SIGNIN_N} new minions", o[0], s[0], f"load {o[3]} / {s[3]}")
+    if o[0] and s[0]:
+        add("storm", "ratio ours/salt", o[0] / s[0], None)
+    for k in ("ours", "salt"):
+        x = r[k]
+        if x[1]:
+            per = x[2] / x[1]
+            add("storm", f"{k}: master CPU ms per sign-in", per * 1000, None,
+                f"RSA floor {OPS[k]} op(s) = {OPS[k] * 1000 / RSA_SIGN:.2f} ms" if RSA_SIGN else "")
+            if RSA_SIGN and x[0]:
+                add("storm", f"{k}: share of RSA limit (rate x ops / openssl ops/s)",
+                    f"{100 * x[0] * OPS[k] / RSA_SIGN:.0f}%", None,
+                    f"CPU efficiency {100 * (OPS[k] / RSA_SIGN) / per:.0f}% of master CPU is RSA")
+
+
+# ---------------------------------------------------------------- fan-out
+def fanout(kind, sizes):
+    m = Master(kind, f"fanout-{kind}").start()
+    time.sleep(3)
+    idle = m.rss()
+    swarms, have, out = [], 0, {}
+    for size in sizes:
+        while have < size:
+            n = min(PER_PROC, size - have)
+            swarms.append((Swarm(m, n, "fan-", have, ["--concurrency", "256"]), n))
+            have += n
+        wait("swarm keys loaded", lambda: all(s.keys_loaded() for s, _ in swarms), 600, 0.1)
+        t0 = time.time()
+        budget = 900 if kind == "ours" else SALT_BUDGET
+        try:
+            wait(f"{size} signed in", lambda: all(s.all_in() for s, _ in swarms), budget, 0.5)
+        except TimeoutError:
+            pass
+        signed = sum(int(s.stat("signed_in") or 0) for s, _ in swarms)
+        su = time.time() - t0
+        la = loadavg()
+        runs = []
+        for _ in range(2):
+            secs, n_ret = m.ping("fan-*", 60 if kind == "ours" else 120)
+            runs.append((secs, n_ret))
+        rss = m.rss()
+        out[size] = (runs, signed, su, la, rss)
+        log(f"fan-out {kind} {size}: signed {signed} in {su:.0f}s, pings {runs}, rss {rss} KiB")
+    base, _, _ = m.salt(["-t", "5", "nomatch-zzz", "test.ping", "--out", "txt"], 60)
+    for s, _ in swarms:
+        s.stop()
+    m.stop()
+    return idle, out, base
+
+
+def bench_fanout():
+    o_idle, o, o_base = fanout("ours", FANOUT)
+    if SKIP_SALT:
+        s_idle, s, s_base = None, {}, None
+    else:
+        s_idle, s, s_base = fanout("salt", FANOUT)
+    add("footprint", "idle master RSS (MiB)", o_idle / 1024, s_idle / 1024 if s_idle else None,
+        "salt: all processes of its group")
+    add("fanout", "salt CLI with no minion to wait for (s)", o_base, s_base, "CLI start-up floor")
+    for size in FANOUT:
+        orun, osig, _, ola, orss = o[size]
+        srun = s.get(size)
+        def best(runs):
+            return min(r[0] for r in runs)
+        add("fanout", f"test.ping {size}: seconds until all returns (best of 2)", best(orun),
+            best(srun[0]) if srun else None, f"load {ola}")
+        add("fanout", f"test.ping {size}: returns / signed-in minions",
+            f"{max(r[1] for r in orun)}/{osig}",
+            f"{max(r[1] for r in srun[0])}/{srun[1]}" if srun else None,
+            f"salt sign-in budget {SALT_BUDGET:.0f}s")
+        add("footprint", f"master RSS holding {size} minions (MiB)", orss / 1024,
+            srun[4] / 1024 if srun else None)
+
+
+# ---------------------------------------------------------------- rotation
+def rotation(kind):
+    m = Master(kind, f"rot-{kind}").start()
+    sw = Swarm(m, ROT_N, "rot-", extra=["--concurrency", "256"])
+    try:
+        wait("rotation swarm signed in", sw.all_in, 900 if kind == "ours" else max(SALT_BUDGET, 600), 0.5)
+    except TimeoutError:
+        pass
+    m.ping("rot-*", 60)
+    reauth0 = sw.stat("reauths") or 0
+    r = m.salt_key(["-y", "-d", f"rot-{ROT_N - 1:05d}"])
+    dfn = m.dir / "cache" / ".dfn"
+    try:
+        wait("the master to rotate", lambda: not dfn.exists(), 60, 0.05)
+    except TimeoutError:
+        log(f"{kind}: dropfile still there; salt-key said {r.stdout} {r.stderr}")
+    la = loadavg()
+    secs, n = m.ping("rot-*", 120)
+    time.sleep(1.5)  # one more stats line from the swarm
+    reauths = (sw.stat("reauths") or 0) - reauth0
+    span = sw.stat("reauth_span_s") or 0
+    sw.stop()
+    m.stop()
+    return secs, n, reauths, (reauths / span if span else None), la
+
+
+def bench_rotation():
+    o = rotation("ours")
+    s = rotation("salt") if not SKIP_SALT else None
+    add("rotation", f"{ROT_N} minions, key rotated: seconds until all answer", o[0], s[0] if s else None,
+        f"load {o[4]} / {s[4] if s else ''}")
+    add("rotation", "returns", o[1], s[1] if s else None)
+    add("rotation", "re-auth sign-ins caused", o[2], s[2] if s else None)
+    add("rotation", "re-auth sign-ins/s", o[3], s[3] if s else None)
+
+
+# ---------------------------------------------------------------- minion footprint
+def minion_conf(d, m, mid, kind):
+    c = {
+        "id": mid,
+        "root_dir": str(d),
+        "pki_dir": str(d / "pki"),
+        "cachedir": str(d / "cache"),
+        "sock_dir": str(d / "sock"),
+        "pidfile": str(d / "minion.pid"),
+        "log_file": str(d / "minion.log"),
+        "log_level": "warning",
+        "log_level_logfile": "debug",
+        "master": "127.0.0.1",
+        "master_port": m.ret_port,
+        "publish_port": m.pub_port,
+        "acceptance_wait_time": 1,
+        "random_reauth_delay": 0,
+        "user": os.environ.get("USER", "root"),
+    }
+    if kind == "salt":
+        c.update({"multiprocessing": False, "mine_enabled": False, "grains_cache": True,
+                  "enable_fqdns_grains": False, "enable_gpu_grains": False})
+    (d / "conf").mkdir(parents=True, exist_ok=True)
+    (d / "conf" / "minion").write_text(yaml_conf(c))
+
+
+def master_log_auth_time(m, mid, after):
+    """Wall time of the master's 'Authentication request from <mid>' after `after`."""
+    pat = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*Authentication request from " + re.escape(mid) + r"\s*$")
+    for l in (m.dir / "master.log").read_text(errors="replace").splitlines():
+        mm = pat.match(l)
+        if mm:
+            t = datetime.strptime(mm.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            if t >= after - 0.002:
+                return t
+    return None
+
+
+def minion_footprint(kind):
+    m = Master(kind, f"minion-{kind}", sign=False).start()
+    d = m.dir / "minion"
+    mid = f"fp-{kind}"
+    minion_conf(d, m, mid, kind)
+    mbin = str(REL / "salt-minion") if kind == "ours" else str(VENV / "bin" / "salt-minion")
+
+    def start():
+        t = time.time()
+        p = subprocess.Popen([mbin, "-c", str(d / "conf")], stdout=open(d / "stdout.log", "a"),
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        return p, t
+
+    # First start: makes keys, gets accepted; then ping until it answers.
+    p, _ = start()
+    wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
+    time.sleep(5)
+    rss = rss_kib(p.pid)
+    kill_group(p)
+    # Second start with existing keys: time to the master seeing its sign-in request.
+    times = []
+    for _ in range(3):
+        p, t0 = start()
+        ta = wait("auth request logged", lambda: master_log_auth_time(m, mid, t0), 60, 0.01)
+        times.append((ta - t0) * 1000)
+        wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
+        kill_group(p)
+    m.stop()
+    return rss, min(times)
+
+
+def bench_footprint():
+    la = loadavg()
+    o = minion_footprint("ours")
+    s = minion_footprint("salt") if not SKIP_SALT else (None, None)
+    add("footprint", "idle minion RSS (MiB)", o[0] / 1024, s[0] / 1024 if s[0] else None, f"load {la}")
+    add("footprint", "minion start -> sign-in request at master, existing keys (ms, best of 3)", o[1], s[1],
+        "from the master's log timestamp")
+
+
+def count_keys():
+    n = 0
+    d = KEYS / "rsa2048"
+    while (d / f"{n}.pem").exists():
+        n += 1
+    return n
+
+
+def main():
+    global NKEYS
+    log(f"bench root {ROOT}; load {loadavg()}; salt venv {VENV if not SKIP_SALT else 'SKIPPED'}")
+    have = count_keys()
+    want = int(os.environ.get("BENCH_KEYS", "0")) or max(have, min(1000, max(FANOUT + [SIGNIN_N, ROT_N])))
+    if have < want:
+        log(f"generating {want - have} minion keys into {KEYS} (once)")
+        subprocess.run([str(REL / "swarm"), "-n", str(want), "--key-cache", str(KEYS), "--exit-after-signin",
+                        "--run-time", "0.1", "--ret-port", "1", "--publish-port", "1"], check=False,
+                       stdout=subprocess.DEVNULL)
+        have = count_keys()
+    NKEYS = have
+    log(f"{NKEYS} distinct minion keys (minion i uses key i mod {NKEYS})")
+    for name, fn in (("openssl", bench_openssl), ("storm", bench_storm), ("fanout", bench_fanout),
+                     ("rotation", bench_rotation), ("footprint", bench_footprint)):
+        if name in ONLY:
+            try:
+                fn()
+            except Exception as e:  # keep the other sections
+                log(f"section {name} failed: {e!r}")
+                add(name, "FAILED", repr(e), None)
+    print()
+    print(f"| section | metric | ours | Salt 3007.17 | note |")
+    print(f"|---|---|---|---|---|")
+    for sec, met, o, s, note in results:
+        print(f"| {sec} | {met} | {fmt(o)} | {fmt(s)} | {note} |")
+    print(f"\nkeys: {NKEYS} distinct; worker_threads: {WORKERS}; logs: {ROOT}; load at end: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()
