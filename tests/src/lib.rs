@@ -19,6 +19,7 @@
 pub mod bins;
 pub mod cli;
 pub mod config;
+pub mod e2e_support;
 pub mod error;
 pub mod interop_support;
 pub mod keys;

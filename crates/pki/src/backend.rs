@@ -261,13 +261,34 @@ impl RsaPrivateOps for OpensslPrivateKey {
 
 /// Parse a PEM public key: SPKI (`PUBLIC KEY`) or PKCS#1 (`RSA PUBLIC KEY`).
 pub fn public_from_pem(pem: &[u8]) -> Result<OpensslPublicKey, Error> {
-    if contains(pem, b"-----BEGIN RSA PUBLIC KEY-----") {
-        let rsa = Rsa::public_key_from_pem_pkcs1(pem).map_err(|_| Error::BadPem)?;
+    // Decode the armour ourselves and hand OpenSSL DER only: OpenSSL's PEM reader falls back
+    // to an interactive passphrase prompt on encrypted blocks, and a public key comes from a
+    // peer (a minion's `pub`, a master's `pub_key`), so it must never reach that path.
+    if let Some(der) = pem_body(pem, "RSA PUBLIC KEY") {
+        let rsa = Rsa::public_key_from_der_pkcs1(&der).map_err(|_| Error::BadPem)?;
         return OpensslPublicKey::new(rsa);
     }
-    let pkey = PKey::public_key_from_pem(pem).map_err(|_| Error::BadPem)?;
+    let der = pem_body(pem, "PUBLIC KEY").ok_or(Error::BadPem)?;
+    let pkey = PKey::public_key_from_der(&der).map_err(|_| Error::BadPem)?;
     if pkey.id() != openssl::pkey::Id::RSA {
         return Err(Error::UnsupportedKey);
     }
     OpensslPublicKey::new(pkey.rsa().map_err(|_| Error::UnsupportedKey)?)
+}
+
+/// The base64-decoded body of the first `-----BEGIN {label}-----` block, or `None` when there
+/// is none, it has headers (`Proc-Type:` and the like: encryption), or it is not base64.
+fn pem_body(pem: &[u8], label: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let text = std::str::from_utf8(pem).ok()?;
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let start = text.find(&begin)? + begin.len();
+    let rest = text.get(start..)?;
+    let body = rest.get(..rest.find(&end)?)?;
+    if body.contains(':') {
+        return None;
+    }
+    let b64: String = body.split_whitespace().collect();
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
 }
