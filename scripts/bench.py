@@ -505,6 +505,13 @@ def minion_footprint(kind):
                              stderr=subprocess.STDOUT, start_new_session=True)
         return p, t
 
+    try:
+        return minion_measure(m, d, mid, start)
+    finally:
+        m.stop()
+
+
+def minion_measure(m, d, mid, start):
     # First start: makes keys, gets accepted; then ping until it answers.
     p, _ = start()
     wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
@@ -519,7 +526,6 @@ def minion_footprint(kind):
         times.append((ta - t0) * 1000)
         wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
         kill_group(p)
-    m.stop()
     return rss, min(times)
 
 
