@@ -505,9 +505,18 @@ def minion_footprint(kind):
                              stderr=subprocess.STDOUT, start_new_session=True)
         return p, t
 
+    procs = []
+
+    def tracked_start():
+        p, t = start()
+        procs.append(p)
+        return p, t
+
     try:
-        return minion_measure(m, d, mid, start)
+        return minion_measure(m, d, mid, tracked_start)
     finally:
+        for p in procs:
+            kill_group(p)
         m.stop()
 
 
