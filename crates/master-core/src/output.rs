@@ -18,6 +18,8 @@ pub enum OutputFormat {
     Yaml,
     /// `id: line` per line of string returns.
     Txt,
+    /// Python `repr` of the whole return, as Salt's `raw` outputter prints it.
+    Raw,
 }
 
 impl OutputFormat {
@@ -28,6 +30,7 @@ impl OutputFormat {
             "json" => Some(Self::Json),
             "yaml" => Some(Self::Yaml),
             "txt" => Some(Self::Txt),
+            "raw" => Some(Self::Raw),
             _ => None,
         }
     }
@@ -48,6 +51,7 @@ pub fn render(format: OutputFormat, data: &Value) -> String {
             out.trim_end_matches('\n').to_owned()
         }
         OutputFormat::Txt => txt(data),
+        OutputFormat::Raw => py_repr(data),
     }
 }
 
@@ -156,10 +160,39 @@ fn txt(v: &Value) -> String {
     out.trim_end_matches('\n').to_owned()
 }
 
+/// Python `repr` of a str: single quotes unless the text holds `'` and no `"`.
+fn py_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
 /// Python `repr`-like rendering of nested data (for `txt`).
 fn py_repr(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::String(s) => py_str_repr(s),
         Value::Array(items) => {
             format!(
                 "[{}]",
@@ -169,7 +202,7 @@ fn py_repr(v: &Value) -> String {
         Value::Object(map) => format!(
             "{{{}}}",
             map.iter()
-                .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
+                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -269,6 +302,50 @@ mod tests {
         let data = json!({"m1": {"b": 1, "a": [1, "x", {"k": null}], "c": 1.5}});
         let expected = "m1:\n    ----------\n    a:\n        - 1\n        - x\n        |_\n          ----------\n          k:\n              None\n    b:\n        1\n    c:\n        1.5";
         assert_eq!(render(OutputFormat::Nested, &data), expected);
+    }
+
+    /// Compare our `nested` and `raw` bytes with Salt's own outputters from the venv.
+    #[test]
+    fn nested_and_raw_match_salt_golden() {
+        let venv = std::env::var("SALT_VENV")
+            .unwrap_or_else(|_| "/work/main/.venv/salt-3007.17".to_owned());
+        let python = std::path::Path::new(&venv).join("bin/python");
+        if !python.exists() {
+            println!("SKIPPED: no Salt venv");
+            return;
+        }
+        let script = "import json,sys\nimport salt.output.nested as n, salt.output.raw as r\n\
+            n.__opts__={'color':False,'nested_indent':0}\nr.__opts__={}\n\
+            d=json.loads(sys.argv[1])\n\
+            sys.stdout.write(n.output(d)+'\\x00'+r.output(d))\n";
+        let cases = [
+            json!({"m1": true, "m2": false}),
+            json!({"m1": "hi", "m2": "multi\nline\nstring"}),
+            json!({"m1": {"b": 1, "a": [1, "x", {"k": null}], "c": 1.5, "s": "l1\nl2", "e": "", "l": [[1, 2]]}}),
+            json!({"m1": {"outer": {"inner": {"deep": "v", "n": 3}}, "list": ["a", "b"]}}),
+            json!({"m1": ["x", "y"], "m2": {"it's": "q'uote"}}),
+        ];
+        for data in cases {
+            let out = std::process::Command::new(&python)
+                .arg("-c")
+                .arg(script)
+                .arg(data.to_string())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let text = String::from_utf8(out.stdout).unwrap();
+            let (nested, raw) = text.split_once('\0').unwrap();
+            assert_eq!(
+                render(OutputFormat::Nested, &data),
+                nested,
+                "nested for {data}"
+            );
+            assert_eq!(render(OutputFormat::Raw, &data), raw, "raw for {data}");
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ struct Args {
     /// TARGET is `grain:glob`, matched by the minions.
     #[arg(short = 'G', long = "grain", group = "tgt")]
     grain: bool,
-    /// Output format: nested, json, yaml, txt.
+    /// Output format: nested, json, yaml, txt, raw.
     #[arg(long = "out", alias = "output", default_value = "nested")]
     out: String,
     /// Print all returns at once at the end.
@@ -107,7 +107,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let Some(format) = OutputFormat::from_name(&args.out) else {
         eprintln!(
-            "salt: unknown outputter {:?} (nested, json, yaml, txt)",
+            "salt: unknown outputter {:?} (nested, json, yaml, txt, raw)",
             args.out
         );
         return ExitCode::from(2);
