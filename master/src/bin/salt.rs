@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -39,6 +40,12 @@ struct Args {
     /// Output format: nested, json, yaml, txt, raw.
     #[arg(long = "out", alias = "output", default_value = "nested")]
     out: String,
+    /// Write the output to this file instead of stdout.
+    #[arg(long = "out-file")]
+    out_file: Option<PathBuf>,
+    /// With --out-file: append instead of truncating.
+    #[arg(long = "out-file-append")]
+    out_file_append: bool,
     /// Print all returns at once at the end.
     #[arg(long = "static")]
     static_out: bool,
@@ -112,6 +119,22 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
+    let sink: Box<dyn std::io::Write> = match &args.out_file {
+        None => Box::new(std::io::stdout()),
+        Some(path) => match std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(args.out_file_append)
+            .truncate(!args.out_file_append)
+            .open(path)
+        {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("salt: cannot open {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
     let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone()))) {
         Ok(l) => l.config,
         Err(e) => {
@@ -147,7 +170,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(run(sock, req, format, args.static_out))
+    runtime.block_on(run(sock, req, format, args.static_out, sink))
 }
 
 async fn run(
@@ -155,6 +178,7 @@ async fn run(
     req: PublishRequest,
     format: OutputFormat,
     static_out: bool,
+    mut sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
     let mut stream = match tokio::net::UnixStream::connect(&sock).await {
         Ok(s) => s,
@@ -200,7 +224,7 @@ async fn run(
                 if static_out {
                     all.insert(id, ret);
                 } else {
-                    println!("{}", render(format, &json!({ id: ret })));
+                    let _ = writeln!(sink, "{}", render(format, &json!({ id: ret })));
                 }
             }
             LocalEvent::Done { missing } => {
@@ -211,7 +235,7 @@ async fn run(
                     if static_out {
                         all.insert(id, msg);
                     } else {
-                        println!("{}", render(format, &json!({ id: msg })));
+                        let _ = writeln!(sink, "{}", render(format, &json!({ id: msg })));
                     }
                 }
                 break;
@@ -225,7 +249,7 @@ async fn run(
         }
     }
     if static_out && !all.is_empty() {
-        println!("{}", render(format, &Value::Object(all)));
+        let _ = writeln!(sink, "{}", render(format, &Value::Object(all)));
     }
     if !any {
         eprintln!("ERROR: No return received");
