@@ -113,6 +113,21 @@ fn first_start_pending_accept_ping_and_cmd_run() {
     assert_eq!(out.status.and_then(|s| s.code()), Some(1), "{out:?}");
     let out = salt(&c, &["-t", "10", "--out", "json", "m*", "test.ping"]);
     assert_eq!(out.stdout, "{\n    \"m1\": true\n}\n", "{out:?}");
+    let out = salt(&c, &["-t", "10", "--out", "raw", "m1", "test.ping"]);
+    assert_eq!(out.stdout, "{'m1': True}\n", "{out:?}");
+    // --out-file writes the output there (truncating), --out-file-append appends.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("out.txt");
+    let f = file.to_str().unwrap();
+    for extra in [&[][..], &["--out-file-append"][..]] {
+        let mut args = vec!["-t", "10", "--out-file", f];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["m1", "test.ping"]);
+        let out = salt(&c, &args);
+        assert_eq!(out.stdout, "", "{out:?}");
+        assert!(out.success());
+    }
+    assert_eq!(read(&file), "m1:\n    True\nm1:\n    True\n");
     wait_for_log(&m1, "Executing command cmd.run", START).unwrap();
 }
 
