@@ -113,6 +113,20 @@ fn first_start_pending_accept_ping_and_cmd_run() {
     assert_eq!(out.status.and_then(|s| s.code()), Some(1), "{out:?}");
     let out = salt(&c, &["-t", "10", "--out", "json", "m*", "test.ping"]);
     assert_eq!(out.stdout, "{\n    \"m1\": true\n}\n", "{out:?}");
+    let out = salt(
+        &c,
+        &[
+            "-t",
+            "10",
+            "--out",
+            "json",
+            "--out-indent",
+            "-1",
+            "m1",
+            "test.ping",
+        ],
+    );
+    assert_eq!(out.stdout, "{\"m1\": true}\n", "{out:?}");
     let out = salt(&c, &["-t", "10", "--out", "raw", "m1", "test.ping"]);
     assert_eq!(out.stdout, "{'m1': True}\n", "{out:?}");
     // --out-file writes the output there (truncating), --out-file-append appends.

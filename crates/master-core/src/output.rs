@@ -122,6 +122,61 @@ fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Python's `json.dumps` separators when `indent` is `None`: `", "` and `": "`.
+struct PyCompact;
+
+impl serde_json::ser::Formatter for PyCompact {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+/// JSON as Salt's `json` outputter prints it with `--out-indent N`: `Some(n)` indents by
+/// `n` spaces, `None` (a negative `--out-indent`) is one line with Python's separators.
+pub fn render_json(data: &Value, indent: Option<usize>) -> String {
+    use serde::Serialize;
+    let mut buf = Vec::new();
+    let ok = match indent {
+        Some(n) => {
+            let pad = vec![b' '; n];
+            let fmt = serde_json::ser::PrettyFormatter::with_indent(&pad);
+            data.serialize(&mut serde_json::Serializer::with_formatter(&mut buf, fmt))
+        }
+        None => data.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut buf, PyCompact,
+        )),
+    };
+    match (ok, String::from_utf8(buf)) {
+        (Ok(()), Ok(s)) => s,
+        _ => "{}".into(),
+    }
+}
+
 fn json_pretty(v: &Value) -> String {
     use serde::Serialize;
     let mut buf = Vec::new();
@@ -346,6 +401,17 @@ mod tests {
             );
             assert_eq!(render(OutputFormat::Raw, &data), raw, "raw for {data}");
         }
+    }
+
+    #[test]
+    fn json_out_indent() {
+        let d = json!({"m1": {"a": [1, true]}});
+        assert_eq!(render_json(&d, None), "{\"m1\": {\"a\": [1, true]}}");
+        assert_eq!(
+            render_json(&d, Some(2)),
+            "{\n  \"m1\": {\n    \"a\": [\n      1,\n      true\n    ]\n  }\n}"
+        );
+        assert_eq!(render_json(&d, Some(4)), render(OutputFormat::Json, &d));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::Parser;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
-use salt_master_core::output::{OutputFormat, render};
+use salt_master_core::output::{OutputFormat, render, render_json};
 use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
@@ -40,6 +40,9 @@ struct Args {
     /// Output format: nested, json, yaml, txt, raw.
     #[arg(long = "out", alias = "output", default_value = "nested")]
     out: String,
+    /// JSON indentation for `--out json` (negative: one line).
+    #[arg(long = "out-indent", allow_negative_numbers = true)]
+    out_indent: Option<i64>,
     /// Write the output to this file instead of stdout.
     #[arg(long = "out-file")]
     out_file: Option<PathBuf>,
@@ -119,6 +122,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
+    let json_indent = args.out_indent.map(|n| usize::try_from(n).ok());
     let sink: Box<dyn std::io::Write> = match &args.out_file {
         None => Box::new(std::io::stdout()),
         Some(path) => match std::fs::OpenOptions::new()
@@ -170,13 +174,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(run(sock, req, format, args.static_out, sink))
+    runtime.block_on(run(sock, req, (format, json_indent), args.static_out, sink))
+}
+
+/// Render with `--out-indent` applied to `json`.
+fn show(format: OutputFormat, json_indent: Option<Option<usize>>, data: &Value) -> String {
+    match (format, json_indent) {
+        (OutputFormat::Json, Some(indent)) => render_json(data, indent),
+        _ => render(format, data),
+    }
 }
 
 async fn run(
     sock: PathBuf,
     req: PublishRequest,
-    format: OutputFormat,
+    (format, json_indent): (OutputFormat, Option<Option<usize>>),
     static_out: bool,
     mut sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
@@ -224,7 +236,7 @@ async fn run(
                 if static_out {
                     all.insert(id, ret);
                 } else {
-                    let _ = writeln!(sink, "{}", render(format, &json!({ id: ret })));
+                    let _ = writeln!(sink, "{}", show(format, json_indent, &json!({ id: ret })));
                 }
             }
             LocalEvent::Done { missing } => {
@@ -235,7 +247,8 @@ async fn run(
                     if static_out {
                         all.insert(id, msg);
                     } else {
-                        let _ = writeln!(sink, "{}", render(format, &json!({ id: msg })));
+                        let _ =
+                            writeln!(sink, "{}", show(format, json_indent, &json!({ id: msg })));
                     }
                 }
                 break;
@@ -249,7 +262,7 @@ async fn run(
         }
     }
     if static_out && !all.is_empty() {
-        let _ = writeln!(sink, "{}", render(format, &Value::Object(all)));
+        let _ = writeln!(sink, "{}", show(format, json_indent, &Value::Object(all)));
     }
     if !any {
         eprintln!("ERROR: No return received");
