@@ -249,6 +249,10 @@ impl RsaPrivateOps for OpensslPrivateKey {
         if msg.len() + 4 > k {
             return Err(Error::MessageTooLong);
         }
+        // ... and a non-empty one (fuzz finding 2: an empty message signs but never verifies).
+        if msg.is_empty() {
+            return Err(Error::EmptyMessage);
+        }
         let mut out = vec![0u8; k];
         let n = self
             .rsa

@@ -61,6 +61,9 @@ pub enum Error {
     /// The plaintext does not fit in one RSA block for the chosen padding.
     #[error("message too long for the key and padding")]
     MessageTooLong,
+    /// X9.31 signing of an empty message: OpenSSL would sign it, but never verify it.
+    #[error("empty message for an X9.31 signature")]
+    EmptyMessage,
 
     /// The crypto backend failed for a reason that is not the input's fault.
     #[error("crypto backend failure: {0}")]
@@ -109,7 +112,9 @@ impl Error {
             | Self::DecryptFailed
             | Self::Malformed(_)
             | Self::NonceMismatch => Fault::Peer,
-            Self::UnsupportedKeySize { .. } | Self::MessageTooLong => Fault::Caller,
+            Self::UnsupportedKeySize { .. } | Self::MessageTooLong | Self::EmptyMessage => {
+                Fault::Caller
+            }
             Self::Backend(_) => Fault::Backend,
             Self::Io { .. } => Fault::Io,
         }

@@ -185,3 +185,14 @@ fn public_from_pem_never_prompts() {
         );
     }
 }
+
+/// Fuzz finding 2: X9.31 signing of an empty message is refused (it never verified).
+#[test]
+fn x931_sign_refuses_empty_message() {
+    let key = salt_pki::PrivateKey::generate(2048).unwrap();
+    assert!(matches!(
+        key.x931_sign(b""),
+        Err(salt_pki::Error::EmptyMessage)
+    ));
+    assert!(key.x931_sign(b"salt").is_ok());
+}
