@@ -85,7 +85,18 @@ fn load_one(d: &Path, i: usize, generate: bool) -> Result<CachedKey, KeyCacheErr
     };
     let tok_path = d.join(format!("{i}.tok"));
     let tok = match std::fs::read(&tok_path) {
-        Ok(t) if t.len() == key.size() => t,
+        // A cached token is checked (one cheap public-key operation): a stale one, left by
+        // an earlier key at the same index, makes the master refuse every request of that
+        // minion ("minion token did not validate") while its sign-ins still succeed.
+        Ok(t)
+            if t.len() == key.size()
+                && key
+                    .public_key()
+                    .x931_recover(&t)
+                    .is_ok_and(|m| m == b"salt") =>
+        {
+            t
+        }
         _ => {
             let t = key.x931_sign(b"salt").map_err(kerr(&tok_path))?;
             salt_pki::files::atomic_write(&tok_path, &t, 0o600).map_err(kerr(&tok_path))?;
@@ -171,5 +182,29 @@ mod tests {
             assert_eq!(x.tok, y.tok);
             assert_eq!(x.key.public_key().x931_recover(&x.tok).unwrap(), b"salt");
         }
+    }
+
+    #[test]
+    fn a_stale_cached_token_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = load(dir.path(), 2, 1, false).unwrap();
+        // Key 1's token next to key 0: right length, wrong key (what an older cache held).
+        let tok0 = dir.path().join("rsa2048").join("0.tok");
+        std::fs::remove_file(&tok0).unwrap();
+        std::fs::write(&tok0, &a[1].tok).unwrap();
+        let b = load(dir.path(), 2, 1, true).unwrap();
+        assert_eq!(
+            b[0].key.public_key().x931_recover(&b[0].tok).unwrap(),
+            b"salt"
+        );
+        assert_eq!(
+            b[0].tok, a[0].tok,
+            "X9.31 is deterministic: the right token again"
+        );
+        assert_eq!(
+            std::fs::read(&tok0).unwrap(),
+            a[0].tok,
+            "cache file repaired"
+        );
     }
 }

@@ -201,6 +201,9 @@ pub struct Stats {
     pub returns_sent: AtomicU64,
     /// Replies to `_return` received.
     pub returns_acked: AtomicU64,
+    /// Replies to `_return` that are an error string (e.g. "bad load": the master refused
+    /// the request), counted apart from `returns_acked`.
+    pub returns_refused: AtomicU64,
     /// Distinct job ids seen by this process.
     pub jobs_seen: AtomicU64,
     /// Microseconds since start of the first and last re-auth.
@@ -251,7 +254,7 @@ fn line(hub: &Hub, cfg: &Config, last: &mut (u64, Instant)) -> String {
     *last = (signins, now);
     let span = (g(&s.reauth_last_us).saturating_sub(g(&s.reauth_first_us))) as f64 / 1e6;
     format!(
-        "swarm t={:.1} minions={} signed_in={} signins={} signins_per_s={:.1} auth_sent={} retries={} auth_failures={} reauths={} reauth_span_s={:.3} pubs_decrypted={} pub_decrypt_failures={} jobs_matched={} returns_sent={} returns_acked={} jobs_seen={}",
+        "swarm t={:.1} minions={} signed_in={} signins={} signins_per_s={:.1} auth_sent={} retries={} auth_failures={} reauths={} reauth_span_s={:.3} pubs_decrypted={} pub_decrypt_failures={} jobs_matched={} returns_sent={} returns_acked={} jobs_seen={} returns_refused={}",
         hub.start.elapsed().as_secs_f64(),
         cfg.minions,
         g(&s.first_signins),
@@ -268,6 +271,7 @@ fn line(hub: &Hub, cfg: &Config, last: &mut (u64, Instant)) -> String {
         g(&s.returns_sent),
         g(&s.returns_acked),
         g(&s.jobs_seen),
+        g(&s.returns_refused),
     )
 }
 

@@ -364,8 +364,14 @@ impl Worker {
                     self.hub.inflight_auth.fetch_sub(1, Ordering::Relaxed);
                     self.on_auth_reply(j, &v);
                 }
+            } else if v.is_str() {
+                // An error string instead of an encrypted reply: the master refused it.
+                self.hub
+                    .stats
+                    .returns_refused
+                    .fetch_add(1, Ordering::Relaxed);
             } else if map_lookup(&v, "load").is_none() {
-                // An encrypted `_return` reply (or an error string).
+                // An encrypted `_return` reply.
                 self.hub.stats.returns_acked.fetch_add(1, Ordering::Relaxed);
             }
         }
