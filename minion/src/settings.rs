@@ -164,6 +164,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
         request_pillar: true,
         grains: Arc::new(grains),
         rng_seed: u64::from(std::process::id()) ^ 0x5a17_5a17,
+        random_reauth_delay: cfg.random_reauth_delay,
     })
 }
 

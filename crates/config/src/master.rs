@@ -30,6 +30,8 @@ pub const DEFAULT_WORKER_THREADS: u32 = 5;
 pub const DEFAULT_KEYSIZE: u32 = 2048;
 /// Default `autosign_timeout` (120 minutes).
 pub const DEFAULT_AUTOSIGN_TIMEOUT: Duration = Duration::from_secs(120 * 60);
+/// Default `aes_rotation_grace` (60 s, salt-rs only): the previous AES key's grace window.
+pub const DEFAULT_AES_ROTATION_GRACE: Duration = Duration::from_secs(60);
 /// Default `publish_session` (86400 s): AES session key lifetime.
 pub const DEFAULT_PUBLISH_SESSION: Duration = Duration::from_secs(86400);
 /// Default `loop_interval` (60 s).
@@ -155,6 +157,12 @@ salt_options! {
         /// Publish a ping after rotating the AES key so minions re-authenticate.
         #[salt_default = "False"]
         pub ping_on_rotate: bool,
+        /// salt-rs only: seconds after a rotation during which requests still encrypted
+        /// with the previous AES publish key are accepted (`0`: none), so jobs in flight and
+        /// minions that have not re-authenticated yet lose nothing. Publishes always use the
+        /// new key, and a removed minion is refused at once by its token check.
+        #[salt_default = "60 (salt-rs only)"]
+        pub aes_rotation_grace: Duration,
         /// Publish to topics (per-minion ZeroMQ filtering) instead of broadcasting.
         #[salt_default = "False"]
         pub zmq_filtering: bool,
@@ -338,6 +346,11 @@ impl MasterConfig {
             loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),
             rotate_aes_key: r.get("rotate_aes_key", true, boolean),
             ping_on_rotate: r.get("ping_on_rotate", false, boolean),
+            aes_rotation_grace: r.get(
+                "aes_rotation_grace",
+                DEFAULT_AES_ROTATION_GRACE,
+                duration(SEC),
+            ),
             zmq_filtering: r.get("zmq_filtering", false, boolean),
             pub_hwm: r.get("pub_hwm", 1000, count),
             zmq_backlog: r.get("zmq_backlog", 1000, count),

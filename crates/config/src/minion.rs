@@ -211,7 +211,7 @@ salt_options! {
         #[salt_default = "100"]
         pub minion_jid_queue_hwm: u32,
         /// Upper bound of the random delay before re-authenticating after a key rotation
-        /// (seconds).
+        /// (seconds; salt-rs spreads over at most 2 s of it, `0`: at once).
         #[salt_default = "10"]
         pub random_reauth_delay: Duration,
         /// Minimum wait before retrying a failed return (seconds).

@@ -360,8 +360,25 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
     } else {
         (shared.aes.current().crypticle.clone(), None)
     };
-    let plain = match crypticle.loads(ct, None) {
-        Ok(p) => p,
+    // Within the grace window after a rotation, a request encrypted with the previous
+    // publish key is still taken (and answered with that key); the token check below still
+    // refuses a minion whose key was deleted or rejected.
+    let decrypted = crypticle
+        .loads(ct, None)
+        .map(|p| (p, crypticle))
+        .or_else(|e| match env_id {
+            None => shared
+                .aes
+                .previous_within(shared.cfg.aes_rotation_grace, Instant::now())
+                .and_then(|prev| {
+                    let c = prev.crypticle.clone();
+                    c.loads(ct, None).ok().map(|p| (p, c))
+                })
+                .ok_or(e),
+            Some(_) => Err(e),
+        });
+    let (plain, crypticle) = match decrypted {
+        Ok(pc) => pc,
         Err(_) => {
             return bad(
                 "aes-decrypt",

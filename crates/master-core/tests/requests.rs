@@ -552,3 +552,84 @@ fn sign_in_and_return_cost() {
         "accepted sign-in: {per_auth:?} each; _return: {per_return:?} each (debug-profile test build, opt-level 1)"
     );
 }
+
+/// A version-2 request (encrypted with the publish key, no session key): after a rotation
+/// the previous key still works inside `aes_rotation_grace`, and a minion whose key was
+/// deleted is refused at once whichever key it uses.
+#[test]
+fn previous_publish_key_is_honoured_for_the_grace_window_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(
+        dir.path(),
+        "auto_accept: True\nminimum_auth_version: 2\naes_rotation_grace: 60\n",
+    );
+    let m = Minion::new("m2");
+    let reply = handle(&s, &m.auth("0123456789abcdef0123456789abcdef", None, 3));
+    assert!(map_get(&open_signed(&s, &reply), "aes").is_some());
+    let tok = m.key.x931_sign(b"salt").unwrap();
+    let v2 = |key: &Crypticle, nonce: &str| {
+        let load = Value::Map(vec![
+            (t("cmd"), t("_mine")),
+            (t("id"), t("m2")),
+            (t("nonce"), t(nonce)),
+            (t("tok"), Value::Binary(tok.clone())),
+        ]);
+        encode(&Value::Map(vec![
+            (t("enc"), t("aes")),
+            (t("load"), Value::Binary(key.dumps(&encode(&load), None))),
+            (t("version"), Value::from(2)),
+        ]))
+    };
+    let answered = |key: &Crypticle, nonce: &str| {
+        // The reply is the encrypted body, or the string "bad load".
+        let reply = bytes(&decode(&handle(&s, &v2(key, nonce))).unwrap());
+        key.loads(&reply, Some(nonce))
+            .is_ok_and(|p| decode(&p).unwrap() == Value::Boolean(true))
+    };
+    let old = s.aes.current().crypticle.clone();
+    assert!(
+        answered(&old, "11111111111111111111111111111111"),
+        "the current key works"
+    );
+
+    let t0 = std::time::Instant::now();
+    s.aes
+        .rotate_at(PublishKey::generate(&s.keys.key).unwrap(), t0);
+    let new = s.aes.current().crypticle.clone();
+    assert!(
+        answered(&new, "22222222222222222222222222222222"),
+        "the new key works"
+    );
+    assert!(
+        answered(&old, "33333333333333333333333333333333"),
+        "the previous key works inside the window"
+    );
+
+    // Window over (rotated 61 s ago): the previous key is refused.
+    s.aes.rotate_at(
+        PublishKey::generate(&s.keys.key).unwrap(),
+        t0 - Duration::from_secs(61),
+    );
+    let newest = s.aes.current().crypticle.clone();
+    assert!(
+        !answered(&new, "44444444444444444444444444444444"),
+        "previous key refused after the window"
+    );
+    assert!(answered(&newest, "55555555555555555555555555555555"));
+
+    // A deleted key: refused with the current key too (token check against minions/).
+    std::fs::remove_file(dir.path().join("pki/minions/m2")).unwrap();
+    s.aes
+        .rotate_at(PublishKey::generate(&s.keys.key).unwrap(), t0);
+    assert!(
+        !answered(&newest, "66666666666666666666666666666666"),
+        "previous key, deleted minion"
+    );
+    assert!(
+        !answered(
+            &s.aes.current().crypticle.clone(),
+            "77777777777777777777777777777777"
+        ),
+        "current key, deleted minion"
+    );
+}

@@ -12,8 +12,10 @@
 //!
 //! Sign-ins, alive checks and failback pings are timed out by the state machine; the
 //! driver only reports answers. A publish that no longer decrypts (the master rotated its
-//! AES key) or a request whose reply does not decrypt (the session key rotated) triggers
-//! one re-authentication with the current master, after which the message is retried once.
+//! AES key) triggers one re-authentication with the current master after a random delay
+//! ([`crate::rekey`]: spread so a fleet does not stampede), after which the held publish is
+//! decoded once; a request whose reply does not decrypt (the session key rotated) re-auths
+//! at once and is retried once.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -34,6 +36,7 @@ use crate::failover::{Action, CheckId, Event, FailoverConfig, FailoverState, Mas
 use crate::job::{JidQueue, Job};
 use crate::modules::ExecContext;
 use crate::net::{self, NetError, SubNote, SubOptions};
+use crate::rekey::ReauthSpread;
 
 /// Everything the driver needs, already validated (the binary maps salt-config onto it).
 #[derive(Debug, Clone)]
@@ -66,6 +69,9 @@ pub struct MinionSettings {
     pub grains: Arc<Value>,
     /// Seed for the state machine's randomness.
     pub rng_seed: u64,
+    /// `random_reauth_delay`: bounds the random wait before re-authenticating after the
+    /// master rotated its AES key (capped, see [`crate::rekey`]).
+    pub random_reauth_delay: Duration,
 }
 
 /// How [`run`] ended.
@@ -159,8 +165,12 @@ struct Driver {
     refreshing: bool,
     retry_publishes: Vec<Vec<Vec<u8>>>,
     retry_requests: Vec<Value>,
+    rekey: ReauthSpread,
     exit: Option<i32>,
 }
+
+/// Publishes held while waiting to re-authenticate (more are dropped, as a full queue).
+const MAX_HELD_PUBLISHES: usize = 64;
 
 fn now_std() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
@@ -231,6 +241,10 @@ pub async fn run(
     let (ev_tx, mut ev_rx) = mpsc::channel(64);
     let (sub_tx, mut sub_rx) = mpsc::channel(64);
     let topic = topic_for(&settings.id);
+    let rekey = ReauthSpread::new(
+        settings.random_reauth_delay,
+        settings.rng_seed.rotate_left(17) ^ 0x7e4e_7e4e,
+    );
     let mut d = Driver {
         s: settings,
         key,
@@ -248,6 +262,7 @@ pub async fn run(
         refreshing: false,
         retry_publishes: Vec::new(),
         retry_requests: Vec::new(),
+        rekey,
         exit: None,
     };
     tokio::pin!(shutdown);
@@ -257,7 +272,10 @@ pub async fn run(
             d.close();
             return Ok(RunOutcome::Exit(code));
         }
-        let deadline = d.st.poll_timeout();
+        let deadline = match (d.st.poll_timeout(), d.rekey.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let timer = async {
             match deadline {
                 Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
@@ -272,7 +290,13 @@ pub async fn run(
                 d.close();
                 return Ok(RunOutcome::Shutdown);
             }
-            () = timer => d.st.handle_timeout(now_std()),
+            () = timer => {
+                let now = now_std();
+                d.st.handle_timeout(now);
+                if d.rekey.handle_timeout(now) {
+                    d.start_refresh();
+                }
+            }
             Some(ev) = ev_rx.recv() => d.handle_ev(ev),
             Some((epoch, note)) = sub_rx.recv() => d.handle_sub(epoch, note),
         }
@@ -319,6 +343,7 @@ impl Driver {
                 }
                 self.epoch += 1;
                 self.refreshing = false;
+                self.rekey.cancel();
             }
             Action::SendAliveCheck { idx, id, timeout } => {
                 let Some(addr) = self.addr(idx) else { return };
@@ -777,9 +802,18 @@ impl Driver {
             Ok(Some(load)) => load,
             Ok(None) => return,
             Err(ChannelError::Decrypt) if may_retry => {
-                debug!("Publish did not decrypt: the master AES key may have rotated");
-                self.retry_publishes.push(frames.to_vec());
-                self.start_refresh();
+                if self.retry_publishes.len() < MAX_HELD_PUBLISHES {
+                    self.retry_publishes.push(frames.to_vec());
+                }
+                if !self.refreshing
+                    && let Some(delay) = self.rekey.handle_stale_key(now_std())
+                {
+                    debug!(
+                        "Publish did not decrypt: the master AES key may have rotated; \
+                         re-authenticating in {:.3}s",
+                        delay.as_secs_f64()
+                    );
+                }
                 return;
             }
             Err(ChannelError::Replay(s)) => {

@@ -4,6 +4,7 @@
 //! * [`grains`]: facts about the host.
 //! * [`modules`]: execution functions (`test.*`, `cmd.*`, `grains.*`, `sys.*`).
 //! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
+//! * [`rekey`]: when to re-authenticate after an AES key rotation (spread, no stampede).
 #![forbid(unsafe_code)]
 
 pub mod channel;
@@ -14,3 +15,4 @@ pub mod job;
 pub mod matcher;
 pub mod modules;
 pub mod net;
+pub mod rekey;

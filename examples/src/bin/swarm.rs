@@ -82,6 +82,11 @@ struct Args {
     /// Seconds between retries of a pending sign-in.
     #[arg(long, default_value_t = 1.0)]
     retry_wait: f64,
+    /// After a publish that no longer decrypts (AES rotation), wait a random delay in
+    /// [0, min(S, 2)] seconds before signing in again, as our salt-minion does with
+    /// `random_reauth_delay: S`; 0 (default): at once, as a Python minion.
+    #[arg(long, default_value_t = 0.0)]
+    reauth_spread: f64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -108,6 +113,7 @@ fn main() -> anyhow::Result<()> {
     cfg.exit_after_signin = a.exit_after_signin;
     cfg.report_every = Duration::from_secs_f64(a.interval.max(0.05));
     cfg.retry_wait = Duration::from_secs_f64(a.retry_wait.max(0.01));
+    cfg.reauth_spread = Duration::from_secs_f64(a.reauth_spread.max(0.0));
     let mut stdout = std::io::stdout();
     let summary = run(cfg, &mut |l| {
         let _ = writeln!(stdout, "{l}");

@@ -120,6 +120,10 @@ pub struct Config {
     pub retry_wait: Duration,
     /// Give up on a sign-in reply after this long and send a new request.
     pub auth_timeout: Duration,
+    /// `random_reauth_delay` of our minion: after a publish that no longer decrypts, wait a
+    /// random delay in `[0, min(this, 2 s)]` before signing in again
+    /// (`salt_minion_core::rekey`); zero: at once, as a Python minion.
+    pub reauth_spread: Duration,
 }
 
 impl Config {
@@ -149,6 +153,7 @@ impl Config {
             report_every: Duration::from_secs(1),
             retry_wait: Duration::from_secs(1),
             auth_timeout: Duration::from_secs(60),
+            reauth_spread: Duration::ZERO,
         }
     }
 

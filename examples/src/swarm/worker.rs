@@ -1,6 +1,7 @@
 //! One swarm thread: a share of the minions, their sockets and one `zmq::poll` loop.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -10,6 +11,7 @@ use rmpv::Value;
 use salt_minion_core::channel::{Session, value_bytes};
 use salt_minion_core::job::{JidQueue, Job};
 use salt_minion_core::matcher::{fnmatch_to_regex, map_lookup};
+use salt_minion_core::rekey::ReauthSpread;
 use salt_pki::{Crypticle, PublicKey, Zeroizing};
 use salt_proto::auth_minion::{AuthClient, AuthSettings};
 
@@ -49,6 +51,8 @@ struct Minion {
     serial: u64,
     held: Vec<Vec<Vec<u8>>>,
     jids: JidQueue,
+    /// When to sign in again after a stale publish key (our minion's spread).
+    rekey: ReauthSpread,
 }
 
 pub(crate) struct Worker {
@@ -61,6 +65,8 @@ pub(crate) struct Worker {
     minions: Vec<Minion>,
     /// Sign-in queue: (not before, local minion index).
     queue: VecDeque<(Instant, usize)>,
+    /// Re-auths waiting out their spread delay: (due, local minion index), earliest first.
+    delayed: BinaryHeap<Reverse<(Instant, usize)>>,
     by_nonce: HashMap<String, usize>,
     /// Dealers sent on since the last poll, and a flag per dealer.
     dirty: Vec<usize>,
@@ -179,6 +185,7 @@ impl Worker {
                 serial: 0,
                 held: Vec::new(),
                 jids: JidQueue::default(),
+                rekey: ReauthSpread::new(cfg.reauth_spread, (cfg.id_start + i) as u64),
             });
             queue.push_back((now, j));
         }
@@ -193,6 +200,7 @@ impl Worker {
             subs,
             minions,
             queue,
+            delayed: BinaryHeap::new(),
             by_nonce: HashMap::new(),
             dirty: Vec::new(),
             dirty_flag: vec![false; n_dealers],
@@ -220,6 +228,16 @@ impl Worker {
         let mut last_sweep = Instant::now() - Duration::from_secs(2);
         while !self.hub.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
+            // Re-auths whose spread delay is over go to the front of the queue.
+            while let Some(&Reverse((at, j))) = self.delayed.peek()
+                && at <= now
+            {
+                self.delayed.pop();
+                if let Some(m) = self.minions.get_mut(j) {
+                    m.rekey.handle_timeout(now);
+                }
+                self.queue.push_front((now, j));
+            }
             // Start sign-ins.
             while inflight < per_thread_cap {
                 match self.queue.front() {
@@ -260,6 +278,12 @@ impl Worker {
                         .min(100)
                 }
                 _ => 100,
+            };
+            let wait_ms = match self.delayed.peek() {
+                Some(Reverse((at, _))) => wait_ms.min(
+                    i64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(100),
+                ),
+                None => wait_ms,
             };
             // Dealers we sent on must be read before sleeping: a send can consume the
             // socket's "readable" signal (ZMQ_FD is edge-like). Once a second, every socket.
@@ -484,7 +508,14 @@ impl Worker {
                 stats.pub_decrypt_failures.fetch_add(1, Ordering::Relaxed);
                 m.held.push(frames.to_vec());
                 m.phase = Phase::Queued;
-                self.queue.push_front((Instant::now(), j));
+                let now = Instant::now();
+                match m.rekey.handle_stale_key(now) {
+                    Some(d) if !d.is_zero() => self.delayed.push(Reverse((now + d, j))),
+                    _ => {
+                        m.rekey.cancel();
+                        self.queue.push_front((now, j));
+                    }
+                }
                 return;
             }
         };
