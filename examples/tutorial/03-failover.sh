@@ -57,14 +57,12 @@ show_log "$T/n1.out" "$SIGNIN_LINES"
 ping m1 n1 30
 
 step "freeze m1 (kill -STOP -$M1) and watch the minion"
-lines_before=$(wc -l <"$T/n1.out")
+mark "$T/n1.out"
 stop_group "$M1" STOP
 t0=$SECONDS
 wait_log "$T/n1.out" 'Authentication with master at 127.0.0.2 successful' $((ALIVE + 30))
 took=$((SECONDS - t0))
-tail -n +"$((lines_before + 1))" "$T/n1.out" \
-  | grep -E "Connection to master|Trying to tune|Removing possibly|ip address changed|$SIGNIN_LINES" \
-  | sed 's/^/    /'
+show_since "$T/n1.out" "$FAILOVER_LINES"
 for l in 'Connection to master 127.0.0.1 lost' 'Trying to tune in to next master from master-list' \
   'Removing possibly failed master 127.0.0.1 from list of masters' \
   'Master ip address changed from 127.0.0.1 to 127.0.0.2' \

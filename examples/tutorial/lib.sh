@@ -12,6 +12,9 @@
 #                          or a random free pair when that one is busy)
 #   TUTORIAL_QUICK=1       no pauses, shortest intervals (what tests/tests/examples_tutorial.rs uses)
 #   TUTORIAL_KEEP=1        keep the temp root (configs, keys, logs) after the script exits
+#   TMPDIR=<dir>           where the temp root is made (default /tmp)
+#   TUTORIAL_PGID_FILE=<f> append the id of every process group started to <f> (for the test,
+#                          which ends them itself should the script be killed)
 set -euo pipefail
 set +m # no job control: `setsid cmd &` then runs cmd as its own session and process group
 
@@ -50,7 +53,7 @@ for b in salt-master salt salt-minion salt-key; do
 done
 
 # --- temp root and cleanup --------------------------------------------------------------------
-T="$(mktemp -d "/tmp/salt-tutorial-$TUT_NAME.XXXXXX")"
+T="$(mktemp -d "${TMPDIR:-/tmp}/salt-tutorial-$TUT_NAME.XXXXXX")"
 PGIDS=()
 cleanup() {
   local rc=$?
@@ -83,6 +86,7 @@ start() {
   setsid "$@" >"$T/$name.out" 2>&1 </dev/null &
   LAST_PGID=$!
   PGIDS+=("$LAST_PGID")
+  if [ -n "${TUTORIAL_PGID_FILE:-}" ]; then echo "$LAST_PGID" >>"$TUTORIAL_PGID_FILE"; fi
 }
 
 # stop_group PGID [SIGNAL]: send SIGNAL (default TERM) to one group we started; with TERM,
@@ -251,3 +255,11 @@ SIGNIN_LINES='Attempting to authenticate|Loaded minion key|verify_signature|veri
 
 # conf_show FILE KEYS: print the lines of config FILE whose key matches KEYS (grep -E).
 conf_show() { grep -E "^($2):" "$1" | sed 's/^/    /' || true; }
+
+# mark FILE: remember how many lines FILE has; show_since FILE REGEX prints the matching
+# lines written after the mark.
+mark() { MARK=$(wc -l <"$1" 2>/dev/null || echo 0); }
+show_since() { tail -n +"$((MARK + 1))" "$1" | grep -E -- "$2" | sed 's/^/    /' || true; }
+
+# The minion console lines the seed tutorial shows for a failover (grep -E).
+FAILOVER_LINES="Connection to master|Trying to tune|Removing possibly|ip address changed|$SIGNIN_LINES"
