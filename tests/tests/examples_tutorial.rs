@@ -94,7 +94,7 @@ fn tutorial_scripts_pass_in_quick_mode() {
     std::fs::create_dir(&roots).expect("roots dir");
 
     // (script, lines its stdout must contain besides "<name>: OK:")
-    let steps: [(&str, &[&str]); 5] = [
+    let steps: [(&str, &[&str]); 6] = [
         ("01-keys", &["Verified OK", "Verification failure"]),
         (
             "02-signed-master",
@@ -129,6 +129,13 @@ fn tutorial_scripts_pass_in_quick_mode() {
             &[
                 "Master 127.0.0.1 is full (max_minions reached), trying next master",
                 "Too many minions connected (max_minions=1). Rejecting connection from id b",
+            ],
+        ),
+        (
+            "06-single-master-alive",
+            &[
+                "Connection to master 127.0.0.1 lost",
+                "Connection to master 127.0.0.1 re-established",
             ],
         ),
     ];
