@@ -67,7 +67,8 @@ cleanup() {
     for _ in $(seq 50); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.1; done
     kill -KILL -- "-$g" 2>/dev/null || true
   done
-  if [ "${TUTORIAL_KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
+  # Kept on request and after a failure (to read the logs), not after Ctrl-C / SIGTERM.
+  if [ "${TUTORIAL_KEEP:-0}" = 1 ] || { [ "$rc" != 0 ] && [ "$rc" != 130 ] && [ "$rc" != 143 ]; }; then
     say "$TUT_NAME: kept $T (configs, keys, logs)"
   else
     rm -rf "$T"
