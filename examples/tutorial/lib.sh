@@ -64,8 +64,9 @@ cleanup() {
     kill -CONT -- "-$g" 2>/dev/null || true # a frozen (SIGSTOP) daemon must see its TERM
   done
   for g in "${PGIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 100); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.1; done
     kill -KILL -- "-$g" 2>/dev/null || true
+    wait "$g" 2>/dev/null || true # reap it quietly (no "Killed" job message)
   done
   # Kept on request and after a failure (to read the logs), not after Ctrl-C / SIGTERM.
   if [ "${TUTORIAL_KEEP:-0}" = 1 ] || { [ "$rc" != 0 ] && [ "$rc" != 130 ] && [ "$rc" != 143 ]; }; then
@@ -90,14 +91,15 @@ start() {
   if [ -n "${TUTORIAL_PGID_FILE:-}" ]; then echo "$LAST_PGID" >>"$TUTORIAL_PGID_FILE"; fi
 }
 
-# stop_group PGID [SIGNAL]: send SIGNAL (default TERM) to one group we started; with TERM,
-# wait for it to be gone.
+# stop_group PGID [SIGNAL [GRACE]]: send SIGNAL (default TERM) to one group we started; with
+# TERM, wait up to GRACE seconds (default 10) for it to be gone, then SIGKILL it.
 stop_group() {
-  local g=$1 sig=${2:-TERM}
+  local g=$1 sig=${2:-TERM} grace=${3:-10}
   kill "-$sig" -- "-$g" 2>/dev/null || true
   if [ "$sig" = TERM ]; then
-    for _ in $(seq 100); do kill -0 -- "-$g" 2>/dev/null || return 0; sleep 0.1; done
+    for _ in $(seq $((grace * 10))); do kill -0 -- "-$g" 2>/dev/null || return 0; sleep 0.1; done
     kill -KILL -- "-$g" 2>/dev/null || true
+    wait "$g" 2>/dev/null || true
   fi
 }
 

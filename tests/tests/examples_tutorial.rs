@@ -2,7 +2,8 @@
 //! under a temp root on loopback, prints the log lines of the seed tutorial and an
 //! `NN-name: OK:` line, and stops everything it started. This test runs them in order with our
 //! debug binaries, asserts those lines, and checks that no daemon, port or temp file is left,
-//! so the README -> examples path cannot rot.
+//! so the README -> examples path cannot rot. Step 07 (the docs/migration.md rehearsal) needs
+//! real Salt and runs in its own test, which says SKIPPED without a venv.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use salt_integration_tests::{bins, free_port_pair, workspace_root};
+use salt_integration_tests::{bins, free_port_pair, salt_venv, workspace_root};
 
 /// Per-script limit: quick mode takes 1-8 s unloaded; a loaded 2-core machine gets room.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(90);
@@ -82,8 +83,10 @@ fn run_script(script: &Path, env: &[(&str, String)], pgid_file: &Path) -> Run {
     }
 }
 
-#[test]
-fn tutorial_scripts_pass_in_quick_mode() {
+/// Runs `steps` (script name, lines its stdout must contain besides `<name>: OK:`) in order
+/// with our binaries in quick mode, then checks that every port, process group and temp root
+/// they used is gone.
+fn check_steps(steps: &[(&str, &[&str])], extra_env: &[(&str, String)], min_groups: usize) {
     let bins = bins().expect("building our binaries");
     bins.check().expect("our binaries");
     let bin_dir = bins.master.parent().expect("binary dir").to_path_buf();
@@ -93,7 +96,70 @@ fn tutorial_scripts_pass_in_quick_mode() {
     let roots = tmp.path().join("roots");
     std::fs::create_dir(&roots).expect("roots dir");
 
-    // (script, lines its stdout must contain besides "<name>: OK:")
+    let t0 = Instant::now();
+    let mut ports = Vec::new();
+    for (name, lines) in steps {
+        let (publish, _) = free_port_pair().expect("free ports");
+        ports.push(publish);
+        let mut env = vec![
+            ("BIN_DIR", bin_dir.display().to_string()),
+            ("TUTORIAL_QUICK", "1".to_owned()),
+            ("TUTORIAL_PORT_BASE", publish.to_string()),
+            ("TUTORIAL_PGID_FILE", pgid_file.display().to_string()),
+            ("TMPDIR", roots.display().to_string()),
+        ];
+        env.extend(extra_env.iter().cloned());
+        let s = Instant::now();
+        let run = run_script(&tut.join(format!("{name}.sh")), &env, &pgid_file);
+        eprintln!("{name}: {:.1} s", s.elapsed().as_secs_f64());
+        assert!(
+            run.ok,
+            "{name}.sh failed\nstdout:\n{}\nstderr:\n{}",
+            run.stdout, run.stderr
+        );
+        let ok_line = format!("{name}: OK:");
+        for want in std::iter::once(ok_line.as_str()).chain(lines.iter().copied()) {
+            assert!(
+                run.stdout.contains(want),
+                "{name}.sh: no {want:?} in its output:\n{}",
+                run.stdout
+            );
+        }
+    }
+    eprintln!("tutorial: {:.1} s in all", t0.elapsed().as_secs_f64());
+
+    // Everything was cleaned up: no listener, no process group, no temp root.
+    for p in ports {
+        for addr in ["127.0.0.1", "127.0.0.2"] {
+            for port in [p, p + 1] {
+                assert!(
+                    std::net::TcpStream::connect((addr, port)).is_err(),
+                    "{addr}:{port} still open after the tutorial"
+                );
+            }
+        }
+    }
+    let groups = std::fs::read_to_string(&pgid_file).expect("the scripts recorded their groups");
+    assert!(
+        groups.lines().count() >= min_groups,
+        "too few daemons recorded: {groups}"
+    );
+    for g in groups.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        assert!(
+            killpg(Pid::from_raw(g), None).is_err(),
+            "process group {g} survived its script"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&roots)
+        .expect("roots dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "temp roots left behind: {left:?}");
+}
+
+#[test]
+fn tutorial_scripts_pass_in_quick_mode() {
     let steps: [(&str, &[&str]); 6] = [
         ("01-keys", &["Verified OK", "Verification failure"]),
         (
@@ -139,63 +205,18 @@ fn tutorial_scripts_pass_in_quick_mode() {
             ],
         ),
     ];
-    let t0 = Instant::now();
-    let mut ports = Vec::new();
-    for (name, lines) in steps {
-        let (publish, _) = free_port_pair().expect("free ports");
-        ports.push(publish);
-        let env = [
-            ("BIN_DIR", bin_dir.display().to_string()),
-            ("TUTORIAL_QUICK", "1".to_owned()),
-            ("TUTORIAL_PORT_BASE", publish.to_string()),
-            ("TUTORIAL_PGID_FILE", pgid_file.display().to_string()),
-            ("TMPDIR", roots.display().to_string()),
-        ];
-        let s = Instant::now();
-        let run = run_script(&tut.join(format!("{name}.sh")), &env, &pgid_file);
-        eprintln!("{name}: {:.1} s", s.elapsed().as_secs_f64());
-        assert!(
-            run.ok,
-            "{name}.sh failed\nstdout:\n{}\nstderr:\n{}",
-            run.stdout, run.stderr
-        );
-        let ok_line = format!("{name}: OK:");
-        for want in std::iter::once(ok_line.as_str()).chain(lines.iter().copied()) {
-            assert!(
-                run.stdout.contains(want),
-                "{name}.sh: no {want:?} in its output:\n{}",
-                run.stdout
-            );
-        }
-    }
-    eprintln!("tutorial: {:.1} s in all", t0.elapsed().as_secs_f64());
+    check_steps(&steps, &[], 10);
+}
 
-    // Everything was cleaned up: no listener, no process group, no temp root.
-    for p in ports {
-        for addr in ["127.0.0.1", "127.0.0.2"] {
-            for port in [p, p + 1] {
-                assert!(
-                    std::net::TcpStream::connect((addr, port)).is_err(),
-                    "{addr}:{port} still open after the tutorial"
-                );
-            }
-        }
-    }
-    let groups = std::fs::read_to_string(&pgid_file).expect("the scripts recorded their groups");
-    assert!(
-        groups.lines().count() >= 8,
-        "too few daemons recorded: {groups}"
-    );
-    for g in groups.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-        assert!(
-            killpg(Pid::from_raw(g), None).is_err(),
-            "process group {g} survived its script"
-        );
-    }
-    let left: Vec<_> = std::fs::read_dir(&roots)
-        .expect("roots dir")
-        .filter_map(Result::ok)
-        .map(|e| e.file_name())
-        .collect();
-    assert!(left.is_empty(), "temp roots left behind: {left:?}");
+/// docs/migration.md, path 1 and its rollback, with a real Python master and minion.
+#[test]
+fn migration_rehearsal_with_real_salt() {
+    let Some(venv) = salt_venv() else {
+        return;
+    };
+    let steps: [(&str, &[&str]); 1] = [(
+        "07-migrate-from-python",
+        &["our salt-key -L:", "py1:", "3. rollback"],
+    )];
+    check_steps(&steps, &[("SALT_VENV", venv.dir.display().to_string())], 3);
 }
