@@ -82,6 +82,7 @@ start py1 "$PY/salt-minion" -c "$T/py1/conf" -l info --disable-keepalive
 PY1=$LAST_PGID
 wait_pending m py1 60
 "$PY/salt-key" -c "$T/m/conf" -a py1 -y | sed 's/^/    /'
+wait_log "$T/py1/minion.log" 'Minion is ready to receive requests' 60
 pyping
 "$PY/salt-key" -c "$T/m/conf" -L >"$T/keys-python.txt"
 say "    Python's salt-key -L:"
@@ -108,8 +109,10 @@ step "3. rollback: stop ours, start the Python master again"
 stop_group "$OURS" TERM
 mv "$T/m/cache/jobs" "$T/m/cache/jobs.salt-rs" 2>/dev/null || true
 mv "$T/m/cache/jobs.python" "$T/m/cache/jobs" 2>/dev/null || true
+mark "$T/py1/minion.log"
 start pym2 "$PY/salt-master" -c "$T/m/conf" -l info
 py_master_up "$LAST_PGID"
+wait_since "$T/py1/minion.log" 'Minion is ready to receive requests' 60
 pyping
 # A Python minion can take a while to stop on SIGTERM; this one has nothing left to flush.
 stop_group "$PY1" TERM 2

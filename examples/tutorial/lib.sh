@@ -263,6 +263,15 @@ conf_show() { grep -E "^($2):" "$1" | sed 's/^/    /' || true; }
 # lines written after the mark.
 mark() { MARK=$(wc -l <"$1" 2>/dev/null || echo 0); }
 show_since() { tail -n +"$((MARK + 1))" "$1" | grep -E -- "$2" | sed 's/^/    /' || true; }
+# wait_since FILE REGEX SECONDS: like wait_log, for lines written after the mark.
+wait_since() {
+  for _ in $(seq $(($3 * 10))); do
+    tail -n +"$((MARK + 1))" "$1" 2>/dev/null | grep -qE -- "$2" && return 0
+    sleep 0.1
+  done
+  tail -30 "$1" >&2 || true
+  die "no new line matching /$2/ in $1 after $3 s"
+}
 
 # The minion console lines the seed tutorial shows for a failover (grep -E).
 FAILOVER_LINES="Connection to master|Trying to tune|Removing possibly|ip address changed|$SIGNIN_LINES"
