@@ -53,7 +53,7 @@ for b in salt-master salt salt-minion salt-key; do
 done
 
 # --- temp root and cleanup --------------------------------------------------------------------
-T="$(mktemp -d "${TMPDIR:-/tmp}/salt-tutorial-$TUT_NAME.XXXXXX")"
+T="$(mktemp -d "${TMPDIR:-/tmp}/salt-tutorial-${TUT_NAME%%-*}.XXXXXX")" # short: Salt limits socket paths
 PGIDS=()
 cleanup() {
   local rc=$?
