@@ -241,7 +241,7 @@ class Master:
 class Swarm:
     """One swarm process."""
 
-    def __init__(self, master, n, prefix, id_start=0, extra=()):
+    def __init__(self, master, n, prefix, id_start=0, extra=(), interval=0.5):
         self.log = master.dir / f"swarm-{prefix}{id_start}.log"
         args = [
             str(REL / "swarm"),
@@ -254,7 +254,7 @@ class Swarm:
             "--cached-only",
             "--id-prefix", prefix,
             "--id-start", str(id_start),
-            "--interval", "0.5",
+            "--interval", str(interval),
         ]
         if master.sign:
             args += ["--master-sign-pub", str(master.dir / "pki" / "master_sign.pub")]
@@ -272,6 +272,25 @@ class Swarm:
                 m = re.search(rf"\b{key}=([0-9.]+)", l)
                 return float(m.group(1)) if m else None
         return None
+
+    def series(self, key):
+        """(t, value) of `key` on every stats line."""
+        out = []
+        for l in self.text().splitlines():
+            if l.startswith("swarm t="):
+                t = re.search(r"swarm t=([0-9.]+)", l)
+                v = re.search(rf"\b{key}=([0-9.]+)", l)
+                if t and v:
+                    out.append((float(t.group(1)), float(v.group(1))))
+        return out
+
+    def peak_rate(self, key, from_value):
+        """Highest per-second growth of counter `key` between two stats lines, once it
+        had reached `from_value`."""
+        s = self.series(key)
+        rates = [(v1 - v0) / (t1 - t0) for (t0, v0), (t1, v1) in zip(s, s[1:])
+                 if v0 >= from_value and t1 > t0]
+        return max(rates, default=0.0)
 
     def keys_loaded(self):
         return "loaded_in_s=" in self.text() or self.proc.poll() is not None
@@ -418,15 +437,17 @@ def bench_fanout():
 
 
 # ---------------------------------------------------------------- rotation
-def rotation(kind):
-    m = Master(kind, f"rot-{kind}").start()
-    sw = Swarm(m, ROT_N, "rot-", extra=["--concurrency", "256"])
+def rotation(kind, spread=0):
+    m = Master(kind, f"rot-{kind}{'-spread' if spread else ''}").start()
+    extra = ["--concurrency", "256"] + (["--reauth-spread", str(spread)] if spread else [])
+    sw = Swarm(m, ROT_N, "rot-", extra=extra, interval=0.1)
     try:
         wait("rotation swarm signed in", sw.all_in, 900 if kind == "ours" else max(SALT_BUDGET, 600), 0.5)
     except TimeoutError:
         pass
     m.ping("rot-*", 60)
     reauth0 = sw.stat("reauths") or 0
+    sent0 = sw.stat("auth_sent") or 0
     r = m.salt_key(["-y", "-d", f"rot-{ROT_N - 1:05d}"])
     dfn = m.dir / "cache" / ".dfn"
     try:
@@ -438,9 +459,10 @@ def rotation(kind):
     time.sleep(1.5)  # one more stats line from the swarm
     reauths = (sw.stat("reauths") or 0) - reauth0
     span = sw.stat("reauth_span_s") or 0
+    peak = sw.peak_rate("auth_sent", sent0)
     sw.stop()
     m.stop()
-    return secs, n, reauths, (reauths / span if span else None), la
+    return secs, n, reauths, (reauths / span if span else None), la, peak
 
 
 def bench_rotation():
@@ -450,7 +472,15 @@ def bench_rotation():
         f"load {o[4]} / {s[4] if s else ''}")
     add("rotation", "returns", o[1], s[1] if s else None)
     add("rotation", "re-auth sign-ins caused", o[2], s[2] if s else None)
-    add("rotation", "re-auth sign-ins/s", o[3], s[3] if s else None)
+    add("rotation", "re-auth sign-ins/s (mean over the re-auth span)", o[3], s[3] if s else None)
+    add("rotation", "re-auth requests/s arriving at the master (peak, 0.1 s bins)", o[5],
+        s[5] if s else None, "swarm minions re-auth at once, as Python minions do")
+    p = rotation("ours", spread=10)
+    add("rotation", "ours, minions spreading re-auth (random_reauth_delay 10 -> 2 s window): "
+        "seconds until all answer", p[0], None, f"load {p[4]}")
+    add("rotation", "ours, spread: returns / re-auth sign-ins", f"{p[1]} / {p[2]}", None)
+    add("rotation", "ours, spread: re-auth requests/s arriving (peak, 0.1 s bins)", p[5], None,
+        f"mean {p[3]:.0f}/s" if p[3] else "")
 
 
 # ---------------------------------------------------------------- minion footprint
