@@ -82,7 +82,26 @@ fn main() -> anyhow::Result<()> {
     if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
         tracing::warn!("cannot write pidfile {}: {e}", pidfile.display());
     }
-    let result = runtime.block_on(salt_master_core::run(cfg, shutdown_signal()));
+    // systemd (Type=notify): READY=1 once keys are loaded and the ports are bound, STATUS=
+    // lines, STOPPING=1 on SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
+    let notifier = salt_daemon::Notifier::from_env();
+    let result = runtime.block_on(async {
+        let signals = shutdown_signal();
+        let watchdog = tokio::spawn(notifier.watchdog());
+        let shutdown = async {
+            signals.await;
+            notifier.stopping();
+        };
+        let r = salt_master_core::run_with_ready(cfg, shutdown, |ready| {
+            notifier.ready(&format!(
+                "Serving: publisher {}, request server {}; {} accepted minion keys",
+                ready.publish, ready.ret, ready.accepted
+            ));
+        })
+        .await;
+        watchdog.abort();
+        r
+    });
     let _ = std::fs::remove_file(&pidfile);
     if let Err(e) = result {
         tracing::error!("{e}");
@@ -92,18 +111,24 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+/// Installs the SIGTERM and SIGINT handlers at once (call it before telling systemd
+/// READY=1: a signal before that point would otherwise kill the process uncleanly) and
+/// returns a future that completes on either. Call it inside the runtime.
+fn shutdown_signal() -> impl Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        match (term, int) {
+            (Ok(mut t), Ok(mut i)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = i.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
     }
 }

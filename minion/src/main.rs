@@ -127,7 +127,29 @@ fn main() -> ExitCode {
         }
     };
     tracing::info!("Setting up the Salt Minion \"{}\"", settings.id);
-    let outcome = rt.block_on(driver::run(settings, shutdown_signal()));
+    // systemd (Type=notify): READY=1 once configured and running (as Salt's minion does at
+    // start; signing in may take long while a key waits for acceptance), STOPPING=1 on
+    // SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
+    let notifier = salt_daemon::Notifier::from_env();
+    let masters = cfg
+        .master
+        .addrs()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let outcome = rt.block_on(async {
+        let signals = shutdown_signal();
+        let watchdog = tokio::spawn(notifier.watchdog());
+        notifier.ready(&format!("Running as {}; masters: {masters}", settings.id));
+        let shutdown = async {
+            signals.await;
+            notifier.stopping();
+        };
+        let r = driver::run(settings, shutdown).await;
+        watchdog.abort();
+        r
+    });
     match outcome {
         Ok(RunOutcome::Shutdown) => ExitCode::SUCCESS,
         Ok(RunOutcome::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -138,20 +160,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+/// Installs the SIGTERM and SIGINT handlers at once (call it before telling systemd
+/// READY=1: a signal before that point would otherwise kill the process uncleanly) and
+/// returns a future that completes on either. Call it inside the runtime.
+fn shutdown_signal() -> impl Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
     let term = signal(SignalKind::terminate());
     let int = signal(SignalKind::interrupt());
-    match (term, int) {
-        (Ok(mut t), Ok(mut i)) => {
-            tokio::select! {
-                _ = t.recv() => {}
-                _ = i.recv() => {}
+    async move {
+        match (term, int) {
+            (Ok(mut t), Ok(mut i)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = i.recv() => {}
+                }
             }
-        }
-        _ => {
-            let _ = tokio::signal::ctrl_c().await;
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }

@@ -28,4 +28,4 @@ pub mod sessions;
 pub mod state;
 pub mod target;
 
-pub use server::{MasterError, run};
+pub use server::{MasterError, Ready, run, run_with_ready};

@@ -80,8 +80,29 @@ fn sig_algo(cfg: &MasterConfig) -> SigAlgo {
         .unwrap_or(SigAlgo::Pkcs1v15Sha1)
 }
 
+/// What the master reports once it can serve (for systemd's `READY=1` and `STATUS=`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Ready {
+    /// The publisher's bound endpoint.
+    pub publish: String,
+    /// The request server's bound endpoint.
+    pub ret: String,
+    /// Accepted minion keys at start.
+    pub accepted: usize,
+}
+
 /// Run the master until `shutdown` completes.
 pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterError> {
+    run_with_ready(cfg, shutdown, |_| {}).await
+}
+
+/// [`run`], calling `on_ready` once the keys are loaded and every socket is bound.
+pub async fn run_with_ready(
+    cfg: MasterConfig,
+    shutdown: impl Future,
+    on_ready: impl FnOnce(&Ready),
+) -> Result<(), MasterError> {
     mkdir(&cfg.cachedir, 0o755)?;
     mkdir(&Shared::jobs_dir(&cfg), 0o700)?;
     mkdir(&Shared::sessions_dir(&cfg), 0o700)?;
@@ -170,6 +191,11 @@ pub async fn run(cfg: MasterConfig, shutdown: impl Future) -> Result<(), MasterE
         cfg.id,
         cfg.worker_threads.max(1)
     );
+    on_ready(&Ready {
+        publish: publisher.endpoint().to_string(),
+        ret: router.endpoint().to_string(),
+        accepted: shared.store.list(salt_keystore::KeyState::Accepted).len(),
+    });
 
     tokio::pin!(shutdown);
     // Take a worker permit first, then a request: at most `worker_threads` requests are in
