@@ -11,7 +11,7 @@ use salt_config::{LoadOptions, LogFile, MasterConfig};
 
 /// The Salt master (Rust implementation).
 #[derive(Debug, Parser)]
-#[command(name = "salt-master", version)]
+#[command(name = "salt-master", version = salt_daemon::process::VERSION)]
 struct Args {
     /// Configuration directory (reads DIR/master and DIR/master.d/*.conf).
     #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
@@ -26,6 +26,15 @@ struct Args {
     /// Log file level (default: the config's log_level_logfile, else log_level).
     #[arg(long = "log-file-level")]
     log_file_level: Option<String>,
+    /// Run in the background (detached from the terminal).
+    #[arg(short = 'd', long = "daemon")]
+    daemon: bool,
+    /// Pid file (default: the config's pidfile).
+    #[arg(long = "pid-file")]
+    pid_file: Option<PathBuf>,
+    /// Print the versions of salt-rs, its libraries and the system, then exit.
+    #[arg(long = "versions-report")]
+    versions_report: bool,
 }
 
 fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilter> {
@@ -43,6 +52,10 @@ fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilte
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.versions_report {
+        print!("{}", salt_daemon::process::versions_report("salt-master"));
+        return Ok(());
+    }
     let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone())))
     {
         Ok(l) => l,
@@ -52,6 +65,13 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let cfg = loaded.config;
+    if args.daemon {
+        // Before any thread exists: only the forking thread survives.
+        if let Err(e) = salt_daemon::process::daemonize() {
+            eprintln!("salt-master: {e}");
+            std::process::exit(1);
+        }
+    }
     let console = match &args.log_level {
         Some(l) => level_of(l)?,
         None => logging::filter(cfg.log_level),
@@ -75,13 +95,14 @@ fn main() -> anyhow::Result<()> {
         .thread_name("salt-master")
         .build()
         .context("starting the runtime")?;
-    let pidfile = cfg.pidfile.clone();
-    if let Some(dir) = pidfile.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
-        tracing::warn!("cannot write pidfile {}: {e}", pidfile.display());
-    }
+    let pidfile = args.pid_file.clone().unwrap_or_else(|| cfg.pidfile.clone());
+    let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    };
     // systemd (Type=notify): READY=1 once keys are loaded and the ports are bound, STATUS=
     // lines, STOPPING=1 on SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
     let notifier = salt_daemon::Notifier::from_env();
@@ -102,7 +123,7 @@ fn main() -> anyhow::Result<()> {
         watchdog.abort();
         r
     });
-    let _ = std::fs::remove_file(&pidfile);
+    drop(pidfile);
     if let Err(e) = result {
         tracing::error!("{e}");
         eprintln!("salt-master: {e}");

@@ -17,7 +17,7 @@ const EX_USAGE: u8 = 64;
 
 /// The Salt minion (Rust implementation, wire-compatible with Salt 3006/3007).
 #[derive(Debug, Parser)]
-#[command(name = "salt-minion", version)]
+#[command(name = "salt-minion", version = salt_daemon::process::VERSION)]
 struct Cli {
     /// Configuration directory (holds `minion` and `minion.d/`).
     #[arg(short = 'c', long = "config-dir", default_value = salt_config::DEFAULT_CONFIG_DIR)]
@@ -35,9 +35,15 @@ struct Cli {
     /// Accepted for compatibility; this minion does not fork a keepalive parent.
     #[arg(long = "disable-keepalive")]
     disable_keepalive: bool,
-    /// Accepted for compatibility; run under a service manager instead.
+    /// Run in the background (detached from the terminal).
     #[arg(short = 'd', long = "daemon")]
     daemon: bool,
+    /// Pid file (default: the config's pidfile).
+    #[arg(long = "pid-file")]
+    pid_file: Option<PathBuf>,
+    /// Print the versions of salt-rs, its libraries and the system, then exit.
+    #[arg(long = "versions-report")]
+    versions_report: bool,
 }
 
 fn parse_level(s: &str) -> Option<LogLevel> {
@@ -58,6 +64,10 @@ fn parse_level(s: &str) -> Option<LogLevel> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.versions_report {
+        print!("{}", salt_daemon::process::versions_report("salt-minion"));
+        return ExitCode::SUCCESS;
+    }
     let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(cli.config_dir.clone()))) {
         Ok(l) => l,
         Err(errors) => {
@@ -66,6 +76,13 @@ fn main() -> ExitCode {
         }
     };
     let cfg = loaded.config;
+    if cli.daemon {
+        // Before any thread exists: only the forking thread survives.
+        if let Err(e) = salt_daemon::process::daemonize() {
+            eprintln!("salt-minion: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let console = match cli.log_level.as_deref() {
         Some(l) => match parse_level(l) {
             Some(l) => l,
@@ -99,9 +116,6 @@ fn main() -> ExitCode {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    if cli.daemon {
-        tracing::warn!("-d/--daemon is not supported: running in the foreground");
-    }
     let _ = cli.disable_keepalive;
 
     let settings = match settings::from_config(&cfg) {
@@ -124,6 +138,14 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
             return ExitCode::FAILURE;
+        }
+    };
+    let pidfile = cli.pid_file.clone().unwrap_or_else(|| cfg.pidfile.clone());
+    let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
         }
     };
     tracing::info!("Setting up the Salt Minion \"{}\"", settings.id);
@@ -150,6 +172,7 @@ fn main() -> ExitCode {
         watchdog.abort();
         r
     });
+    drop(pidfile);
     match outcome {
         Ok(RunOutcome::Shutdown) => ExitCode::SUCCESS,
         Ok(RunOutcome::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -5,7 +5,11 @@
 //! `Type=notify`: `READY=1` once the daemon can serve, `STATUS=` lines systemd shows in
 //! `systemctl status`, `STOPPING=1` on shutdown and `WATCHDOG=1` keep-alives when the unit
 //! sets `WatchdogSec=`. Without `$NOTIFY_SOCKET` (not under systemd) every call is a no-op.
+//!
+//! [`process`]: `-d` (daemonize), `--pid-file` and `--versions-report`.
 #![forbid(unsafe_code)]
+
+pub mod process;
 
 use std::time::Duration;
 

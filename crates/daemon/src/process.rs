@@ -1,0 +1,175 @@
+//! Process conventions shared by the daemons: `-d` (daemonize), `--pid-file`, and
+//! `--versions-report`, as Salt's daemons offer them.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Errors of the process helpers, naming the file involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProcessError {
+    /// The pid file could not be written.
+    #[error("cannot write the pid file {path}: {source}")]
+    PidFile {
+        /// The pid file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Detaching from the terminal failed.
+    #[error("cannot daemonize: {0}")]
+    Daemonize(nix::Error),
+}
+
+/// Detach from the terminal as Salt's `-d` does: fork, new session, working directory `/`,
+/// standard streams on `/dev/null`. The parent exits 0; the child returns. Call it before any
+/// thread is started (logging, the tokio runtime): only the calling thread survives a fork.
+/// Paths in the configuration must be absolute (the loader makes them so).
+pub fn daemonize() -> Result<(), ProcessError> {
+    nix::unistd::daemon(false, false).map_err(ProcessError::Daemonize)
+}
+
+/// A pid file holding this process's id, removed when dropped (a clean exit).
+#[derive(Debug)]
+pub struct PidFile {
+    path: PathBuf,
+}
+
+impl PidFile {
+    /// Write `path` (atomically: a temporary file renamed over it, mode 0644), creating the
+    /// parent directory if needed.
+    pub fn create(path: &Path) -> Result<Self, ProcessError> {
+        let err = |source| ProcessError::PidFile {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        std::fs::create_dir_all(dir).map_err(err)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".pid")
+            .tempfile_in(dir)
+            .map_err(err)?;
+        writeln!(tmp, "{}", std::process::id()).map_err(err)?;
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(err)?;
+        }
+        tmp.persist(path).map_err(|e| err(e.error))?;
+        Ok(PidFile {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        // Only our own pid file: another instance may have replaced it meanwhile.
+        let ours = std::fs::read_to_string(&self.path)
+            .ok()
+            .is_some_and(|s| s.trim() == std::process::id().to_string());
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The `--version` string: our version and the Salt releases we speak.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (salt-rs; wire-compatible with Salt 3006, 3007 and 3008)"
+);
+
+/// `--versions-report`, laid out as Salt's (`Salt Version:`, `Dependency Versions:`,
+/// `System Versions:` with right-aligned names).
+pub fn versions_report(program: &str) -> String {
+    let (a, b, c) = salt_transport::zmq_version();
+    let uname = nix::sys::utsname::uname().ok();
+    let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+        uname
+            .as_ref()
+            .map(|u| f(u).to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let rows: [(&str, &[(&str, String)]); 3] = [
+        (
+            "Salt Version",
+            &[
+                ("salt-rs", env!("CARGO_PKG_VERSION").to_owned()),
+                ("program", program.to_owned()),
+                ("speaks Salt", "3006, 3007, 3008".to_owned()),
+            ],
+        ),
+        (
+            "Dependency Versions",
+            &[
+                ("libzmq", format!("{a}.{b}.{c}")),
+                ("OpenSSL", openssl::version::version().to_owned()),
+            ],
+        ),
+        (
+            "System Versions",
+            &[
+                ("system", field(|u| u.sysname())),
+                ("release", field(|u| u.release())),
+                ("machine", field(|u| u.machine())),
+            ],
+        ),
+    ];
+    let mut out = String::new();
+    for (title, fields) in rows {
+        out.push_str(title);
+        out.push_str(":\n");
+        for (k, v) in fields {
+            out.push_str(&format!("{k:>15}: {v}\n"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_file_holds_our_pid_and_goes_away_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run/salt-minion.pid");
+        let pf = PidFile::create(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(pf.path()).unwrap(),
+            format!("{}\n", std::process::id())
+        );
+        drop(pf);
+        assert!(!path.exists());
+        // Someone else's pid file is left alone.
+        let pf = PidFile::create(&path).unwrap();
+        std::fs::write(&path, "1\n").unwrap();
+        drop(pf);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\n");
+    }
+
+    #[test]
+    fn versions_report_has_salts_sections() {
+        let r = versions_report("salt-minion");
+        for needle in [
+            "Salt Version:\n",
+            "        salt-rs: ",
+            "Dependency Versions:\n",
+            "         libzmq: 4.",
+            "        OpenSSL: OpenSSL",
+            "System Versions:\n",
+            "         system: Linux",
+        ] {
+            assert!(r.contains(needle), "{needle:?} in\n{r}");
+        }
+    }
+}
