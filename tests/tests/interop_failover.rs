@@ -23,7 +23,6 @@ use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_p
 use serde_json::json;
 
 #[test]
-#[ignore = "interop scenario 3 verified on 3007.17 only so far (docs/interop.md); run with --ignored"]
 fn failover_3006() {
     run("3006.30");
 }
@@ -34,7 +33,6 @@ fn failover_3007() {
 }
 
 #[test]
-#[ignore = "interop scenario 3 verified on 3007.17 only so far (docs/interop.md); run with --ignored"]
 fn failover_3008() {
     run("3008.5");
 }

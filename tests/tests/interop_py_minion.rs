@@ -10,7 +10,9 @@
 //! 4. `max_minions: 1`: a second Python minion is refused as full (our master logs it, its
 //!    key is not even made pending, it never becomes ready) while the first keeps answering;
 //! 5. `salt-key -d`, the minion restarts, shows pending again, is re-accepted and answers;
-//! 6. AES rotation (dropfile): the minion re-authenticates by itself on the next publish;
+//! 6. AES rotation (dropfile): the minion re-authenticates by itself on the next publish
+//!    (it logs the changed AES key) and, with `always_verify_signature`, checks our master
+//!    key signature again; then the minion restarts and reconnects (key still accepted);
 //! 7. pre-computed signature mode: the master restarts with `master_use_pubkey_signature`
 //!    and a `master_pubkey_signature` file from our `salt-key --gen-signature`; the minion
 //!    re-authenticates by itself (new AES key after the restart) verifying that signature;
@@ -41,6 +43,11 @@ fn py_minion_3007() {
 fn py_minion_3008() {
     run("3008.5");
 }
+
+/// Logged (debug) by the Python minion each time it checks the master key signature.
+const VERIFIED: &str = "Successfully verified signature of master public key";
+/// Logged (debug, 3006-3008) by the Python minion when a sign-in brings a new AES key.
+const AES_CHANGED: &str = "The master's aes key has changed.";
 
 fn step(t0: Instant, what: &str) {
     println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
@@ -105,7 +112,7 @@ fn run(version: &str) {
     step(t0, "pym1 accepted and ready");
     let minion_log = m1.proc.output();
     assert!(
-        minion_log.contains("Successfully verified signature of master public key"),
+        minion_log.contains(VERIFIED),
         "the Python minion did not verify our signed master key:\n{}",
         m1.proc.tail(40)
     );
@@ -229,7 +236,8 @@ fn run(version: &str) {
     step(t0, "deleted, restarted, re-accepted");
 
     // 6. AES rotation by dropfile: the minion re-authenticates by itself.
-    let auths_before = m1.count("Authentication with master");
+    let changed_before = m1.count(AES_CHANGED);
+    let verified_before = m1.count(VERIFIED);
     let dfn = master.dir.join("cache/.dfn");
     std::fs::write(&dfn, "rsmaster").unwrap();
     std::fs::set_permissions(&dfn, std::fs::Permissions::from_mode(0o400)).unwrap();
@@ -247,8 +255,31 @@ fn run(version: &str) {
         .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(40))
         .unwrap();
     assert_eq!(ping, json!(true));
-    step(t0, "AES rotation, re-auth");
-    let _ = auths_before;
+    // The answer came with the new key: the minion fetched it by itself (no restart), and
+    // with always_verify_signature it checked our master key signature again on that sign-in.
+    wait_until(
+        "pym1 to log the new AES key and a fresh signature check",
+        Duration::from_secs(10),
+        || m1.count(AES_CHANGED) > changed_before && m1.count(VERIFIED) > verified_before,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", m1.proc.tail(40)));
+    step(t0, "AES rotation, re-auth with signature re-verified");
+
+    // 6b. The Python minion restarts (key kept accepted) and reconnects by itself.
+    m1.proc.restart().unwrap();
+    m1.wait_minion_ready().unwrap();
+    assert!(
+        m1.count(VERIFIED) > 0,
+        "no signature check after the restart:\n{}",
+        m1.proc.tail(40)
+    );
+    let ping = cli
+        .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(ping, json!(true));
+    assert_eq!(cli.key_list("Accepted Keys:").unwrap(), ["pym1"]);
+    assert!(cli.key_list("Unaccepted Keys:").unwrap().is_empty());
+    step(t0, "Python minion restarted and reconnected");
 
     // 7. Pre-computed signature mode.
     cli.key(&[
@@ -271,13 +302,13 @@ fn run(version: &str) {
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
         .unwrap();
     let cli = SaltCli::new(&ours, &master.conf_dir).with_key_side(&cli.key_side);
-    let verified_before = m1.count("Successfully verified signature of master public key");
+    let verified_before = m1.count(VERIFIED);
     let ping = cli
         .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(60))
         .unwrap();
     assert_eq!(ping, json!(true));
     assert!(
-        m1.count("Successfully verified signature of master public key") > verified_before,
+        m1.count(VERIFIED) > verified_before,
         "no re-verification with the pre-computed signature:\n{}",
         m1.proc.tail(40)
     );
