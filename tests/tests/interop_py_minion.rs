@@ -134,8 +134,11 @@ fn run(version: &str) {
     let (v, _) = cli.salt_json(&["pym1", "grains.get", "os"], 20).unwrap();
     assert!(v["pym1"].is_string() && v["pym1"] != "", "{v}");
     step(t0, "grains.get");
+    // Our master keeps no grains cache, so a grain target's expected set is unknown and our
+    // `salt` waits out the whole -t (Salt stops once every expected minion answered):
+    // a short -t keeps this step quick (docs/interop.md, known differences).
     let (v, _) = cli
-        .salt_json(&["-G", "kernel:Linux", "test.ping"], 20)
+        .salt_json(&["-G", "kernel:Linux", "test.ping"], 8)
         .unwrap();
     assert_eq!(v, json!({"pym1": true}));
     step(t0, "test.ping, test.echo, cmd.run, grains.get, -G");
