@@ -748,3 +748,43 @@ fn proxy_loop(
     }
     Ok(())
 }
+
+/// Processes whose command line mentions `root` (the test's temporary root), as
+/// `pid: command` lines: after a test has dropped its daemons this must be empty, which shows
+/// every process group it started (Python masters fork workers) was ended.
+pub fn leftover_processes(root: &Path) -> Vec<String> {
+    let needle = root.to_string_lossy().into_owned();
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == me || !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains(&needle) {
+            out.push(format!("{name}: {}", cmd.trim_end()));
+        }
+    }
+    out
+}
+
+/// Waits (bounded) until no process mentions `root` any more; panics with the list otherwise.
+pub fn assert_no_leftovers(root: &Path) {
+    let res = wait_until(
+        "no process left in the test root",
+        Duration::from_secs(10),
+        || leftover_processes(root).is_empty(),
+    );
+    assert!(
+        res.is_ok(),
+        "processes left running:\n{}",
+        leftover_processes(root).join("\n")
+    );
+}

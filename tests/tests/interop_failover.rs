@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, SignPair, key_side, serial, venv_for,
+    Daemon, SaltCli, Side, SignPair, assert_no_leftovers, key_side, serial, venv_for,
 };
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair};
 use serde_json::json;
@@ -152,7 +152,13 @@ fn run(version: &str) {
             d.proc.tail(40)
         );
     }
-    step(t0, &format!("signatures checked; done with Salt {version}"));
+    step(t0, "signatures checked");
+    drop((pyf, rsf, om, pm));
+    assert_no_leftovers(root.path());
+    step(
+        t0,
+        &format!("every process ended; done with Salt {version}"),
+    );
 }
 
 /// Logged (debug) by both minions when a master key's signature checks out.

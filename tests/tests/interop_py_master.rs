@@ -20,7 +20,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, copy_file, json_shape, serial, shape_diff, venv_for, wait_file,
+    Daemon, SaltCli, Side, assert_no_leftovers, copy_file, json_shape, serial, shape_diff,
+    venv_for, wait_file,
 };
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair, wait_until};
 use serde_json::json;
@@ -279,4 +280,6 @@ fn run(version: &str) {
         &format!("always_verify_signature re-verified; done with Salt {version}"),
     );
     master.proc.stop(Duration::from_secs(5));
+    drop((rmin, pmin, master));
+    assert_no_leftovers(root.path());
 }

@@ -23,7 +23,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, copy_file, key_side, serial, venv_for, wait_file,
+    Daemon, SaltCli, Side, assert_no_leftovers, copy_file, key_side, serial, venv_for, wait_file,
 };
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_integration_tests::{wait_for_log, wait_until};
@@ -325,5 +325,10 @@ fn run(version: &str) {
     let st = master.proc.wait_exit(Duration::from_secs(20));
     assert!(st.is_some_and(|s| s.success()), "{st:?}");
     assert!(!master.dir.join("sock/local_client.sock").exists());
-    step(t0, &format!("done with Salt {version}"));
+    drop((m1, master));
+    assert_no_leftovers(root.path());
+    step(
+        t0,
+        &format!("every process ended; done with Salt {version}"),
+    );
 }
