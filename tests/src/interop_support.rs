@@ -160,6 +160,10 @@ pub struct Daemon {
     pub is_salt: bool,
 }
 
+/// Logged (info) by each Salt 3006-3008 MWorker once it is connected to the worker queue and
+/// can answer requests.
+const SALT_WORKER_UP: &str = "Worker binding to socket";
+
 /// Generous bound for a real Salt daemon to come up on a loaded two-core machine.
 pub const START_LIMIT: Duration = Duration::from_secs(90);
 
@@ -189,7 +193,8 @@ impl Daemon {
         })
     }
 
-    /// Writes `conf` and starts `side`'s salt-minion on it.
+    /// Writes `conf` and starts `side`'s salt-minion on it (real Salt with
+    /// `--disable-keepalive`: one process to watch, no restart behind the test's back).
     pub fn start_minion(side: &Side, conf: &MinionConf) -> Result<Self, HarnessError> {
         let conf = conf.clone().flavor(side.flavor());
         let conf_dir = conf.write()?;
@@ -216,7 +221,10 @@ impl Daemon {
     }
 
     /// Waits until the master listens on `addr:publish` and `addr:ret` (and, for real Salt,
-    /// has started its publisher, which the `salt` CLI needs).
+    /// has started its publisher, which the `salt` CLI needs, and a request worker: Salt's
+    /// ret port listens as soon as its MWorkerQueue is up, but nothing answers until an
+    /// MWorker has loaded its modules, which takes ~10 s on a loaded machine; a minion whose
+    /// sign-in times out meanwhile may give up, see docs/interop.md scenario 3).
     pub fn wait_master_ready(
         &mut self,
         addr: &str,
@@ -233,7 +241,9 @@ impl Daemon {
                 !proc.is_running()
                     || (listening(addr, ret)
                         && listening(addr, publish)
-                        && (!is_salt || sock.join("master_event_pub.ipc").exists()))
+                        && (!is_salt
+                            || (sock.join("master_event_pub.ipc").exists()
+                                && proc.output().contains(SALT_WORKER_UP))))
             },
         );
         self.proc.check_running()?;

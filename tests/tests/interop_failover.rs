@@ -39,7 +39,7 @@ fn failover_3008() {
 
 const OURS_IP: &str = "127.0.0.1";
 const PY_IP: &str = "127.0.0.2";
-const MOVE_LIMIT: Duration = Duration::from_secs(90);
+const MOVE_LIMIT: Duration = Duration::from_secs(120);
 
 fn step(t0: Instant, what: &str) {
     println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
