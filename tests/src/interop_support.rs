@@ -160,6 +160,10 @@ pub struct Daemon {
     pub is_salt: bool,
 }
 
+/// Logged (info) by each Salt 3006-3008 MWorker once it is connected to the worker queue and
+/// can answer requests.
+const SALT_WORKER_UP: &str = "Worker binding to socket";
+
 /// Generous bound for a real Salt daemon to come up on a loaded two-core machine.
 pub const START_LIMIT: Duration = Duration::from_secs(90);
 
@@ -189,7 +193,8 @@ impl Daemon {
         })
     }
 
-    /// Writes `conf` and starts `side`'s salt-minion on it.
+    /// Writes `conf` and starts `side`'s salt-minion on it (real Salt with
+    /// `--disable-keepalive`: one process to watch, no restart behind the test's back).
     pub fn start_minion(side: &Side, conf: &MinionConf) -> Result<Self, HarnessError> {
         let conf = conf.clone().flavor(side.flavor());
         let conf_dir = conf.write()?;
@@ -216,7 +221,10 @@ impl Daemon {
     }
 
     /// Waits until the master listens on `addr:publish` and `addr:ret` (and, for real Salt,
-    /// has started its publisher, which the `salt` CLI needs).
+    /// has started its publisher, which the `salt` CLI needs, and a request worker: Salt's
+    /// ret port listens as soon as its MWorkerQueue is up, but nothing answers until an
+    /// MWorker has loaded its modules, which takes ~10 s on a loaded machine; a minion whose
+    /// sign-in times out meanwhile may give up, see docs/interop.md scenario 3).
     pub fn wait_master_ready(
         &mut self,
         addr: &str,
@@ -233,7 +241,9 @@ impl Daemon {
                 !proc.is_running()
                     || (listening(addr, ret)
                         && listening(addr, publish)
-                        && (!is_salt || sock.join("master_event_pub.ipc").exists()))
+                        && (!is_salt
+                            || (sock.join("master_event_pub.ipc").exists()
+                                && proc.output().contains(SALT_WORKER_UP))))
             },
         );
         self.proc.check_running()?;
@@ -329,7 +339,18 @@ impl SaltCli {
         let t0 = std::time::Instant::now();
         let limit = crate::wait::scaled(limit);
         loop {
-            let (v, out) = self.salt_json(args, 10)?;
+            // A master that has not seen the minion sign in yet (its key not accepted there:
+            // a failover target, an auto_accept master) answers "No minions matched the
+            // target" in plain text: that is "not yet", not a failure.
+            let (v, last) = match self.salt_json(args, 10) {
+                Ok((v, out)) => (v, format!("{}\n{}", out.stdout, out.stderr)),
+                Err(HarnessError::Command { stderr, .. })
+                    if stderr.contains("No minions matched the target") =>
+                {
+                    (serde_json::Value::Null, stderr)
+                }
+                Err(e) => return Err(e),
+            };
             if let Some(a) = v.get(id)
                 && !a
                     .as_str()
@@ -339,10 +360,7 @@ impl SaltCli {
             }
             if t0.elapsed() >= limit {
                 return Err(HarnessError::Timeout {
-                    what: format!(
-                        "{id} to answer {args:?}; last output:\n{}\n{}",
-                        out.stdout, out.stderr
-                    ),
+                    what: format!("{id} to answer {args:?}; last output:\n{last}"),
                     after: limit,
                 });
             }
@@ -739,4 +757,44 @@ fn proxy_loop(
         }
     }
     Ok(())
+}
+
+/// Processes whose command line mentions `root` (the test's temporary root), as
+/// `pid: command` lines: after a test has dropped its daemons this must be empty, which shows
+/// every process group it started (Python masters fork workers) was ended.
+pub fn leftover_processes(root: &Path) -> Vec<String> {
+    let needle = root.to_string_lossy().into_owned();
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == me || !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains(&needle) {
+            out.push(format!("{name}: {}", cmd.trim_end()));
+        }
+    }
+    out
+}
+
+/// Waits (bounded) until no process mentions `root` any more; panics with the list otherwise.
+pub fn assert_no_leftovers(root: &Path) {
+    let res = wait_until(
+        "no process left in the test root",
+        Duration::from_secs(10),
+        || leftover_processes(root).is_empty(),
+    );
+    assert!(
+        res.is_ok(),
+        "processes left running:\n{}",
+        leftover_processes(root).join("\n")
+    );
 }

@@ -9,7 +9,10 @@
 //!    `cmd.run_all`, `test.arg` in the shapes the Python minion gives: same keys, same JSON
 //!    types (`grains.items`: every grain we report has the Python minion's type; the core
 //!    grains are all there; grains only Python reports are listed, not failed);
-//! 4. `always_verify_signature`: after an AES rotation on the master (dropfile) our minion
+//! 4. heartbeats: the master is given 500 ms / 2 s ZMTP heartbeats (Salt 3008 sends them by
+//!    default, 10 s / 30 s); our minion stays connected across several heartbeat timeouts
+//!    (no SUB disconnect, no new sign-in);
+//! 5. `always_verify_signature`: after an AES rotation on the master (dropfile) our minion
 //!    re-authenticates on the next publish and verifies the master key signature again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,7 +20,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, copy_file, json_shape, serial, shape_diff, venv_for, wait_file,
+    Daemon, SaltCli, Side, assert_no_leftovers, copy_file, json_shape, serial, shape_diff,
+    venv_for, wait_file,
 };
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair, wait_until};
 use serde_json::json;
@@ -58,6 +62,13 @@ const CORE_GRAINS: &[&str] = &[
     "osrelease",
 ];
 
+/// ZMTP heartbeat interval / timeout given to the Python master (ms; read by 3008+).
+const HEARTBEAT_IVL_MS: u32 = 500;
+const HEARTBEAT_TIMEOUT_MS: u32 = 2000;
+/// Our minion's debug line for a ZMQ_EVENT_DISCONNECTED (512) on its SUB socket.
+const SUB_DISCONNECTED: &str = "SUB monitor event event=512";
+const AUTH_OK: &str = "Authentication with master at 127.0.0.1 successful!";
+
 const VERIFIED: &str = "Successfully verified signature of master public key";
 
 fn run(version: &str) {
@@ -75,7 +86,12 @@ fn run(version: &str) {
         .ports(ports.0, ports.1)
         .master_sign_pubkey(true)
         .set("loop_interval", 1u32)
-        .set("worker_threads", 2u32);
+        .set("worker_threads", 2u32)
+        // Salt 3008 masters send ZMTP heartbeats on both sockets (default every 10 s, peer
+        // dropped after 30 s without an answer); shortened so the run crosses many heartbeat
+        // timeouts. 3006/3007 ignore these options.
+        .set("zmq_heartbeat_ivl", HEARTBEAT_IVL_MS)
+        .set("zmq_heartbeat_timeout", HEARTBEAT_TIMEOUT_MS);
     let mut master = Daemon::start_master(&py, &mconf).unwrap();
     master
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
@@ -118,12 +134,14 @@ fn run(version: &str) {
     assert_eq!(acc, ["pymin1", "rmin1"]);
     rmin.wait_minion_ready().unwrap();
     pmin.wait_minion_ready().unwrap();
+    let ready_at = Instant::now();
+    let auths_at_ready = rmin.count(AUTH_OK);
     step(t0, "both accepted and ready");
     let log = rmin.proc.output();
     for line in [
         VERIFIED,
         "Received signed and verified master pubkey from master 127.0.0.1",
-        "Authentication with master at 127.0.0.1 successful!",
+        AUTH_OK,
     ] {
         assert!(
             log.contains(line),
@@ -210,6 +228,33 @@ fn run(version: &str) {
         "test.ping, cmd.run, cmd.run_all, test.arg, grains.items compared",
     );
 
+    // Heartbeats (3008): our minion stayed connected for several heartbeat timeouts without
+    // a drop or a new sign-in (libzmq answers the master's ZMTP PINGs). The window is the
+    // observation itself, so it is waited out if the jobs above were quicker.
+    let window = Duration::from_millis(u64::from(HEARTBEAT_TIMEOUT_MS) * 3);
+    std::thread::sleep(window.saturating_sub(ready_at.elapsed()));
+    let (v, _) = cli.salt_json(&["rmin1", "test.ping"], 20).unwrap();
+    assert_eq!(v, json!({"rmin1": true}));
+    assert_eq!(
+        rmin.count(SUB_DISCONNECTED),
+        0,
+        "our minion's publish channel dropped (heartbeats?):\n{}",
+        rmin.proc.tail(40)
+    );
+    assert_eq!(
+        rmin.count(AUTH_OK),
+        auths_at_ready,
+        "our minion signed in again:\n{}",
+        rmin.proc.tail(40)
+    );
+    step(
+        t0,
+        &format!(
+            "connected {:.1} s with {HEARTBEAT_IVL_MS} ms heartbeats, no drop",
+            ready_at.elapsed().as_secs_f64()
+        ),
+    );
+
     // always_verify_signature: rotate the AES key; on re-auth the signature is checked again.
     let before = rmin.count(VERIFIED);
     let dfn = master.dir.join("cache/.dfn");
@@ -235,4 +280,6 @@ fn run(version: &str) {
         &format!("always_verify_signature re-verified; done with Salt {version}"),
     );
     master.proc.stop(Duration::from_secs(5));
+    drop((rmin, pmin, master));
+    assert_no_leftovers(root.path());
 }
