@@ -21,14 +21,10 @@ pub const ENC_ALGOS: [&str; 2] = ["OAEP-SHA1", "OAEP-SHA224"];
 /// `signing_algorithm` names Salt accepts.
 pub const SIG_ALGOS: [&str; 2] = ["PKCS1v15-SHA1", "PKCS1v15-SHA224"];
 
-/// Salt's `clean_key`: trim, normalise line endings to LF, no trailing newline.
-pub fn clean_key(text: &str) -> String {
-    text.trim()
-        .lines()
-        .map(|l| l.trim_end_matches('\r'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+/// Salt's `clean_key` (`"\n".join(key.strip().splitlines())`, with Python's whitespace and
+/// line breaks): the one implementation in `salt-pki`, so the key-state decision and the
+/// key files can never disagree (fuzz finding 3 in docs/security.md).
+pub use salt_pki::clean_key;
 
 /// A parsed `_auth` load.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -559,6 +555,8 @@ mod tests {
         let reply = signed_reply(vec![9], vec![8]);
         assert_eq!(crate::map_get(&reply, "enc"), Some(&s("clear")));
         assert_eq!(clean_key(" a\r\nb\n\n"), "a\nb");
+        // Python's splitlines also breaks on \x0b, \x0c, \x1c-\x1e, \x85, \u2028...
+        assert_eq!(clean_key("a\x0cb\u{2028}c\x0b"), "a\nb\nc");
     }
 
     #[test]
