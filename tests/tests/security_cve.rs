@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use rmpv::Value;
 use salt_integration_tests::e2e_support::Cluster;
