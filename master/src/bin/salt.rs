@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -208,6 +208,7 @@ async fn run(
         return ExitCode::from(2);
     }
     let mut jid = String::new();
+    let mut progress = Progress::new(std::io::stderr().is_terminal());
     let mut all = Map::new();
     let mut failed = false;
     let mut any = false;
@@ -225,9 +226,13 @@ async fn run(
             }
         };
         match ev {
-            LocalEvent::Published { jid: j, .. } => jid = j,
+            LocalEvent::Published { jid: j, minions } => {
+                jid = j;
+                progress.expect(minions.map(|m| m.len()));
+            }
             LocalEvent::Return { id, data } => {
                 any = true;
+                progress.returned();
                 let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
                 if retcode != 0 {
                     failed = true;
@@ -240,6 +245,7 @@ async fn run(
                 }
             }
             LocalEvent::Done { missing } => {
+                progress.clear();
                 for id in missing {
                     any = true;
                     failed = true;
@@ -261,6 +267,7 @@ async fn run(
             _ => {}
         }
     }
+    progress.clear();
     if static_out && !all.is_empty() {
         let _ = writeln!(sink, "{}", show(format, json_indent, &Value::Object(all)));
     }
@@ -275,9 +282,77 @@ async fn run(
     ExitCode::SUCCESS
 }
 
+/// The progress line on a terminal, `[returned/expected] waiting for returns...` on stderr,
+/// rewritten in place (`\r`) as returns arrive and erased before the final output; nothing
+/// when stderr is not a terminal (pipes, files, tests).
+struct Progress {
+    on: bool,
+    expected: Option<usize>,
+    returned: usize,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(on: bool) -> Self {
+        Progress {
+            on,
+            expected: None,
+            returned: 0,
+            shown: false,
+        }
+    }
+
+    fn expect(&mut self, n: Option<usize>) {
+        self.expected = n;
+        self.draw();
+    }
+
+    fn returned(&mut self) {
+        self.returned += 1;
+        self.draw();
+    }
+
+    fn line(&self) -> String {
+        match self.expected {
+            Some(n) => format!("[{}/{n}] waiting for returns...", self.returned),
+            None => format!("[{}/?] waiting for returns...", self.returned),
+        }
+    }
+
+    fn draw(&mut self) {
+        if self.on {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K{}", self.line());
+            let _ = err.flush();
+            self.shown = true;
+        }
+    }
+
+    /// Erase the line so returns print on a clean line.
+    fn clear(&mut self) {
+        if self.shown {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+            self.shown = false;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_line_counts_returns_and_stays_quiet_off_a_terminal() {
+        let mut p = Progress::new(false);
+        p.expect(Some(3));
+        p.returned();
+        assert_eq!(p.line(), "[1/3] waiting for returns...");
+        assert!(!p.shown, "not drawn when off");
+        p.expect(None);
+        assert_eq!(p.line(), "[1/?] waiting for returns...");
+    }
 
     #[test]
     fn args_like_salt() {
