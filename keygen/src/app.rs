@@ -343,15 +343,23 @@ impl Cli {
         let progress = Progress::start("fingerprinting keys", total, total >= 5000);
         let mut data = Vec::new();
         for (status, ids) in groups {
-            let mut fps = Vec::with_capacity(ids.len());
-            for id in ids {
-                let path = self.key_path(&status, &id);
-                match fs::read(&path) {
-                    Ok(bytes) => fps.push((id, Val::Str(salt_pki::pem_finger(&bytes, self.hash)))),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io("read", &path, e)),
+            let paths: Vec<(String, PathBuf)> = ids
+                .into_iter()
+                .map(|id| {
+                    let p = self.key_path(&status, &id);
+                    (id, p)
+                })
+                .collect();
+            let mut fps = Vec::with_capacity(paths.len());
+            // Reading and hashing 100k small files: split over the CPUs (order kept).
+            for chunk in paths.chunks(BATCH) {
+                for r in fingerprint_files(chunk, self.hash) {
+                    let (id, fp) = r?;
+                    if let Some(fp) = fp {
+                        fps.push((id, Val::Str(fp)));
+                    }
                 }
-                progress.inc(1);
+                progress.inc(chunk.len());
             }
             data.push((status, Val::Map(fps)));
         }
@@ -474,8 +482,9 @@ impl Cli {
                     include_rejected: inc_rej,
                     include_denied: inc_den,
                 };
+                // Validated just above: the store need not read every file again.
                 self.batched(&ids, "accepting keys", &mut errors, |chunk| {
-                    store.accept_many(chunk, from)
+                    store.accept_many_prevalidated(chunk, from)
                 })?;
             }
             Action::Reject => {
@@ -907,5 +916,78 @@ fn chown_to_user(path: &Path, user: &str) {
     }
     if let Ok(Some(u)) = nix::unistd::User::from_name(user) {
         let _ = std::os::unix::fs::chown(path, Some(u.uid.as_raw()), None);
+    }
+}
+
+/// `(id, fingerprint)` of each file, `None` for one that vanished meanwhile, in input order;
+/// on up to as many threads as there are CPUs for large inputs.
+fn fingerprint_files(
+    paths: &[(String, PathBuf)],
+    hash: HashType,
+) -> Vec<Result<(String, Option<String>)>> {
+    let one = |(id, path): &(String, PathBuf)| match fs::read(path) {
+        Ok(bytes) => Ok((id.clone(), Some(salt_pki::pem_finger(&bytes, hash)))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((id.clone(), None)),
+        Err(e) => Err(Error::io("read", path, e)),
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    if paths.len() < 512 || threads == 1 {
+        return paths.iter().map(one).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    vec![Err(Error::io(
+                        "fingerprint",
+                        Path::new("(worker thread)"),
+                        io::Error::other("panicked"),
+                    ))]
+                })
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod fingerprint_tests {
+    use super::*;
+
+    #[test]
+    fn threaded_fingerprints_keep_order_and_skip_vanished_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let pem = PrivateKey::generate(2048).unwrap().public_key().to_pem();
+        let other = PrivateKey::generate(2048).unwrap().public_key().to_pem();
+        let mut paths = Vec::new();
+        for i in 0..1500 {
+            let p = dir.path().join(format!("m-{i}"));
+            if i != 700 {
+                fs::write(&p, if i % 2 == 0 { &pem } else { &other }).unwrap();
+            }
+            paths.push((format!("m-{i}"), p));
+        }
+        let got = fingerprint_files(&paths, HashType::Sha256);
+        assert_eq!(got.len(), 1500);
+        let even = salt_pki::pem_finger(pem.as_bytes(), HashType::Sha256);
+        let odd = salt_pki::pem_finger(other.as_bytes(), HashType::Sha256);
+        for (i, r) in got.into_iter().enumerate() {
+            let (id, fp) = r.unwrap();
+            assert_eq!(id, format!("m-{i}"), "input order kept");
+            match i {
+                700 => assert_eq!(fp, None, "vanished file skipped"),
+                _ if i % 2 == 0 => assert_eq!(fp.as_deref(), Some(even.as_str())),
+                _ => assert_eq!(fp.as_deref(), Some(odd.as_str())),
+            }
+        }
     }
 }

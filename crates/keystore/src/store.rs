@@ -491,6 +491,20 @@ impl KeyStore {
         self.move_many(ids, &sources, KeyState::Accepted, true)
     }
 
+    /// [`accept_many`](Self::accept_many) for a caller that has just validated every key
+    /// file itself (salt-key parses each as an RSA public key first, refusing the whole
+    /// operation on a bad one): the moves skip the store's own armour check, which would
+    /// read every file a second time (a third of the syscalls of a bulk accept). Crash
+    /// safety and concurrency are unchanged: each key is still moved by one rename.
+    pub fn accept_many_prevalidated<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        from: AcceptFrom,
+    ) -> Result<Report> {
+        let sources = accept_sources(from);
+        self.move_many(ids, &sources, KeyState::Accepted, false)
+    }
+
     /// Accept the pending keys matching `globs` (and rejected/denied ones per `from`),
     /// after re-reading those directories: `salt-key -a GLOB`.
     pub fn accept_matching(&self, globs: &str, from: AcceptFrom) -> Result<Report> {
