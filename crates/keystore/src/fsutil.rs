@@ -25,14 +25,15 @@ pub(crate) fn tmp_path(dir: &Path) -> PathBuf {
 }
 
 /// Write `data` to `path` atomically with permission bits `mode`: temp file in the same
-/// directory ([`write_tmp`]), rename over `path`, fsync the directory. Readers see either
-/// the old file (or none) or the complete new one.
-pub(crate) fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+/// directory ([`write_tmp`]), rename over `path`, and with `sync` fsync the file and the
+/// directory. Readers see either the old file (or none) or the complete new one; a killed
+/// process never leaves a partial key. `sync` adds durability across power loss.
+pub(crate) fn atomic_write(path: &Path, data: &[u8], mode: u32, sync: bool) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = write_tmp(dir, data, mode)?;
+    let tmp = write_tmp(dir, data, mode, sync)?;
     rename_tmp(&tmp, path)?;
     crash_point("atomic_write:after_rename")?;
-    sync_dir(dir)
+    if sync { sync_dir(dir) } else { Ok(()) }
 }
 
 /// Rename a temp file from [`write_tmp`] to its final name (removing it on failure).
@@ -44,11 +45,11 @@ pub(crate) fn rename_tmp(tmp: &Path, path: &Path) -> Result<()> {
     })
 }
 
-/// Write `data` to a fresh temp file in `dir` with mode `mode`, fsync-ed; returns its path.
-/// The file is a dotfile, invisible to every key listing.
-pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32) -> Result<PathBuf> {
+/// Write `data` to a fresh temp file in `dir` with mode `mode` (fsync-ed with `sync`);
+/// returns its path. The file is a dotfile, invisible to every key listing.
+pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32, sync: bool) -> Result<PathBuf> {
     let tmp = tmp_path(dir);
-    let res = write_tmp_at(&tmp, data, mode);
+    let res = write_tmp_at(&tmp, data, mode, sync);
     if let Err(e) = &res
         && !is_simulated_crash(e)
     {
@@ -57,7 +58,7 @@ pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32) -> Result<PathBuf> {
     res.map(|()| tmp)
 }
 
-fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32) -> Result<()> {
+fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32, sync: bool) -> Result<()> {
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -70,7 +71,11 @@ fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32) -> Result<()> {
     // The umask may have removed bits; set exactly what was asked.
     f.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(|e| KeyStoreError::io("chmod", tmp, e))?;
-    f.sync_all().map_err(|e| KeyStoreError::io("fsync", tmp, e))
+    if sync {
+        f.sync_all()
+            .map_err(|e| KeyStoreError::io("fsync", tmp, e))?;
+    }
+    Ok(())
 }
 
 /// fsync a directory so that renames/unlinks in it are durable.

@@ -161,6 +161,7 @@ impl Report {
 pub struct OpenOptions {
     fix_permissions: bool,
     validator: Arc<dyn KeyValidator>,
+    durable: bool,
 }
 
 impl Default for OpenOptions {
@@ -168,6 +169,7 @@ impl Default for OpenOptions {
         Self {
             fix_permissions: true,
             validator: Arc::new(PemArmorValidator),
+            durable: true,
         }
     }
 }
@@ -183,6 +185,18 @@ impl OpenOptions {
     /// is accessible by others. When false such a directory is refused outright.
     pub fn fix_permissions(mut self, fix: bool) -> Self {
         self.fix_permissions = fix;
+        self
+    }
+
+    /// When true (default), key files written by `put_*` are fsync-ed, and so are the
+    /// directories they land in: a change survives power loss. When false, writes stay
+    /// atomic (temp file + rename: a killed process never leaves a partial or doubled key)
+    /// but are not flushed — Salt's own behaviour, and what the master uses for the keys
+    /// minions present at sign-in, which the next sign-in writes again if a power cut
+    /// loses them (see docs/decisions.md). Bulk moves (`salt-key`) always end with one
+    /// directory fsync per batch.
+    pub fn durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
         self
     }
 
@@ -217,6 +231,7 @@ impl OpenOptions {
 pub struct KeyStore {
     pki_dir: PathBuf,
     validator: Arc<dyn KeyValidator>,
+    durable: bool,
     index: RwLock<Index>,
     /// Serialises mutations (and refreshes) within the process so the index follows the
     /// file system exactly.
@@ -257,6 +272,7 @@ impl KeyStore {
         let store = Self {
             pki_dir: pki_dir.to_owned(),
             validator: opts.validator,
+            durable: opts.durable,
             index: RwLock::default(),
             ops: Mutex::new(()),
         };
@@ -633,7 +649,7 @@ impl KeyStore {
             })?;
         let _ops = self.lock_ops();
         if target == KeyState::Denied {
-            fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE)?;
+            fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE, self.durable)?;
             self.write_index().sets[target.idx()].insert(id.to_owned());
             return Ok(());
         }
@@ -646,7 +662,7 @@ impl KeyStore {
                     });
                 }
             }
-            fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE)?;
+            fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE, self.durable)?;
             self.write_index().sets[target.idx()].insert(id.to_owned());
             return Ok(());
         }
@@ -656,7 +672,7 @@ impl KeyStore {
         // the new text in place (atomic replace). The id is never in two states, even if
         // another process moves it meanwhile (a vanished source is skipped).
         let target_dir = self.state_dir(target);
-        let tmp = fsutil::write_tmp(&target_dir, pem.as_bytes(), KEY_FILE_MODE)?;
+        let tmp = fsutil::write_tmp(&target_dir, pem.as_bytes(), KEY_FILE_MODE, self.durable)?;
         crash_point("put:after_tmp")?;
         let mut moved = Vec::new();
         for src in KeyState::EXCLUSIVE.into_iter().filter(|&s| s != target) {
@@ -672,9 +688,11 @@ impl KeyStore {
         }
         crash_point("put:after_move")?;
         fsutil::rename_tmp(&tmp, &target_path)?;
-        fsutil::sync_dir(&target_dir)?;
-        for &src in &moved {
-            fsutil::sync_dir(&self.state_dir(src))?;
+        if self.durable {
+            fsutil::sync_dir(&target_dir)?;
+            for &src in &moved {
+                fsutil::sync_dir(&self.state_dir(src))?;
+            }
         }
         let mut index = self.write_index();
         for src in moved {
@@ -718,6 +736,7 @@ impl KeyStore {
             &self.pki_dir.join(AUTOSIGN_DIR).join(id),
             b"",
             KEY_FILE_MODE,
+            self.durable,
         )
     }
 

@@ -591,3 +591,33 @@ fn unreadable_dir_is_a_clear_error() {
     assert!(err.to_string().contains("minions_pre"), "{err}");
     assert!(err.to_string().contains("ermission denied"), "{err}");
 }
+
+#[test]
+fn non_durable_store_writes_atomically_with_the_same_state_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    let s = OpenOptions::new().durable(false).open(&pki).unwrap();
+    s.put_pending("m1", PEM).unwrap();
+    assert_eq!(on_disk(&pki, "m1"), vec![KeyState::Pending]);
+    s.put_accepted("m1", PEM).unwrap();
+    assert_eq!(on_disk(&pki, "m1"), vec![KeyState::Accepted]);
+    assert_eq!(exclusive_count(&pki, "m1"), 1);
+    assert_eq!(
+        s.read_key(KeyState::Accepted, "m1").unwrap().as_deref(),
+        Some(PEM)
+    );
+    assert_eq!(mode(&pki.join("minions/m1")), 0o644);
+    s.put_denied("m1", &other_pem()).unwrap();
+    assert_eq!(
+        on_disk(&pki, "m1"),
+        vec![KeyState::Accepted, KeyState::Denied]
+    );
+    assert!(
+        all_files(&pki).iter().all(|f| !f.contains("/.")),
+        "no temp file left: {:?}",
+        all_files(&pki)
+    );
+    // A durable store sees the same files.
+    let d = KeyStore::open(&pki).unwrap();
+    assert_eq!(d.state("m1").unwrap(), Some(KeyState::Accepted));
+}

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use salt_config::MasterConfig;
-use salt_keystore::KeyStore;
+use salt_keystore::OpenOptions as KeyStoreOptions;
 use salt_pki::SigAlgo;
 use salt_proto::ReplayGuard;
 use salt_transport::{
@@ -106,7 +106,9 @@ pub async fn run_with_ready(
     mkdir(&cfg.cachedir, 0o755)?;
     mkdir(&Shared::jobs_dir(&cfg), 0o700)?;
     mkdir(&Shared::sessions_dir(&cfg), 0o700)?;
-    let store = KeyStore::open(&cfg.pki_dir)?;
+    // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
+    // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
+    let store = KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?;
     let keys = {
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || MasterKeys::load(&cfg))
