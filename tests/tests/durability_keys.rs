@@ -1,0 +1,121 @@
+//! Durability of key-state changes under SIGKILL (issue 7, item 4, key-store half):
+//! `salt-key -A -y` on a few thousand pending keys is killed at random points, again and
+//! again; after every kill each key is in exactly one state directory (none lost, none
+//! doubled, no temp file taken for a key) and a final run finishes the job.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use salt_integration_tests::{TempRoot, bins};
+
+const N: usize = 3000;
+
+fn ids_in(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
+#[test]
+fn sigkilled_bulk_accept_never_loses_or_doubles_a_key() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let d = root.path();
+    let pki = d.join("pki");
+    for sub in [
+        "minions",
+        "minions_pre",
+        "minions_rejected",
+        "minions_denied",
+    ] {
+        std::fs::create_dir_all(pki.join(sub)).unwrap();
+    }
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&pki, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    std::fs::create_dir_all(d.join("conf")).unwrap();
+    std::fs::write(
+        d.join("conf/master"),
+        format!(
+            "root_dir: {r}\npki_dir: {r}/pki\ncachedir: {r}/cache\nsock_dir: {r}/sock\n\
+             log_file: {r}/master.log\nkey_logfile: {r}/key.log\nid: durability\nuser: {u}\n",
+            r = d.display(),
+            u = salt_integration_tests::config::current_user()
+        ),
+    )
+    .unwrap();
+    let pem = salt_pki::PrivateKey::generate(2048)
+        .unwrap()
+        .public_key()
+        .to_pem();
+    let all: BTreeSet<String> = (0..N).map(|i| format!("m-{i:05}")).collect();
+    for id in &all {
+        std::fs::write(pki.join("minions_pre").join(id), &pem).unwrap();
+    }
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5a17);
+    let mut killed_midway = 0;
+    for round in 0..10 {
+        let mut child = Command::new(&b.key)
+            .arg("-c")
+            .arg(d.join("conf"))
+            .args(["-A", "-y"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(5..120)));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+
+        let pending = ids_in(&pki.join("minions_pre"));
+        let accepted = ids_in(&pki.join("minions"));
+        let both: Vec<_> = pending.intersection(&accepted).collect();
+        assert!(both.is_empty(), "round {round}: in two states: {both:?}");
+        let union: BTreeSet<String> = pending.union(&accepted).cloned().collect();
+        assert_eq!(union, all, "round {round}: a key was lost");
+        if !pending.is_empty() && !accepted.is_empty() {
+            killed_midway += 1;
+        }
+        for id in &accepted {
+            assert_eq!(
+                std::fs::read_to_string(pki.join("minions").join(id)).unwrap(),
+                pem,
+                "round {round}: {id} intact"
+            );
+        }
+        if pending.is_empty() {
+            // All moved already: put them back for another round.
+            for id in &all {
+                std::fs::rename(
+                    pki.join("minions").join(id),
+                    pki.join("minions_pre").join(id),
+                )
+                .unwrap();
+            }
+        }
+    }
+    eprintln!("{killed_midway} of 10 kills landed in the middle of the bulk accept");
+
+    // A run left alone finishes the job.
+    let out = Command::new(&b.key)
+        .arg("-c")
+        .arg(d.join("conf"))
+        .args(["-A", "-y"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ids_in(&pki.join("minions_pre")).is_empty());
+    assert_eq!(ids_in(&pki.join("minions")), all);
+}
