@@ -216,9 +216,12 @@ salt_options! {
         /// Keepalive probe interval (seconds; `-1`: OS default).
         #[salt_default = "-1"]
         pub tcp_keepalive_intvl: Option<Duration>,
-        /// salt-rs only: serve Prometheus metrics on this port (`None`: off).
+        /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
         #[salt_default = "None (salt-rs only)"]
         pub metrics_port: Option<u16>,
+        /// salt-rs only: address the metrics endpoint binds to.
+        #[salt_default = "127.0.0.1 (salt-rs only)"]
+        pub metrics_host: IpAddr,
     }
 }
 
@@ -387,6 +390,7 @@ impl MasterConfig {
             tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
             tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
             metrics_port: r.opt("metrics_port", port),
+            metrics_host: r.get("metrics_host", IpAddr::from([127, 0, 0, 1]), word(parse_ip)),
             root_dir,
         }
     }

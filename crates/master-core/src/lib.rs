@@ -20,6 +20,7 @@ pub mod jobs;
 pub mod keys;
 pub mod local;
 pub mod local_server;
+pub mod metrics;
 pub mod output;
 pub mod publish;
 pub mod request;

@@ -72,6 +72,7 @@ pub fn publish(shared: &Shared, publisher: &Publisher, job: &Job) -> Result<(), 
             payload.push((t("load"), Value::Binary(ct)));
         }
         publisher.publish(vec![salt_proto::encode(&Value::Map(payload))])?;
+        shared.metrics.publishes.inc();
         tracing::info!(
             "Published job {} ({}) to {:?}",
             job.jid,

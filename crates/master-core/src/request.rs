@@ -228,6 +228,7 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
     let cfg = &shared.cfg;
     if !auth_master::valid_id(&req.id) {
         tracing::info!("Authentication request from invalid id {:?}", req.id);
+        shared.metrics.signin("refused");
         return Ok(fail_reply(shared, req, AuthRet::Refused)?);
     }
     let full = match cfg.max_minions {
@@ -255,6 +256,14 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         full,
     };
     let decision = auth_master::decide(req, &facts, &policy);
+    shared.metrics.signin(match decision.act {
+        Act::Accept => "accepted",
+        Act::Pend => "pending",
+        Act::Reject => "rejected",
+        Act::Denied => "denied",
+        Act::Full => "full",
+        Act::Invalid => "refused",
+    });
     let id = &req.id;
     match decision.action {
         KeyAction::None => {}
@@ -515,6 +524,7 @@ fn handle_return(shared: &Shared, id: &str, mut load: Value) {
         Some("req") | None => shared.jids.next(),
         Some(j) => j.to_owned(),
     };
+    shared.metrics.returns.inc();
     match shared.jobs.store_return(&jid, id, &load) {
         Ok(()) => tracing::debug!("Got return from {id} for job {jid}"),
         Err(e) => {

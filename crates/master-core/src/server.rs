@@ -133,6 +133,7 @@ pub async fn run_with_ready(
         acl,
         acl_blacklist,
         verified_toks: Mutex::new(Default::default()),
+        metrics: Default::default(),
         store,
         keys,
         aes,
@@ -187,6 +188,26 @@ pub async fn run_with_ready(
         tracker.clone(),
     ));
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
+    // Opt-in Prometheus endpoint (metrics_port), localhost unless metrics_host says else.
+    let metrics_task = match cfg.metrics_port.filter(|p| *p != 0) {
+        Some(port) => {
+            let addr = std::net::SocketAddr::new(cfg.metrics_host, port);
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(io_err(format!("metrics endpoint {addr}")))?;
+            tracing::info!("Serving Prometheus metrics on http://{addr}/metrics");
+            let s = shared.clone();
+            Some(tokio::spawn(crate::metrics::serve(
+                listener,
+                shared.metrics.clone(),
+                move |m| {
+                    let n = s.connected.lock().unwrap_or_else(|e| e.into_inner()).len();
+                    m.signed_in.set(i64::try_from(n).unwrap_or(i64::MAX));
+                },
+            )))
+        }
+        None => None,
+    };
     let workers = Arc::new(Semaphore::new(cfg.worker_threads.max(1) as usize));
     tracing::info!(
         "Salt master {} is running with {} worker threads",
@@ -222,8 +243,13 @@ pub async fn run_with_ready(
         let router = router.replier();
         tracker.spawn(async move {
             let body = req.body;
-            let reply =
-                tokio::task::spawn_blocking(move || crate::request::handle(&shared, &body)).await;
+            let reply = tokio::task::spawn_blocking(move || {
+                let t0 = std::time::Instant::now();
+                let r = crate::request::handle(&shared, &body);
+                shared.metrics.request(t0.elapsed());
+                r
+            })
+            .await;
             drop(permit);
             match reply {
                 Ok(reply) => {
@@ -245,6 +271,9 @@ pub async fn run_with_ready(
     }
     let _ = local.await;
     let _ = maintenance.await;
+    if let Some(t) = metrics_task {
+        t.abort();
+    }
     let _ = tokio::task::spawn_blocking(move || {
         router.close();
         publisher.close();
@@ -311,6 +340,11 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                 match PublishKey::generate(&s.keys.key) {
                     Ok(k) => {
                         s.aes.rotate(k);
+                        s.metrics.rotation(if dropfile {
+                            "dropfile"
+                        } else {
+                            "publish_session"
+                        });
                         tracing::info!(
                             "Rotating master AES key{}",
                             if dropfile {

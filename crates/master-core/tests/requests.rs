@@ -50,6 +50,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         acl,
         acl_blacklist,
         verified_toks: Mutex::new(Default::default()),
+        metrics: Default::default(),
         store,
         keys,
         aes,

@@ -1,0 +1,212 @@
+//! The master's Prometheus metrics (opt-in: `metrics_port`, bound to `metrics_host`,
+//! 127.0.0.1 by default): sign-ins by outcome, AES rotations by cause, publishes, returns,
+//! request latency, and the minions signed in during this run. Encoded with the
+//! `prometheus-client` crate (OpenMetrics text) and served by a minimal HTTP/1.1 responder
+//! on `GET /metrics` (anything else: 404), one request per connection.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// A label set with one label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Label {
+    /// `outcome` (sign-ins) or `cause` (rotations), as the metric's help text says.
+    pub kind: String,
+}
+
+/// Every metric of the master, cheap to update from any thread.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// `salt_master_signins_total{kind}`: accepted, pending, rejected, denied, full,
+    /// refused (bad id/key), error.
+    pub signins: Family<Label, Counter>,
+    /// `salt_master_aes_rotations_total{kind}`: dropfile, publish_session.
+    pub rotations: Family<Label, Counter>,
+    /// `salt_master_publishes_total`.
+    pub publishes: Counter,
+    /// `salt_master_returns_total`.
+    pub returns: Counter,
+    /// `salt_master_request_duration_seconds`: request handling time on the worker pool.
+    pub request_seconds: Histogram,
+    /// `salt_master_minions_signed_in`: ids signed in during this run (`max_minions` count).
+    pub signed_in: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("salt_master");
+        let signins = Family::<Label, Counter>::default();
+        registry.register(
+            "signins",
+            "Sign-in requests by outcome (label kind)",
+            signins.clone(),
+        );
+        let rotations = Family::<Label, Counter>::default();
+        registry.register(
+            "aes_rotations",
+            "AES publish key rotations by cause (label kind)",
+            rotations.clone(),
+        );
+        let publishes = Counter::default();
+        registry.register("publishes", "Jobs published", publishes.clone());
+        let returns = Counter::default();
+        registry.register("returns", "Job returns received", returns.clone());
+        let request_seconds = Histogram::new(exponential_buckets(0.000_1, 4.0, 9));
+        registry.register(
+            "request_duration_seconds",
+            "Time to handle one request on the worker pool",
+            request_seconds.clone(),
+        );
+        let signed_in = Gauge::default();
+        registry.register(
+            "minions_signed_in",
+            "Minions signed in during this run",
+            signed_in.clone(),
+        );
+        Metrics {
+            registry,
+            signins,
+            rotations,
+            publishes,
+            returns,
+            request_seconds,
+            signed_in,
+        }
+    }
+}
+
+impl Metrics {
+    /// Count one sign-in with `outcome`.
+    pub fn signin(&self, outcome: &str) {
+        self.signins
+            .get_or_create(&Label {
+                kind: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Count one rotation for `cause`.
+    pub fn rotation(&self, cause: &str) {
+        self.rotations
+            .get_or_create(&Label {
+                kind: cause.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Record one request's handling time.
+    pub fn request(&self, took: Duration) {
+        self.request_seconds.observe(took.as_secs_f64());
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// Answer scrapes on `listener` until the task is dropped; `refresh` runs before each
+/// scrape (to update gauges).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: std::sync::Arc<Metrics>,
+    refresh: impl Fn(&Metrics) + Send + Sync + 'static,
+) {
+    let refresh = std::sync::Arc::new(refresh);
+    loop {
+        let Ok((mut conn, _)) = listener.accept().await else {
+            continue;
+        };
+        let metrics = metrics.clone();
+        let refresh = refresh.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 2048];
+            let mut n = 0;
+            // Read the request head (bounded; slow or huge requests are dropped).
+            let head = tokio::time::timeout(Duration::from_secs(5), async {
+                while n < buf.len() {
+                    match conn.read(&mut buf[n..]).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => {
+                            n += k;
+                            if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                                break;
+                            }
+                        }
+                    }
+                }
+            })
+            .await;
+            if head.is_err() {
+                return;
+            }
+            let line = String::from_utf8_lossy(&buf[..n]);
+            let path = line.split_whitespace().nth(1).unwrap_or("");
+            let get = line.starts_with("GET ");
+            let (status, ctype, body) =
+                if get && (path == "/metrics" || path.starts_with("/metrics?")) {
+                    refresh(&metrics);
+                    (
+                        "200 OK",
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        metrics.encode(),
+                    )
+                } else {
+                    ("404 Not Found", "text/plain", "not found\n".to_owned())
+                };
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(resp.as_bytes()).await;
+            let _ = conn.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_show_in_the_text() {
+        let m = Metrics::default();
+        m.signin("accepted");
+        m.signin("accepted");
+        m.signin("pending");
+        m.rotation("dropfile");
+        m.publishes.inc();
+        m.request(Duration::from_millis(2));
+        let t = m.encode();
+        assert!(
+            t.contains("salt_master_signins_total{kind=\"accepted\"} 2"),
+            "{t}"
+        );
+        assert!(
+            t.contains("salt_master_signins_total{kind=\"pending\"} 1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("salt_master_aes_rotations_total{kind=\"dropfile\"} 1"),
+            "{t}"
+        );
+        assert!(t.contains("salt_master_publishes_total 1"), "{t}");
+        assert!(
+            t.contains("salt_master_request_duration_seconds_count 1"),
+            "{t}"
+        );
+        assert!(t.ends_with("# EOF\n"), "{t}");
+    }
+}
