@@ -163,6 +163,21 @@ fn main() -> ExitCode {
     let outcome = rt.block_on(async {
         let signals = shutdown_signal();
         let watchdog = tokio::spawn(notifier.watchdog());
+        // Opt-in Prometheus endpoint (metrics_port), on metrics_host (127.0.0.1 by default).
+        let mut metrics_task = None;
+        if let (Some(port), Some(m)) = (cfg.metrics_port, settings.metrics.clone()) {
+            let addr = std::net::SocketAddr::new(cfg.metrics_host, port);
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => {
+                    tracing::info!("Serving Prometheus metrics on http://{addr}/metrics");
+                    metrics_task = Some(tokio::spawn(salt_daemon::metrics_http::serve(
+                        l,
+                        move || m.encode(),
+                    )));
+                }
+                Err(e) => tracing::error!("cannot serve metrics on {addr}: {e}"),
+            }
+        }
         notifier.ready(&format!("Running as {}; masters: {masters}", settings.id));
         let shutdown = async {
             signals.await;
@@ -170,6 +185,9 @@ fn main() -> ExitCode {
         };
         let r = driver::run(settings, shutdown).await;
         watchdog.abort();
+        if let Some(t) = metrics_task {
+            t.abort();
+        }
         r
     });
     drop(pidfile);

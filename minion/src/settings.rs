@@ -165,6 +165,10 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
         grains: Arc::new(grains),
         rng_seed: u64::from(std::process::id()) ^ 0x5a17_5a17,
         random_reauth_delay: cfg.random_reauth_delay,
+        metrics: cfg
+            .metrics_port
+            .filter(|p| *p != 0)
+            .map(|_| Arc::new(salt_minion_core::metrics::MinionMetrics::default())),
     })
 }
 

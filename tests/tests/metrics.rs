@@ -1,6 +1,7 @@
-//! The master's opt-in Prometheus endpoint (issue 8, item 4), scraped over plain HTTP:
-//! off by default; with `metrics_port` it serves `GET /metrics` on 127.0.0.1 and the
-//! counters move with a sign-in, a publish and its return.
+//! The opt-in Prometheus endpoints (issue 8, item 4), scraped over plain HTTP: off by
+//! default; with `metrics_port` the master serves `GET /metrics` on 127.0.0.1 and its
+//! counters move with a sign-in, a publish and its return; the minion's shows its master,
+//! failovers by cause and alive-check round trips.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read as _, Write as _};
@@ -79,6 +80,47 @@ fn scrape_shows_signins_publishes_and_returns() {
         sample(&text, "salt_master_request_duration_seconds_count").unwrap() >= 2.0,
         "{text}"
     );
+}
+
+#[test]
+fn minion_scrape_shows_its_master_failovers_and_alive_round_trips() {
+    let mut c = Cluster::new(|m| m).unwrap();
+    c.start_master().unwrap();
+    let (port, _) = free_port_pair().unwrap();
+    let conf = c
+        .minion_conf("mx2")
+        .set("metrics_port", i64::from(port))
+        .set("master_alive_interval", 1u32);
+    let m = c.spawn_minion(&conf).unwrap();
+    c.wait_key(KeyDir::Pending, "mx2", START).unwrap();
+    c.accept("mx2").unwrap();
+    wait_for_log(&m, MINION_READY, START).unwrap();
+    let ret = c.ports().1;
+    let mut text = String::new();
+    salt_integration_tests::wait_until("an alive check in the metrics", START, || {
+        text = get(port, "/metrics");
+        sample(&text, "salt_minion_alive_check_seconds_count").is_some_and(|n| n >= 1.0)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            &format!("salt_minion_master{{master=\"127.0.0.1:{ret}\"}}")
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    for kind in ["publish_channel_down", "alive_check_failed", "failback"] {
+        assert_eq!(
+            sample(
+                &text,
+                &format!("salt_minion_failovers_total{{kind=\"{kind}\"}}")
+            ),
+            Some(0.0),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -447,7 +447,7 @@ pub(crate) fn zero_disables(
     move |n| duration(unit)(n).map(|d| (!d.is_zero()).then_some(d))
 }
 
-fn parse_ip(s: &str) -> Result<IpAddr, Problem> {
+pub(crate) fn parse_ip(s: &str) -> Result<IpAddr, Problem> {
     s.trim()
         .parse()
         .map_err(|_| invalid(s, "expected an IPv4 or IPv6 address"))

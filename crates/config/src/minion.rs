@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{ConfigErrors, Problem};
-use crate::master::{MIN, MS, SEC, default_id, read_log_file, read_root_dir};
+use crate::master::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
 use crate::node::{Kind, Node};
 use crate::reader::{
     Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,
@@ -217,6 +217,12 @@ salt_options! {
         /// Minimum wait before retrying a failed return (seconds).
         #[salt_default = "5"]
         pub return_retry_timer: Duration,
+        /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
+        #[salt_default = "None (salt-rs only)"]
+        pub metrics_port: Option<u16>,
+        /// salt-rs only: address the metrics endpoint binds to.
+        #[salt_default = "127.0.0.1 (salt-rs only)"]
+        pub metrics_host: std::net::IpAddr,
         /// Maximum wait before retrying a failed return (seconds).
         #[salt_default = "10"]
         pub return_retry_timer_max: Duration,
@@ -421,6 +427,12 @@ impl MinionConfig {
                 "random_reauth_delay",
                 DEFAULT_RANDOM_REAUTH_DELAY,
                 duration(SEC),
+            ),
+            metrics_port: r.opt("metrics_port", port),
+            metrics_host: r.get(
+                "metrics_host",
+                std::net::IpAddr::from([127, 0, 0, 1]),
+                word(parse_ip),
             ),
             return_retry_timer: r.get(
                 "return_retry_timer",

@@ -7,8 +7,10 @@
 //! sets `WatchdogSec=`. Without `$NOTIFY_SOCKET` (not under systemd) every call is a no-op.
 //!
 //! [`process`]: `-d` (daemonize), `--pid-file` and `--versions-report`.
+//! [`metrics_http`]: the `GET /metrics` responder of the opt-in Prometheus endpoints.
 #![forbid(unsafe_code)]
 
+pub mod metrics_http;
 pub mod process;
 
 use std::time::Duration;

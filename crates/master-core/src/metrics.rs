@@ -1,8 +1,8 @@
 //! The master's Prometheus metrics (opt-in: `metrics_port`, bound to `metrics_host`,
 //! 127.0.0.1 by default): sign-ins by outcome, AES rotations by cause, publishes, returns,
 //! request latency, and the minions signed in during this run. Encoded with the
-//! `prometheus-client` crate (OpenMetrics text) and served by a minimal HTTP/1.1 responder
-//! on `GET /metrics` (anything else: 404), one request per connection.
+//! `prometheus-client` crate (OpenMetrics text) and served by
+//! [`salt_daemon::metrics_http`].
 
 use std::time::Duration;
 
@@ -12,7 +12,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// A label set with one label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -124,56 +123,11 @@ pub async fn serve(
     metrics: std::sync::Arc<Metrics>,
     refresh: impl Fn(&Metrics) + Send + Sync + 'static,
 ) {
-    let refresh = std::sync::Arc::new(refresh);
-    loop {
-        let Ok((mut conn, _)) = listener.accept().await else {
-            continue;
-        };
-        let metrics = metrics.clone();
-        let refresh = refresh.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 2048];
-            let mut n = 0;
-            // Read the request head (bounded; slow or huge requests are dropped).
-            let head = tokio::time::timeout(Duration::from_secs(5), async {
-                while n < buf.len() {
-                    match conn.read(&mut buf[n..]).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(k) => {
-                            n += k;
-                            if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
-                                break;
-                            }
-                        }
-                    }
-                }
-            })
-            .await;
-            if head.is_err() {
-                return;
-            }
-            let line = String::from_utf8_lossy(&buf[..n]);
-            let path = line.split_whitespace().nth(1).unwrap_or("");
-            let get = line.starts_with("GET ");
-            let (status, ctype, body) =
-                if get && (path == "/metrics" || path.starts_with("/metrics?")) {
-                    refresh(&metrics);
-                    (
-                        "200 OK",
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        metrics.encode(),
-                    )
-                } else {
-                    ("404 Not Found", "text/plain", "not found\n".to_owned())
-                };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = conn.write_all(resp.as_bytes()).await;
-            let _ = conn.shutdown().await;
-        });
-    }
+    salt_daemon::metrics_http::serve(listener, move || {
+        refresh(&metrics);
+        metrics.encode()
+    })
+    .await;
 }
 
 #[cfg(test)]

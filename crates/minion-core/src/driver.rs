@@ -72,6 +72,8 @@ pub struct MinionSettings {
     /// `random_reauth_delay`: bounds the random wait before re-authenticating after the
     /// master rotated its AES key (capped, see [`crate::rekey`]).
     pub random_reauth_delay: Duration,
+    /// Prometheus metrics to keep up to date (`metrics_port`), if any.
+    pub metrics: Option<Arc<crate::metrics::MinionMetrics>>,
 }
 
 /// How [`run`] ended.
@@ -125,6 +127,7 @@ enum Ev {
         idx: usize,
         id: CheckId,
         ok: bool,
+        rtt: Duration,
     },
     Failback {
         idx: usize,
@@ -333,8 +336,25 @@ impl Driver {
                 self.spawn_auth(idx, self.epoch, addr, timeout, Purpose::SignIn);
             }
             Action::Subscribe { idx, .. } => self.subscribe(idx),
-            Action::Connected { idx, .. } => self.connected(idx),
+            Action::Connected { idx, .. } => {
+                if let Some(m) = &self.s.metrics {
+                    let all: Vec<String> = self
+                        .st
+                        .masters()
+                        .iter()
+                        .map(|a| format!("{}:{}", a.host, a.port))
+                        .collect();
+                    if let Some(cur) = all.get(idx) {
+                        m.set_master(cur, &all);
+                    }
+                    m.sync_failovers(&self.st.leave_counts());
+                }
+                self.connected(idx)
+            }
             Action::Disconnect { idx } => {
+                if let Some(m) = &self.s.metrics {
+                    m.sync_failovers(&self.st.leave_counts());
+                }
                 if self.signing_in.is_some_and(|(i, _)| i == idx) {
                     self.signing_in = None;
                 }
@@ -353,8 +373,10 @@ impl Driver {
                 };
                 let tx = self.ev_tx.clone();
                 tokio::spawn(async move {
+                    let t0 = tokio::time::Instant::now();
                     let ok = ping(&uri, timeout).await;
-                    let _ = tx.send(Ev::Alive { idx, id, ok }).await;
+                    let rtt = t0.elapsed();
+                    let _ = tx.send(Ev::Alive { idx, id, ok, rtt }).await;
                 });
             }
             Action::SendFailbackPing {
@@ -434,7 +456,10 @@ impl Driver {
                 ip,
                 result,
             } => self.auth_reply(idx, epoch, purpose, &pending, ip, result),
-            Ev::Alive { idx, id, ok } => {
+            Ev::Alive { idx, id, ok, rtt } => {
+                if ok && let Some(m) = &self.s.metrics {
+                    m.alive(rtt);
+                }
                 let e = if ok {
                     Event::AliveCheckOk { idx, id }
                 } else {

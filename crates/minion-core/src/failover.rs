@@ -192,6 +192,36 @@ pub enum Action {
     },
 }
 
+/// Why the minion left the master it was using (for metrics).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum LeaveCause {
+    /// The publish channel stayed down longer than the reconnect grace.
+    PublishChannelDown,
+    /// Alive checks (`master_alive_interval`) failed twice in a row.
+    AliveCheckFailed,
+    /// The preferred master answered the failback ping.
+    Failback,
+}
+
+impl LeaveCause {
+    /// Every cause, in counter order.
+    pub const ALL: [LeaveCause; 3] = [
+        LeaveCause::PublishChannelDown,
+        LeaveCause::AliveCheckFailed,
+        LeaveCause::Failback,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaveCause::PublishChannelDown => "publish_channel_down",
+            LeaveCause::AliveCheckFailed => "alive_check_failed",
+            LeaveCause::Failback => "failback",
+        }
+    }
+}
+
 /// A summary of the current phase, for getters and tests.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 #[non_exhaustive]
@@ -277,6 +307,8 @@ pub struct FailoverState {
     /// us (full, rejected, broken): each one doubles the failback interval (up to 16x), so a
     /// full preferred master does not make the minion hop back and forth every interval.
     failback_misses: u32,
+    /// Times the minion left a master, by [`LeaveCause`] (index in `LeaveCause::ALL`).
+    left: [u64; 3],
     rng: StdRng,
     next_check: u64,
     phase: Phase,
@@ -325,6 +357,7 @@ impl FailoverState {
             tally: Tally::default(),
             last_master: None,
             lost_single: false,
+            left: [0; 3],
             failing_back: false,
             failback_misses: 0,
             rng: StdRng::seed_from_u64(rng_seed),
@@ -890,7 +923,7 @@ impl FailoverState {
                 "publish channel down for more than {} seconds",
                 secs(self.cfg.sub_reconnect_grace)
             );
-            self.lost(idx, &reason, now);
+            self.lost(idx, &reason, LeaveCause::PublishChannelDown, now);
             return;
         }
         if let Some(p) = c.live.in_flight
@@ -985,7 +1018,12 @@ impl FailoverState {
         }
         c.live.strikes += 1;
         if c.live.strikes >= STRIKES_TO_LOSE {
-            self.lost(idx, "alive check failed twice in a row", now);
+            self.lost(
+                idx,
+                "alive check failed twice in a row",
+                LeaveCause::AliveCheckFailed,
+                now,
+            );
         } else {
             let msg = format!(
                 "Master {} did not answer the alive check; confirming",
@@ -1042,6 +1080,7 @@ impl FailoverState {
         );
         self.log(Level::INFO, msg);
         self.actions.push_back(Action::Disconnect { idx: cur });
+        self.count_leave(LeaveCause::Failback);
         self.failing_back = true;
         self.order = (0..self.cfg.masters.len()).collect();
         if self.cfg.random_master {
@@ -1050,8 +1089,27 @@ impl FailoverState {
         self.start_round(now);
     }
 
+    fn count_leave(&mut self, cause: LeaveCause) {
+        if let Some(i) = LeaveCause::ALL.iter().position(|c| *c == cause)
+            && let Some(n) = self.left.get_mut(i)
+        {
+            *n += 1;
+        }
+    }
+
+    /// How many times the minion left a master, by cause (for metrics).
+    pub fn leave_counts(&self) -> [(LeaveCause, u64); 3] {
+        let l = self.left;
+        [
+            (LeaveCause::ALL[0], l[0]),
+            (LeaveCause::ALL[1], l[1]),
+            (LeaveCause::ALL[2], l[2]),
+        ]
+    }
+
     /// The current master is gone: log it Salt's way and tune in to the next one.
-    fn lost(&mut self, idx: usize, reason: &str, now: Instant) {
+    fn lost(&mut self, idx: usize, reason: &str, cause: LeaveCause, now: Instant) {
+        self.count_leave(cause);
         let label = self.labels[idx].clone();
         self.log(Level::INFO, format!("Connection to master {label} lost"));
         self.log(

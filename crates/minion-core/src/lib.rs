@@ -13,6 +13,7 @@ pub mod failover;
 pub mod grains;
 pub mod job;
 pub mod matcher;
+pub mod metrics;
 pub mod modules;
 pub mod net;
 pub mod rekey;

@@ -142,6 +142,11 @@ fn freeze_and_black_hole_are_detected_within_alive_interval_plus_1s() {
                 assert!(lost >= fault, "false positive before the fault");
                 worst = worst.max(lost - fault);
                 assert_eq!(sim.st.current_master(), Some(1));
+                assert_eq!(
+                    sim.st.leave_counts()[1],
+                    (salt_minion_core::failover::LeaveCause::AliveCheckFailed, 1),
+                    "counted for metrics"
+                );
             }
             assert!(
                 worst <= s(a) + s(1),
@@ -256,6 +261,9 @@ fn failback_after_the_interval_once_the_preferred_master_answers() {
     assert_clean(&sim);
     let conns = sim.connections();
     assert_eq!(conns.iter().map(|c| c.1).collect::<Vec<_>>(), vec![0, 1, 0]);
+    let left = sim.st.leave_counts();
+    assert_eq!(left[2].1, 1, "one failback: {left:?}");
+    assert_eq!(left[0].1 + left[1].1, 1, "one loss: {left:?}");
     let on_secondary = conns[1].0;
     // Failback pings start one interval after the switch, and repeat every interval.
     let pings: Vec<Duration> = sim
