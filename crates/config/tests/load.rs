@@ -499,3 +499,104 @@ fn a_non_mapping_file_and_an_unreadable_include_are_errors() {
         "{err}"
     );
 }
+
+/// A production-style master config, as operators have them (with a `master.d/` drop-in and
+/// many options salt-rs does not implement), loads unchanged: the options we honour are
+/// typed, every option we do not implement is warned about exactly once, by name.
+#[test]
+fn a_production_master_config_loads_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "master",
+        r#"# /etc/salt/master on a production box
+interface: 0.0.0.0
+publish_port: 4505
+ret_port: 4506
+worker_threads: 8
+timeout: 10
+keep_jobs_seconds: 86400
+auto_accept: False
+master_sign_pubkey: True
+master_use_pubkey_signature: False
+ping_on_rotate: True
+log_level: warning
+log_level_logfile: info
+log_granular_levels:
+  salt.loaded.int.returner: debug
+file_roots:
+  base:
+    - /srv/salt
+  prod:
+    - /srv/salt/prod
+pillar_roots:
+  base:
+    - /srv/pillar
+fileserver_backend:
+  - roots
+  - gitfs
+gitfs_remotes:
+  - https://git.example.com/states.git:
+    - root: salt
+ext_pillar:
+  - git:
+    - main https://git.example.com/pillar.git
+nodegroups:
+  web: 'G@role:web'
+  db: 'L@db1,db2'
+external_auth:
+  pam:
+    ops%:
+      - .*
+reactor:
+  - 'salt/minion/*/start':
+    - /srv/reactor/start.sls
+presence_events: True
+job_cache: True
+state_output: changes
+default_include: master.d/*.conf
+"#,
+    );
+    write(
+        d,
+        "master.d/tuning.conf",
+        "worker_threads: 12\nzmq_backlog: 2000\nsock_pool_size: 4\n",
+    );
+    let loaded = MasterConfig::load(&opts(d)).unwrap();
+    let c = &loaded.config;
+    assert_eq!(c.worker_threads, 12, "master.d overrides the main file");
+    assert_eq!(c.zmq_backlog, 2000);
+    assert_eq!(c.ret_port, 4506);
+    assert!(c.master_sign_pubkey);
+    assert!(!loaded.warnings.is_empty());
+    let mut named = std::collections::BTreeSet::new();
+    for w in &loaded.warnings {
+        let name = w
+            .split('`')
+            .nth(1)
+            .unwrap_or_else(|| panic!("warning names no option: {w}"));
+        assert!(
+            named.insert(name.to_owned()),
+            "{name} warned twice: {:?}",
+            loaded.warnings
+        );
+    }
+    for unimplemented in ["gitfs_remotes", "ext_pillar", "reactor", "external_auth"] {
+        assert!(
+            named.contains(unimplemented),
+            "{unimplemented} not warned: {named:?}"
+        );
+    }
+    for honoured in [
+        "worker_threads",
+        "ret_port",
+        "master_sign_pubkey",
+        "interface",
+    ] {
+        assert!(
+            !named.contains(honoured),
+            "{honoured} is honoured, not warned"
+        );
+    }
+}
