@@ -107,7 +107,7 @@ fn main() -> anyhow::Result<()> {
     // lines, STOPPING=1 on SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
     let notifier = salt_daemon::Notifier::from_env();
     let result = runtime.block_on(async {
-        let signals = shutdown_signal();
+        let signals = salt_daemon::shutdown_signal();
         let watchdog = tokio::spawn(notifier.watchdog());
         let shutdown = async {
             signals.await;
@@ -130,26 +130,4 @@ fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
-}
-
-/// Installs the SIGTERM and SIGINT handlers at once (call it before telling systemd
-/// READY=1: a signal before that point would otherwise kill the process uncleanly) and
-/// returns a future that completes on either. Call it inside the runtime.
-fn shutdown_signal() -> impl Future<Output = ()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let term = signal(SignalKind::terminate());
-    let int = signal(SignalKind::interrupt());
-    async move {
-        match (term, int) {
-            (Ok(mut t), Ok(mut i)) => {
-                tokio::select! {
-                    _ = t.recv() => {}
-                    _ = i.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
 }

@@ -161,7 +161,7 @@ fn main() -> ExitCode {
         .collect::<Vec<_>>()
         .join(", ");
     let outcome = rt.block_on(async {
-        let signals = shutdown_signal();
+        let signals = salt_daemon::shutdown_signal();
         let watchdog = tokio::spawn(notifier.watchdog());
         // Opt-in Prometheus endpoint (metrics_port), on metrics_host (127.0.0.1 by default).
         let mut metrics_task = None;
@@ -197,28 +197,6 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!("{e}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-/// Installs the SIGTERM and SIGINT handlers at once (call it before telling systemd
-/// READY=1: a signal before that point would otherwise kill the process uncleanly) and
-/// returns a future that completes on either. Call it inside the runtime.
-fn shutdown_signal() -> impl Future<Output = ()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let term = signal(SignalKind::terminate());
-    let int = signal(SignalKind::interrupt());
-    async move {
-        match (term, int) {
-            (Ok(mut t), Ok(mut i)) => {
-                tokio::select! {
-                    _ = t.recv() => {}
-                    _ = i.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
         }
     }
 }

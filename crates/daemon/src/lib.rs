@@ -17,6 +17,28 @@ use std::time::Duration;
 
 use sd_notify::NotifyState;
 
+/// Installs the SIGTERM and SIGINT handlers at once (call it before telling systemd
+/// READY=1: a signal before that point would otherwise kill the process uncleanly) and
+/// returns a future that completes on either. Call it inside the tokio runtime.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        match (term, int) {
+            (Ok(mut t), Ok(mut i)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = i.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+}
+
 /// Sends service-state notifications to systemd, if it is listening.
 #[derive(Debug, Clone, Copy)]
 pub struct Notifier {
