@@ -129,6 +129,19 @@ fn first_start_pending_accept_ping_and_cmd_run() {
     assert_eq!(out.stdout, "{\"m1\": true}\n", "{out:?}");
     let out = salt(&c, &["-t", "10", "--out", "raw", "m1", "test.ping"]);
     assert_eq!(out.stdout, "{'m1': True}\n", "{out:?}");
+    // Colours: none off a terminal by default, Salt's with --force-color, none with
+    // --no-color.
+    let plain = salt(&c, &["-t", "10", "m1", "test.ping"]);
+    assert!(!plain.stdout.contains('\x1b'), "{:?}", plain.stdout);
+    let coloured = salt(&c, &["-t", "10", "--force-color", "m1", "test.ping"]);
+    assert_eq!(
+        coloured.stdout.trim_end(),
+        "\x1b[0;36mm1\x1b[0;0m:\n    \x1b[0;1;33mTrue\x1b[0;0m",
+        "{:?}",
+        coloured.stdout
+    );
+    let out = salt(&c, &["-t", "10", "--no-color", "m1", "test.ping"]);
+    assert!(!out.stdout.contains('\x1b'));
     // --out-file writes the output there (truncating), --out-file-append appends.
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("out.txt");

@@ -36,12 +36,46 @@ impl OutputFormat {
     }
 }
 
+/// Salt's terminal colours for the `nested` outputter (`salt.utils.color.get_colors`).
+#[derive(Clone, Copy, Debug)]
+struct Palette {
+    /// `None`, booleans and numbers (`LIGHT_YELLOW`).
+    scalar: &'static str,
+    /// Strings and list markers (`GREEN`).
+    string: &'static str,
+    /// Keys and `----------` (`CYAN`).
+    key: &'static str,
+    /// `ENDC`.
+    end: &'static str,
+}
+
+const NO_COLOUR: Palette = Palette {
+    scalar: "",
+    string: "",
+    key: "",
+    end: "",
+};
+
+const SALT_COLOURS: Palette = Palette {
+    scalar: "\x1b[0;1;33m",
+    string: "\x1b[0;32m",
+    key: "\x1b[0;36m",
+    end: "\x1b[0;0m",
+};
+
 /// Render `data` (normally `{minion_id: return}`) in `format`. No trailing newline.
 pub fn render(format: OutputFormat, data: &Value) -> String {
+    render_colour(format, data, false)
+}
+
+/// [`render`], with Salt's terminal colours in `nested` when `colour` is set (the `salt`
+/// command does so on a terminal, or with `--force-color`; never with `--no-color`).
+pub fn render_colour(format: OutputFormat, data: &Value, colour: bool) -> String {
     match format {
         OutputFormat::Nested => {
             let mut lines = Vec::new();
-            nested(data, 0, "", &mut lines);
+            let palette = if colour { SALT_COLOURS } else { NO_COLOUR };
+            nested(data, 0, "", &mut lines, &palette);
             lines.join("\n")
         }
         OutputFormat::Json => json_pretty(data),
@@ -77,11 +111,14 @@ fn py_scalar(v: &Value) -> String {
     }
 }
 
-fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<String>) {
+/// Salt's `NestDisplay.display` (retcode 0): each line is `indent, colour, prefix, text,
+/// end, suffix` as its `ustring` builds it.
+fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<String>, c: &Palette) {
     let pad = " ".repeat(indent);
+    let end = c.end;
     match v {
         Value::Null | Value::Bool(_) | Value::Number(_) => {
-            out.push(format!("{pad}{prefix}{}", py_scalar(v)));
+            out.push(format!("{pad}{}{prefix}{}{end}", c.scalar, py_scalar(v)));
         }
         Value::String(s) => {
             // str.splitlines(): an empty string prints nothing.
@@ -91,31 +128,31 @@ fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<String>) {
                 } else {
                     " ".repeat(prefix.len())
                 };
-                out.push(format!("{pad}{p}{line}"));
+                out.push(format!("{pad}{}{p}{line}{end}", c.string));
             }
         }
         Value::Array(items) => {
             for item in items {
                 match item {
                     Value::Array(_) | Value::Object(_) => {
-                        out.push(format!("{pad}|_"));
+                        out.push(format!("{pad}{}|_{end}", c.string));
                         let p = if item.is_object() { "" } else { "- " };
-                        nested(item, indent + 2, p, out);
+                        nested(item, indent + 2, p, out, c);
                     }
-                    _ => nested(item, indent, "- ", out),
+                    _ => nested(item, indent, "- ", out, c),
                 }
             }
         }
         Value::Object(map) => {
             if indent > 0 {
-                out.push(format!("{pad}----------"));
+                out.push(format!("{pad}{}----------{end}", c.key));
             }
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
             for key in keys {
-                out.push(format!("{pad}{prefix}{key}:"));
+                out.push(format!("{pad}{}{prefix}{key}{end}:", c.key));
                 if let Some(val) = map.get(key) {
-                    nested(val, indent + 4, "", out);
+                    nested(val, indent + 4, "", out, c);
                 }
             }
         }
@@ -372,7 +409,8 @@ mod tests {
         let script = "import json,sys\nimport salt.output.nested as n, salt.output.raw as r\n\
             n.__opts__={'color':False,'nested_indent':0}\nr.__opts__={}\n\
             d=json.loads(sys.argv[1])\n\
-            sys.stdout.write(n.output(d)+'\\x00'+r.output(d))\n";
+            plain=n.output(d)\nn.__opts__={'color':True,'nested_indent':0}\n\
+            sys.stdout.write(plain+'\\x00'+r.output(d)+'\\x00'+n.output(d))\n";
         let cases = [
             json!({"m1": true, "m2": false}),
             json!({"m1": "hi", "m2": "multi\nline\nstring"}),
@@ -393,7 +431,17 @@ mod tests {
                 String::from_utf8_lossy(&out.stderr)
             );
             let text = String::from_utf8(out.stdout).unwrap();
-            let (nested, raw) = text.split_once('\0').unwrap();
+            let mut parts = text.split('\0');
+            let (nested, raw, coloured) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            assert_eq!(
+                render_colour(OutputFormat::Nested, &data, true),
+                coloured,
+                "coloured nested for {data}"
+            );
             assert_eq!(
                 render(OutputFormat::Nested, &data),
                 nested,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::Parser;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
-use salt_master_core::output::{OutputFormat, render, render_json};
+use salt_master_core::output::{OutputFormat, render_colour, render_json};
 use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
@@ -49,6 +49,12 @@ struct Args {
     /// With --out-file: append instead of truncating.
     #[arg(long = "out-file-append")]
     out_file_append: bool,
+    /// Never colour the output.
+    #[arg(long = "no-color", alias = "no-colour")]
+    no_color: bool,
+    /// Colour the `nested` output even when stdout is not a terminal.
+    #[arg(long = "force-color", alias = "force-colour")]
+    force_color: bool,
     /// Print all returns at once at the end.
     #[arg(long = "static")]
     static_out: bool,
@@ -174,21 +180,34 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(run(sock, req, (format, json_indent), args.static_out, sink))
+    // Salt's rule: colours on a terminal, unless --no-color; always with --force-color.
+    let colour = args.force_color
+        || (!args.no_color && args.out_file.is_none() && std::io::stdout().is_terminal());
+    runtime.block_on(run(
+        sock,
+        req,
+        (format, json_indent, colour),
+        args.static_out,
+        sink,
+    ))
 }
 
 /// Render with `--out-indent` applied to `json`.
-fn show(format: OutputFormat, json_indent: Option<Option<usize>>, data: &Value) -> String {
+/// Outputter, `--out-indent` for json, colours.
+type Style = (OutputFormat, Option<Option<usize>>, bool);
+
+fn show(style: Style, data: &Value) -> String {
+    let (format, json_indent, colour) = style;
     match (format, json_indent) {
         (OutputFormat::Json, Some(indent)) => render_json(data, indent),
-        _ => render(format, data),
+        _ => render_colour(format, data, colour),
     }
 }
 
 async fn run(
     sock: PathBuf,
     req: PublishRequest,
-    (format, json_indent): (OutputFormat, Option<Option<usize>>),
+    style: Style,
     static_out: bool,
     mut sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
@@ -241,7 +260,7 @@ async fn run(
                 if static_out {
                     all.insert(id, ret);
                 } else {
-                    let _ = writeln!(sink, "{}", show(format, json_indent, &json!({ id: ret })));
+                    let _ = writeln!(sink, "{}", show(style, &json!({ id: ret })));
                 }
             }
             LocalEvent::Done { missing } => {
@@ -253,8 +272,7 @@ async fn run(
                     if static_out {
                         all.insert(id, msg);
                     } else {
-                        let _ =
-                            writeln!(sink, "{}", show(format, json_indent, &json!({ id: msg })));
+                        let _ = writeln!(sink, "{}", show(style, &json!({ id: msg })));
                     }
                 }
                 break;
@@ -269,7 +287,7 @@ async fn run(
     }
     progress.clear();
     if static_out && !all.is_empty() {
-        let _ = writeln!(sink, "{}", show(format, json_indent, &Value::Object(all)));
+        let _ = writeln!(sink, "{}", show(style, &Value::Object(all)));
     }
     if !any {
         eprintln!("ERROR: No return received");
