@@ -29,6 +29,9 @@ struct Args {
     /// Run in the background (detached from the terminal).
     #[arg(short = 'd', long = "daemon")]
     daemon: bool,
+    /// Run as this user once the ports are bound (default: the config's `user`).
+    #[arg(short = 'u', long = "user")]
+    user: Option<String>,
     /// Pid file (default: the config's pidfile).
     #[arg(long = "pid-file")]
     pid_file: Option<PathBuf>,
@@ -113,7 +116,29 @@ fn main() -> anyhow::Result<()> {
             signals.await;
             notifier.stopping();
         };
+        // What Salt's verify_env hands over to the user before dropping root.
+        let user = args.user.clone().unwrap_or_else(|| cfg.user.clone());
+        let owned: Vec<PathBuf> = [
+            cfg.pki_dir.clone(),
+            cfg.cachedir.clone(),
+            cfg.sock_dir.clone(),
+        ]
+        .into_iter()
+        .chain(file_path.clone())
+        .collect();
         let r = salt_master_core::run_with_ready(cfg, shutdown, |ready| {
+            // -u USER: drop root only now, with the ports bound and the keys loaded.
+            let paths: Vec<&std::path::Path> = owned.iter().map(PathBuf::as_path).collect();
+            match salt_daemon::process::drop_privileges(&user, &paths) {
+                Ok(true) => tracing::info!("Running as user {user}"),
+                Ok(false) => {}
+                Err(e) => {
+                    // Never keep serving as root when another user was asked for.
+                    tracing::error!("{e}");
+                    eprintln!("salt-master: {e}");
+                    std::process::exit(1);
+                }
+            }
             notifier.ready(&format!(
                 "Serving: publisher {}, request server {}; {} accepted minion keys",
                 ready.publish, ready.ret, ready.accepted

@@ -38,6 +38,9 @@ struct Cli {
     /// Run in the background (detached from the terminal).
     #[arg(short = 'd', long = "daemon")]
     daemon: bool,
+    /// Run as this user (default: the config's `user`); commands then run as that user.
+    #[arg(short = 'u', long = "user")]
+    user: Option<String>,
     /// Pid file (default: the config's pidfile).
     #[arg(long = "pid-file")]
     pid_file: Option<PathBuf>,
@@ -148,6 +151,21 @@ fn main() -> ExitCode {
             None
         }
     };
+    // -u USER: hand pki_dir, cachedir and the log file over, then drop root (the minion
+    // binds no port, so before anything else runs).
+    let user = cli.user.clone().unwrap_or_else(|| cfg.user.clone());
+    let owned: Vec<&std::path::Path> = [cfg.pki_dir.as_path(), cfg.cachedir.as_path()]
+        .into_iter()
+        .chain(log_path.as_deref())
+        .collect();
+    match salt_daemon::process::drop_privileges(&user, &owned) {
+        Ok(true) => tracing::info!("Running as user {user}"),
+        Ok(false) => {}
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    }
     tracing::info!("Setting up the Salt Minion \"{}\"", settings.id);
     // systemd (Type=notify): READY=1 once configured and running (as Salt's minion does at
     // start; signing in may take long while a key waits for acceptance), STOPPING=1 on

@@ -140,3 +140,90 @@ fn minion_daemonizes_with_d_and_stops_on_sigterm() {
     })
     .unwrap();
 }
+
+/// `-u USER`: the master binds its ports and loads its keys as root, then hands its
+/// directories to the user and runs as that user (real and effective ids), still serving.
+#[test]
+fn master_runs_as_the_user_given_with_u_after_binding() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("SKIPPED: -u needs root to test");
+        return;
+    }
+    const USER: &str = "saltrs-test";
+    /// Removes the throwaway user this test created, whatever happens.
+    struct CreatedUser(bool);
+    impl Drop for CreatedUser {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = Command::new("userdel").arg(USER).status();
+            }
+        }
+    }
+    let mut created = CreatedUser(false);
+    if nix::unistd::User::from_name(USER).ok().flatten().is_none() {
+        let st = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .status();
+        if !st.is_ok_and(|s| s.success()) {
+            eprintln!("SKIPPED: cannot create the throwaway user {USER}");
+            return;
+        }
+        created.0 = true;
+    }
+    let uid = nix::unistd::User::from_name(USER).unwrap().unwrap().uid;
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        // As /etc/salt is: traversable by the user the daemon becomes.
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (publish, ret) = free_port_pair().unwrap();
+    let conf = MasterConf::new(root.path().join("master"))
+        .ports(publish, ret)
+        .set("user", "root");
+    let conf_dir = conf.write().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(conf.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut master = ProcSpec::new("master", &b.master, conf.dir())
+        .args([
+            "-c".as_ref(),
+            conf_dir.as_os_str(),
+            "-u".as_ref(),
+            USER.as_ref(),
+        ])
+        .spawn()
+        .unwrap();
+    salt_integration_tests::wait_for_log(
+        &master,
+        "Running as user saltrs-test",
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", master.tail(30)));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", master.pid())).unwrap();
+    let uids: Vec<&str> = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    assert!(uids.iter().all(|u| *u == uid.to_string()), "{uids:?}");
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let pem = std::fs::metadata(conf.pki_dir().join("master.pem")).unwrap();
+        assert_eq!(pem.uid(), uid.as_raw(), "pki_dir handed over");
+    }
+    // Still serving on the ports bound as root.
+    std::net::TcpStream::connect(("127.0.0.1", ret)).expect("request port");
+    master.signal(Signal::SIGTERM);
+    master.wait_exit(Duration::from_secs(30)).expect("exits");
+}

@@ -173,3 +173,77 @@ mod tests {
         }
     }
 }
+
+/// Errors of [`drop_privileges`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrivilegeError {
+    /// No such user.
+    #[error("user {0} not found")]
+    NoUser(String),
+    /// Looking the user up, changing owners or ids failed.
+    #[error("cannot run as {user}: {what}: {source}")]
+    Failed {
+        /// The user.
+        user: String,
+        /// What failed.
+        what: String,
+        /// Why.
+        source: nix::Error,
+    },
+}
+
+/// Become `user` (Salt's `-u USER` / `user:`) after the sockets are bound: chown `paths`
+/// (recursively: pki_dir, cachedir, sock_dir, the log file — as Salt's `verify_env` does)
+/// to the user, then set the supplementary groups, gid and uid (for every thread: glibc
+/// applies setuid/setgid process-wide). Returns `Ok(false)` without doing anything when the
+/// process already runs as `user`, or when it is not root (nothing to drop; the caller logs
+/// it).
+pub fn drop_privileges(user: &str, paths: &[&Path]) -> Result<bool, PrivilegeError> {
+    use nix::unistd::{Gid, Uid, User, initgroups, setgid, setuid};
+    let fail = |what: String| {
+        let user = user.to_owned();
+        move |source| PrivilegeError::Failed { user, what, source }
+    };
+    let u = User::from_name(user)
+        .map_err(fail("look up".into()))?
+        .ok_or_else(|| PrivilegeError::NoUser(user.to_owned()))?;
+    let me = Uid::current();
+    if me == u.uid || !me.is_root() {
+        return Ok(false);
+    }
+    for p in paths {
+        chown_tree(p, u.uid, u.gid).map_err(fail(format!("chown {}", p.display())))?;
+    }
+    let name = std::ffi::CString::new(user).map_err(|_| PrivilegeError::NoUser(user.to_owned()))?;
+    initgroups(&name, u.gid).map_err(fail("initgroups".into()))?;
+    setgid(u.gid).map_err(fail("setgid".into()))?;
+    setuid(u.uid).map_err(fail("setuid".into()))?;
+    // Root must not be regained.
+    if Uid::effective().is_root() || Gid::effective() != u.gid {
+        return Err(PrivilegeError::Failed {
+            user: user.to_owned(),
+            what: "verify".into(),
+            source: nix::Error::EPERM,
+        });
+    }
+    Ok(true)
+}
+
+fn chown_tree(p: &Path, uid: nix::unistd::Uid, gid: nix::unistd::Gid) -> nix::Result<()> {
+    let Ok(md) = std::fs::symlink_metadata(p) else {
+        return Ok(()); // absent: nothing to hand over
+    };
+    if md.file_type().is_symlink() {
+        return Ok(());
+    }
+    nix::unistd::chown(p, Some(uid), Some(gid))?;
+    if md.is_dir()
+        && let Ok(rd) = std::fs::read_dir(p)
+    {
+        for e in rd.flatten() {
+            chown_tree(&e.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
