@@ -26,18 +26,9 @@ struct Args {
     /// Log file level (default: the config's log_level_logfile, else log_level).
     #[arg(long = "log-file-level")]
     log_file_level: Option<String>,
-    /// Run in the background (detached from the terminal).
-    #[arg(short = 'd', long = "daemon")]
-    daemon: bool,
-    /// Run as this user once the ports are bound (default: the config's `user`).
-    #[arg(short = 'u', long = "user")]
-    user: Option<String>,
-    /// Pid file (default: the config's pidfile).
-    #[arg(long = "pid-file")]
-    pid_file: Option<PathBuf>,
-    /// Print the versions of salt-rs, its libraries and the system, then exit.
-    #[arg(long = "versions-report")]
-    versions_report: bool,
+    /// -d, -u, --pid-file, --versions-report.
+    #[command(flatten)]
+    process: salt_daemon::process::DaemonArgs,
 }
 
 fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilter> {
@@ -55,7 +46,7 @@ fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilte
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if args.versions_report {
+    if args.process.versions_report {
         print!("{}", salt_daemon::process::versions_report("salt-master"));
         return Ok(());
     }
@@ -68,7 +59,7 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let cfg = loaded.config;
-    if args.daemon {
+    if args.process.daemon {
         // Before any thread exists: only the forking thread survives.
         if let Err(e) = salt_daemon::process::daemonize() {
             eprintln!("salt-master: {e}");
@@ -98,7 +89,11 @@ fn main() -> anyhow::Result<()> {
         .thread_name("salt-master")
         .build()
         .context("starting the runtime")?;
-    let pidfile = args.pid_file.clone().unwrap_or_else(|| cfg.pidfile.clone());
+    let pidfile = args
+        .process
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cfg.pidfile.clone());
     let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -117,7 +112,11 @@ fn main() -> anyhow::Result<()> {
             notifier.stopping();
         };
         // What Salt's verify_env hands over to the user before dropping root.
-        let user = args.user.clone().unwrap_or_else(|| cfg.user.clone());
+        let user = args
+            .process
+            .user
+            .clone()
+            .unwrap_or_else(|| cfg.user.clone());
         let owned: Vec<PathBuf> = [
             cfg.pki_dir.clone(),
             cfg.cachedir.clone(),

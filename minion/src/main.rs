@@ -35,18 +35,9 @@ struct Cli {
     /// Accepted for compatibility; this minion does not fork a keepalive parent.
     #[arg(long = "disable-keepalive")]
     disable_keepalive: bool,
-    /// Run in the background (detached from the terminal).
-    #[arg(short = 'd', long = "daemon")]
-    daemon: bool,
-    /// Run as this user (default: the config's `user`); commands then run as that user.
-    #[arg(short = 'u', long = "user")]
-    user: Option<String>,
-    /// Pid file (default: the config's pidfile).
-    #[arg(long = "pid-file")]
-    pid_file: Option<PathBuf>,
-    /// Print the versions of salt-rs, its libraries and the system, then exit.
-    #[arg(long = "versions-report")]
-    versions_report: bool,
+    /// -d, -u, --pid-file, --versions-report.
+    #[command(flatten)]
+    process: salt_daemon::process::DaemonArgs,
 }
 
 fn parse_level(s: &str) -> Option<LogLevel> {
@@ -67,7 +58,7 @@ fn parse_level(s: &str) -> Option<LogLevel> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if cli.versions_report {
+    if cli.process.versions_report {
         print!("{}", salt_daemon::process::versions_report("salt-minion"));
         return ExitCode::SUCCESS;
     }
@@ -79,7 +70,7 @@ fn main() -> ExitCode {
         }
     };
     let cfg = loaded.config;
-    if cli.daemon {
+    if cli.process.daemon {
         // Before any thread exists: only the forking thread survives.
         if let Err(e) = salt_daemon::process::daemonize() {
             eprintln!("salt-minion: {e}");
@@ -143,7 +134,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let pidfile = cli.pid_file.clone().unwrap_or_else(|| cfg.pidfile.clone());
+    let pidfile = cli
+        .process
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cfg.pidfile.clone());
     let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -153,7 +148,7 @@ fn main() -> ExitCode {
     };
     // -u USER: hand pki_dir, cachedir and the log file over, then drop root (the minion
     // binds no port, so before anything else runs).
-    let user = cli.user.clone().unwrap_or_else(|| cfg.user.clone());
+    let user = cli.process.user.clone().unwrap_or_else(|| cfg.user.clone());
     let owned: Vec<&std::path::Path> = [cfg.pki_dir.as_path(), cfg.cachedir.as_path()]
         .into_iter()
         .chain(log_path.as_deref())

@@ -7,7 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use rmpv::Value;
 use salt_integration_tests::e2e_support::Cluster;
@@ -193,6 +195,34 @@ fn cve_replays_fail_and_leave_no_trace() {
         assert!(is_refusal(&reply), "id {id:?}: {reply:?}");
     }
     assert!(!Path::new("/tmp/pwned-11652").exists());
+    a.master_serves();
+
+    // Weak or broken minion keys: a 1024-bit RSA key and a non-PEM "key" are refused
+    // before anything is written (Salt would pend them).
+    let weak = Command::new("openssl")
+        .args(["genrsa", "1024"])
+        .output()
+        .expect("openssl");
+    let mut rsa = Command::new("openssl")
+        .args(["rsa", "-pubout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    rsa.stdin.take().unwrap().write_all(&weak.stdout).unwrap();
+    let weak_pub = String::from_utf8(rsa.wait_with_output().unwrap().stdout).unwrap();
+    assert!(weak_pub.contains("BEGIN PUBLIC KEY"), "{weak_pub}");
+    for (id, key) in [("weakkey", weak_pub.as_str()), ("notpem", "hello")] {
+        let reply = a
+            .send(&clear(auth_load(id, key, &"e".repeat(32))))
+            .expect("a reply");
+        assert!(is_refusal(&reply), "{id}: {reply:?}");
+        assert!(
+            !c.pki().join("minions_pre").join(id).exists(),
+            "{id} not pended"
+        );
+    }
     a.master_serves();
 
     // Protocol downgrade: a version below minimum_auth_version (3) is refused.

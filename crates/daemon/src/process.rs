@@ -4,6 +4,25 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The process flags both daemons take, as Salt's (`#[command(flatten)]` into a binary's
+/// arguments).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DaemonArgs {
+    /// Run in the background (detached from the terminal).
+    #[arg(short = 'd', long = "daemon")]
+    pub daemon: bool,
+    /// Run as this user (default: the config's `user`): the master after binding its
+    /// ports, the minion before it starts (its commands then run as that user).
+    #[arg(short = 'u', long = "user")]
+    pub user: Option<String>,
+    /// Pid file (default: the config's pidfile).
+    #[arg(long = "pid-file")]
+    pub pid_file: Option<PathBuf>,
+    /// Print the versions of salt-rs, its libraries and the system, then exit.
+    #[arg(long = "versions-report")]
+    pub versions_report: bool,
+}
+
 /// Errors of the process helpers, naming the file involved.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

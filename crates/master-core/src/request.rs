@@ -231,6 +231,30 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         shared.metrics.signin("refused");
         return Ok(fail_reply(shared, req, AuthRet::Refused)?);
     }
+    // The presented key is parsed before anything is written: an unusable or weak key
+    // (under 2048 bits, which Salt itself never generates) is refused and leaves no trace.
+    let minion_pub = match PublicKey::from_pem(req.pub_key.as_bytes()) {
+        Ok(k) if k.bits() >= salt_pki::MIN_KEY_BITS => k,
+        Ok(k) => {
+            if shared.log_limit.allow("weak-key") {
+                tracing::warn!(
+                    "Authentication request from {} refused: {}-bit key (minimum {})",
+                    req.id,
+                    k.bits(),
+                    salt_pki::MIN_KEY_BITS
+                );
+            }
+            shared.metrics.signin("refused");
+            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+        }
+        Err(e) => {
+            if shared.log_limit.allow("bad-key") {
+                tracing::warn!("Public key of {} cannot be loaded: {e}", req.id);
+            }
+            shared.metrics.signin("refused");
+            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+        }
+    };
     let full = match cfg.max_minions {
         Some(max) if max > 0 => {
             let connected = shared.connected.lock().unwrap_or_else(|e| e.into_inner());
@@ -302,13 +326,6 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
     if let Err(ret) = decision.outcome {
         return Ok(fail_reply(shared, req, ret)?);
     }
-    let minion_pub = match PublicKey::from_pem(req.pub_key.as_bytes()) {
-        Ok(k) => k,
-        Err(e) => {
-            tracing::warn!("Public key of {id} cannot be loaded: {e}");
-            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
-        }
-    };
     let session = shared.sessions.get_or_create(id)?;
     let aes = shared.aes.current();
     let (enc, sig_algo) = (enc_algo_of(req), sig_algo_of(req));
