@@ -227,6 +227,33 @@ pub struct LabMaster {
     pub fault: Option<Fault>,
 }
 
+impl LabMaster {
+    /// Injects `fault`; returns the instant just before it took effect.
+    pub fn inject(&mut self, ns: &Netns, fault: Fault) -> Result<Instant, HarnessError> {
+        let t0 = Instant::now();
+        match fault {
+            Fault::Term => self.proc.signal(Signal::SIGTERM),
+            Fault::Kill => self.proc.signal(Signal::SIGKILL),
+            Fault::Freeze => self.proc.signal(Signal::SIGSTOP),
+            Fault::BlackHole => ns.blackhole(&self.addr)?,
+        }
+        self.fault = Some(fault);
+        Ok(t0)
+    }
+
+    /// Undoes the fault in force: restarts a stopped/killed master, SIGCONTs a frozen one,
+    /// removes a black hole; waits until it listens again.
+    pub fn heal(&mut self, ns: &Netns) -> Result<(), HarnessError> {
+        match self.fault.take() {
+            None => return Ok(()),
+            Some(Fault::Term | Fault::Kill) => self.proc.restart()?,
+            Some(Fault::Freeze) => self.proc.signal(Signal::SIGCONT),
+            Some(Fault::BlackHole) => ns.heal(&self.addr)?,
+        }
+        wait_master_ready(ns, self)
+    }
+}
+
 /// One failover measurement.
 #[derive(Debug, Clone)]
 pub struct Measurement {
@@ -276,41 +303,7 @@ impl Lab {
         };
         Bins::require(&[&bins.master, &bins.salt, &minion_bin])?;
         let root = TempRoot::new()?;
-        let keys = root.dir("keys")?;
-        let (sign_pem, sign_pub) = gen_keys_or_openssl(&bins.key, &keys, "master_sign")?;
-        let mut masters = Vec::with_capacity(opts.masters);
-        for i in 0..opts.masters {
-            let addr = format!("127.0.0.{}", 2 + i);
-            ns.add_addr(&addr)?;
-            let conf = MasterConf::new(root.dir(&format!("m{i}"))?)
-                .id(&format!("lab-m{i}"))
-                .interface(&addr)
-                .ports(PUBLISH_PORT, RET_PORT)
-                .auto_accept(true)
-                .master_sign_pubkey(true)
-                .flavor(master_flavor);
-            let conf_dir = conf.write()?;
-            copy_into(&conf.pki_dir(), &[&sign_pem, &sign_pub])?;
-            let spec = ProcSpec::new(&format!("m{i}"), &bins.master, conf.dir())
-                .args([
-                    "-c".into(),
-                    conf_dir.into_os_string(),
-                    "-l".into(),
-                    "info".into(),
-                ])
-                .netns(Some(ns.name()))
-                .log(conf.log_file());
-            let proc = spec.spawn()?;
-            masters.push(LabMaster {
-                addr,
-                conf,
-                proc,
-                fault: None,
-            });
-        }
-        for m in &mut masters {
-            wait_master_ready(&ns, m)?;
-        }
+        let (masters, sign_pub) = start_masters(&ns, &bins, &root, opts.masters, master_flavor)?;
         let addrs: Vec<String> = masters.iter().map(|m| m.addr.clone()).collect();
         let flavor = if opts.minion.is_salt() {
             Flavor::Salt
@@ -428,15 +421,7 @@ impl Lab {
             .masters
             .get_mut(idx)
             .ok_or_else(|| HarnessError::Netns(format!("no master {idx}")))?;
-        let t0 = Instant::now();
-        match fault {
-            Fault::Term => m.proc.signal(Signal::SIGTERM),
-            Fault::Kill => m.proc.signal(Signal::SIGKILL),
-            Fault::Freeze => m.proc.signal(Signal::SIGSTOP),
-            Fault::BlackHole => self.ns.blackhole(&m.addr)?,
-        }
-        m.fault = Some(fault);
-        Ok(t0)
+        m.inject(&self.ns, fault)
     }
 
     /// Undoes the fault on `idx`: restarts a stopped/killed master, SIGCONTs a frozen one,
@@ -446,13 +431,7 @@ impl Lab {
             .masters
             .get_mut(idx)
             .ok_or_else(|| HarnessError::Netns(format!("no master {idx}")))?;
-        match m.fault.take() {
-            None => return Ok(()),
-            Some(Fault::Term | Fault::Kill) => m.proc.restart()?,
-            Some(Fault::Freeze) => m.proc.signal(Signal::SIGCONT),
-            Some(Fault::BlackHole) => self.ns.heal(&m.addr)?,
-        }
-        wait_master_ready(&self.ns, m)
+        m.heal(&self.ns)
     }
 
     /// Injects `fault` into `idx` and measures the time until the minion answers through
@@ -604,8 +583,56 @@ fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Starts `n` masters inside `ns` (master `i` on `127.0.0.<2+i>`, directory `m<i>` of `root`,
+/// auto-accept, one shared `master_sign` pair) and waits until each listens. Returns them and
+/// the signing pair's public half, for the minions' `pki_dir`.
+pub fn start_masters(
+    ns: &Netns,
+    bins: &Bins,
+    root: &TempRoot,
+    n: usize,
+    flavor: Flavor,
+) -> Result<(Vec<LabMaster>, PathBuf), HarnessError> {
+    let keys = root.dir("keys")?;
+    let (sign_pem, sign_pub) = gen_keys_or_openssl(&bins.key, &keys, "master_sign")?;
+    let mut masters = Vec::with_capacity(n);
+    for i in 0..n {
+        let addr = format!("127.0.0.{}", 2 + i);
+        ns.add_addr(&addr)?;
+        let conf = MasterConf::new(root.dir(&format!("m{i}"))?)
+            .id(&format!("lab-m{i}"))
+            .interface(&addr)
+            .ports(PUBLISH_PORT, RET_PORT)
+            .auto_accept(true)
+            .master_sign_pubkey(true)
+            .flavor(flavor);
+        let conf_dir = conf.write()?;
+        copy_into(&conf.pki_dir(), &[&sign_pem, &sign_pub])?;
+        let spec = ProcSpec::new(&format!("m{i}"), &bins.master, conf.dir())
+            .args([
+                "-c".into(),
+                conf_dir.into_os_string(),
+                "-l".into(),
+                "info".into(),
+            ])
+            .netns(Some(ns.name()))
+            .log(conf.log_file());
+        let proc = spec.spawn()?;
+        masters.push(LabMaster {
+            addr,
+            conf,
+            proc,
+            fault: None,
+        });
+    }
+    for m in &mut masters {
+        wait_master_ready(ns, m)?;
+    }
+    Ok((masters, sign_pub))
+}
+
 /// Waits until master `m` listens on its publish and return ports (and is still running).
-fn wait_master_ready(ns: &Netns, m: &mut LabMaster) -> Result<(), HarnessError> {
+pub fn wait_master_ready(ns: &Netns, m: &mut LabMaster) -> Result<(), HarnessError> {
     let addr = m.addr.clone();
     let res = wait_until(
         &format!("master {addr} to listen on {PUBLISH_PORT} and {RET_PORT}"),

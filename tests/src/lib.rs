@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bins;
+pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod e2e_support;
