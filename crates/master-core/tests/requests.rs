@@ -97,12 +97,24 @@ impl Minion {
     fn aes_request(
         &self,
         session: &Crypticle,
-        mut load: Vec<(Value, Value)>,
+        load: Vec<(Value, Value)>,
         nonce: &str,
         tok: Vec<u8>,
     ) -> Vec<u8> {
+        self.aes_request_at(session, load, nonce, tok, Value::from(0))
+    }
+
+    /// An AES request whose load carries `ts` (Unix seconds, as Salt's minion stamps it).
+    fn aes_request_at(
+        &self,
+        session: &Crypticle,
+        mut load: Vec<(Value, Value)>,
+        nonce: &str,
+        tok: Vec<u8>,
+        ts: Value,
+    ) -> Vec<u8> {
         load.push((t("nonce"), t(nonce)));
-        load.push((t("ts"), Value::from(0)));
+        load.push((t("ts"), ts));
         load.push((t("tok"), Value::Binary(tok)));
         load.push((t("id"), t(&self.id)));
         let ct = session.dumps(&encode(&Value::Map(load)), None);
@@ -632,5 +644,125 @@ fn previous_publish_key_is_honoured_for_the_grace_window_only() {
             "77777777777777777777777777777777"
         ),
         "current key, deleted minion"
+    );
+}
+
+/// `request_server_ttl` (CVE-2024-38823): a v3 AES request stamped longer ago than the ttl is
+/// refused with `bad load` and its return is not stored; a fresh one is served. The handler
+/// reads the wall clock itself, so the requests carry `ts` relative to now.
+#[test]
+fn request_older_than_request_server_ttl_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "auto_accept: True\nrequest_server_ttl: 60\n");
+    assert_eq!(s.cfg.request_server_ttl, Some(Duration::from_secs(60)));
+    let m = Minion::new("m3");
+    let reply = handle(&s, &m.auth("0123456789abcdef0123456789abcdef", None, 3));
+    assert!(map_get(&open_signed(&s, &reply), "session").is_some());
+    let session = Crypticle::from_key_string(
+        std::str::from_utf8(&std::fs::read(dir.path().join("cache/sessions/m3")).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let tok = m.key.x931_sign(b"salt").unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let ret = |jid: &str| {
+        vec![
+            (t("cmd"), t("_return")),
+            (t("return"), Value::Boolean(true)),
+            (t("retcode"), Value::from(0)),
+            (t("jid"), t(jid)),
+            (t("fun"), t("test.ping")),
+        ]
+    };
+    let stored = |jid: &str| {
+        dir.path()
+            .join(format!("cache/jobs/{jid}/m3/return.p"))
+            .is_file()
+    };
+    // The reply is the body encrypted with the session key, or the string "bad load".
+    let served = |body: Vec<u8>, nonce: &str| {
+        let reply = bytes(&decode(&handle(&s, &body)).unwrap());
+        session
+            .loads(&reply, Some(nonce))
+            .is_ok_and(|p| decode(&p).unwrap() == Value::Nil)
+    };
+
+    // Stamped 61 s ago with a 60 s ttl (a captured request replayed later): refused.
+    let n1 = "11111111111111111111111111111111";
+    let old = m.aes_request_at(
+        &session,
+        ret("20250101000000000011"),
+        n1,
+        tok.clone(),
+        Value::F64(now - 61.0),
+    );
+    assert_eq!(decode(&handle(&s, &old)).unwrap(), t("bad load"));
+    assert!(
+        !stored("20250101000000000011"),
+        "an expired return is not stored"
+    );
+    // Without a `ts` at all (as a v3 request without it): refused as well.
+    let mut body = ret("20250101000000000012");
+    body.push((t("nonce"), t(n1)));
+    body.push((t("tok"), Value::Binary(tok.clone())));
+    body.push((t("id"), t("m3")));
+    let no_ts = encode(&Value::Map(vec![
+        (t("enc"), t("aes")),
+        (
+            t("load"),
+            Value::Binary(session.dumps(&encode(&Value::Map(body)), None)),
+        ),
+        (t("version"), Value::from(3)),
+        (t("id"), t("m3")),
+    ]));
+    assert_eq!(decode(&handle(&s, &no_ts)).unwrap(), t("bad load"));
+    assert!(!stored("20250101000000000012"));
+
+    // Fresh (now, and 30 s old, inside the ttl; integer seconds as well as floats): served.
+    let n2 = "22222222222222222222222222222222";
+    let fresh = m.aes_request_at(
+        &session,
+        ret("20250101000000000013"),
+        n2,
+        tok.clone(),
+        Value::F64(now),
+    );
+    assert!(served(fresh, n2), "a fresh request is served");
+    assert!(stored("20250101000000000013"));
+    let n3 = "33333333333333333333333333333333";
+    #[allow(clippy::cast_possible_truncation)]
+    let within = m.aes_request_at(
+        &session,
+        ret("20250101000000000014"),
+        n3,
+        tok.clone(),
+        Value::from((now - 30.0) as i64),
+    );
+    assert!(served(within, n3), "a request inside the ttl is served");
+    assert!(stored("20250101000000000014"));
+
+    // No ttl configured (the default): the same stale request is served.
+    let dir2 = tempfile::tempdir().unwrap();
+    let s2 = shared(dir2.path(), "auto_accept: True\n");
+    assert!(s2.cfg.request_server_ttl.is_none_or(|t| t.is_zero()));
+    handle(&s2, &m.auth("0123456789abcdef0123456789abcdee", None, 3));
+    let session2 = Crypticle::from_key_string(
+        std::str::from_utf8(&std::fs::read(dir2.path().join("cache/sessions/m3")).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let stale = m.aes_request_at(
+        &session2,
+        ret("20250101000000000015"),
+        n1,
+        tok,
+        Value::F64(now - 3600.0),
+    );
+    let reply = bytes(&decode(&handle(&s2, &stale)).unwrap());
+    assert_eq!(
+        decode(&session2.loads(&reply, Some(n1)).unwrap()).unwrap(),
+        Value::Nil
     );
 }
