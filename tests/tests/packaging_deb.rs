@@ -220,7 +220,9 @@ fn debian_packages() {
         );
         let description = field(deb, "Description");
         assert!(
-            description.lines().count() > 2 && description.contains("salt-rs reimplements"),
+            description.lines().count() > 2
+                && description.contains("salt-rs reimplements")
+                && !description.contains("generated from Rust crate"),
             "{name}: an extended description:\n{description}"
         );
 
