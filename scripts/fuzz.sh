@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target (or the ones named) for SECONDS each, niced, one process,
 # growing fuzz/corpus/<target>. Needs a nightly toolchain and cargo-fuzz; otherwise
-# prints SKIPPED and succeeds. Not part of CI (the corpora are replayed on stable by
-# `cargo test -p salt-proto -p salt-pki --test fuzz_corpus`).
+# prints SKIPPED and succeeds. CI runs a 5-second smoke of every target through
+# scripts/test.sh (FUZZ_SMOKE=1; .ci/run installs cargo-fuzz where a nightly toolchain
+# exists); the corpora are also replayed on stable by
+# `cargo test -p salt-proto -p salt-pki --test fuzz_corpus`.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      (default 60 seconds, all targets)
+#   FUZZ_SMOKE=1 scripts/fuzz.sh 5             (what scripts/test.sh runs: the committed
+#                                               corpora are read, new inputs go to a temp dir)
 #
 # Prints one summary line per target (executions, seconds, crashes). A crash leaves
 # its input in fuzz/artifacts/<target>/ and makes the script exit non-zero.
@@ -40,10 +44,17 @@ nice -n 10 cargo +nightly fuzz build -O
 failed=0
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"
+    corpora=()
+    if [ -n "${FUZZ_SMOKE:-}" ]; then
+        # libFuzzer writes new inputs into the first corpus dir: keep the committed ones clean.
+        scratch="$logdir/corpus-$t"
+        mkdir -p "$scratch"
+        corpora=("$scratch" "corpus/$t")
+    fi
     log="$logdir/$t.log"
     start=$(date +%s)
     rc=0
-    nice -n 10 "${detach[@]}" cargo +nightly fuzz run -O "$t" -- \
+    nice -n 10 "${detach[@]}" cargo +nightly fuzz run -O "$t" ${corpora[@]+"${corpora[@]}"} -- \
         -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
         -print_final_stats=1 </dev/null >"$log" 2>&1 || rc=$?
     end=$(date +%s)
@@ -53,4 +64,7 @@ for t in "${targets[@]}"; do
     echo "$t: execs=${execs:-?} seconds=$((end - start)) crashes=$crashes rc=$rc tty_prompts=$prompts corpus=$(ls "corpus/$t" | wc -l) log=$log"
     if [ "$rc" -ne 0 ]; then failed=1; fi
 done
+if [ -n "${FUZZ_SMOKE:-}" ] && [ "$failed" -eq 0 ] && [ -z "${FUZZ_LOG_DIR:-}" ]; then
+    rm -rf "$logdir"
+fi
 exit "$failed"

@@ -7,4 +7,10 @@ cd "$(dirname "$0")/.."
 export SALT_VENV="${SALT_VENV:-$PWD/.venv/salt-3007.17}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# A short fuzz smoke of every cargo-fuzz target (FUZZ_SMOKE_SECS each, default 5; 0 skips it);
+# prints SKIPPED without a nightly toolchain and cargo-fuzz. Before the tests, so their
+# summary stays the last thing printed.
+if [ "${FUZZ_SMOKE_SECS:-5}" != 0 ]; then
+  FUZZ_SMOKE=1 scripts/fuzz.sh "${FUZZ_SMOKE_SECS:-5}"
+fi
 cargo test --workspace --no-fail-fast -- --test-threads=2
