@@ -420,6 +420,11 @@ mod tests {
         if anonymous_file(&jobs_dir).is_ok() {
             assert_eq!(names(&jobs_dir), ["20250101000000000008"]);
         }
+        for f in [".load.p", "m1/return.p"] {
+            let meta = std::fs::metadata(jobs_dir.join("20250101000000000008").join(f)).unwrap();
+            let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
         jobs.store_return("20250101000000000008", "m1", &Value::Boolean(true))
             .unwrap();
         assert_eq!(names(&jobs_dir), [".tmp", "20250101000000000008"]);
