@@ -244,7 +244,24 @@ fn pid_alive(pid: i32) -> bool {
 /// live processes and other names are left alone. Returns how many were removed; a missing
 /// directory is an empty one.
 pub fn sweep_stale_temps(tmp: &Path) -> std::io::Result<usize> {
-    let entries = match std::fs::read_dir(tmp) {
+    sweep(tmp, |name| name.split_once('.'))
+}
+
+/// [`sweep_stale_temps`] for the dot files [`write_unsynced`] leaves next to their target
+/// (`.<name>.tmp.<pid>.<n>`, e.g. in `{cachedir}/sessions`) when a kill lands between the
+/// write and the rename.
+pub fn sweep_stale_dot_temps(dir: &Path) -> std::io::Result<usize> {
+    sweep(dir, |name| {
+        let rest = name.strip_prefix('.')?;
+        let (_, pid_seq) = rest.rsplit_once(".tmp.")?;
+        pid_seq.split_once('.')
+    })
+}
+
+/// Removes the entries of `dir` for which `parse` gives `(pid, seq)`, `seq` all digits, and
+/// `pid` is gone or ours.
+fn sweep(dir: &Path, parse: impl Fn(&str) -> Option<(&str, &str)>) -> std::io::Result<usize> {
+    let entries = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
@@ -255,7 +272,7 @@ pub fn sweep_stale_temps(tmp: &Path) -> std::io::Result<usize> {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.split_once('.'))
+            .and_then(&parse)
             .filter(|(_, seq)| !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|(pid, _)| pid.parse::<i32>().ok())
         else {

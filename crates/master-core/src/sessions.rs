@@ -45,8 +45,17 @@ pub enum SessionError {
 }
 
 impl Sessions {
-    /// Keys live in `dir` (created by the caller) and expire after `max_age`.
+    /// Keys live in `dir` (created by the caller) and expire after `max_age`. Temporary files
+    /// a killed master left in `dir` are removed first.
     pub fn new(dir: PathBuf, max_age: Duration) -> Self {
+        match crate::jobs::sweep_stale_dot_temps(&dir) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                "Removed {n} temporary session key file(s) left by an earlier run in {}",
+                dir.display()
+            ),
+            Err(e) => tracing::warn!("Could not sweep {}: {e}", dir.display()),
+        }
         Sessions {
             dir,
             max_age,
@@ -116,5 +125,21 @@ mod tests {
         // A fresh store (a restarted master) reads the same key.
         let s2 = Sessions::new(dir.path().to_owned(), Duration::from_secs(86400));
         assert_eq!(s2.existing("m1").unwrap().key_string(), a.key_string());
+    }
+
+    #[test]
+    fn temporaries_of_dead_processes_are_swept_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // No process has pid 0x7ffffff0 (above pid_max); ours counts as an earlier holder.
+        let dead = dir.path().join(".m1.tmp.2147483632.0");
+        let ours = dir.path().join(format!(".m2.tmp.{}.3", std::process::id()));
+        let live = dir.path().join(".m3.tmp.1.0"); // init is alive
+        let key = dir.path().join("m4");
+        for p in [&dead, &ours, &live, &key] {
+            std::fs::write(p, "x").unwrap();
+        }
+        let _s = Sessions::new(dir.path().to_owned(), Duration::from_secs(86400));
+        assert!(!dead.exists() && !ours.exists());
+        assert!(live.exists() && key.exists());
     }
 }
