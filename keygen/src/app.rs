@@ -1,8 +1,9 @@
 //! What `salt-key` does, command by command, following Salt 3007's `salt/key.py`
 //! (`KeyCLI.run` and `Key`): same selection rules, prompts, messages and output.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, BufRead, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
@@ -342,24 +343,40 @@ impl Cli {
         let total: usize = groups.iter().map(|(_, v)| v.len()).sum();
         let progress = Progress::start("fingerprinting keys", total, total >= 5000);
         let mut data = Vec::new();
+        let hash = self.hash;
         for (status, ids) in groups {
-            let paths: Vec<(String, PathBuf)> = ids
-                .into_iter()
-                .map(|id| {
-                    let p = self.key_path(&status, &id);
-                    (id, p)
-                })
-                .collect();
-            let mut fps = Vec::with_capacity(paths.len());
-            // Reading and hashing 100k small files: split over the CPUs (order kept).
-            for chunk in paths.chunks(BATCH) {
-                for r in fingerprint_files(chunk, self.hash) {
+            let mut fps = Vec::with_capacity(ids.len());
+            if let Some(state) = KeyState::from_dir_name(&status) {
+                // Reading and hashing 100k small files: the store splits them over the
+                // CPUs (order kept), each opened from its directory.
+                for chunk in ids.chunks(BATCH) {
+                    let keys: Vec<(KeyState, &str)> =
+                        chunk.iter().map(|id| (state, id.as_str())).collect();
+                    let found = store
+                        .read_keys(&keys, |pem| salt_pki::pem_finger(pem, hash))
+                        .map_err(Error::Store)?;
+                    for (id, fp) in chunk.iter().zip(found) {
+                        if let Some(fp) = fp.map_err(Error::Store)? {
+                            fps.push((id.clone(), Val::Str(fp)));
+                        }
+                    }
+                    progress.inc(chunk.len());
+                }
+            } else {
+                let paths: Vec<(String, PathBuf)> = ids
+                    .into_iter()
+                    .map(|id| {
+                        let p = self.key_path(&status, &id);
+                        (id, p)
+                    })
+                    .collect();
+                for r in fingerprint_files(&paths, hash) {
                     let (id, fp) = r?;
                     if let Some(fp) = fp {
                         fps.push((id, Val::Str(fp)));
                     }
                 }
-                progress.inc(chunk.len());
+                progress.inc(paths.len());
             }
             data.push((status, Val::Map(fps)));
         }
@@ -477,7 +494,7 @@ impl Cli {
                     .chain(inc_rej.then_some("minions_rejected"))
                     .chain(inc_den.then_some("minions_denied"))
                     .collect();
-                self.validate_before_accept(&selected, &dirs)?;
+                self.validate_before_accept(&store, &selected, &dirs)?;
                 let from = AcceptFrom {
                     include_rejected: inc_rej,
                     include_denied: inc_den,
@@ -529,7 +546,7 @@ impl Cli {
         let mut out = String::new();
         for (_, ids) in &report {
             for id in ids {
-                out.push_str(&format!("Key for minion {id} {}.\n", action.past()));
+                let _ = writeln!(out, "Key for minion {id} {}.", action.past());
             }
         }
         say_raw(&out);
@@ -569,23 +586,36 @@ impl Cli {
 
     /// Every key about to be accepted must be an RSA public key (Salt checks each with
     /// `get_rsa_pub_key` and skips bad ones; we refuse the whole operation, naming every
-    /// bad file, so that nothing changes).
+    /// bad file, so that nothing changes). The store reads the files on every CPU.
     fn validate_before_accept(
         &self,
+        store: &KeyStore,
         selected: &[(String, Vec<String>)],
         dirs: &[&str],
     ) -> Result<()> {
-        let paths: Vec<(String, PathBuf)> = selected
+        let keys: Vec<(KeyState, &str)> = selected
             .iter()
             .filter(|(s, _)| dirs.contains(&s.as_str()))
-            .flat_map(|(s, ids)| ids.iter().map(move |id| (id.clone(), self.key_path(s, id))))
+            .filter_map(|(s, ids)| KeyState::from_dir_name(s).map(|state| (state, ids)))
+            .flat_map(|(state, ids)| ids.iter().map(move |id| (state, id.as_str())))
             .collect();
-        let bad = crate::validate::check_public_keys(&paths);
+        let bad = store
+            .check_keys(&keys, |bytes| {
+                crate::validate::rsa_public_key_pem(bytes)
+                    .map_err(|why| format!("not a PEM RSA public key ({why})"))
+            })
+            .map_err(Error::Store)?;
         if bad.is_empty() {
             return Ok(());
         }
-        for (id, problem) in &bad {
-            eprintln!("Unable to accept invalid key for {id}: {problem}");
+        for (i, problem) in &bad {
+            let problem = match problem {
+                KeyStoreError::InvalidKey { path, reason } => {
+                    format!("{}: {reason}", path.display())
+                }
+                other => other.to_string(),
+            };
+            eprintln!("Unable to accept invalid key for {}: {problem}", keys[*i].1);
         }
         Err(Error::InvalidKeys(bad.len()))
     }
@@ -856,19 +886,24 @@ fn unique_ids(sel: &[(String, Vec<String>)]) -> Vec<String> {
 
 /// Salt's `dict_match`: for each selected id, every state it is in now.
 fn dict_match(store: &KeyStore, sel: &[(String, Vec<String>)]) -> Vec<(String, Vec<String>)> {
-    let now: BTreeMap<KeyState, HashSet<String>> = store
-        .list_all()
-        .into_iter()
-        .map(|(s, v)| (s, v.into_iter().collect()))
+    let now = store.list_all();
+    let now: Vec<(KeyState, HashSet<&str>)> = now
+        .iter()
+        .map(|(s, v)| (*s, v.iter().map(String::as_str).collect()))
         .collect();
     let mut ret: Vec<(String, Vec<String>)> = Vec::new();
     for (_, ids) in sel {
         let mut ids: Vec<&String> = ids.iter().collect();
-        ids.sort_by_cached_key(|s| s.to_lowercase());
+        // sorted_ignorecase (stable; the selection is in that order already).
+        if ids.iter().any(|s| s.chars().any(char::is_uppercase)) {
+            ids.sort_by_cached_key(|s| s.to_lowercase());
+        } else {
+            ids.sort();
+        }
         for id in ids {
-            for state in KeyState::ALL {
-                if now.get(&state).is_some_and(|set| set.contains(id)) {
-                    let name = status_name(state);
+            for (state, set) in &now {
+                if set.contains(id.as_str()) {
+                    let name = status_name(*state);
                     match ret.iter_mut().find(|(s, _)| s == name) {
                         Some((_, v)) => v.push(id.clone()),
                         None => ret.push((name.to_owned(), vec![id.clone()])),

@@ -5,54 +5,10 @@
 //! PEM and walks the DER structure of an RSA public key (SubjectPublicKeyInfo with
 //! `rsaEncryption`, or PKCS#1 `RSAPublicKey`) without OpenSSL: the same keys are accepted
 //! as by `load_pem_public_key` for RSA (tested against salt-pki below), at a few
-//! microseconds each.
-
-use std::path::PathBuf;
+//! microseconds each. The files are read by `KeyStore::check_keys` (on every CPU, each
+//! opened from its directory).
 
 use base64::Engine as _;
-
-/// Parse every file as an RSA public key (on up to as many threads as there are CPUs).
-/// Returns `(id, problem naming the file)` for each file that is not one. A file that
-/// vanished meanwhile is not a problem (another process moved it; the move will skip it).
-pub fn check_public_keys(paths: &[(String, PathBuf)]) -> Vec<(String, String)> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
-    if paths.len() < 2048 || threads == 1 {
-        return check_slice(paths);
-    }
-    let chunk = paths.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|c| s.spawn(move || check_slice(c)))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
-}
-
-fn check_slice(paths: &[(String, PathBuf)]) -> Vec<(String, String)> {
-    let mut bad = Vec::new();
-    for (id, path) in paths {
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                if let Err(why) = rsa_public_key_pem(&bytes) {
-                    bad.push((
-                        id.clone(),
-                        format!("{}: not a PEM RSA public key ({why})", path.display()),
-                    ));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => bad.push((id.clone(), format!("{}: {e}", path.display()))),
-        }
-    }
-    bad
-}
 
 /// Check that `pem` is one PEM-armored RSA public key ("PUBLIC KEY" SPKI or
 /// "RSA PUBLIC KEY" PKCS#1). Surrounding whitespace and CRLF line ends are tolerated.
@@ -66,11 +22,12 @@ pub fn rsa_public_key_pem(pem: &[u8]) -> Result<(), &'static str> {
     if label != "PUBLIC KEY" && label != "RSA PUBLIC KEY" {
         return Err("not a public key PEM block");
     }
-    let end = format!("-----END {label}-----");
     let body = rest
-        .strip_suffix(end.as_str())
+        .strip_suffix("-----")
+        .and_then(|r| r.strip_suffix(label))
+        .and_then(|r| r.strip_suffix("-----END "))
         .ok_or("no matching PEM footer")?;
-    let b64: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let b64: Vec<u8> = body.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
     let der = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .map_err(|_| "bad base64")?;

@@ -1,7 +1,9 @@
-//! Small file-system helpers: atomic writes, directory fsync, temp-file hygiene.
+//! Small file-system helpers: atomic writes, directory fsync, temp-file hygiene, and the
+//! `*at` calls of bulk operations (each key reached by its name from an open directory).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
+use std::os::fd::{AsRawFd as _, RawFd};
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,6 +113,86 @@ pub(crate) fn read_key_file(path: &Path) -> Result<Option<String>> {
         })
 }
 
+/// Open the directory `path` for the `*at` calls of a bulk operation: each key is then
+/// reached by its name alone, without a path walk from `/` nor a path allocation per key.
+pub(crate) fn open_dir(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_DIRECTORY.bits())
+        .open(path)
+}
+
+/// `renameat(2)`: move `name` from the directory `from` to the directory `to`, keeping its
+/// name. One atomic system call, as `rename(2)` of the full paths.
+pub(crate) fn rename_at(from: &File, to: &File, name: &str) -> io::Result<()> {
+    nix::fcntl::renameat(Some(from.as_raw_fd()), name, Some(to.as_raw_fd()), name)
+        .map_err(io::Error::from)
+}
+
+/// `unlinkat(2)` of the file `name` in the directory `dir`.
+pub(crate) fn unlink_at(dir: &File, name: &str) -> io::Result<()> {
+    nix::unistd::unlinkat(
+        Some(dir.as_raw_fd()),
+        name,
+        nix::unistd::UnlinkatFlags::NoRemoveDir,
+    )
+    .map_err(io::Error::from)
+}
+
+/// A file descriptor from `openat`, closed on drop.
+struct Fd(RawFd);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        let _ = nix::unistd::close(self.0);
+    }
+}
+
+/// Size of the buffer [`read_key_at`] wants: one byte more than the largest key file.
+pub(crate) const KEY_BUF_LEN: usize = MAX_KEY_FILE as usize + 1;
+
+/// Read the key file `name` of the directory `dir` (whose path is `dir_path`, for error
+/// messages) into `buf` (of [`KEY_BUF_LEN`] bytes, reused from call to call, so nothing is
+/// allocated per key): `Ok(Some(len))`, or `Ok(None)` when it does not exist (or vanished).
+/// Errors name the file: unreadable, or larger than [`MAX_KEY_FILE`]. Opened non-blocking,
+/// so a FIFO in place of a key reads as empty instead of hanging the caller.
+pub(crate) fn read_key_at(
+    dir: &File,
+    dir_path: &Path,
+    name: &str,
+    buf: &mut [u8],
+) -> Result<Option<usize>> {
+    use nix::errno::Errno;
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK;
+    let fd = match nix::fcntl::openat(
+        Some(dir.as_raw_fd()),
+        name,
+        flags,
+        nix::sys::stat::Mode::empty(),
+    ) {
+        Ok(fd) => Fd(fd),
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(KeyStoreError::io("read", dir_path.join(name), e.into())),
+    };
+    let mut len = 0;
+    while len < buf.len() {
+        match nix::unistd::read(fd.0, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(KeyStoreError::io("read", dir_path.join(name), e.into())),
+        }
+    }
+    if len as u64 > MAX_KEY_FILE {
+        return Err(KeyStoreError::InvalidKey {
+            path: dir_path.join(name),
+            reason: format!("larger than {MAX_KEY_FILE} bytes"),
+        });
+    }
+    Ok(Some(len))
+}
+
 /// Remove our temp files in `dir` older than `max_age` (left by a crash). Returns how many.
 pub(crate) fn sweep_tmp(dir: &Path, max_age: Duration) -> Result<usize> {
     let now = SystemTime::now();
@@ -123,19 +205,36 @@ pub(crate) fn sweep_tmp(dir: &Path, max_age: Duration) -> Result<usize> {
     for entry in rd {
         let entry = entry.map_err(|e| KeyStoreError::io("read directory", dir, e))?;
         let name = entry.file_name();
-        if !name.to_string_lossy().starts_with(TMP_PREFIX) {
-            continue;
-        }
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .map(|t| now.duration_since(t).unwrap_or_default() >= max_age)
-            .unwrap_or(false);
-        if old && fs::remove_file(entry.path()).is_ok() {
+        if name.to_string_lossy().starts_with(TMP_PREFIX)
+            && remove_if_stale(dir, &name, now, max_age)
+        {
             removed += 1;
         }
     }
     Ok(removed)
+}
+
+/// Remove the temp files `names` (found by a directory read) of `dir` that are older than
+/// `max_age`; returns how many.
+pub(crate) fn sweep_tmp_names(
+    dir: &Path,
+    names: &[std::ffi::OsString],
+    max_age: Duration,
+) -> usize {
+    let now = SystemTime::now();
+    names
+        .iter()
+        .filter(|n| remove_if_stale(dir, n, now, max_age))
+        .count()
+}
+
+fn remove_if_stale(dir: &Path, name: &std::ffi::OsStr, now: SystemTime, max_age: Duration) -> bool {
+    let path = dir.join(name);
+    let old = fs::symlink_metadata(&path)
+        .and_then(|m| m.modified())
+        .map(|t| now.duration_since(t).unwrap_or_default() >= max_age)
+        .unwrap_or(false);
+    old && fs::remove_file(&path).is_ok()
 }
 
 #[cfg(test)]

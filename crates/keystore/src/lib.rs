@@ -32,9 +32,10 @@
 //! * A state change (accept, reject) is one `rename(2)` from one key directory to another
 //!   inside `pki_dir` (same file system). `rename` is atomic: at any instant, and after a
 //!   crash at any point, the file has either its old name or its new one, never both or
-//!   neither. Bulk changes are a sequence of such renames; a crash in the middle leaves a
-//!   prefix done and the rest untouched, each key in exactly one state. Both directories
-//!   are fsync-ed afterwards so the change survives power loss.
+//!   neither. Bulk changes are a sequence of such renames (`renameat(2)` between the two
+//!   directories, opened once per batch); a crash in the middle leaves a prefix done and
+//!   the rest untouched, each key in exactly one state. Both directories are fsync-ed
+//!   afterwards so the change survives power loss.
 //! * Deleting is one `unlink(2)` per state file (accepted first, to revoke access first).
 //! * New content is written to a dot-prefixed temp file in the destination directory,
 //!   fsync-ed, chmod-ed, then renamed over the final name, then the directory is fsync-ed.

@@ -1,6 +1,7 @@
 //! The key store proper: [`KeyStore`] over a Salt `pki_dir`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io;
@@ -276,8 +277,18 @@ impl KeyStore {
             index: RwLock::default(),
             ops: Mutex::new(()),
         };
-        store.sweep_temp_files(STALE_TMP_AGE)?;
-        store.refresh()?;
+        // One directory read per key directory fills the index and finds the temp files
+        // left by a crash (ours are dotfiles, never in the index), swept when stale.
+        {
+            let _ops = store.lock_ops();
+            for state in KeyState::ALL {
+                let dir = store.state_dir(state);
+                let (set, tmps) = read_state_dir(&dir)?;
+                fsutil::sweep_tmp_names(&dir, &tmps, STALE_TMP_AGE);
+                store.write_index().sets[state.idx()] = set;
+            }
+        }
+        fsutil::sweep_tmp(&pki_dir.join(AUTOSIGN_DIR), STALE_TMP_AGE)?;
         Ok(store)
     }
 
@@ -312,7 +323,7 @@ impl KeyStore {
     /// Caller holds `ops`.
     fn refresh_states(&self, states: &[KeyState]) -> Result<()> {
         for &state in states {
-            let set = read_state_dir(&self.state_dir(state))?;
+            let (set, _) = read_state_dir(&self.state_dir(state))?;
             self.write_index().sets[state.idx()] = set;
         }
         Ok(())
@@ -459,6 +470,97 @@ impl KeyStore {
             out.insert(state, v);
         }
         Ok(out)
+    }
+
+    /// Read the key file of each `(state, id)` of `keys` and map its bytes with `f`
+    /// (`salt-key -F` hashing each key). Each file is opened by its name from its
+    /// directory, opened once, into a buffer reused from key to key; with many keys the
+    /// work is split over up to as many threads as there are CPUs (8 at most).
+    ///
+    /// One result per key, in input order: `Ok(None)` for a file that does not exist (or
+    /// vanished meanwhile, moved by another process), an error naming the file when it
+    /// cannot be read or is larger than 64 KiB. Invalid ids fail the whole call.
+    pub fn read_keys<T, F>(&self, keys: &[(KeyState, &str)], f: F) -> Result<Vec<Result<Option<T>>>>
+    where
+        T: Send,
+        F: Fn(&[u8]) -> T + Sync,
+    {
+        keys.iter().try_for_each(|(_, id)| validate_id(id))?;
+        let mut dirs: [Option<(PathBuf, fs::File)>; 4] = Default::default();
+        for &(state, _) in keys {
+            let slot = &mut dirs[state.idx()];
+            if slot.is_none() {
+                let dir = self.state_dir(state);
+                let fd = fsutil::open_dir(&dir)
+                    .map_err(|e| KeyStoreError::io("open directory", &dir, e))?;
+                *slot = Some((dir, fd));
+            }
+        }
+        let (dirs, f) = (&dirs, &f);
+        let run = move |part: &[(KeyState, &str)]| {
+            let mut buf = vec![0; fsutil::KEY_BUF_LEN];
+            part.iter()
+                .map(|&(state, id)| {
+                    let Some((dir, fd)) = &dirs[state.idx()] else {
+                        return Ok(None);
+                    };
+                    Ok(fsutil::read_key_at(fd, dir, id, &mut buf)?.map(|len| f(&buf[..len])))
+                })
+                .collect::<Vec<_>>()
+        };
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8);
+        if threads == 1 || keys.len() < 1024 {
+            return Ok(run(keys));
+        }
+        let chunk = keys.len().div_ceil(threads);
+        Ok(std::thread::scope(|s| {
+            let handles: Vec<_> = keys
+                .chunks(chunk)
+                .map(|part| s.spawn(move || run(part)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        }))
+    }
+
+    /// Read the key file of each `(state, id)` of `keys` (as [`read_keys`](Self::read_keys))
+    /// and hand its bytes to `check`: `salt-key -a` parsing every key before accepting any.
+    /// Changes nothing. Returns the problems in input order, each with the index of its
+    /// item in `keys`: a file that cannot be read or is too large, or whose bytes `check`
+    /// refused ([`KeyStoreError::InvalidKey`] naming the file, with `check`'s reason). A
+    /// file that does not exist is not a problem: a move skips it too.
+    pub fn check_keys<F>(
+        &self,
+        keys: &[(KeyState, &str)],
+        check: F,
+    ) -> Result<Vec<(usize, KeyStoreError)>>
+    where
+        F: Fn(&[u8]) -> std::result::Result<(), String> + Sync,
+    {
+        Ok(self
+            .read_keys(keys, check)?
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r {
+                Ok(None | Some(Ok(()))) => None,
+                Ok(Some(Err(reason))) => {
+                    let (state, id) = keys[i];
+                    Some((
+                        i,
+                        KeyStoreError::InvalidKey {
+                            path: self.path(state, id),
+                            reason,
+                        },
+                    ))
+                }
+                Err(e) => Some((i, e)),
+            })
+            .collect())
     }
 
     /// The master's own key files in `pki_dir` (`*.pem`, `*.pub`), `salt-key`'s
@@ -807,7 +909,8 @@ impl KeyStore {
         Ok(ids)
     }
 
-    /// Move each id's file from each of `sources` (in order) to `target`.
+    /// Move each id's file from each of `sources` (in order) to `target`: one `renameat`
+    /// per file between directories opened once, then one fsync of each directory touched.
     fn move_many<S: AsRef<str>>(
         &self,
         ids: &[S],
@@ -818,19 +921,40 @@ impl KeyStore {
         validate_ids(ids)?;
         let _ops = self.lock_ops();
         let mut report = Report::default();
-        let mut touched: BTreeSet<KeyState> = BTreeSet::new();
         let target_dir = self.state_dir(target);
+        let target_fd = fsutil::open_dir(&target_dir)
+            .map_err(|e| KeyStoreError::io("open directory", &target_dir, e))?;
+        let mut srcs = Vec::with_capacity(sources.len());
+        for &src in sources {
+            let dir = self.state_dir(src);
+            match fsutil::open_dir(&dir) {
+                Ok(fd) => srcs.push((src, dir, fd)),
+                // No directory, no key to move from there.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => report
+                    .errors
+                    .push(KeyStoreError::io("open directory", dir, e)),
+            }
+        }
+        let mut buf = if validate {
+            vec![0; fsutil::KEY_BUF_LEN]
+        } else {
+            Vec::new()
+        };
+        let mut touched = [false; 4];
         for id in ids {
             let id = id.as_ref();
-            for &src in sources {
-                let src_path = self.path(src, id);
+            for (src, src_dir, src_fd) in &srcs {
                 if validate {
-                    match fsutil::read_key_file(&src_path) {
+                    match fsutil::read_key_at(src_fd, src_dir, id, &mut buf) {
                         Ok(None) => continue,
-                        Ok(Some(text)) => {
-                            if let Err(reason) = self.validator.validate(&text) {
+                        Ok(Some(len)) => {
+                            let checked = std::str::from_utf8(&buf[..len])
+                                .map_err(|_| "not UTF-8 text".to_owned())
+                                .and_then(|text| self.validator.validate(text));
+                            if let Err(reason) = checked {
                                 report.errors.push(KeyStoreError::InvalidKey {
-                                    path: src_path,
+                                    path: src_dir.join(id),
                                     reason,
                                 });
                                 continue;
@@ -842,50 +966,85 @@ impl KeyStore {
                         }
                     }
                 }
-                match fs::rename(&src_path, target_dir.join(id)) {
+                match fsutil::rename_at(src_fd, &target_fd, id) {
                     Ok(()) => {
-                        touched.insert(src);
-                        report.changed.push((id.to_owned(), src));
+                        touched[src.idx()] = true;
+                        report.changed.push((id.to_owned(), *src));
                     }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         // Not there, or moved by someone else meanwhile.
                     }
-                    Err(e) => report.errors.push(KeyStoreError::io("rename", src_path, e)),
+                    Err(e) => report
+                        .errors
+                        .push(KeyStoreError::io("rename", src_dir.join(id), e)),
                 }
                 crash_point("move_many:after_rename")?;
             }
         }
-        if !report.changed.is_empty() {
-            touched.insert(target);
-        }
         self.apply_index(&report.changed, Some(target));
-        for state in touched {
-            if let Err(e) = fsutil::sync_dir(&self.state_dir(state)) {
-                report.errors.push(e);
+        if !report.changed.is_empty() {
+            if let Err(e) = target_fd.sync_all() {
+                report
+                    .errors
+                    .push(KeyStoreError::io("fsync directory", target_dir, e));
+            }
+            for (src, dir, fd) in srcs {
+                if touched[src.idx()]
+                    && let Err(e) = fd.sync_all()
+                {
+                    report
+                        .errors
+                        .push(KeyStoreError::io("fsync directory", dir, e));
+                }
             }
         }
         Ok(report)
     }
 
+    /// Remove each `(id, state)` file: one `unlinkat` per file from directories opened
+    /// once, then one fsync of each directory touched.
     fn remove_pairs(&self, pairs: Vec<(String, KeyState)>) -> Report {
         let _ops = self.lock_ops();
         let mut report = Report::default();
-        let mut touched = BTreeSet::new();
+        let mut dirs: [Option<(PathBuf, fs::File)>; 4] = Default::default();
+        let mut touched = [false; 4];
         for (id, state) in pairs {
-            let path = self.path(state, &id);
-            match fs::remove_file(&path) {
+            let slot = &mut dirs[state.idx()];
+            if slot.is_none() {
+                let dir = self.state_dir(state);
+                match fsutil::open_dir(&dir) {
+                    Ok(fd) => *slot = Some((dir, fd)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        report
+                            .errors
+                            .push(KeyStoreError::io("remove", dir.join(&id), e));
+                        continue;
+                    }
+                }
+            }
+            let Some((dir, fd)) = slot.as_ref() else {
+                continue;
+            };
+            match fsutil::unlink_at(fd, &id) {
                 Ok(()) => {
-                    touched.insert(state);
+                    touched[state.idx()] = true;
                     report.changed.push((id, state));
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => report.errors.push(KeyStoreError::io("remove", path, e)),
+                Err(e) => report
+                    .errors
+                    .push(KeyStoreError::io("remove", dir.join(&id), e)),
             }
         }
         self.apply_index(&report.changed, None);
-        for state in touched {
-            if let Err(e) = fsutil::sync_dir(&self.state_dir(state)) {
-                report.errors.push(e);
+        for state in KeyState::ALL {
+            if let (true, Some((dir, fd))) = (touched[state.idx()], &dirs[state.idx()])
+                && let Err(e) = fd.sync_all()
+            {
+                report
+                    .errors
+                    .push(KeyStoreError::io("fsync directory", dir, e));
             }
         }
         report
@@ -961,20 +1120,24 @@ fn salt_sort(v: &mut [String]) {
     }
 }
 
-/// Key names in `dir`: dotfiles and non-UTF-8 names are skipped (Salt ignores dotfiles;
-/// a non-UTF-8 name cannot be a minion id on the wire).
-fn read_state_dir(dir: &Path) -> Result<BTreeSet<String>> {
+/// Key names in `dir`, and the names of our temp files there: dotfiles and non-UTF-8
+/// names are not keys (Salt ignores dotfiles; a non-UTF-8 name cannot be a minion id on
+/// the wire).
+fn read_state_dir(dir: &Path) -> Result<(BTreeSet<String>, Vec<OsString>)> {
     let rd = fs::read_dir(dir).map_err(|e| KeyStoreError::io("read directory", dir, e))?;
     let mut set = BTreeSet::new();
+    let mut tmps = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| KeyStoreError::io("read directory", dir, e))?;
-        if let Ok(name) = entry.file_name().into_string()
-            && !name.starts_with('.')
-        {
-            set.insert(name);
+        match entry.file_name().into_string() {
+            Ok(name) if !name.starts_with('.') => {
+                set.insert(name);
+            }
+            Ok(name) if name.starts_with(fsutil::TMP_PREFIX) => tmps.push(name.into()),
+            _ => {}
         }
     }
-    Ok(set)
+    Ok((set, tmps))
 }
 
 fn prepare_pki_dir(path: &Path, fix: bool) -> Result<()> {

@@ -621,3 +621,164 @@ fn non_durable_store_writes_atomically_with_the_same_state_rules() {
     let d = KeyStore::open(&pki).unwrap();
     assert_eq!(d.state("m1").unwrap(), Some(KeyState::Accepted));
 }
+
+#[test]
+fn open_sweeps_only_stale_temp_files_in_its_one_directory_read() {
+    let (_d, ks) = setup();
+    let pki = ks.pki_dir().to_owned();
+    ks.put_pending("m1", PEM).unwrap();
+    let stale = pki.join("minions_pre/.keystore-tmp.1.1");
+    let fresh_tmp = pki.join("minions/.keystore-tmp.1.2");
+    let stale_stub = pki.join("minions_autosign/.keystore-tmp.1.3");
+    let salt_cache = pki.join("minions/.key_cache");
+    for p in [&stale, &fresh_tmp, &stale_stub, &salt_cache] {
+        fs::write(p, "x").unwrap();
+    }
+    let old = SystemTime::now() - Duration::from_secs(2 * 3600);
+    for p in [&stale, &stale_stub] {
+        fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let ks = KeyStore::open(&pki).unwrap();
+    assert!(!stale.exists(), "stale temp file swept");
+    assert!(!stale_stub.exists(), "stale autosign temp file swept");
+    assert!(
+        fresh_tmp.exists(),
+        "a concurrent writer's temp file is kept"
+    );
+    assert!(salt_cache.exists(), "other dotfiles are not ours");
+    assert_eq!(ks.list(KeyState::Pending), ["m1"]);
+    assert!(ks.list(KeyState::Accepted).is_empty());
+}
+
+#[test]
+fn read_keys_and_check_keys_keep_order_skip_vanished_and_name_bad_files() {
+    // Above the threshold at which the work is split over threads, and below it.
+    for n in [5usize, 3000] {
+        let (_d, ks) = setup();
+        let pki = ks.pki_dir().to_owned();
+        let ids: Vec<String> = (0..n).map(|i| format!("m-{i:05}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let state = if i % 3 == 0 {
+                KeyState::Rejected
+            } else {
+                KeyState::Pending
+            };
+            let text = if i == 3 {
+                "garbage".to_owned()
+            } else {
+                PEM.to_owned()
+            };
+            fs::write(pki.join(state.dir_name()).join(id), text).unwrap();
+        }
+        fs::remove_file(pki.join("minions_pre/m-00001")).unwrap(); // vanished
+        fs::remove_file(pki.join("minions_pre/m-00002")).unwrap();
+        fs::create_dir(pki.join("minions_pre/m-00002")).unwrap(); // unreadable
+        let keys: Vec<(KeyState, &str)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let state = if i % 3 == 0 {
+                    KeyState::Rejected
+                } else {
+                    KeyState::Pending
+                };
+                (state, id.as_str())
+            })
+            .collect();
+        let lens = ks.read_keys(&keys, <[u8]>::len).unwrap();
+        assert_eq!(lens.len(), n);
+        for (i, r) in lens.iter().enumerate() {
+            match i {
+                1 => assert!(matches!(r, Ok(None)), "{i}: {r:?}"),
+                2 => assert!(
+                    r.as_ref()
+                        .unwrap_err()
+                        .to_string()
+                        .contains("minions_pre/m-00002"),
+                    "{r:?}"
+                ),
+                3 => assert_eq!(*r.as_ref().unwrap(), Some("garbage".len())),
+                _ => assert_eq!(*r.as_ref().unwrap(), Some(PEM.len()), "{i}"),
+            }
+        }
+        let bad = ks
+            .check_keys(&keys, |b| {
+                PemArmorValidator.validate(std::str::from_utf8(b).map_err(|e| e.to_string())?)
+            })
+            .unwrap();
+        let got: Vec<(usize, String)> = bad.iter().map(|(i, e)| (*i, e.to_string())).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, 2);
+        assert!(got[0].1.contains("minions_pre/m-00002"), "{got:?}");
+        assert_eq!(got[1].0, 3);
+        assert!(
+            got[1].1.contains("minions_rejected/m-00003") && got[1].1.contains("not a PEM"),
+            "{got:?}"
+        );
+        assert!(
+            ks.check_keys(&[(KeyState::Pending, "../x")], |_| Ok(()))
+                .is_err()
+        );
+    }
+}
+
+#[test]
+fn a_fifo_in_place_of_a_key_does_not_hang_a_read() {
+    let (_d, ks) = setup();
+    let pki = ks.pki_dir().to_owned();
+    nix::unistd::mkfifo(
+        &pki.join("minions_pre/fifo"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    ks.refresh().unwrap();
+    let r = ks
+        .read_keys(&[(KeyState::Pending, "fifo")], <[u8]>::len)
+        .unwrap();
+    assert_eq!(r[0].as_ref().unwrap(), &Some(0));
+    let err = ks.accept("fifo", AcceptFrom::default()).unwrap_err();
+    assert!(err.to_string().contains("minions_pre/fifo"), "{err}");
+    assert_eq!(ks.state("fifo").unwrap(), Some(KeyState::Pending));
+}
+
+#[test]
+fn bulk_moves_and_deletes_many_keys_between_opened_directories() {
+    let (_d, ks) = setup();
+    let pki = ks.pki_dir().to_owned();
+    let ids: Vec<String> = (0..2500).map(|i| format!("m{i}")).collect();
+    for id in &ids {
+        fs::write(pki.join("minions_pre").join(id), PEM).unwrap();
+    }
+    fs::write(pki.join("minions_rejected/m7"), PEM).unwrap();
+    ks.refresh().unwrap();
+    // Validated accept of everything, the rejected m7 too.
+    let from = AcceptFrom {
+        include_rejected: true,
+        ..Default::default()
+    };
+    let r = ks.accept_many(&ids, from).unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.changed.len(), 2501);
+    assert_eq!(ks.list(KeyState::Accepted).len(), 2500);
+    assert!(ks.list(KeyState::Pending).is_empty());
+    assert!(ks.list(KeyState::Rejected).is_empty());
+    assert_eq!(fs::read_dir(pki.join("minions")).unwrap().count(), 2500);
+    assert_eq!(fs::read_to_string(pki.join("minions/m7")).unwrap(), PEM);
+    // Reject half back, then delete everything.
+    let half: Vec<&str> = ids.iter().step_by(2).map(String::as_str).collect();
+    let from = RejectFrom {
+        include_accepted: true,
+        ..Default::default()
+    };
+    assert_eq!(ks.reject_many(&half, from).unwrap().changed.len(), 1250);
+    assert_eq!(ks.list(KeyState::Rejected).len(), 1250);
+    let r = ks.delete_all().unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.changed.len(), 2500);
+    assert!(all_files(&pki).is_empty(), "{:?}", all_files(&pki));
+}
