@@ -60,6 +60,31 @@ fn sigkilled_bulk_accept_never_loses_or_doubles_a_key() {
         std::fs::write(pki.join("minions_pre").join(id), &pem).unwrap();
     }
 
+    // How long an undisturbed bulk accept takes here, so the kills spread over all of it
+    // (validation, then the moves) however fast salt-key gets.
+    let t0 = std::time::Instant::now();
+    let out = Command::new(&b.key)
+        .arg("-c")
+        .arg(d.join("conf"))
+        .args(["-A", "-y"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let full_ms = u64::try_from(t0.elapsed().as_millis())
+        .unwrap_or(u64::MAX)
+        .max(10);
+    for id in &all {
+        std::fs::rename(
+            pki.join("minions").join(id),
+            pki.join("minions_pre").join(id),
+        )
+        .unwrap();
+    }
+
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5a17);
     let mut killed_midway = 0;
     for round in 0..10 {
@@ -71,7 +96,20 @@ fn sigkilled_bulk_accept_never_loses_or_doubles_a_key() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(5..120)));
+        if round % 2 == 0 {
+            // Anywhere in the run: start-up, validation or the moves.
+            std::thread::sleep(Duration::from_millis(rng.gen_range(1..=full_ms)));
+        } else {
+            // Once at least `k` keys have moved: lands among the moves, however short.
+            let k = rng.gen_range(1..N);
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::fs::read_dir(pki.join("minions")).map_or(0, Iterator::count) < k
+                && std::time::Instant::now() < deadline
+                && child.try_wait().ok().flatten().is_none()
+            {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
 
@@ -102,7 +140,12 @@ fn sigkilled_bulk_accept_never_loses_or_doubles_a_key() {
             }
         }
     }
-    eprintln!("{killed_midway} of 10 kills landed in the middle of the bulk accept");
+    eprintln!(
+        "{killed_midway} of 10 kills (even rounds at 1..={full_ms} ms, an undisturbed accept's time; odd rounds once k random keys had moved) landed in the middle of the bulk accept"
+    );
+    // The odd rounds aim at the moves; missing them every time would mean the test no longer
+    // tests what it says.
+    assert!(killed_midway > 0, "no kill landed mid-accept");
 
     // A run left alone finishes the job.
     let out = Command::new(&b.key)
