@@ -177,6 +177,8 @@ pub struct ChaosReport {
     pub bound: f64,
     /// Minions per master in the reach round.
     pub holders: Vec<usize>,
+    /// Minions per master in the round that first reached them all, at start.
+    pub holders_start: Vec<usize>,
     /// Jobs published after convergence, returns expected, returns found in the job caches.
     pub jobs: (usize, usize, usize),
     /// Sign-in requests each master logged over the run (all incarnations).
@@ -250,7 +252,9 @@ impl ChaosReport {
             let mib = |k: u64| k as f64 / 1024.0;
             let _ = writeln!(
                 s,
-                "| m{i} RSS MiB start / max / end; fds start / max / end | {:.1} / {:.1} / {:.1}; {} / {} / {} |",
+                "| m{i} minions held start / end; RSS MiB start / max / end; fds start / max / end | {} / {}; {:.1} / {:.1} / {:.1}; {} / {} / {} |",
+                self.holders_start.get(i).copied().unwrap_or_default(),
+                self.holders.get(i).copied().unwrap_or_default(),
                 mib(u.start.rss_kib),
                 mib(u.max.rss_kib),
                 mib(u.end.rss_kib),
@@ -285,7 +289,8 @@ impl ChaosReport {
 struct Slot {
     m: LabMaster,
     kind: Option<Kind>,
-    heal_at: Instant,
+    /// The schedule tick at which the fault is undone.
+    heal_at: u64,
     usage: MasterUsage,
 }
 
@@ -317,13 +322,12 @@ impl Chaos {
         let root = TempRoot::new()?;
         let (masters, sign_pub) = start_masters(&ns, &bins, &root, opts.masters, Flavor::Ours)?;
         let addrs: Vec<String> = masters.iter().map(|m| m.addr.clone()).collect();
-        let now = Instant::now();
         let slots = masters
             .into_iter()
             .map(|m| Slot {
                 m,
                 kind: None,
-                heal_at: now,
+                heal_at: 0,
                 usage: MasterUsage::default(),
             })
             .collect();
@@ -401,7 +405,10 @@ impl Chaos {
         let t0 = Instant::now();
         let first_limit = Duration::from_secs(120 + self.opts.minions as u64 / 2);
         match self.converge(t0, first_limit) {
-            Ok(()) => rep.first_convergence = Some(t0.elapsed().as_secs_f64()),
+            Ok(per) => {
+                rep.first_convergence = Some(t0.elapsed().as_secs_f64());
+                rep.holders_start = per.iter().map(BTreeSet::len).collect();
+            }
             Err(missing) => {
                 rep.failures.push(format!(
                     "at start, {} minion(s) never answered within {} s: {}",
@@ -434,7 +441,7 @@ impl Chaos {
         let healed = Instant::now();
         let limit = Duration::from_secs_f64(rep.bound * 4.0);
         match self.converge(healed, limit) {
-            Ok(()) => {
+            Ok(_) => {
                 let secs = healed.elapsed().as_secs_f64();
                 rep.convergence = Some(secs);
                 if secs > rep.bound {
@@ -466,15 +473,16 @@ impl Chaos {
     /// The fault schedule, for `opts.duration`.
     fn faults(&mut self, rep: &mut ChaosReport) {
         let mut rng = StdRng::seed_from_u64(self.opts.seed);
-        let end = Instant::now() + self.opts.duration;
+        // A fixed number of ticks, faults timed in ticks: the same seed makes the same choices
+        // in the same order, however late a tick runs on a loaded machine.
+        let ticks = self.opts.duration.as_secs().div_ceil(TICK.as_secs().max(1));
         let mut pings: Vec<(Child, Instant)> = Vec::new();
-        let mut next = Instant::now();
-        while Instant::now() < end {
-            next += TICK;
-            if let Some(wait) = next.checked_duration_since(Instant::now()) {
+        let start = Instant::now();
+        for tick in 1..=ticks {
+            let at = start + TICK * u32::try_from(tick).unwrap_or(u32::MAX);
+            if let Some(wait) = at.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            let now = Instant::now();
             self.sample(rep);
             self.check_alive(rep);
             // Heal what is due.
@@ -482,7 +490,7 @@ impl Chaos {
                 let due = self
                     .slots
                     .get(i)
-                    .is_some_and(|s| s.kind.is_some() && s.heal_at <= now);
+                    .is_some_and(|s| s.kind.is_some() && s.heal_at <= tick);
                 if due {
                     self.heal(i, rep);
                 }
@@ -497,7 +505,7 @@ impl Chaos {
                 else {
                     continue;
                 };
-                let hold = Duration::from_secs(rng.gen_range(2..=10));
+                let hold: u64 = rng.gen_range(2..=10);
                 *rep.faults.entry(kind.label()).or_default() += 1;
                 if let Some(s) = self.slots.get_mut(i) {
                     if let Err(e) = s.m.inject(&self.ns, kind.fault()) {
@@ -505,11 +513,7 @@ impl Chaos {
                             .push(format!("injecting {kind:?} into m{i}: {e}"));
                     }
                     s.kind = Some(kind);
-                    s.heal_at = if kind == Kind::Restart {
-                        now
-                    } else {
-                        now + hold
-                    };
+                    s.heal_at = tick + hold;
                 }
                 if kind == Kind::Restart {
                     self.heal(i, rep);
@@ -646,18 +650,23 @@ impl Chaos {
         out
     }
 
-    /// Ping rounds through all masters until every minion has answered (Ok) or `limit` has
-    /// passed since `since` (Err: who never answered in the last round).
-    fn converge(&self, since: Instant, limit: Duration) -> Result<(), Vec<String>> {
+    /// Ping rounds through all masters until every minion has answered (Ok: who answered
+    /// through each master in that round) or `limit` has passed since `since` (Err: who never
+    /// answered in the last round).
+    fn converge(
+        &self,
+        since: Instant,
+        limit: Duration,
+    ) -> Result<Vec<BTreeSet<String>>, Vec<String>> {
         let all: BTreeSet<String> = self.ids.iter().cloned().collect();
         let yes = serde_json::Value::Bool(true);
         let secs = PING_SECS.to_string();
         loop {
             let per = self.through_all(&["*", "test.ping", "-t", &secs], &yes, PING_SECS);
-            let union: BTreeSet<String> = per.into_iter().flatten().collect();
+            let union: BTreeSet<String> = per.iter().flatten().cloned().collect();
             let missing: Vec<String> = all.difference(&union).cloned().collect();
             if missing.is_empty() {
-                return Ok(());
+                return Ok(per);
             }
             if since.elapsed() > limit {
                 return Err(missing);
