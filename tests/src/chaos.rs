@@ -28,17 +28,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::bins::Bins;
+use crate::cli::run_with_timeout;
 use crate::config::{Flavor, MinionConf};
+use crate::e2e_support::vm_rss_kib;
 use crate::error::HarnessError;
 use crate::keys::copy_into;
-use crate::lab::{Fault, LabMaster, PUBLISH_PORT, RET_PORT, start_masters, wait_master_ready};
+use crate::lab::{
+    Fault, LabMaster, PUBLISH_PORT, RET_PORT, kill_group, start_masters, wait_master_ready,
+};
 use crate::netns::Netns;
 use crate::process::{DROP_GRACE, Proc, ProcSpec};
 use crate::root::TempRoot;
@@ -139,12 +142,7 @@ pub struct Usage {
 
 /// Reads `/proc/<pid>` (None if it is gone).
 pub fn usage(pid: i32) -> Option<Usage> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())?;
+    let rss_kib = vm_rss_kib(pid)?;
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
     Some(Usage { rss_kib, fds })
 }
@@ -291,7 +289,6 @@ struct Slot {
     kind: Option<Kind>,
     /// The schedule tick at which the fault is undone.
     heal_at: u64,
-    usage: MasterUsage,
 }
 
 /// The running set-up. Dropping it stops the minions, then the masters, then deletes the
@@ -300,6 +297,8 @@ pub struct Chaos {
     slots: Vec<Slot>,
     minions: Vec<Proc>,
     ids: Vec<String>,
+    /// Minions whose exit is already in the report.
+    reported_dead: BTreeSet<usize>,
     bins: Bins,
     opts: ChaosOptions,
     ns: Netns,
@@ -328,7 +327,6 @@ impl Chaos {
                 m,
                 kind: None,
                 heal_at: 0,
-                usage: MasterUsage::default(),
             })
             .collect();
         let mut minions = Vec::with_capacity(opts.minions);
@@ -361,6 +359,7 @@ impl Chaos {
             slots,
             minions,
             ids,
+            reported_dead: BTreeSet::new(),
             bins,
             opts,
             ns,
@@ -420,16 +419,13 @@ impl Chaos {
                 return rep;
             }
         }
-        for (i, s) in self.slots.iter_mut().enumerate() {
+        for (s, r) in self.slots.iter().zip(rep.usage.iter_mut()) {
             let u = usage(s.m.proc.pid()).unwrap_or_default();
-            s.usage = MasterUsage {
+            *r = MasterUsage {
                 start: u,
                 max: u,
                 end: u,
             };
-            if let Some(r) = rep.usage.get_mut(i) {
-                *r = s.usage;
-            }
         }
         let mut mark = Instant::now();
         rep.phases.push(("start", t0.elapsed().as_secs_f64()));
@@ -564,14 +560,11 @@ impl Chaos {
     }
 
     /// Samples `/proc` of every master into the report's maxima.
-    fn sample(&mut self, rep: &mut ChaosReport) {
-        for (i, s) in self.slots.iter_mut().enumerate() {
+    fn sample(&self, rep: &mut ChaosReport) {
+        for (s, r) in self.slots.iter().zip(rep.usage.iter_mut()) {
             if let Some(u) = usage(s.m.proc.pid()) {
-                s.usage.max.rss_kib = s.usage.max.rss_kib.max(u.rss_kib);
-                s.usage.max.fds = s.usage.max.fds.max(u.fds);
-                if let Some(r) = rep.usage.get_mut(i) {
-                    r.max = s.usage.max;
-                }
+                r.max.rss_kib = r.max.rss_kib.max(u.rss_kib);
+                r.max.fds = r.max.fds.max(u.fds);
             }
         }
     }
@@ -590,22 +583,11 @@ impl Chaos {
                 let _ = s.m.proc.restart();
             }
         }
-        let mut dead = Vec::new();
         for (i, p) in self.minions.iter_mut().enumerate() {
-            if p.exit_status().is_some() {
-                dead.push(i);
-            }
-        }
-        for i in dead {
-            let id = self.ids.get(i).cloned().unwrap_or_default();
-            let tail = self.minions.get(i).map(|p| p.tail(20)).unwrap_or_default();
-            let msg = format!("minion {id} exited:\n{tail}");
-            if !rep
-                .failures
-                .iter()
-                .any(|f| f.starts_with(&format!("minion {id} ")))
-            {
-                rep.failures.push(msg);
+            if p.exit_status().is_some() && self.reported_dead.insert(i) {
+                let id = self.ids.get(i).map_or("?", String::as_str);
+                rep.failures
+                    .push(format!("minion {id} exited:\n{}", p.tail(20)));
             }
         }
     }
@@ -628,26 +610,21 @@ impl Chaos {
         want: &serde_json::Value,
         secs: u64,
     ) -> Vec<BTreeSet<String>> {
-        let mut children: Vec<Option<Child>> = (0..self.slots.len())
-            .map(|i| {
-                let mut c = self.salt_cmd(i, args);
-                c.stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null());
-                std::os::unix::process::CommandExt::process_group(&mut c, 0);
-                c.spawn().ok()
-            })
-            .collect();
-        let deadline = Instant::now() + Duration::from_secs(secs + 15);
-        let mut out = vec![BTreeSet::new(); children.len()];
-        for (slot, child) in out.iter_mut().zip(children.iter_mut()) {
-            let Some(child) = child.as_mut() else {
-                continue;
-            };
-            let text = wait_output(child, deadline);
-            *slot = answered(&text, want);
-        }
-        out
+        let timeout = Duration::from_secs(secs + 15);
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..self.slots.len())
+                .map(|i| {
+                    let c = self.salt_cmd(i, args);
+                    scope.spawn(move || run_with_timeout(c, timeout))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|h| match h.join() {
+                    Ok(Ok(out)) => answered(&out.stdout, want),
+                    _ => BTreeSet::new(),
+                })
+                .collect()
+        })
     }
 
     /// Ping rounds through all masters until every minion has answered (Ok: who answered
@@ -744,12 +721,10 @@ impl Chaos {
     /// Key-state consistency, sign-in counts, resource figures, survivors.
     fn finish(&mut self, rep: &mut ChaosReport) {
         self.sample(rep);
-        for (i, s) in self.slots.iter_mut().enumerate() {
+        for (i, s) in self.slots.iter().enumerate() {
             let end = usage(s.m.proc.pid()).unwrap_or_default();
-            s.usage.end = end;
             if let Some(r) = rep.usage.get_mut(i) {
                 r.end = end;
-                r.max = s.usage.max;
             }
             // Bounded: a master's own state is well under a MiB per minion, and each minion
             // holds at most a few connections to it (SUB, REQ, an alive check).
@@ -762,17 +737,25 @@ impl Chaos {
                     end.rss_kib, end.fds
                 ));
             }
+            // Tighter, from what it holds at the end: ~43 descriptors idle plus ~2 per held
+            // minion were measured (docs/reliability.md); a leak per fault or per reconnect
+            // would pile up on top of that over the run.
+            if let Some(&held) = rep.holders.get(i) {
+                let held_cap = 64 + 4 * held as u64;
+                if end.fds > held_cap {
+                    rep.failures.push(format!(
+                        "m{i} ends with {} fds holding {held} minions (cap {held_cap})",
+                        end.fds
+                    ));
+                }
+            }
             let log = std::fs::read_to_string(s.m.conf.log_file()).unwrap_or_default();
             rep.sign_ins
                 .push(log.matches("Authentication request from ").count());
-            match key_states(&s.m.conf.pki_dir()) {
-                Ok((accepted, other, problems)) => {
-                    rep.keys.push((accepted, other));
-                    rep.failures
-                        .extend(problems.into_iter().map(|p| format!("m{i} pki: {p}")));
-                }
-                Err(e) => rep.failures.push(format!("m{i} pki: {e}")),
-            }
+            let (accepted, other, problems) = key_states(&s.m.conf.pki_dir());
+            rep.keys.push((accepted, other));
+            rep.failures
+                .extend(problems.into_iter().map(|p| format!("m{i} pki: {p}")));
         }
         self.check_alive(rep);
         rep.minions_running = self
@@ -848,37 +831,6 @@ fn reap(pings: &mut Vec<(Child, Instant)>, rep: &mut ChaosReport, all: bool) {
     }
 }
 
-fn kill_group(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-    let _ = child.wait();
-}
-
-/// The child's stdout once it exits, or what there is at `deadline` (then it is killed).
-fn wait_output(child: &mut Child, deadline: Instant) -> String {
-    let mut out = child.stdout.take();
-    // Read on a thread so a large output cannot block the child on a full pipe.
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_string(&mut text);
-        }
-        text
-    });
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => break,
-            Ok(None) if Instant::now() >= deadline => {
-                kill_group(child);
-                break;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    reader.join().unwrap_or_default()
-}
-
 /// Minion ids whose return in `salt --static --out json` output equals `want`.
 pub fn answered(text: &str, want: &serde_json::Value) -> BTreeSet<String> {
     let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text.trim())
@@ -940,7 +892,7 @@ pub fn cached_returns(jobs: &Path, marker: &str) -> Result<BTreeSet<String>, Str
 
 /// `(accepted, in other states, problems)` of a master `pki_dir`: every id in at most one of
 /// Salt's state directories, every key file a parsable public key.
-pub fn key_states(pki: &Path) -> Result<(usize, usize, Vec<String>), String> {
+pub fn key_states(pki: &Path) -> (usize, usize, Vec<String>) {
     let mut state_of: BTreeMap<String, &str> = BTreeMap::new();
     let mut problems = Vec::new();
     let mut counts = (0, 0);
@@ -973,5 +925,5 @@ pub fn key_states(pki: &Path) -> Result<(usize, usize, Vec<String>), String> {
             }
         }
     }
-    Ok((counts.0, counts.1, problems))
+    (counts.0, counts.1, problems)
 }

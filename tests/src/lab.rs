@@ -576,7 +576,8 @@ impl Lab {
     }
 }
 
-fn kill_group(child: &mut Child) {
+/// SIGKILLs `child`'s process group (it was started as a group leader) and reaps it.
+pub(crate) fn kill_group(child: &mut Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
     }

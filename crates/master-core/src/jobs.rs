@@ -38,10 +38,7 @@ pub enum JobError {
     /// The jid is not safe to use as a directory name.
     #[error("invalid jid {0:?}")]
     BadJid(String),
-    /// Writing failed.
-    #[error("job cache: {0}")]
-    Write(#[from] salt_pki::Error),
-    /// Creating a directory failed.
+    /// Creating a directory or writing a file failed.
     #[error("job cache: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -200,8 +197,8 @@ impl Jobs {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
-        if sync && let Some(parent) = path.parent() {
-            sync_dir(parent)?;
+        if sync {
+            sync_dir(dir)?;
         }
         Ok(())
     }
