@@ -15,6 +15,11 @@ pub enum TransportError {
     /// so the next request can proceed.
     #[error("request timed out")]
     Timeout,
+    /// The connection to the peer failed (refused, or closed before the reply) and the
+    /// client was told to fail fast ([`ReqOptions::fail_fast`](crate::ReqOptions::fail_fast)).
+    /// The REQ socket was replaced, as after a timeout.
+    #[error("peer unreachable (connection refused or closed)")]
+    Unreachable,
     /// The socket thread has stopped (the handle was closed or the thread failed).
     #[error("transport closed")]
     Closed,

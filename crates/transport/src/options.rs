@@ -129,9 +129,18 @@ pub struct ReqOptions {
     pub heartbeat: Option<Heartbeat>,
     /// `ZMQ_MAXMSGSIZE` for replies. `None`: no limit.
     pub max_msg_size: Option<u64>,
-    /// `ZMQ_IDENTITY`. `None` (Salt 3007): libzmq picks a random one. Never give two live
-    /// clients the same identity: the master's `ROUTER_HANDOVER` would steal replies.
+    /// Prefix of `ZMQ_IDENTITY` (e.g. Salt 3007's `salt-req/minion/<id>`). The transport
+    /// never uses it verbatim: every REQ socket it opens, including the fresh one after a
+    /// reset, gets `<prefix>/<pid>/<slot>` with a process-wide slot that is never reused, so
+    /// two clients (or a reset socket and its predecessor) can never present the same identity
+    /// to a `ROUTER_HANDOVER` master, which would hand one's reply to the other. `None`: no
+    /// identity (the ROUTER assigns one per connection).
     pub identity: Option<Vec<u8>>,
+    /// Fail the request in flight with [`Unreachable`](crate::TransportError::Unreachable) as
+    /// soon as a TCP connect to the peer fails (refused, reset, closed before the reply),
+    /// instead of letting libzmq retry until the deadline. For one-shot probes (sign-in,
+    /// alive checks): a master whose port is closed is gone, and waiting tells nothing new.
+    pub fail_fast: bool,
 }
 
 impl Default for ReqOptions {
@@ -143,6 +152,7 @@ impl Default for ReqOptions {
             heartbeat: Some(Heartbeat::SALT_DEFAULT),
             max_msg_size: None,
             identity: None,
+            fail_fast: false,
         }
     }
 }

@@ -1,13 +1,14 @@
 //! The request client: a connected REQ socket (minion → master `ret_port`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
 use crate::endpoint::wants_ipv6;
 use crate::options::{max_msg_size, ms};
-use crate::worker::{Doorbell, Worker, poll_ms};
+use crate::worker::{Doorbell, Worker, attach_monitor, drain_monitor, poll_ms};
 use crate::{ReqOptions, TransportError};
 
 type Reply = Result<Vec<u8>, TransportError>;
@@ -137,11 +138,33 @@ impl Drop for RingOnDrop<'_> {
     }
 }
 
+/// Process-wide slot counter for REQ identities: every socket gets a slot never used before.
+static NEXT_SLOT: AtomicU64 = AtomicU64::new(0);
+
+/// The identity of a new REQ socket: `<prefix>/<pid>/<slot>` (see [`ReqOptions::identity`]).
+pub(crate) fn unique_identity(prefix: &[u8]) -> Vec<u8> {
+    let slot = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+    let mut id = prefix.to_vec();
+    id.extend_from_slice(format!("/{}/{slot}", std::process::id()).as_bytes());
+    // libzmq takes 1 to 255 bytes and reserves a leading zero byte for its own ids.
+    id.truncate(255);
+    if id.first() == Some(&0) {
+        id[0] = b'_';
+    }
+    id
+}
+
+/// A REQ socket and, with `fail_fast`, the monitor that reports failed connects.
+struct Sock {
+    req: zmq::Socket,
+    monitor: Option<zmq::Socket>,
+}
+
 fn new_socket(
     ctx: &zmq::Context,
     endpoint: &str,
     opts: &ReqOptions,
-) -> Result<zmq::Socket, TransportError> {
+) -> Result<Sock, TransportError> {
     let sock = ctx
         .socket(zmq::REQ)
         .map_err(TransportError::zmq("socket REQ"))?;
@@ -153,8 +176,8 @@ fn new_socket(
         .map_err(TransportError::zmq("setsockopt RECONNECT_IVL_MAX"))?;
     sock.set_maxmsgsize(max_msg_size(opts.max_msg_size))
         .map_err(TransportError::zmq("setsockopt MAXMSGSIZE"))?;
-    if let Some(id) = &opts.identity {
-        sock.set_identity(id)
+    if let Some(prefix) = &opts.identity {
+        sock.set_identity(&unique_identity(prefix))
             .map_err(TransportError::zmq("setsockopt IDENTITY"))?;
     }
     if wants_ipv6(endpoint) {
@@ -164,18 +187,30 @@ fn new_socket(
     if let Some(hb) = &opts.heartbeat {
         hb.apply(&sock)?;
     }
+    // CONNECT_RETRIED: a connect attempt failed (refused, unreachable) or an established
+    // connection dropped and libzmq scheduled a reconnect.
+    let monitor = if opts.fail_fast {
+        Some(attach_monitor(
+            ctx,
+            &sock,
+            "reqmon",
+            &[zmq::SocketEvent::CONNECT_RETRIED],
+        )?)
+    } else {
+        None
+    };
     sock.connect(endpoint)
         .map_err(|e| TransportError::Connect {
             endpoint: endpoint.to_owned(),
             source: crate::ZmqError(e),
         })?;
-    Ok(sock)
+    Ok(Sock { req: sock, monitor })
 }
 
 struct Runner {
     ctx: zmq::Context,
     /// `None` after a failed re-creation; retried on the next request.
-    sock: Option<zmq::Socket>,
+    sock: Option<Sock>,
     endpoint: String,
     opts: ReqOptions,
 }
@@ -205,11 +240,14 @@ impl Runner {
                     Some(job.deadline.saturating_duration_since(Instant::now())),
                 ),
             };
-            let (ready, woke) = {
-                let mut items = Vec::with_capacity(2);
+            let (ready, woke, refused) = {
+                let mut items = Vec::with_capacity(3);
                 items.push(zmq::PollItem::from_fd(bell.fd(), zmq::POLLIN));
                 if let (Some(sock), true) = (&self.sock, !events.is_empty()) {
-                    items.push(sock.as_poll_item(events));
+                    items.push(sock.req.as_poll_item(events));
+                    if let Some(mon) = &sock.monitor {
+                        items.push(mon.as_poll_item(zmq::POLLIN));
+                    }
                 }
                 if let Err(e) = zmq::poll(&mut items, poll_ms(timeout))
                     && e != zmq::Error::EINTR
@@ -218,7 +256,12 @@ impl Runner {
                     break;
                 }
                 let ready = items.get(1).is_some_and(|i| !i.get_revents().is_empty());
-                (ready, items[0].is_readable())
+                let mon_ready = items.get(2).is_some_and(zmq::PollItem::is_readable);
+                (
+                    ready,
+                    items[0].is_readable(),
+                    mon_ready && self.connect_failed(),
+                )
             };
             if woke {
                 bell.clear();
@@ -226,7 +269,11 @@ impl Runner {
             let Some((job, phase)) = current.take() else {
                 continue;
             };
-            current = self.advance(job, phase, ready);
+            current = if refused && !ready {
+                self.fail(job, TransportError::Unreachable)
+            } else {
+                self.advance(job, phase, ready)
+            };
         }
         // Fail whatever is still queued, then close (LINGER 0) and terminate the context.
         if let Some((job, _)) = current {
@@ -237,6 +284,17 @@ impl Runner {
             let _ = job.reply.send(Err(TransportError::Closed));
         }
         drop(self.sock.take());
+    }
+
+    /// Whether the monitor reported a failed connect since the last look (drains it).
+    fn connect_failed(&self) -> bool {
+        let mut failed = false;
+        if let Some(mon) = self.sock.as_ref().and_then(|s| s.monitor.as_ref()) {
+            drain_monitor(mon, |ev| {
+                failed |= ev.is(zmq::SocketEvent::CONNECT_RETRIED);
+            });
+        }
+        failed
     }
 
     /// Take the next live job, answering expired or abandoned ones without sending.
@@ -258,6 +316,8 @@ impl Runner {
                     }
                 }
             }
+            // Forget failed connects from before this request (fail_fast is per request).
+            let _ = self.connect_failed();
             return Some((job, Phase::Sending));
         }
         None
@@ -270,7 +330,7 @@ impl Runner {
             self.reset();
             return None;
         }
-        let Some(sock) = &self.sock else {
+        let Some(sock) = self.sock.as_ref().map(|s| &s.req) else {
             let _ = job.reply.send(Err(TransportError::Closed));
             return None;
         };
