@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use salt_config::{LoadOptions, LogFile, LogLevel, MinionConfig};
 use salt_minion_core::driver::{self, RunOutcome};
+use salt_minion_core::startup::step;
 
 /// Salt's exit code for a configuration error (`EX_USAGE`).
 const EX_USAGE: u8 = 64;
@@ -112,6 +113,8 @@ fn main() -> ExitCode {
     }
     let _ = cli.disable_keepalive;
 
+    // Every step from here on is logged at debug; one that takes long is warned about.
+    step("collect grains and build the settings");
     let settings = match settings::from_config(&cfg) {
         Ok(s) => s,
         Err(e) => {
@@ -119,11 +122,13 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
+    step("prepare directories");
     if let Err(e) = settings::prepare_dirs(&cfg) {
         tracing::error!("{e}");
         return ExitCode::from(EX_USAGE);
     }
 
+    step("start the runtime");
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -134,6 +139,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    step("write the pid file");
     let pidfile = cli
         .process
         .pid_file
@@ -153,6 +159,7 @@ fn main() -> ExitCode {
         .into_iter()
         .chain(log_path.as_deref())
         .collect();
+    step("drop privileges");
     match salt_daemon::process::drop_privileges(&user, &owned) {
         Ok(true) => tracing::info!("Running as user {user}"),
         Ok(false) => {}
@@ -173,6 +180,7 @@ fn main() -> ExitCode {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
+    step("install signal handlers");
     let outcome = rt.block_on(async {
         let signals = salt_daemon::shutdown_signal();
         let watchdog = tokio::spawn(notifier.watchdog());
@@ -191,6 +199,7 @@ fn main() -> ExitCode {
                 Err(e) => tracing::error!("cannot serve metrics on {addr}: {e}"),
             }
         }
+        step("notify the service manager");
         notifier.ready(&format!("Running as {}; masters: {masters}", settings.id));
         let shutdown = async {
             signals.await;

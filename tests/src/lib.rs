@@ -22,6 +22,7 @@ pub mod cli;
 pub mod config;
 pub mod e2e_support;
 pub mod error;
+pub mod fleet;
 pub mod interop_support;
 pub mod keys;
 pub mod lab;

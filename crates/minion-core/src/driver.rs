@@ -226,11 +226,13 @@ pub async fn run(
     settings: MinionSettings,
     shutdown: impl Future<Output = ()>,
 ) -> Result<RunOutcome, DriverError> {
+    crate::startup::step("load or generate the minion key");
     let key = salt_pki::files::load_or_generate(&settings.pki_dir, "minion", settings.keysize)?;
     debug!(
         "Loaded minion key: {}",
         settings.pki_dir.join("minion.pem").display()
     );
+    crate::startup::step("read the cached master keys");
     let tok = Arc::new(minion_tok(&key)?);
     let cached = std::fs::read_to_string(settings.pki_dir.join("minion_master.pub")).ok();
     let sign_pub = salt_pki::files::read_public_key(
@@ -269,6 +271,9 @@ pub async fn run(
         exit: None,
     };
     tokio::pin!(shutdown);
+    crate::startup::step("send the first sign-in");
+    d.drain_actions();
+    crate::startup::finish();
     loop {
         d.drain_actions();
         if let Some(code) = d.exit {
@@ -285,7 +290,11 @@ pub async fn run(
                 None => std::future::pending::<()>().await,
             }
         };
+        // Biased: answers and SUB events that are already here are handled before a timer
+        // that expired meanwhile (e.g. after the thread was descheduled), so an answer that
+        // arrived in time is never discarded as late.
         tokio::select! {
+            biased;
             () = &mut shutdown => {
                 info!("Shutting down the Salt Minion");
                 d.st.close(now_std());
@@ -293,15 +302,24 @@ pub async fn run(
                 d.close();
                 return Ok(RunOutcome::Shutdown);
             }
+            Some(ev) = ev_rx.recv() => d.handle_ev(ev),
+            Some((epoch, note)) = sub_rx.recv() => d.handle_sub(epoch, note),
             () = timer => {
+                // Whatever arrived while the timer fired still counts as in time.
+                while let Ok(ev) = ev_rx.try_recv() {
+                    d.handle_ev(ev);
+                    d.drain_actions();
+                }
+                while let Ok((epoch, note)) = sub_rx.try_recv() {
+                    d.handle_sub(epoch, note);
+                    d.drain_actions();
+                }
                 let now = now_std();
                 d.st.handle_timeout(now);
                 if d.rekey.handle_timeout(now) {
                     d.start_refresh();
                 }
             }
-            Some(ev) = ev_rx.recv() => d.handle_ev(ev),
-            Some((epoch, note)) = sub_rx.recv() => d.handle_sub(epoch, note),
         }
     }
 }
@@ -372,9 +390,12 @@ impl Driver {
                     _ => net::tcp_uri(&addr.host, addr.port),
                 };
                 let tx = self.ev_tx.clone();
+                let mid = self.s.id.clone();
                 tokio::spawn(async move {
                     let t0 = tokio::time::Instant::now();
-                    let ok = ping(&uri, timeout).await;
+                    let Some(ok) = ping(&mid, &uri, timeout).await else {
+                        return; // timed out: the state machine times checks out itself
+                    };
                     let rtt = t0.elapsed();
                     let _ = tx.send(Ev::Alive { idx, id, ok, rtt }).await;
                 });
@@ -386,8 +407,10 @@ impl Driver {
                 timeout,
             } => {
                 let tx = self.ev_tx.clone();
+                let mid = self.s.id.clone();
                 tokio::spawn(async move {
-                    let ok = ping(&net::tcp_uri(&addr.host, addr.port), timeout).await;
+                    let uri = net::tcp_uri(&addr.host, addr.port);
+                    let ok = ping(&mid, &uri, timeout).await.unwrap_or(false);
                     let _ = tx.send(Ev::Failback { idx, id, ok }).await;
                 });
             }
@@ -412,6 +435,7 @@ impl Driver {
         let (req, pending) = self.auth.build_request(&nonce());
         let body = salt_proto::encode(&req);
         let tx = self.ev_tx.clone();
+        let mid = self.s.id.clone();
         tokio::spawn(async move {
             let ip = match tokio::net::lookup_host((addr.host.as_str(), addr.port)).await {
                 Ok(mut it) => match it.next() {
@@ -426,7 +450,8 @@ impl Driver {
                     return;
                 }
             };
-            let result = net::request_once(&net::tcp_uri(&ip, addr.port), body, timeout).await;
+            let uri = net::tcp_uri(&ip, addr.port);
+            let result = net::request_once(&mid, &uri, body, timeout).await;
             let _ = tx
                 .send(Ev::Auth {
                     idx,
@@ -508,6 +533,14 @@ impl Driver {
                 Ok(v) => self.auth.handle_reply(pending, &v),
                 Err(_) => Err(AuthError::Malformed),
             },
+            Err(NetError::Unreachable) => {
+                info!("Master {ip} refused the connection or dropped it");
+                match purpose {
+                    Purpose::SignIn => self.st.handle(Event::SignInFailed(idx), now),
+                    Purpose::Refresh => self.refresh_failed(),
+                }
+                return;
+            }
             Err(NetError::Timeout) => {
                 warn!("SaltReqTimeoutError: Message timed out");
                 if purpose == Purpose::Refresh {
@@ -542,11 +575,17 @@ impl Driver {
                 }
                 for action in &creds.actions {
                     if let AuthAction::WriteMasterPub(text) = action {
+                        // Durable writes wait for the disk (seconds under I/O load): never on
+                        // the loop that times alive checks.
                         let path = self.s.pki_dir.join("minion_master.pub");
-                        if let Err(e) = salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
-                        {
-                            error!("Unable to write {}: {e}", path.display());
-                        }
+                        let text = text.clone();
+                        tokio::task::spawn_blocking(move || {
+                            if let Err(e) =
+                                salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
+                            {
+                                error!("Unable to write {}: {e}", path.display());
+                            }
+                        });
                     }
                 }
                 info!("Authentication with master at {ip} successful!");
@@ -563,7 +602,7 @@ impl Driver {
                     Purpose::SignIn => {
                         let port = self.addr(idx).map_or(4506, |a| a.port);
                         self.close();
-                        let req = match net::req_client(&net::tcp_uri(&ip, port)) {
+                        let req = match net::req_client(&self.s.id, &net::tcp_uri(&ip, port)) {
                             Ok(r) => r,
                             Err(e) => {
                                 error!("Unable to create the request channel: {e}");
@@ -993,10 +1032,15 @@ async fn fetch_pillar(
     }
 }
 
-/// Salt's clear `ping` (alive check / `status.ping_master`): any reply counts.
-async fn ping(uri: &str, timeout: Duration) -> bool {
+/// Salt's clear `ping` (alive check / `status.ping_master`): any reply counts. `None` when
+/// it timed out, `Some(false)` when it failed early (refused, dropped, socket error).
+async fn ping(id: &str, uri: &str, timeout: Duration) -> Option<bool> {
     let body = clear_request(Value::Map(vec![("cmd".into(), "ping".into())]));
-    net::request_once(uri, body, timeout).await.is_ok()
+    match net::request_once(id, uri, body, timeout).await {
+        Ok(_) => Some(true),
+        Err(NetError::Timeout) => None,
+        Err(_) => Some(false),
+    }
 }
 
 fn log_at(level: tracing::Level, message: &str) {

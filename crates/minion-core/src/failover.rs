@@ -40,14 +40,20 @@ pub const MIN_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// Failback ping interval when neither `master_failback_interval` nor `master_alive_interval`
 /// is set (Salt would schedule the ping every 0 s).
 pub const DEFAULT_FAILBACK_INTERVAL: Duration = Duration::from_secs(60);
-/// Consecutive failed liveness signals (a failed alive check, or a SUB disconnect) that make
-/// a connected master count as lost. One alone is only a suspicion and is confirmed by an
-/// immediate alive check.
-const STRIKES_TO_LOSE: u8 = 2;
-/// Alive checks are sent every `alive_interval / ALIVE_DIVISOR` and time out after the same
-/// (capped at `auth_timeout`), so check + confirmation fit in one interval:
-/// `P + 2T <= alive_interval`.
-const ALIVE_DIVISOR: u32 = 3;
+/// Alive checks are sent every `P = alive_interval / ALIVE_PERIOD_DIVISOR`, whether or not
+/// earlier ones have been answered (each on its own fresh socket).
+const ALIVE_PERIOD_DIVISOR: u32 = 6;
+/// A master is lost when an alive check has gone unanswered for
+/// `L = alive_interval * SILENCE_TENTHS / 10` and at least [`CHECKS_TO_LOSE`] checks are
+/// unanswered. Detection takes at most `P + L` (0.57 of the interval), which leaves the rest
+/// for signing in to the next master, so the minion answers through it within
+/// `alive_interval` of the fault (docs/failover.md).
+const SILENCE_TENTHS: u32 = 4;
+/// Unanswered checks needed, besides the silence, to declare a master lost: one slow answer is
+/// never enough.
+const CHECKS_TO_LOSE: u32 = 2;
+/// At most this many alive checks in flight at once.
+const MAX_CHECKS_IN_FLIGHT: usize = 4;
 
 /// Identifies one alive check or failback ping, so that a late answer to an earlier one is
 /// not mistaken for an answer to the current one. The driver echoes it back in the event.
@@ -490,9 +496,14 @@ impl FailoverState {
                     .live
                     .sub_down_since
                     .map(|t| t + self.cfg.sub_reconnect_grace);
+                let silence = self.alive_timing().map(|(_, l)| l);
+                let lost_at = silence
+                    .filter(|_| c.live.sent_since_heard >= CHECKS_TO_LOSE)
+                    .and_then(|l| c.live.first_unanswered.map(|t| t + l));
                 [
                     c.live.next_check,
-                    c.live.in_flight.map(|p| p.deadline),
+                    c.live.in_flight.iter().map(|p| p.deadline).min(),
+                    lost_at,
                     c.failback.as_ref().and_then(|f| f.next_ping),
                     c.failback
                         .as_ref()
@@ -575,13 +586,13 @@ impl FailoverState {
         self.labels.get(idx).map_or("?", String::as_str)
     }
 
-    /// Alive-check timing `(period, timeout)`: a check is sent every `period` and fails after
-    /// `timeout`. `None` when `master_alive_interval` is off (checks are then only sent to
-    /// confirm a SUB disconnect, with timeout `auth_timeout`).
+    /// Alive-check timing `(period, silence)`: a check is sent every `period`; a master is lost
+    /// when a check went unanswered for `silence` with at least two checks unanswered; each
+    /// check times out after `silence`. `None` when `master_alive_interval` is off (checks are then
+    /// only sent to confirm a SUB disconnect, with timeout `auth_timeout`).
     pub fn alive_timing(&self) -> Option<(Duration, Duration)> {
         let a = self.cfg.alive_interval?;
-        let period = a / ALIVE_DIVISOR;
-        Some((period, period.min(self.cfg.auth_timeout)))
+        Some((a / ALIVE_PERIOD_DIVISOR, a * SILENCE_TENTHS / 10))
     }
 
     /// Recommended ZeroMQ heartbeat settings `(ZMQ_HEARTBEAT_IVL, ZMQ_HEARTBEAT_TIMEOUT)` for
@@ -589,7 +600,7 @@ impl FailoverState {
     /// disconnect within the alive interval. `None` when the alive interval is off.
     pub fn sub_heartbeat(&self) -> Option<(Duration, Duration)> {
         let a = self.cfg.alive_interval?;
-        Some((a / ALIVE_DIVISOR, a * 2 / ALIVE_DIVISOR))
+        Some((a / 3, a * 2 / 3))
     }
 
     // === Sign-in flow ===
@@ -684,8 +695,9 @@ impl FailoverState {
             since: now,
             live: Liveness {
                 next_check: self.alive_timing().map(|(p, _)| now + p),
-                in_flight: None,
-                strikes: 0,
+                in_flight: Vec::new(),
+                first_unanswered: None,
+                sent_since_heard: 0,
                 sub_down_since: None,
             },
             failback,
@@ -926,19 +938,26 @@ impl FailoverState {
             self.lost(idx, &reason, LeaveCause::PublishChannelDown, now);
             return;
         }
-        if let Some(p) = c.live.in_flight
-            && p.deadline <= now
-        {
-            self.alive_answer(idx, p.id, false, now);
+        let expired: Vec<CheckId> = c
+            .live
+            .in_flight
+            .iter()
+            .filter(|p| p.deadline <= now)
+            .map(|p| p.id)
+            .collect();
+        for id in expired {
+            self.alive_failed(idx, id, Failed::TimedOut, now);
             if self.current_master() != Some(idx) {
                 return;
             }
         }
         if let Phase::Connected(c) = &mut self.phase
-            && c.live.in_flight.is_none()
             && c.live.next_check.is_some_and(|t| t <= now)
         {
             self.send_alive_check(now);
+        }
+        if self.silent_too_long(now) {
+            return;
         }
         if let Phase::Connected(c) = &self.phase
             && let Some(f) = &c.failback
@@ -970,18 +989,23 @@ impl FailoverState {
         }
     }
 
-    /// Sends an alive check now (periodic, or to confirm a suspicion).
+    /// Sends an alive check now (periodic, or to confirm a suspicion), and schedules the next
+    /// periodic one a period from now.
     fn send_alive_check(&mut self, now: Instant) {
-        let timeout = self
-            .alive_timing()
-            .map_or(self.cfg.auth_timeout, |(_, t)| t);
+        let timing = self.alive_timing();
+        let timeout = timing.map_or(self.cfg.auth_timeout, |(_, l)| l);
         let Phase::Connected(c) = &mut self.phase else {
             return;
         };
+        c.live.next_check = timing.map(|(p, _)| now + p);
+        if c.live.in_flight.len() >= MAX_CHECKS_IN_FLIGHT {
+            return;
+        }
         self.next_check += 1;
         let id = CheckId(self.next_check);
-        c.live.next_check = None;
-        c.live.in_flight = Some(Probe {
+        c.live.sent_since_heard += 1;
+        c.live.first_unanswered.get_or_insert(now);
+        c.live.in_flight.push(Probe {
             id,
             sent: now,
             deadline: now + timeout,
@@ -992,46 +1016,92 @@ impl FailoverState {
     }
 
     fn alive_answer(&mut self, idx: usize, id: CheckId, ok: bool, now: Instant) {
-        let period = self.alive_timing().map(|(p, _)| p);
+        if !ok {
+            self.alive_failed(idx, id, Failed::Refused, now);
+            return;
+        }
         let Phase::Connected(c) = &mut self.phase else {
             return;
         };
-        let Some(probe) = c.live.in_flight else {
+        let Some(probe) = c.live.in_flight.iter().find(|p| p.id == id).copied() else {
             return;
         };
-        if c.idx != idx || probe.id != id {
+        if c.idx != idx {
             return;
         }
-        c.live.in_flight = None;
-        if ok {
-            let was_suspect = c.live.strikes > 0;
-            c.live.strikes = 0;
-            c.live.next_check = period.map(|p| (probe.sent + p).max(now));
-            if was_suspect {
-                let msg = format!(
-                    "Master {} answered the alive check; keeping the connection",
-                    self.labels[idx]
-                );
-                self.log(Level::DEBUG, msg);
-            }
-            return;
-        }
-        c.live.strikes += 1;
-        if c.live.strikes >= STRIKES_TO_LOSE {
-            self.lost(
-                idx,
-                "alive check failed twice in a row",
-                LeaveCause::AliveCheckFailed,
-                now,
-            );
-        } else {
+        // Checks sent before this one are moot: the master answered after them. Those sent
+        // after it are still to be answered.
+        c.live.in_flight.retain(|p| p.sent > probe.sent);
+        let was_suspect =
+            c.live.sent_since_heard >= CHECKS_TO_LOSE || c.live.sub_down_since.is_some();
+        c.live.first_unanswered = c.live.in_flight.iter().map(|p| p.sent).min();
+        c.live.sent_since_heard = u32::try_from(c.live.in_flight.len()).unwrap_or(u32::MAX);
+        if was_suspect {
             let msg = format!(
-                "Master {} did not answer the alive check; confirming",
+                "Master {} answered the alive check; keeping the connection",
                 self.labels[idx]
             );
             self.log(Level::DEBUG, msg);
-            self.send_alive_check(now);
         }
+    }
+
+    /// Alive check `id` failed: refused or dropped by the peer (early), or no answer by its
+    /// deadline. With the publish channel down, a check sent after it went down that fails
+    /// confirms the loss at once; otherwise the silence rule decides.
+    fn alive_failed(&mut self, idx: usize, id: CheckId, how: Failed, now: Instant) {
+        let Phase::Connected(c) = &mut self.phase else {
+            return;
+        };
+        let Some(probe) = c.live.in_flight.iter().find(|p| p.id == id).copied() else {
+            return;
+        };
+        if c.idx != idx {
+            return;
+        }
+        c.live.in_flight.retain(|p| p.id != id);
+        if let Some(down) = c.live.sub_down_since
+            && probe.sent >= down
+        {
+            let reason = match how {
+                Failed::Refused => "publish channel down and the alive check was refused",
+                Failed::TimedOut => "publish channel down and the alive check timed out",
+            };
+            self.lost(idx, reason, LeaveCause::AliveCheckFailed, now);
+            return;
+        }
+        // With the publish channel up, one failed check is only a suspicion (the periodic
+        // checks go on; a refused one is not retried at once, so a refusing port cannot make
+        // the minion spin).
+        let msg = format!(
+            "Master {} did not answer alive check {} ({how:?})",
+            self.labels[idx], id.0
+        );
+        self.log(Level::DEBUG, msg);
+        self.silent_too_long(now);
+    }
+
+    /// The silence rule: a check unanswered for `silence`, with at least [`CHECKS_TO_LOSE`]
+    /// unanswered. Declares the master lost and returns true when it applies.
+    fn silent_too_long(&mut self, now: Instant) -> bool {
+        let Some((_, silence)) = self.alive_timing() else {
+            return false;
+        };
+        let Phase::Connected(c) = &self.phase else {
+            return false;
+        };
+        let Some(first) = c.live.first_unanswered else {
+            return false;
+        };
+        if c.live.sent_since_heard < CHECKS_TO_LOSE || now < first + silence {
+            return false;
+        }
+        let (idx, n) = (c.idx, c.live.sent_since_heard);
+        let reason = format!(
+            "no answer to {n} alive checks in {} seconds",
+            secs(now.saturating_duration_since(first))
+        );
+        self.lost(idx, &reason, LeaveCause::AliveCheckFailed, now);
+        true
     }
 
     fn sub_disconnected(&mut self, idx: usize, now: Instant) {
@@ -1042,16 +1112,12 @@ impl FailoverState {
             return;
         }
         c.live.sub_down_since.get_or_insert(now);
-        c.live.strikes = c.live.strikes.max(1);
-        let confirm = c.live.in_flight.is_none();
         let msg = format!(
             "Publish channel to master {} disconnected; confirming with an alive check",
             self.labels[idx]
         );
         self.log(Level::DEBUG, msg);
-        if confirm {
-            self.send_alive_check(now);
-        }
+        self.send_alive_check(now);
     }
 
     fn failback_answer(&mut self, idx: usize, id: CheckId, ok: bool, now: Instant) {
@@ -1204,13 +1270,24 @@ struct Connected {
 
 #[derive(Debug)]
 struct Liveness {
-    /// When to send the next periodic alive check (`None`: one is in flight, or checks are
-    /// off).
+    /// When to send the next periodic alive check (`None`: checks are off).
     next_check: Option<Instant>,
-    in_flight: Option<Probe>,
-    /// Consecutive failed liveness signals.
-    strikes: u8,
+    /// Checks sent and not yet answered, failed or timed out, oldest first.
+    in_flight: Vec<Probe>,
+    /// When the oldest check not yet answered (sent after the last answered one) went out.
+    first_unanswered: Option<Instant>,
+    /// Checks sent after the last answered one (answered or not: failed ones count).
+    sent_since_heard: u32,
     sub_down_since: Option<Instant>,
+}
+
+/// How an alive check failed.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+enum Failed {
+    /// The driver reported an error before the deadline (connection refused or dropped).
+    Refused,
+    /// No answer by the deadline.
+    TimedOut,
 }
 
 #[derive(Debug)]
@@ -1329,11 +1406,15 @@ mod tests {
     }
 
     #[test]
-    fn alive_timing_fits_in_interval() {
+    fn alive_timing_leaves_half_the_interval_for_the_next_master() {
         let mut cfg = FailoverConfig::failover(vec![MasterAddr::new("a", 1)]);
         cfg.alive_interval = Some(Duration::from_secs(5));
         let st = FailoverState::new(cfg, 0, Instant::now()).unwrap();
-        let (p, t) = st.alive_timing().unwrap();
-        assert!(p + 2 * t <= Duration::from_secs(5));
+        let (p, l) = st.alive_timing().unwrap();
+        assert_eq!(l, Duration::from_secs(2));
+        // Two checks go out within the silence window, and detection (P + L) leaves over 40%
+        // of the interval for the next master.
+        assert!(CHECKS_TO_LOSE * p <= l);
+        assert!((p + l) * 10 <= Duration::from_secs(5) * 6);
     }
 }

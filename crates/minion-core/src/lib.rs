@@ -17,3 +17,4 @@ pub mod metrics;
 pub mod modules;
 pub mod net;
 pub mod rekey;
+pub mod startup;

@@ -18,6 +18,10 @@ pub enum NetError {
     /// No reply within the timeout.
     #[error("request timed out")]
     Timeout,
+    /// The master's port refused the connection, or the connection dropped before the reply
+    /// (the master is gone).
+    #[error("connection refused or dropped")]
+    Unreachable,
     /// Socket error.
     #[error("transport error: {0}")]
     Transport(String),
@@ -27,6 +31,7 @@ impl From<TransportError> for NetError {
     fn from(e: TransportError) -> Self {
         match e {
             TransportError::Timeout => Self::Timeout,
+            TransportError::Unreachable => Self::Unreachable,
             other => Self::Transport(other.to_string()),
         }
     }
@@ -41,18 +46,36 @@ pub fn tcp_uri(host: &str, port: u16) -> String {
     }
 }
 
-/// One request on a fresh REQ socket to `uri`, waiting at most `timeout` for the reply.
+/// The REQ identity prefix of minion `id`, Salt 3007's `salt-req/minion/<id>`; the transport
+/// appends `/<pid>/<slot>`, unique per socket, so no two sockets share an identity.
+fn identity(id: &str) -> Vec<u8> {
+    format!("salt-req/minion/{id}").into_bytes()
+}
+
+/// One request on a fresh REQ socket to `uri` (sign-in, alive check, failback ping), waiting
+/// at most `timeout` for the reply; a refused or dropped connection fails at once
+/// ([`NetError::Unreachable`]).
 pub async fn request_once(
+    id: &str,
     uri: &str,
     body: Vec<u8>,
     timeout: Duration,
 ) -> Result<Vec<u8>, NetError> {
-    Ok(salt_transport::request_once(uri, ReqOptions::default(), body, timeout).await?)
+    let opts = ReqOptions {
+        identity: Some(identity(id)),
+        fail_fast: true,
+        ..ReqOptions::default()
+    };
+    Ok(salt_transport::request_once(uri, opts, body, timeout).await?)
 }
 
 /// A long-lived request client (returns, events, pillar) to one master.
-pub fn req_client(uri: &str) -> Result<ReqClient, NetError> {
-    Ok(ReqClient::connect(uri, ReqOptions::default())?)
+pub fn req_client(id: &str, uri: &str) -> Result<ReqClient, NetError> {
+    let opts = ReqOptions {
+        identity: Some(identity(id)),
+        ..ReqOptions::default()
+    };
+    Ok(ReqClient::connect(uri, opts)?)
 }
 
 /// One request on a long-lived client.

@@ -42,7 +42,8 @@ pub enum Health {
     /// Black-holed network: packets dropped, no RST. No answers, no disconnect.
     BlackHole,
     /// Process exited or was killed: the kernel resets the connections, so the SUB monitor
-    /// reports a disconnect at once; no answers.
+    /// reports a disconnect at once, and requests (sign-ins, alive checks) fail at once
+    /// (connection refused or dropped; the driver's clients fail fast).
     Exited,
     /// SIGSTOP: connections stay up, nothing is answered.
     Frozen,
@@ -341,6 +342,12 @@ impl Sim {
                     self.push(Duration::ZERO, Event::DnsFailed(idx), None);
                     return;
                 }
+                // An exited master's port refuses the connection: the driver's fail-fast
+                // client reports it at once.
+                if self.health[idx] == Health::Exited {
+                    self.push(self.latency * 2, Event::SignInFailed(idx), None);
+                    return;
+                }
                 if self.health[idx] != Health::Up {
                     return;
                 }
@@ -383,8 +390,15 @@ impl Sim {
                         self.open
                     ));
                 }
-                if self.health[idx] == Health::Up {
-                    self.push(self.latency * 2, Event::AliveCheckOk { idx, id }, Some(idx));
+                match self.health[idx] {
+                    Health::Up => {
+                        self.push(self.latency * 2, Event::AliveCheckOk { idx, id }, Some(idx));
+                    }
+                    Health::Exited => {
+                        let event = Event::AliveCheckFailed { idx, id };
+                        self.push(self.latency * 2, event, None);
+                    }
+                    _ => {}
                 }
             }
             Action::SendFailbackPing { idx, id, .. } if self.health[idx] == Health::Up => {
@@ -454,13 +468,19 @@ impl Sim {
                 return;
             };
             let q = self.queue.swap_remove(pos);
-            if q.needs_up.is_some_and(|i| self.health[i] != Health::Up) {
-                continue;
-            }
+            let event = match (q.needs_up.map(|i| self.health[i]), q.event) {
+                (None | Some(Health::Up), event) => event,
+                // The master exited with the check in flight: the connection drops and the
+                // fail-fast client reports it.
+                (Some(Health::Exited), Event::AliveCheckOk { idx, id }) => {
+                    Event::AliveCheckFailed { idx, id }
+                }
+                _ => continue,
+            };
             if self.st.phase() == PhaseKind::Stopped {
                 continue;
             }
-            self.st.handle(q.event, self.now);
+            self.st.handle(event, self.now);
             self.drain_actions();
         }
     }
