@@ -225,7 +225,7 @@ impl Fleet {
                 .map(|t| (t - started).max(0.0));
             let answered_via = answered
                 .iter()
-                .filter(|(_, ids)| ids.iter().any(|a| *a == id))
+                .filter(|(_, ids)| ids.contains(&id))
                 .map(|(addr, _)| addr.clone())
                 .collect();
             minions.push(MinionReport {

@@ -3,9 +3,10 @@
 //!
 //! `failover_each_fault_mode` injects each fault (SIGTERM, SIGKILL, SIGSTOP, nftables black
 //! hole) into the master the minion is on and measures the seconds until `salt '*' test.ping`
-//! answers through another master. Bound: `master_alive_interval + 1 s` (docs/failover.md,
-//! "Detection time argument") plus the measurement's own allowance: one poll period (200 ms)
-//! plus one `salt` round trip (measured before the faults, at least 0.3 s). Env:
+//! answers through another master. Bounds (docs/failover.md, "Detection time argument"), with
+//! the measurement's own overhead (up to one 200 ms poll period plus one `salt` round trip)
+//! *inside* them: SIGSTOP and black hole within `master_alive_interval`; SIGTERM and SIGKILL
+//! (the kernel closes the master's connections and port) within 1 s whatever the interval. Env:
 //! `LAB_ALIVE_INTERVAL` (default 3), `LAB_MINION` (`path` or `salt:VENV`; real Salt is
 //! measured but not held to the bound: it is known not to leave a frozen or black-holed
 //! master), `LAB_FAULT_LIMIT` (seconds to wait for a failover before calling it missing).
@@ -40,38 +41,40 @@ fn start(failback: Option<u32>) -> Option<Lab> {
     Some(lab)
 }
 
-/// `A + 1 s + poll_every() + salt round trip` (the round trip at least 0.3 s).
-fn bound_secs(lab: &Lab, rtt: Duration) -> f64 {
-    f64::from(lab.opts.alive_interval)
-        + 1.0
-        + poll_every().as_secs_f64()
-        + rtt.as_secs_f64().max(0.3)
+/// The promise, measurement overhead included: a frozen or black-holed master is left and
+/// the minion answers through the next within `master_alive_interval`; a stopped or killed
+/// master (RST/FIN seen) within 1 s.
+fn bound_secs(lab: &Lab, fault: Fault) -> f64 {
+    match fault {
+        Fault::Term | Fault::Kill => 1.0,
+        Fault::Freeze | Fault::BlackHole => f64::from(lab.opts.alive_interval),
+    }
 }
 
-fn fault_limit(bound: f64) -> Duration {
+fn fault_limit(lab: &Lab) -> Duration {
     let secs = std::env::var("LAB_FAULT_LIMIT")
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
-        .unwrap_or((bound * 3.0).max(20.0));
+        .unwrap_or((f64::from(lab.opts.alive_interval) * 3.0).max(20.0));
     Duration::from_secs_f64(secs)
 }
 
-fn print_table(lab: &Lab, rows: &[Measurement], bound: f64, rtt: Duration) {
+fn print_table(lab: &Lab, rows: &[Measurement], rtt: Duration) {
     println!();
     println!(
-        "failover lab: minion {}, master_alive_interval {} s, bound {:.2} s (A + 1 s + poll {} ms + salt rtt {:.2} s)",
+        "failover lab: minion {}, master_alive_interval {} s; bounds include the poll ({} ms) and one salt round trip ({:.2} s)",
         lab.opts.minion.label(),
         lab.opts.alive_interval,
-        bound,
         poll_every().as_millis(),
         rtt.as_secs_f64()
     );
-    println!("| fault | from | to | failover (s) | within bound |");
-    println!("|---|---|---|---|---|");
+    println!("| fault | from | to | failover (s) | bound (s) | within bound |");
+    println!("|---|---|---|---|---|---|");
     for r in rows {
+        let bound = bound_secs(lab, r.fault);
         let within = r.secs.is_some_and(|s| s <= bound);
         println!(
-            "| {} | m{} | {} | {} | {} |",
+            "| {} | m{} | {} | {} | {bound:.2} | {} |",
             r.fault.label(),
             r.from,
             r.to.map_or_else(|| "—".to_string(), |t| format!("m{t}")),
@@ -91,8 +94,7 @@ fn failover_each_fault_mode() {
         .current_master(Duration::from_secs(30))
         .expect("minion answers");
     let rtt = lab.ping_rtt(cur).unwrap_or(Duration::from_millis(300));
-    let bound = bound_secs(&lab, rtt);
-    let limit = fault_limit(bound);
+    let limit = fault_limit(&lab);
     let mut rows = Vec::new();
     for fault in Fault::ALL {
         let Some(cur) = lab.current_master(Duration::from_secs(30)) else {
@@ -106,6 +108,7 @@ fn failover_each_fault_mode() {
             .fault_and_measure(cur, fault, limit)
             .expect("inject fault");
         eprintln!("{fault:?} on m{cur}: {m:?}");
+        let bound = bound_secs(&lab, fault);
         let diag = (m.secs.is_none_or(|s| s > bound)).then(|| lab.diagnostics());
         lab.heal(cur).expect("heal");
         if let Some(d) = diag {
@@ -113,19 +116,19 @@ fn failover_each_fault_mode() {
         }
         rows.push(m);
     }
-    print_table(&lab, &rows, bound, rtt);
+    print_table(&lab, &rows, rtt);
     if lab.opts.minion.is_salt() {
         println!("real Salt minion: measured only, not held to the bound");
         return;
     }
     let late: Vec<_> = rows
         .iter()
-        .filter(|r| r.secs.is_none_or(|s| s > bound))
+        .filter(|r| r.secs.is_none_or(|s| s > bound_secs(&lab, r.fault)))
         .collect();
     if !late.is_empty() {
         lab.keep_root();
     }
-    assert!(late.is_empty(), "failovers over {bound:.2} s: {late:?}");
+    assert!(late.is_empty(), "failovers over their bound: {late:?}");
 }
 
 #[test]
@@ -160,8 +163,7 @@ fn soak_random_faults() {
         "the minion starts on the first master of its list"
     );
     let rtt = lab.ping_rtt(0).unwrap_or(Duration::from_millis(300));
-    let bound = bound_secs(&lab, rtt);
-    let limit = fault_limit(bound);
+    let limit = fault_limit(&lab);
     // Failback: the preferred master is pinged every interval; allow two intervals, a sign-in
     // and the measurement allowance, counted from the moment the last master was healed.
     let failback_bound =
@@ -169,6 +171,7 @@ fn soak_random_faults() {
     let mut rows: Vec<Measurement> = Vec::new();
     let mut failbacks: Vec<f64> = Vec::new();
     let mut served = vec![0usize; lab.masters().len()];
+    let mut late: Vec<String> = Vec::new();
     served[0] += 1;
     for round in 0..n {
         let mut cur = lab
@@ -187,16 +190,24 @@ fn soak_random_faults() {
                 fmt_secs(m.secs)
             );
             faulted.push(cur);
-            let ok = m.secs.is_some_and(|s| s <= bound);
-            if !ok {
+            let bound = bound_secs(&lab, fault);
+            let Some(to) = m.to else {
                 lab.keep_root();
+                panic!(
+                    "round {round} (seed {seed}): no failover after {m:?}\n{}",
+                    lab.diagnostics()
+                );
+            };
+            // Over the bound: recorded (with the logs kept) and reported at the end, so one
+            // slow failover on a loaded machine does not hide the rest of the figures.
+            if m.secs.is_none_or(|s| s > bound) {
+                lab.keep_root();
+                println!(
+                    "round {round}: OVER BOUND ({bound:.2} s)\n{}",
+                    lab.diagnostics()
+                );
+                late.push(format!("round {round}: {m:?} over {bound:.2} s"));
             }
-            assert!(
-                ok,
-                "round {round} (seed {seed}): {m:?} over {bound:.2} s\n{}",
-                lab.diagnostics()
-            );
-            let to = m.to.expect("checked above");
             served[to] += 1;
             rows.push(m);
             cur = to;
@@ -221,8 +232,10 @@ fn soak_random_faults() {
         served[0] += 1;
         failbacks.push(secs.unwrap_or_default());
     }
-    summary(&rows, &failbacks, bound, failback_bound);
+    summary(&lab, &rows, &failbacks, failback_bound);
     println!("answers per master (failover targets and failbacks): {served:?}");
+    println!("failovers over their bound: {}", late.len());
+    assert!(late.is_empty(), "(seed {seed}) {late:#?}");
     if n >= 10 {
         assert!(
             served.iter().all(|c| *c > 0),
@@ -231,7 +244,7 @@ fn soak_random_faults() {
     }
 }
 
-fn summary(rows: &[Measurement], failbacks: &[f64], bound: f64, failback_bound: f64) {
+fn summary(lab: &Lab, rows: &[Measurement], failbacks: &[f64], failback_bound: f64) {
     let stats = |mut v: Vec<f64>| -> String {
         if v.is_empty() {
             return "—".into();
@@ -251,14 +264,24 @@ fn summary(rows: &[Measurement], failbacks: &[f64], bound: f64, failback_bound: 
             at(1.0)
         )
     };
-    println!("\nsoak summary (bound {bound:.2} s, failback bound {failback_bound:.2} s)");
+    println!(
+        "\nsoak summary (master_alive_interval {} s, failback bound {failback_bound:.2} s)",
+        lab.opts.alive_interval
+    );
+    println!("| fault | bound (s) | failovers (s) |");
+    println!("|---|---|---|");
     for f in Fault::ALL {
         let v: Vec<f64> = rows
             .iter()
             .filter(|r| r.fault == f)
             .filter_map(|r| r.secs)
             .collect();
-        println!("| {} | {} |", f.label(), stats(v));
+        println!(
+            "| {} | {:.2} | {} |",
+            f.label(),
+            bound_secs(lab, f),
+            stats(v)
+        );
     }
     println!("| failback | {} |", stats(failbacks.to_vec()));
 }
