@@ -285,3 +285,43 @@ fn summary(lab: &Lab, rows: &[Measurement], failbacks: &[f64], failback_bound: f
     }
     println!("| failback | {} |", stats(failbacks.to_vec()));
 }
+
+/// A minion that is itself not running for a while (descheduled on a loaded machine, a VM
+/// pause; here SIGSTOP) must not blame its healthy master: when it resumes, its timers have
+/// expired while the master's answers wait in its sockets (and libzmq's SUB heartbeat timer
+/// runs before the pending PONG is read, so the SUB reports a disconnect). Eight stalls longer
+/// than the silence window and the SUB heartbeat timeout: no "considered lost", same master.
+#[test]
+fn a_stalled_minion_does_not_leave_a_healthy_master() {
+    let Some(mut lab) = start(None) else {
+        return;
+    };
+    let first = lab
+        .current_master(Duration::from_secs(30))
+        .expect("minion answers");
+    let a = f64::from(lab.opts.alive_interval);
+    let stall = Duration::from_secs_f64(a * 0.85);
+    for _ in 0..8 {
+        lab.minion().signal(nix::sys::signal::Signal::SIGSTOP);
+        std::thread::sleep(stall);
+        lab.minion().signal(nix::sys::signal::Signal::SIGCONT);
+        std::thread::sleep(Duration::from_secs_f64(a * 0.7));
+    }
+    let log = std::fs::read_to_string(lab.minion_conf().log_file()).unwrap_or_default();
+    let lost: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("considered lost"))
+        .collect();
+    println!(
+        "8 stalls of {:.2} s: {} 'considered lost' lines, {} late-loop notes, {} SUB disconnects",
+        stall.as_secs_f64(),
+        lost.len(),
+        log.matches("event loop ran").count(),
+        log.matches("Publish channel to master").count()
+    );
+    if !lost.is_empty() {
+        lab.keep_root();
+    }
+    assert!(lost.is_empty(), "{lost:#?}\n{}", lab.diagnostics());
+    assert_eq!(lab.current_master(Duration::from_secs(10)), Some(first));
+}

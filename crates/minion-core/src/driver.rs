@@ -172,6 +172,11 @@ struct Driver {
     exit: Option<i32>,
 }
 
+/// A timer firing later than this means the process was not running meanwhile.
+const LATE_SLACK: Duration = Duration::from_millis(250);
+/// The longest wait for answers in flight after the loop ran late.
+const MAX_SETTLE: Duration = Duration::from_secs(1);
+
 /// Publishes held while waiting to re-authenticate (more are dropped, as a full queue).
 const MAX_HELD_PUBLISHES: usize = 64;
 
@@ -271,6 +276,7 @@ pub async fn run(
         exit: None,
     };
     tokio::pin!(shutdown);
+    let mut settle_until: Option<std::time::Instant> = None;
     crate::startup::step("send the first sign-in");
     d.drain_actions();
     crate::startup::finish();
@@ -284,6 +290,7 @@ pub async fn run(
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let deadline = settle_until.or(deadline);
         let timer = async {
             match deadline {
                 Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
@@ -315,6 +322,24 @@ pub async fn run(
                     d.drain_actions();
                 }
                 let now = now_std();
+                // A timer that fires late means this process was not running (descheduled
+                // under load, stopped, a blocking call): the answers that came in meanwhile
+                // are still in the socket threads. Judge no timeout before they had as long
+                // to arrive as the loop was late (bounded).
+                if settle_until.take().is_none()
+                    && let Some(late) = deadline.map(|t| now.saturating_duration_since(t))
+                    && late > LATE_SLACK
+                {
+                    let settle = late.min(MAX_SETTLE);
+                    debug!(
+                        "The minion's event loop ran {:.3} s late; letting answers in flight \
+                         arrive for {:.3} s before judging timeouts",
+                        late.as_secs_f64(),
+                        settle.as_secs_f64()
+                    );
+                    settle_until = Some(now + settle);
+                    continue;
+                }
                 d.st.handle_timeout(now);
                 if d.rekey.handle_timeout(now) {
                     d.start_refresh();
