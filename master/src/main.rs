@@ -13,9 +13,10 @@ use salt_config::{LoadOptions, LogFile, MasterConfig};
 #[derive(Debug, Parser)]
 #[command(name = "salt-master", version = salt_daemon::process::VERSION)]
 struct Args {
-    /// Configuration directory (reads DIR/master and DIR/master.d/*.conf).
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
-    config_dir: PathBuf,
+    /// Configuration directory (reads DIR/master and DIR/master.d/*.conf) [default:
+    /// /etc/salt]. Given explicitly, DIR/master must exist.
+    #[arg(short = 'c', long = "config-dir")]
+    config_dir: Option<PathBuf>,
     /// Console log level: all, garbage, trace, debug, profile, info, warning, error,
     /// critical, quiet (default: the config's log_level).
     #[arg(short = 'l', long = "log-level")]
@@ -50,8 +51,19 @@ fn main() -> anyhow::Result<()> {
         print!("{}", salt_daemon::process::versions_report("salt-master"));
         return Ok(());
     }
-    let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone())))
-    {
+    let config_dir = args
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
+    let config_note =
+        match salt_daemon::process::check_config_file(&config_dir, "master", args.config_dir.is_some()) {
+            Ok(note) => note,
+            Err(e) => {
+                eprintln!("salt-master: {e}");
+                std::process::exit(78);
+            }
+        };
+    let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l,
         Err(errors) => {
             eprintln!("Invalid master configuration:\n{errors}");
@@ -59,11 +71,35 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let cfg = loaded.config;
+    // The pid file is the single-instance lock: taken before -d forks, so a second start is
+    // refused on the terminal (Salt: "An instance is already running", exit code 1) and
+    // never touches the running master's pid file.
+    let pidfile = args
+        .process
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cfg.pidfile.clone());
+    let mut pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
+        Ok(p) => Some(p),
+        Err(e @ salt_daemon::process::ProcessError::AlreadyRunning { .. }) => {
+            eprintln!("salt-master: {e} the Salt Master");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("salt-master: warning: {e}");
+            None
+        }
+    };
     if args.process.daemon {
         // Before any thread exists: only the forking thread survives.
         if let Err(e) = salt_daemon::process::daemonize() {
             eprintln!("salt-master: {e}");
             std::process::exit(1);
+        }
+        if let Some(p) = pidfile.as_mut()
+            && let Err(e) = p.rewrite()
+        {
+            eprintln!("salt-master: {e}");
         }
     }
     let console = match &args.log_level {
@@ -80,7 +116,7 @@ fn main() -> anyhow::Result<()> {
         _ => None,
     };
     logging::init(console, file_path.as_deref().map(|p| (p, file_level)));
-    for w in &loaded.warnings {
+    for w in config_note.iter().chain(&loaded.warnings) {
         tracing::warn!("{w}");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -89,18 +125,6 @@ fn main() -> anyhow::Result<()> {
         .thread_name("salt-master")
         .build()
         .context("starting the runtime")?;
-    let pidfile = args
-        .process
-        .pid_file
-        .clone()
-        .unwrap_or_else(|| cfg.pidfile.clone());
-    let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            tracing::warn!("{e}");
-            None
-        }
-    };
     // systemd (Type=notify): READY=1 once keys are loaded and the ports are bound, STATUS=
     // lines, STOPPING=1 on SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
     let notifier = salt_daemon::Notifier::from_env();

@@ -19,9 +19,10 @@ const EX_USAGE: u8 = 64;
 #[derive(Debug, Parser)]
 #[command(name = "salt-minion", version = salt_daemon::process::VERSION)]
 struct Cli {
-    /// Configuration directory (holds `minion` and `minion.d/`).
-    #[arg(short = 'c', long = "config-dir", default_value = salt_config::DEFAULT_CONFIG_DIR)]
-    config_dir: PathBuf,
+    /// Configuration directory (holds `minion` and `minion.d/`) [default: /etc/salt].
+    /// Given explicitly, DIR/minion must exist.
+    #[arg(short = 'c', long = "config-dir")]
+    config_dir: Option<PathBuf>,
     /// Console log level: all, garbage, trace, debug, profile, info, warning, error,
     /// critical, quiet.
     #[arg(short = 'l', long = "log-level")]
@@ -62,7 +63,19 @@ fn main() -> ExitCode {
         print!("{}", salt_daemon::process::versions_report("salt-minion"));
         return ExitCode::SUCCESS;
     }
-    let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(cli.config_dir.clone()))) {
+    let config_dir = cli
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
+    let config_note =
+        match salt_daemon::process::check_config_file(&config_dir, "minion", cli.config_dir.is_some()) {
+            Ok(note) => note,
+            Err(e) => {
+                eprintln!("salt-minion: {e}");
+                return ExitCode::from(EX_USAGE);
+            }
+        };
+    let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l,
         Err(errors) => {
             eprintln!("{errors}");
@@ -70,11 +83,35 @@ fn main() -> ExitCode {
         }
     };
     let cfg = loaded.config;
+    // The pid file is the single-instance lock: taken before -d forks, so a second start is
+    // refused on the terminal (Salt: "An instance is already running", exit code 1) before
+    // it could sign in as the same id and run every job twice.
+    let pidfile = cli
+        .process
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cfg.pidfile.clone());
+    let mut pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
+        Ok(p) => Some(p),
+        Err(e @ salt_daemon::process::ProcessError::AlreadyRunning { .. }) => {
+            eprintln!("salt-minion: {e} the Salt Minion");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("salt-minion: warning: {e}");
+            None
+        }
+    };
     if cli.process.daemon {
         // Before any thread exists: only the forking thread survives.
         if let Err(e) = salt_daemon::process::daemonize() {
             eprintln!("salt-minion: {e}");
             return ExitCode::FAILURE;
+        }
+        if let Some(p) = pidfile.as_mut()
+            && let Err(e) = p.rewrite()
+        {
+            eprintln!("salt-minion: {e}");
         }
     }
     let console = match cli.log_level.as_deref() {
@@ -107,7 +144,7 @@ fn main() -> ExitCode {
         eprintln!("salt-minion: cannot open the log file: {e}");
         return ExitCode::from(EX_USAGE);
     }
-    for w in &loaded.warnings {
+    for w in config_note.iter().chain(&loaded.warnings) {
         tracing::warn!("{w}");
     }
     let _ = cli.disable_keepalive;
@@ -132,18 +169,6 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
             return ExitCode::FAILURE;
-        }
-    };
-    let pidfile = cli
-        .process
-        .pid_file
-        .clone()
-        .unwrap_or_else(|| cfg.pidfile.clone());
-    let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            tracing::warn!("{e}");
-            None
         }
     };
     // -u USER: hand pki_dir, cachedir and the log file over, then drop root (the minion

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod metrics_http;
+mod pidfile;
 pub mod process;
 
 use std::time::Duration;
