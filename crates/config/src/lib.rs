@@ -178,7 +178,7 @@ pub fn render_markdown() -> String {
          Every invalid option is reported (file, line, option, problem) before the daemon \
          exits; options salt-rs does not implement produce a warning and are ignored. A key \
          that is not a Salt option at all is reported as an unknown option with the nearest \
-         known name (`interfce`: "did you mean `interface`?") and ignored: a \
+         known name (`interfce`: did you mean `interface`?) and ignored: a \
          warning, not an error, since Salt ignores such keys and some sites keep their own \
          keys in these files for `config.get`.\n",
     );
