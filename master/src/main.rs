@@ -55,14 +55,17 @@ fn main() -> anyhow::Result<()> {
         .config_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
-    let config_note =
-        match salt_daemon::process::check_config_file(&config_dir, "master", args.config_dir.is_some()) {
-            Ok(note) => note,
-            Err(e) => {
-                eprintln!("salt-master: {e}");
-                std::process::exit(78);
-            }
-        };
+    let config_note = match salt_daemon::process::check_config_file(
+        &config_dir,
+        "master",
+        args.config_dir.is_some(),
+    ) {
+        Ok(note) => note,
+        Err(e) => {
+            eprintln!("salt-master: {e}");
+            std::process::exit(78);
+        }
+    };
     let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l,
         Err(errors) => {

@@ -67,14 +67,17 @@ fn main() -> ExitCode {
         .config_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
-    let config_note =
-        match salt_daemon::process::check_config_file(&config_dir, "minion", cli.config_dir.is_some()) {
-            Ok(note) => note,
-            Err(e) => {
-                eprintln!("salt-minion: {e}");
-                return ExitCode::from(EX_USAGE);
-            }
-        };
+    let config_note = match salt_daemon::process::check_config_file(
+        &config_dir,
+        "minion",
+        cli.config_dir.is_some(),
+    ) {
+        Ok(note) => note,
+        Err(e) => {
+            eprintln!("salt-minion: {e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
     let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l,
         Err(errors) => {

@@ -10,7 +10,8 @@ const MINION: &str = include_str!("../data/salt-minion-options.txt");
 /// The option names Salt knows for `role` (`"master"` or `"minion"`).
 pub(crate) fn salt_options(role: &str) -> impl Iterator<Item = &'static str> {
     let text = if role == "master" { MASTER } else { MINION };
-    text.lines().filter(|l| !l.is_empty() && !l.starts_with('#'))
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 
 /// Whether Salt itself knows `key` for `role`.
@@ -20,11 +21,7 @@ pub(crate) fn is_salt_option(role: &str, key: &str) -> bool {
 
 /// The known name nearest to `key` (Damerau-Levenshtein distance, at most 2 edits and less
 /// than a third of the name), preferring `implemented` names on a tie.
-pub(crate) fn nearest<'a>(
-    key: &str,
-    implemented: &[&'a str],
-    role: &str,
-) -> Option<&'a str>
+pub(crate) fn nearest<'a>(key: &str, implemented: &[&'a str], role: &str) -> Option<&'a str>
 where
     'static: 'a,
 {
@@ -67,7 +64,10 @@ mod tests {
 
     #[test]
     fn typos_get_the_nearest_name() {
-        assert_eq!(nearest("interfce", &["interface"], "master"), Some("interface"));
+        assert_eq!(
+            nearest("interfce", &["interface"], "master"),
+            Some("interface")
+        );
         assert_eq!(nearest("pki_dri", &[], "minion"), Some("pki_dir"));
         assert_eq!(nearest("log_levle", &[], "master"), Some("log_level"));
         assert_eq!(nearest("my_own_setting", &[], "master"), None);

@@ -72,7 +72,10 @@ pub fn check_config_file(dir: &Path, role: &str, explicit: bool) -> Result<Optio
     let why = if dir.is_dir() {
         format!("{} does not exist", file.display())
     } else {
-        format!("the configuration directory {} does not exist", dir.display())
+        format!(
+            "the configuration directory {} does not exist",
+            dir.display()
+        )
     };
     if explicit {
         Err(format!(

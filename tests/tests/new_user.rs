@@ -1,0 +1,168 @@
+//! What a new user trips over (issue 22): a second daemon on the same pid file, a mistyped
+//! `-c` directory or config key, unsupported `salt` flags, messages.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use salt_integration_tests::config::current_user;
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair, wait_until};
+
+/// Kills a detached daemon by pid when the test ends, whatever happened.
+struct Detached(Option<i32>);
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')))
+}
+
+fn start_detached(bin: &Path, conf_dir: &Path, pid_file: &Path) -> Output {
+    Command::new(bin)
+        .arg("-d")
+        .arg("-c")
+        .arg(conf_dir)
+        .arg("--pid-file")
+        .arg(pid_file)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Starts `bin -d` twice on the same config and pid file: the second start is refused on the
+/// terminal with Salt's message and exit code 1, and the first daemon keeps running with its
+/// pid file intact; then a foreground second start is refused the same way.
+fn second_instance_is_refused(bin: &Path, conf_dir: &Path, pid_file: &Path, what: &str) {
+    let first = start_detached(bin, conf_dir, pid_file);
+    assert!(
+        first.status.success(),
+        "{what}: first -d start: {}",
+        stderr(&first)
+    );
+    let mut guard = Detached(None);
+    wait_until("the daemon's pid file", Duration::from_secs(30), || {
+        guard.0 = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|p| alive(*p));
+        guard.0.is_some()
+    })
+    .unwrap();
+    let pid = guard.0.unwrap();
+    let before = std::fs::read_to_string(pid_file).unwrap();
+
+    let second = start_detached(bin, conf_dir, pid_file);
+    assert_eq!(second.status.code(), Some(1), "{what}: second -d start");
+    let err = stderr(&second);
+    assert!(
+        err.contains("An instance is already running") && err.contains(&format!("pid {pid}")),
+        "{what}: {err}"
+    );
+    let fg = Command::new(bin)
+        .arg("-c")
+        .arg(conf_dir)
+        .arg("--pid-file")
+        .arg(pid_file)
+        .output()
+        .unwrap();
+    assert_eq!(fg.status.code(), Some(1), "{what}: foreground second start");
+    assert!(stderr(&fg).contains("An instance is already running"));
+    assert_eq!(
+        std::fs::read_to_string(pid_file).unwrap(),
+        before,
+        "{what}: pid file intact"
+    );
+    assert!(alive(pid), "{what}: the first instance still runs");
+
+    kill(Pid::from_raw(pid), Signal::SIGTERM).unwrap();
+    wait_until("the daemon to exit", Duration::from_secs(30), || {
+        !alive(pid)
+    })
+    .unwrap();
+    guard.0 = None;
+    wait_until("its pid file to go", Duration::from_secs(10), || {
+        !pid_file.exists()
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_second_master_is_refused_and_the_first_keeps_its_pid_file() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let (publish, ret) = free_port_pair().unwrap();
+    let conf = MasterConf::new(root.path().join("master"))
+        .ports(publish, ret)
+        .set("user", current_user().as_str());
+    let conf_dir = conf.write().unwrap();
+    let pid_file: PathBuf = root.path().join("run/master.pid");
+    second_instance_is_refused(&b.master, &conf_dir, &pid_file, "salt-master");
+}
+
+#[test]
+fn a_second_minion_is_refused_and_the_first_keeps_its_pid_file() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let (publish, ret) = free_port_pair().unwrap();
+    let conf = MinionConf::new(root.path().join("minion"), "twice")
+        .set("master_port", i64::from(ret))
+        .set("publish_port", i64::from(publish))
+        .set("user", current_user().as_str());
+    let conf_dir = conf.write().unwrap();
+    let pid_file: PathBuf = root.path().join("run/minion.pid");
+    second_instance_is_refused(&b.minion, &conf_dir, &pid_file, "salt-minion");
+}
+
+/// `-c DIR` given explicitly with no `DIR/master` (`minion`) is an error naming the path, and
+/// nothing is created: no pki_dir, no pid file.
+#[test]
+fn a_mistyped_config_dir_is_an_error_for_the_daemons() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let missing = root.path().join("does-not-exist");
+    for (bin, role) in [(&b.master, "master"), (&b.minion, "minion")] {
+        let out = Command::new(bin)
+            .arg("-c")
+            .arg(&missing)
+            .env("HOME", root.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{role}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "the configuration directory {} does not exist (given with -c)",
+                missing.display()
+            )),
+            "{role}: {err}"
+        );
+        let empty = root.path().join(format!("empty-{role}"));
+        std::fs::create_dir_all(&empty).unwrap();
+        let out = Command::new(bin)
+            .arg("-c")
+            .arg(&empty)
+            .env("HOME", root.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{role}");
+        assert!(
+            stderr(&out).contains(&format!("{} does not exist", empty.join(role).display())),
+            "{role}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!root.path().join(".salt-rs").exists(), "nothing created");
+}
