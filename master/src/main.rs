@@ -1,13 +1,11 @@
 //! `salt-master`: parse flags, set up logging, load the config, run until SIGTERM/SIGINT.
 #![forbid(unsafe_code)]
 
-mod logging;
-
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::Parser;
 use salt_config::{LoadOptions, LogFile, MasterConfig};
+use tracing_subscriber::filter::LevelFilter;
 
 /// The Salt master (Rust implementation).
 #[derive(Debug, Parser)]
@@ -32,24 +30,26 @@ struct Args {
     process: salt_daemon::process::DaemonArgs,
 }
 
-fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilter> {
-    use tracing_subscriber::filter::LevelFilter;
-    Ok(match name.to_ascii_lowercase().as_str() {
-        "all" | "garbage" | "trace" => LevelFilter::TRACE,
-        "debug" | "profile" => LevelFilter::DEBUG,
-        "info" => LevelFilter::INFO,
-        "warning" | "warn" => LevelFilter::WARN,
-        "error" | "critical" => LevelFilter::ERROR,
-        "quiet" => LevelFilter::OFF,
-        other => anyhow::bail!("unknown log level {other:?}"),
+/// `-l` / `--log-file-level`: a Salt level name, or exit 64 naming the accepted ones.
+fn level_arg(flag: &str, name: &str) -> LevelFilter {
+    salt_daemon::logging::level_filter(name).unwrap_or_else(|| {
+        eprintln!(
+            "salt-master: {flag}: unknown log level {name:?} (one of {})",
+            salt_daemon::logging::LEVELS
+        );
+        std::process::exit(64);
     })
 }
 
-fn main() -> anyhow::Result<()> {
+fn config_level(l: salt_config::LogLevel) -> LevelFilter {
+    salt_daemon::logging::level_filter(l.as_str()).unwrap_or(LevelFilter::WARN)
+}
+
+fn main() {
     let args = Args::parse();
     if args.process.versions_report {
         print!("{}", salt_daemon::process::versions_report("salt-master"));
-        return Ok(());
+        return;
     }
     let config_dir = args
         .config_dir
@@ -74,6 +74,14 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let cfg = loaded.config;
+    let console = match &args.log_level {
+        Some(l) => level_arg("-l", l),
+        None => config_level(cfg.log_level),
+    };
+    let file_level = match &args.log_file_level {
+        Some(l) => level_arg("--log-file-level", l),
+        None => config_level(cfg.log_level_logfile.unwrap_or(cfg.log_level)),
+    };
     // The pid file is the single-instance lock: taken before -d forks, so a second start is
     // refused on the terminal (Salt: "An instance is already running", exit code 1) and
     // never touches the running master's pid file.
@@ -105,20 +113,16 @@ fn main() -> anyhow::Result<()> {
             eprintln!("salt-master: {e}");
         }
     }
-    let console = match &args.log_level {
-        Some(l) => level_of(l)?,
-        None => logging::filter(cfg.log_level),
-    };
-    let file_level = match &args.log_file_level {
-        Some(l) => level_of(l)?,
-        None => logging::filter(cfg.log_level_logfile.unwrap_or(cfg.log_level)),
-    };
     let file_path = match (&args.log_file, &cfg.log_file) {
         (Some(p), _) => Some(p.clone()),
         (None, LogFile::Path(p)) => Some(p.clone()),
         _ => None,
     };
-    logging::init(console, file_path.as_deref().map(|p| (p, file_level)));
+    if let Err(e) =
+        salt_daemon::logging::init(console, file_path.as_deref().map(|p| (p, file_level)))
+    {
+        tracing::warn!("{e}");
+    }
     for w in config_note.iter().chain(&loaded.warnings) {
         tracing::warn!("{w}");
     }
@@ -127,7 +131,11 @@ fn main() -> anyhow::Result<()> {
         .max_blocking_threads(cfg.worker_threads.max(1) as usize + 8)
         .thread_name("salt-master")
         .build()
-        .context("starting the runtime")?;
+        .unwrap_or_else(|e| {
+            tracing::error!("cannot start the runtime: {e}");
+            eprintln!("salt-master: cannot start the runtime: {e}");
+            std::process::exit(1);
+        });
     // systemd (Type=notify): READY=1 once keys are loaded and the ports are bound, STATUS=
     // lines, STOPPING=1 on SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
     let notifier = salt_daemon::Notifier::from_env();
@@ -180,5 +188,4 @@ fn main() -> anyhow::Result<()> {
         eprintln!("salt-master: {e}");
         std::process::exit(1);
     }
-    Ok(())
 }

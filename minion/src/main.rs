@@ -2,20 +2,21 @@
 //! logging and signals, then hand over to [`salt_minion_core::driver::run`].
 #![forbid(unsafe_code)]
 
-mod logging;
 mod settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use salt_config::{LoadOptions, LogFile, LogLevel, MinionConfig};
+use salt_config::{LoadOptions, LogFile, MinionConfig};
+use salt_daemon::logging::level_filter;
 use salt_minion_core::driver::{self, RunOutcome};
+use tracing_subscriber::filter::LevelFilter;
 
 /// Salt's exit code for a configuration error (`EX_USAGE`).
 const EX_USAGE: u8 = 64;
 
-/// The Salt minion (Rust implementation, wire-compatible with Salt 3006/3007).
+/// The Salt minion (Rust implementation, wire-compatible with Salt 3006, 3007 and 3008).
 #[derive(Debug, Parser)]
 #[command(name = "salt-minion", version = salt_daemon::process::VERSION)]
 struct Cli {
@@ -39,22 +40,6 @@ struct Cli {
     /// -d, -u, --pid-file, --versions-report.
     #[command(flatten)]
     process: salt_daemon::process::DaemonArgs,
-}
-
-fn parse_level(s: &str) -> Option<LogLevel> {
-    Some(match s.to_ascii_lowercase().as_str() {
-        "all" => LogLevel::All,
-        "garbage" => LogLevel::Garbage,
-        "trace" => LogLevel::Trace,
-        "debug" => LogLevel::Debug,
-        "profile" => LogLevel::Profile,
-        "info" => LogLevel::Info,
-        "warning" | "warn" => LogLevel::Warning,
-        "error" => LogLevel::Error,
-        "critical" => LogLevel::Critical,
-        "quiet" => LogLevel::Quiet,
-        _ => return None,
-    })
 }
 
 fn main() -> ExitCode {
@@ -86,6 +71,34 @@ fn main() -> ExitCode {
         }
     };
     let cfg = loaded.config;
+    let config_level =
+        |l: salt_config::LogLevel| level_filter(l.as_str()).unwrap_or(LevelFilter::WARN);
+    let console = match cli.log_level.as_deref() {
+        Some(l) => match level_filter(l) {
+            Some(l) => l,
+            None => {
+                eprintln!(
+                    "salt-minion: -l: unknown log level {l:?} (one of {})",
+                    salt_daemon::logging::LEVELS
+                );
+                return ExitCode::from(EX_USAGE);
+            }
+        },
+        None => config_level(cfg.log_level),
+    };
+    let file_level = match cli.log_file_level.as_deref() {
+        Some(l) => match level_filter(l) {
+            Some(l) => l,
+            None => {
+                eprintln!(
+                    "salt-minion: --log-file-level: unknown log level {l:?} (one of {})",
+                    salt_daemon::logging::LEVELS
+                );
+                return ExitCode::from(EX_USAGE);
+            }
+        },
+        None => cfg.log_level_logfile.map_or(console, config_level),
+    };
     // The pid file is the single-instance lock: taken before -d forks, so a second start is
     // refused on the terminal (Salt: "An instance is already running", exit code 1) before
     // it could sign in as the same id and run every job twice.
@@ -117,34 +130,16 @@ fn main() -> ExitCode {
             eprintln!("salt-minion: {e}");
         }
     }
-    let console = match cli.log_level.as_deref() {
-        Some(l) => match parse_level(l) {
-            Some(l) => l,
-            None => {
-                eprintln!("salt-minion: invalid log level {l:?}");
-                return ExitCode::from(EX_USAGE);
-            }
-        },
-        None => cfg.log_level,
-    };
-    let file_level = cli
-        .log_file_level
-        .as_deref()
-        .and_then(parse_level)
-        .or(cfg.log_level_logfile)
-        .unwrap_or(console);
     let log_path = match (&cli.log_file, &cfg.log_file) {
         (Some(p), _) => Some(p.clone()),
         (None, LogFile::Path(p)) => Some(p.clone()),
         _ => None,
     };
-    if let Err(e) = logging::init(
-        logging::filter(console),
-        log_path
-            .as_deref()
-            .map(|p| (p, logging::filter(file_level))),
-    ) {
-        eprintln!("salt-minion: cannot open the log file: {e}");
+    if let Err(e) =
+        salt_daemon::logging::init(console, log_path.as_deref().map(|p| (p, file_level)))
+    {
+        tracing::error!("{e}");
+        eprintln!("salt-minion: {e}");
         return ExitCode::from(EX_USAGE);
     }
     for w in config_note.iter().chain(&loaded.warnings) {

@@ -166,3 +166,150 @@ fn a_mistyped_config_dir_is_an_error_for_the_daemons() {
     }
     assert!(!root.path().join(".salt-rs").exists(), "nothing created");
 }
+
+/// A typo in a master key is logged as an unknown option with the nearest name (not as an
+/// unimplemented Salt option), on a console log without escape codes (stderr is a file here,
+/// as under journald), with the Rust module path in the log file.
+#[test]
+fn master_config_typo_is_named_and_the_console_log_has_no_colour() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let (publish, ret) = free_port_pair().unwrap();
+    let conf = MasterConf::new(root.path().join("master"))
+        .ports(publish, ret)
+        .set("user", current_user().as_str())
+        .set("interfce", "10.0.0.5")
+        .set("log_level", "warning");
+    let conf_dir = conf.write().unwrap();
+    let mut master = salt_integration_tests::ProcSpec::new("master", &b.master, conf.dir())
+        .args(["-c".as_ref(), conf_dir.as_os_str()])
+        .spawn()
+        .unwrap();
+    salt_integration_tests::wait_for_log(
+        &master,
+        "unknown option `interfce` (did you mean `interface`?)",
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    master.signal(Signal::SIGTERM);
+    master.wait_exit(Duration::from_secs(30)).expect("exits");
+    let out = master.output();
+    assert!(
+        !out.contains('\x1b'),
+        "no ANSI escapes off a terminal:\n{out}"
+    );
+    assert!(out.contains("[WARNING ] "), "{out}");
+    assert!(!out.contains("not implemented by salt-rs"), "{out}");
+    let log = std::fs::read_to_string(conf.dir().join("master.log")).unwrap();
+    assert!(
+        log.contains("[salt_"),
+        "Rust module paths in the log file:\n{log}"
+    );
+}
+
+/// `-l loud`: a clear error, exit code 64, no backtrace even with RUST_BACKTRACE set.
+#[test]
+fn a_bad_log_level_is_a_clear_error_without_a_backtrace() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let conf = MasterConf::new(root.path().join("master")).set("user", current_user().as_str());
+    let conf_dir = conf.write().unwrap();
+    let mconf =
+        MinionConf::new(root.path().join("minion"), "m").set("user", current_user().as_str());
+    let mconf_dir = mconf.write().unwrap();
+    for (bin, dir) in [(&b.master, &conf_dir), (&b.minion, &mconf_dir)] {
+        let out = Command::new(bin)
+            .args(["-l", "loud", "-c"])
+            .arg(dir)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("unknown log level \"loud\" (one of all,"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("backtrace") && !err.contains("Stack"),
+            "{err}"
+        );
+    }
+}
+
+/// Unsupported `salt` flags name the Salt feature instead of clap's "unexpected argument";
+/// an unknown returner is refused by name; nothing is published (no master is running).
+#[test]
+fn salt_names_what_it_does_not_support_yet() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let conf = MasterConf::new(root.path().join("master")).set("user", current_user().as_str());
+    let conf_dir = conf.write().unwrap();
+    let salt = |args: &[&str]| {
+        Command::new(&b.salt)
+            .arg("-c")
+            .arg(&conf_dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for (args, feature) in [
+        (
+            &["-C", "G@os:Debian", "test.ping"][..],
+            "-C: compound targeting",
+        ),
+        (&["-N", "web", "test.ping"][..], "-N: nodegroup targeting"),
+        (
+            &["-S", "10.0.0.0/8", "test.ping"][..],
+            "-S: subnet (ipcidr) targeting",
+        ),
+        (&["-I", "role:web", "test.ping"][..], "-I: pillar targeting"),
+        (&["-b", "10", "*", "test.ping"][..], "-b: batch execution"),
+        (
+            &["--async", "*", "test.ping"][..],
+            "--async: asynchronous jobs",
+        ),
+        (&["-v", "*", "test.ping"][..], "-v: verbose job output"),
+    ] {
+        let out = salt(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(feature) && err.contains("is not supported yet"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("unexpected argument"), "{err}");
+    }
+    let out = salt(&["--return=mysql", "*", "test.ping"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("returner 'mysql' is not available"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `--version` says the same thing for every binary: name, version, salt-rs, the Salt
+/// releases it speaks.
+#[test]
+fn every_binary_prints_the_same_version_line() {
+    let b = bins().expect("our binaries");
+    for (bin, name) in [
+        (&b.master, "salt-master"),
+        (&b.minion, "salt-minion"),
+        (&b.salt, "salt"),
+        (&b.key, "salt-key"),
+    ] {
+        let out = Command::new(bin).arg("--version").output().unwrap();
+        assert!(out.status.success(), "{name}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            text.trim(),
+            format!(
+                "{name} {} (salt-rs; wire-compatible with Salt 3006, 3007 and 3008)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "{name}"
+        );
+    }
+}

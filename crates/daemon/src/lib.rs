@@ -7,9 +7,11 @@
 //! sets `WatchdogSec=`. Without `$NOTIFY_SOCKET` (not under systemd) every call is a no-op.
 //!
 //! [`process`]: `-d` (daemonize), `--pid-file` and `--versions-report`.
+//! [`logging`]: Salt's console and log-file layouts, one scheme for both daemons.
 //! [`metrics_http`]: the `GET /metrics` responder of the opt-in Prometheus endpoints.
 #![forbid(unsafe_code)]
 
+pub mod logging;
 pub mod metrics_http;
 mod pidfile;
 pub mod process;
