@@ -90,7 +90,7 @@ fn main() {
         .pid_file
         .clone()
         .unwrap_or_else(|| cfg.pidfile.clone());
-    let mut pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
+    let mut pidfile = match salt_daemon::process::PidFile::lock(&pidfile) {
         Ok(p) => Some(p),
         Err(e @ salt_daemon::process::ProcessError::AlreadyRunning { .. }) => {
             eprintln!("salt-master: {e} the Salt Master");
@@ -106,11 +106,6 @@ fn main() {
         if let Err(e) = salt_daemon::process::daemonize() {
             eprintln!("salt-master: {e}");
             std::process::exit(1);
-        }
-        if let Some(p) = pidfile.as_mut()
-            && let Err(e) = p.rewrite()
-        {
-            eprintln!("salt-master: {e}");
         }
     }
     let file_path = match (&args.log_file, &cfg.log_file) {
@@ -141,6 +136,12 @@ fn main() {
     let notifier = salt_daemon::Notifier::from_env();
     let result = runtime.block_on(async {
         let signals = salt_daemon::shutdown_signal();
+        // The pid goes in once SIGTERM is handled: whoever reads it may signal at once.
+        if let Some(p) = pidfile.as_mut()
+            && let Err(e) = p.write_pid()
+        {
+            tracing::warn!("{e}");
+        }
         let watchdog = tokio::spawn(notifier.watchdog());
         let shutdown = async {
             signals.await;

@@ -107,7 +107,7 @@ fn main() -> ExitCode {
         .pid_file
         .clone()
         .unwrap_or_else(|| cfg.pidfile.clone());
-    let mut pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
+    let mut pidfile = match salt_daemon::process::PidFile::lock(&pidfile) {
         Ok(p) => Some(p),
         Err(e @ salt_daemon::process::ProcessError::AlreadyRunning { .. }) => {
             eprintln!("salt-minion: {e} the Salt Minion");
@@ -123,11 +123,6 @@ fn main() -> ExitCode {
         if let Err(e) = salt_daemon::process::daemonize() {
             eprintln!("salt-minion: {e}");
             return ExitCode::FAILURE;
-        }
-        if let Some(p) = pidfile.as_mut()
-            && let Err(e) = p.rewrite()
-        {
-            eprintln!("salt-minion: {e}");
         }
     }
     let log_path = match (&cli.log_file, &cfg.log_file) {
@@ -198,6 +193,12 @@ fn main() -> ExitCode {
         .join(", ");
     let outcome = rt.block_on(async {
         let signals = salt_daemon::shutdown_signal();
+        // The pid goes in once SIGTERM is handled: whoever reads it may signal at once.
+        if let Some(p) = pidfile.as_mut()
+            && let Err(e) = p.write_pid()
+        {
+            tracing::warn!("{e}");
+        }
         let watchdog = tokio::spawn(notifier.watchdog());
         // Opt-in Prometheus endpoint (metrics_port), on metrics_host (127.0.0.1 by default).
         let mut metrics_task = None;

@@ -6,7 +6,7 @@
 //! kernel drops it when the process dies, so a stale file left by a crash (or a recycled pid)
 //! never blocks a start, and two starts racing each other cannot both win. The lock is taken
 //! before `-d` forks, so a refused second start says so on the terminal; the forked child
-//! inherits the lock and writes its own pid ([`PidFile::rewrite`]).
+//! inherits the lock and writes its own pid ([`PidFile::write_pid`]) once it handles SIGTERM.
 //!
 //! A start that fails never removes a pid file it does not hold.
 
@@ -27,10 +27,19 @@ pub struct PidFile {
 }
 
 impl PidFile {
-    /// Open (or create, mode 0644, with its parent directory) `path`, take the exclusive
-    /// lock and write this process's id. Fails with [`ProcessError::AlreadyRunning`] when
-    /// another process holds the lock.
+    /// [`PidFile::lock`] then [`PidFile::write_pid`].
     pub fn create(path: &Path) -> Result<Self, ProcessError> {
+        let mut pf = Self::lock(path)?;
+        pf.write_pid()?;
+        Ok(pf)
+    }
+
+    /// Open (or create, mode 0644, with its parent directory) `path`, take the exclusive
+    /// lock and empty it. Fails with [`ProcessError::AlreadyRunning`] when another process
+    /// holds the lock. Write the pid with [`PidFile::write_pid`] once the daemon handles
+    /// SIGTERM (after `-d` forked and the signal handlers are in place): whoever reads a pid
+    /// there may signal it at once.
+    pub fn lock(path: &Path) -> Result<Self, ProcessError> {
         let err = |source| ProcessError::PidFile {
             path: path.to_path_buf(),
             source,
@@ -48,7 +57,7 @@ impl PidFile {
                 .mode(0o644)
                 .open(path)
                 .map_err(err)?;
-            let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(f) => f,
                 Err((mut f, nix::errno::Errno::EWOULDBLOCK)) => {
                     let mut text = String::new();
@@ -63,7 +72,7 @@ impl PidFile {
             if !same_file(&file, path) {
                 continue;
             }
-            write_pid(&mut file).map_err(err)?;
+            file.set_len(0).map_err(err)?;
             return Ok(PidFile {
                 path: path.to_path_buf(),
                 file,
@@ -74,8 +83,8 @@ impl PidFile {
         )))
     }
 
-    /// Write this process's id again (after `-d` forked: the child holds the lock now).
-    pub fn rewrite(&mut self) -> Result<(), ProcessError> {
+    /// Write this process's id (the `-d` child holds the lock the parent took).
+    pub fn write_pid(&mut self) -> Result<(), ProcessError> {
         write_pid(&mut self.file).map_err(|source| ProcessError::PidFile {
             path: self.path.clone(),
             source,
@@ -136,7 +145,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("salt-master.pid");
         let first = PidFile::create(&path).unwrap();
-        match PidFile::create(&path) {
+        match PidFile::lock(&path) {
             Err(ProcessError::AlreadyRunning { pid, .. }) => {
                 assert_eq!(pid, Some(std::process::id()));
             }
