@@ -190,3 +190,17 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// packaging/man/salt-master.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            super::Args::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../packaging/man/salt-master.1"),
+        );
+    }
+}

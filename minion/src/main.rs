@@ -237,3 +237,17 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// packaging/man/salt-minion.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            super::Cli::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../packaging/man/salt-minion.1"),
+        );
+    }
+}

@@ -85,8 +85,7 @@ fn lab_suggestions_work_and_ctrl_c_leaves_nothing_behind() {
     let printed = || std::fs::read_to_string(&out_path).unwrap_or_default();
     let err = || std::fs::read_to_string(out_dir.path().join("lab.err")).unwrap_or_default();
     wait_until("the lab to be running", Duration::from_secs(150), || {
-        printed().contains("(console output:")
-            || child.try_wait().ok().flatten().is_some()
+        printed().contains("(console output:") || child.try_wait().ok().flatten().is_some()
     })
     .unwrap();
     let text = printed();
@@ -116,7 +115,10 @@ fn lab_suggestions_work_and_ctrl_c_leaves_nothing_behind() {
 
     // The printed job suggestion answers (through the master the minion is on).
     let (ok, out) = sh(&from_root("cmd.run 'uname -a'"));
-    assert!(ok && out.contains("lab-minion:") && out.contains("Linux"), "{out}");
+    assert!(
+        ok && out.contains("lab-minion:") && out.contains("Linux"),
+        "{out}"
+    );
 
     // Stop m1 as printed, then restart it as printed.
     let stop = text

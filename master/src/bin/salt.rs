@@ -500,6 +500,16 @@ mod tests {
         assert_eq!(p.line(), "[1/?] waiting for returns...");
     }
 
+    /// packaging/man/salt.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            Args::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/man/salt.1"),
+        );
+    }
+
     #[test]
     fn unsupported_flags_name_their_feature() {
         let argv = |a: &[&str]| {
