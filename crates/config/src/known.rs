@@ -19,7 +19,7 @@ pub(crate) fn is_salt_option(role: &str, key: &str) -> bool {
     salt_options(role).any(|k| k == key)
 }
 
-/// The known name nearest to `key` (Damerau-Levenshtein distance, at most 2 edits and less
+/// The known name nearest to `key` (optimal string alignment distance: edits and transpositions, at most 2 edits and less
 /// than a third of the name), preferring `implemented` names on a tie.
 pub(crate) fn nearest<'a>(key: &str, implemented: &[&'a str], role: &str) -> Option<&'a str>
 where
@@ -32,7 +32,7 @@ where
         .map(|k| (*k, true))
         .chain(salt_options(role).map(|k| (k, false)));
     for (cand, ours) in candidates {
-        let d = strsim::damerau_levenshtein(key, cand);
+        let d = strsim::osa_distance(key, cand);
         if d == 0 || d > limit {
             continue;
         }
