@@ -191,6 +191,8 @@ fn master_config_typo_is_named_and_the_console_log_has_no_colour() {
         Duration::from_secs(30),
     )
     .unwrap();
+    let pem = conf.pki_dir().join("master.pem");
+    wait_until("master.pem", Duration::from_secs(60), || pem.exists()).unwrap();
     master.signal(Signal::SIGTERM);
     master.wait_exit(Duration::from_secs(30)).expect("exits");
     let out = master.output();
@@ -205,6 +207,24 @@ fn master_config_typo_is_named_and_the_console_log_has_no_colour() {
         log.contains("[salt_"),
         "Rust module paths in the log file:\n{log}"
     );
+
+    // master.pem readable by others (a careless copy): set back to 0400 with a warning.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut master = salt_integration_tests::ProcSpec::new("master", &b.master, conf.dir())
+        .args(["-c".as_ref(), conf_dir.as_os_str()])
+        .spawn()
+        .unwrap();
+    salt_integration_tests::wait_for_log(
+        &master,
+        "master.pem had mode 0644 (readable by others): set to 0400",
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    master.signal(Signal::SIGTERM);
+    master.wait_exit(Duration::from_secs(30)).expect("exits");
+    let mode = std::fs::metadata(&pem).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o400);
 }
 
 /// `-l loud`: a clear error, exit code 64, no backtrace even with RUST_BACKTRACE set.
@@ -312,4 +332,62 @@ fn every_binary_prints_the_same_version_line() {
             "{name}"
         );
     }
+}
+
+/// `salt` run by a user who may not reach the master's socket says it is a permission
+/// problem (needs root to run `salt` as another user; skipped otherwise).
+#[test]
+fn salt_says_permission_denied_on_the_socket() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !nix::unistd::Uid::effective().is_root()
+        || Command::new("runuser").arg("--help").output().is_err()
+    {
+        eprintln!("SKIPPED: needs root and runuser");
+        return;
+    }
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = MasterConf::new(root.path().join("master")).set("user", "root");
+    let conf_dir = conf.write().unwrap();
+    std::fs::set_permissions(conf.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&conf_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The socket directory only root may enter, as a master running as root keeps it.
+    let sock = conf.dir().join("sock");
+    std::fs::create_dir_all(&sock).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&b.salt)
+        .arg("-c")
+        .arg(&conf_dir)
+        .args(["*", "test.ping"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("permission denied on the master's socket")
+            && err.contains("run salt as the master's user"),
+        "{err}"
+    );
+}
+
+/// `salt -c DIR` with no DIR/master is an error, not a run on the defaults.
+#[test]
+fn salt_with_a_mistyped_config_dir_says_so() {
+    let b = bins().expect("our binaries");
+    let root = TempRoot::new().unwrap();
+    let out = Command::new(&b.salt)
+        .arg("-c")
+        .arg(root.path().join("nope"))
+        .args(["*", "test.ping"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("does not exist (given with -c)"),
+        "{}",
+        stderr(&out)
+    );
 }

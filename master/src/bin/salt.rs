@@ -22,9 +22,10 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Parser)]
 #[command(name = "salt", version = salt_daemon::process::VERSION)]
 struct Args {
-    /// Configuration directory of the master.
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
-    config_dir: PathBuf,
+    /// Configuration directory of the master [default: /etc/salt]. Given explicitly,
+    /// DIR/master must exist.
+    #[arg(short = 'c', long = "config-dir")]
+    config_dir: Option<PathBuf>,
     /// Seconds to wait for returns.
     #[arg(short = 't', long = "timeout", default_value_t = 5)]
     timeout: u64,
@@ -265,7 +266,20 @@ fn main() -> ExitCode {
             }
         },
     };
-    let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone()))) {
+    let config_dir = args
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
+    match salt_daemon::process::check_config_file(&config_dir, "master", args.config_dir.is_some())
+    {
+        Ok(None) => {}
+        Ok(Some(warning)) => eprintln!("salt: warning: {warning}"),
+        Err(e) => {
+            eprintln!("salt: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l.config,
         Err(e) => {
             eprintln!("Invalid master configuration:\n{e}");
