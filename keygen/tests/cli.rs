@@ -695,8 +695,6 @@ fn errors_change_nothing() {
         .stderr(predicates::str::contains("Failed to load configuration"));
 }
 
-use predicates::prelude::PredicateBooleanExt as _;
-
 /// On a terminal (via util-linux `script`), slow work shows a progress line on stderr.
 #[test]
 fn spinner_on_a_terminal() {
