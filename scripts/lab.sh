@@ -3,7 +3,8 @@
 # sharing one master_sign pair (master_sign_pubkey: True), and one minion with both in a
 # failover list (verify_master_pubkey_sign: True). The minion key is accepted on both masters
 # with our salt-key, `salt '*' test.ping` runs through the first master, then the lab waits
-# for Ctrl-C and stops everything it started (by process group).
+# for Ctrl-C and stops everything it started (by process group, and by pid file for a master
+# restarted with -d), saying what it stopped and removed.
 #
 #   scripts/lab.sh            run it (prints how to use it)
 #   scripts/lab.sh --check    start, ping once, exit 0 on success (used by tests/tests/lab_script.rs)
@@ -20,7 +21,7 @@ CHECK=0
 case "${1:-}" in
   --check) CHECK=1 ;;
   "") ;;
-  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--check]" >&2; exit 64 ;;
 esac
 
