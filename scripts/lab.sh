@@ -3,7 +3,8 @@
 # sharing one master_sign pair (master_sign_pubkey: True), and one minion with both in a
 # failover list (verify_master_pubkey_sign: True). The minion key is accepted on both masters
 # with our salt-key, `salt '*' test.ping` runs through the first master, then the lab waits
-# for Ctrl-C and stops everything it started (by process group).
+# for Ctrl-C and stops everything it started (by process group, and by pid file for a master
+# restarted with -d), saying what it stopped and removed.
 #
 #   scripts/lab.sh            run it (prints how to use it)
 #   scripts/lab.sh --check    start, ping once, exit 0 on success (used by tests/tests/lab_script.rs)
@@ -20,7 +21,7 @@ CHECK=0
 case "${1:-}" in
   --check) CHECK=1 ;;
   "") ;;
-  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--check]" >&2; exit 64 ;;
 esac
 
@@ -45,22 +46,53 @@ done
 
 # --- cleanup: every daemon is its own process group -------------------------------------------
 T="$(mktemp -d /tmp/salt-lab.XXXXXX)"
-PGIDS=()
+PGIDS=()    # the process groups started here (one per daemon)
+NAMES=()    # their names, same order
+SLEEPER=""  # the idle `sleep` of the final wait loop
+# pid_of NAME: the daemon's pid from its pid file (also after a restart with -d), else "".
+pid_of() {
+  local f
+  case "$1" in m1|m2) f="$T/$1/master.pid" ;; minion) f="$T/n/minion.pid" ;; *) return 0 ;; esac
+  if [ -s "$f" ]; then cat "$f" 2>/dev/null || true; fi
+}
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  for g in "${PGIDS[@]}"; do
-    kill -TERM -- "-$g" 2>/dev/null || true
-    kill -CONT -- "-$g" 2>/dev/null || true
+  if [ -n "$SLEEPER" ]; then kill "$SLEEPER" 2>/dev/null || true; fi
+  local i name pid stopped=()
+  # Each daemon: by its pid file (a master restarted with -d has a new pid) and by the
+  # process group started here.
+  for i in "${!NAMES[@]}"; do
+    name=${NAMES[$i]}
+    pid=$(pid_of "$name")
+    if alive "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      kill -CONT "$pid" 2>/dev/null || true
+      stopped+=("$name (pid $pid)")
+    elif kill -0 -- "-${PGIDS[$i]}" 2>/dev/null; then
+      stopped+=("$name (pid ${PGIDS[$i]})")
+    fi
+    kill -TERM -- "-${PGIDS[$i]}" 2>/dev/null || true
+    kill -CONT -- "-${PGIDS[$i]}" 2>/dev/null || true
   done
-  for g in "${PGIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$g" 2>/dev/null || true
+  for i in "${!NAMES[@]}"; do
+    pid=$(pid_of "${NAMES[$i]}")
+    for _ in $(seq 50); do
+      kill -0 -- "-${PGIDS[$i]}" 2>/dev/null || alive "$pid" || break
+      sleep 0.1
+    done
+    kill -KILL -- "-${PGIDS[$i]}" 2>/dev/null || true
+    if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
+  if [ "${#stopped[@]}" -gt 0 ]; then
+    say "lab: stopped ${stopped[*]}"
+  fi
   if [ "${LAB_KEEP:-0}" = 1 ] || { [ "$rc" != 0 ] && [ "$CHECK" = 1 ]; }; then
-    say "lab: kept $T"
+    say "lab: kept $T (configs, keys, logs)"
   else
     rm -rf "$T"
+    say "lab: removed $T"
   fi
   exit "$rc"
 }
@@ -73,6 +105,7 @@ start() {
   local name=$1; shift
   setsid "$@" >"$T/$name.out" 2>&1 </dev/null &
   PGIDS+=("$!")
+  NAMES+=("$name")
 }
 
 # --- ports ------------------------------------------------------------------------------------
@@ -206,6 +239,20 @@ if [ "$CHECK" = 1 ]; then
   exit 0
 fi
 
+# $T/salt: `salt` on the master the minion is on (it is on one at a time): m1, else m2.
+cat >"$T/salt" <<EOF
+#!/usr/bin/env bash
+# salt through the lab master the minion is connected to: m1 first, then m2.
+for m in m1 m2; do
+  out=\$("$BIN/salt" -c "$T/\$m/conf" "\$@" 2>&1); rc=\$?
+  if ! grep -q -e 'Minion did not return' -e 'No return received' -e 'Failed to connect to the Master' <<<"\$out"; then
+    printf '(through %s)\\n%s\\n' "\$m" "\$out"; exit \$rc
+  fi
+done
+printf '%s\\n' "\$out"; exit \$rc
+EOF
+chmod +x "$T/salt"
+
 cat <<EOF
 
 The lab is running (Ctrl-C stops it and removes $T; LAB_KEEP=1 keeps it).
@@ -214,17 +261,25 @@ The lab is running (Ctrl-C stops it and removes $T; LAB_KEEP=1 keeps it).
   minion    $ID (pid $MINION), failover list [127.0.0.1, 127.0.0.2], master_alive_interval $ALIVE s,
             failback on; both masters sign their key with the shared master_sign pair
 
-  run jobs      $BIN/salt -c $T/m1/conf '*' test.ping
-                $BIN/salt -c $T/m2/conf '*' cmd.run 'uname -a'
+  run jobs      $T/salt '*' test.ping
+                $T/salt '*' cmd.run 'uname -a'
+                ($T/salt runs salt on the master the minion is on: m1, else m2; one master
+                directly: $BIN/salt -c $T/m1/conf '*' test.ping)
   keys          $BIN/salt-key -c $T/m1/conf -L        (or -f $ID, -d $ID -y, -a ID -y)
-  see failover  kill -STOP $M1     (freeze m1; or kill -TERM $M1 to stop it), then within ~$((ALIVE + 1)) s:
-                $BIN/salt -c $T/m2/conf '*' test.ping
+  see failover  kill -STOP $M1     (freeze m1), then within ~$((ALIVE + 1)) s the minion is on m2:
+                $T/salt '*' test.ping
                 kill -CONT $M1     (unfreeze: the minion fails back to m1 within ~$((2 * ALIVE)) s)
+  stop, restart kill -TERM $M1     (stop m1), then start it again in the background:
+                $BIN/salt-master -c $T/m1/conf -d
+                (its pid is then in $T/m1/master.pid; Ctrl-C here stops it too)
   logs          $T/m1/master.log  $T/m2/master.log  $T/n/minion.log
                 (console output: $T/m1.out $T/m2.out $T/minion.out)
 EOF
 
+# Idle until Ctrl-C; the cleanup ends this `sleep` too (a background job of a script ignores
+# SIGINT, so it would outlive the lab).
 while true; do
   sleep 3600 &
-  wait $! || true
+  SLEEPER=$!
+  wait "$SLEEPER" || true
 done

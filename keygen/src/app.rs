@@ -46,7 +46,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     };
     if args.version {
         println!(
-            "salt-key {} (salt-rs; Salt 3007 compatible)",
+            "salt-key {} (salt-rs; wire-compatible with Salt 3006, 3007 and 3008)",
             env!("CARGO_PKG_VERSION")
         );
         return 0;
@@ -242,10 +242,11 @@ impl Cli {
 
     fn open_store(&self) -> Result<KeyStore> {
         let pki = &self.cfg.pki_dir;
-        // Refuse (rather than silently chmod) a pki_dir others can read: salt-key is an
-        // operator tool, the master fixes the mode at start as Salt does.
+        // As Salt's verify_env (which the master runs on the same directory): a pki_dir
+        // that is not 0700/0750 is set to 0700; refused, naming the mode, only when that
+        // chmod fails ("Unable to securely set the permissions").
         OpenOptions::new()
-            .fix_permissions(false)
+            .fix_permissions(true)
             .open(pki)
             .map_err(Error::Store)
     }
@@ -470,9 +471,14 @@ impl Cli {
                 .read_line(&mut line)
                 .map_err(|e| Error::io("read answer from", Path::new("<stdin>"), e))?;
             if n == 0 {
-                // Python's input() on EOF; Salt prints this and exits 0 with nothing done.
-                eprintln!("Error: EOF when reading a line");
-                return Ok(0);
+                // Salt prints Python's "Error: EOF when reading a line" and exits 0, which a
+                // script cannot tell from success: say what happened and fail.
+                let _ = writeln!(io::stdout());
+                eprintln!(
+                    "salt-key: no answer to the prompt (standard input is closed): nothing was \
+                     done; add -y to answer yes without a prompt"
+                );
+                return Ok(1);
             }
             let answer = line.trim_end_matches(['\n', '\r']);
             let yes = if answer.is_empty() {

@@ -1,21 +1,20 @@
 //! `salt-master`: parse flags, set up logging, load the config, run until SIGTERM/SIGINT.
 #![forbid(unsafe_code)]
 
-mod logging;
-
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::Parser;
 use salt_config::{LoadOptions, LogFile, MasterConfig};
+use tracing_subscriber::filter::LevelFilter;
 
 /// The Salt master (Rust implementation).
 #[derive(Debug, Parser)]
 #[command(name = "salt-master", version = salt_daemon::process::VERSION)]
 struct Args {
-    /// Configuration directory (reads DIR/master and DIR/master.d/*.conf).
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
-    config_dir: PathBuf,
+    /// Configuration directory (reads DIR/master and DIR/master.d/*.conf) [default:
+    /// /etc/salt]. Given explicitly, DIR/master must exist.
+    #[arg(short = 'c', long = "config-dir")]
+    config_dir: Option<PathBuf>,
     /// Console log level: all, garbage, trace, debug, profile, info, warning, error,
     /// critical, quiet (default: the config's log_level).
     #[arg(short = 'l', long = "log-level")]
@@ -31,27 +30,43 @@ struct Args {
     process: salt_daemon::process::DaemonArgs,
 }
 
-fn level_of(name: &str) -> anyhow::Result<tracing_subscriber::filter::LevelFilter> {
-    use tracing_subscriber::filter::LevelFilter;
-    Ok(match name.to_ascii_lowercase().as_str() {
-        "all" | "garbage" | "trace" => LevelFilter::TRACE,
-        "debug" | "profile" => LevelFilter::DEBUG,
-        "info" => LevelFilter::INFO,
-        "warning" | "warn" => LevelFilter::WARN,
-        "error" | "critical" => LevelFilter::ERROR,
-        "quiet" => LevelFilter::OFF,
-        other => anyhow::bail!("unknown log level {other:?}"),
+/// `-l` / `--log-file-level`: a Salt level name, or exit 64 naming the accepted ones.
+fn level_arg(flag: &str, name: &str) -> LevelFilter {
+    salt_daemon::logging::level_filter(name).unwrap_or_else(|| {
+        eprintln!(
+            "salt-master: {flag}: unknown log level {name:?} (one of {})",
+            salt_daemon::logging::LEVELS
+        );
+        std::process::exit(64);
     })
 }
 
-fn main() -> anyhow::Result<()> {
+fn config_level(l: salt_config::LogLevel) -> LevelFilter {
+    salt_daemon::logging::level_filter(l.as_str()).unwrap_or(LevelFilter::WARN)
+}
+
+fn main() {
     let args = Args::parse();
     if args.process.versions_report {
         print!("{}", salt_daemon::process::versions_report("salt-master"));
-        return Ok(());
+        return;
     }
-    let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone())))
-    {
+    let config_dir = args
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
+    let config_note = match salt_daemon::process::check_config_file(
+        &config_dir,
+        "master",
+        args.config_dir.is_some(),
+    ) {
+        Ok(note) => note,
+        Err(e) => {
+            eprintln!("salt-master: {e}");
+            std::process::exit(78);
+        }
+    };
+    let loaded = match MasterConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l,
         Err(errors) => {
             eprintln!("Invalid master configuration:\n{errors}");
@@ -59,6 +74,33 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let cfg = loaded.config;
+    let console = match &args.log_level {
+        Some(l) => level_arg("-l", l),
+        None => config_level(cfg.log_level),
+    };
+    let file_level = match &args.log_file_level {
+        Some(l) => level_arg("--log-file-level", l),
+        None => config_level(cfg.log_level_logfile.unwrap_or(cfg.log_level)),
+    };
+    // The pid file is the single-instance lock: taken before -d forks, so a second start is
+    // refused on the terminal (Salt: "An instance is already running", exit code 1) and
+    // never touches the running master's pid file.
+    let pidfile = args
+        .process
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cfg.pidfile.clone());
+    let mut pidfile = match salt_daemon::process::PidFile::lock(&pidfile) {
+        Ok(p) => Some(p),
+        Err(e @ salt_daemon::process::ProcessError::AlreadyRunning { .. }) => {
+            eprintln!("salt-master: {e} the Salt Master");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("salt-master: warning: {e}");
+            None
+        }
+    };
     if args.process.daemon {
         // Before any thread exists: only the forking thread survives.
         if let Err(e) = salt_daemon::process::daemonize() {
@@ -66,21 +108,17 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(1);
         }
     }
-    let console = match &args.log_level {
-        Some(l) => level_of(l)?,
-        None => logging::filter(cfg.log_level),
-    };
-    let file_level = match &args.log_file_level {
-        Some(l) => level_of(l)?,
-        None => logging::filter(cfg.log_level_logfile.unwrap_or(cfg.log_level)),
-    };
     let file_path = match (&args.log_file, &cfg.log_file) {
         (Some(p), _) => Some(p.clone()),
         (None, LogFile::Path(p)) => Some(p.clone()),
         _ => None,
     };
-    logging::init(console, file_path.as_deref().map(|p| (p, file_level)));
-    for w in &loaded.warnings {
+    if let Err(e) =
+        salt_daemon::logging::init(console, file_path.as_deref().map(|p| (p, file_level)))
+    {
+        tracing::warn!("{e}");
+    }
+    for w in config_note.iter().chain(&loaded.warnings) {
         tracing::warn!("{w}");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -88,24 +126,22 @@ fn main() -> anyhow::Result<()> {
         .max_blocking_threads(cfg.worker_threads.max(1) as usize + 8)
         .thread_name("salt-master")
         .build()
-        .context("starting the runtime")?;
-    let pidfile = args
-        .process
-        .pid_file
-        .clone()
-        .unwrap_or_else(|| cfg.pidfile.clone());
-    let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            tracing::warn!("{e}");
-            None
-        }
-    };
+        .unwrap_or_else(|e| {
+            tracing::error!("cannot start the runtime: {e}");
+            eprintln!("salt-master: cannot start the runtime: {e}");
+            std::process::exit(1);
+        });
     // systemd (Type=notify): READY=1 once keys are loaded and the ports are bound, STATUS=
     // lines, STOPPING=1 on SIGTERM, WATCHDOG=1 from the runtime when WatchdogSec= is set.
     let notifier = salt_daemon::Notifier::from_env();
     let result = runtime.block_on(async {
         let signals = salt_daemon::shutdown_signal();
+        // The pid goes in once SIGTERM is handled: whoever reads it may signal at once.
+        if let Some(p) = pidfile.as_mut()
+            && let Err(e) = p.write_pid()
+        {
+            tracing::warn!("{e}");
+        }
         let watchdog = tokio::spawn(notifier.watchdog());
         let shutdown = async {
             signals.await;
@@ -153,5 +189,18 @@ fn main() -> anyhow::Result<()> {
         eprintln!("salt-master: {e}");
         std::process::exit(1);
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// packaging/man/salt-master.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            super::Args::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../packaging/man/salt-master.1"),
+        );
+    }
 }

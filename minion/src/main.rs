@@ -2,27 +2,29 @@
 //! logging and signals, then hand over to [`salt_minion_core::driver::run`].
 #![forbid(unsafe_code)]
 
-mod logging;
 mod settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use salt_config::{LoadOptions, LogFile, LogLevel, MinionConfig};
+use salt_config::{LoadOptions, LogFile, MinionConfig};
+use salt_daemon::logging::level_filter;
 use salt_minion_core::driver::{self, RunOutcome};
 use salt_minion_core::startup::step;
+use tracing_subscriber::filter::LevelFilter;
 
 /// Salt's exit code for a configuration error (`EX_USAGE`).
 const EX_USAGE: u8 = 64;
 
-/// The Salt minion (Rust implementation, wire-compatible with Salt 3006/3007).
+/// The Salt minion (Rust implementation, wire-compatible with Salt 3006, 3007 and 3008).
 #[derive(Debug, Parser)]
 #[command(name = "salt-minion", version = salt_daemon::process::VERSION)]
 struct Cli {
-    /// Configuration directory (holds `minion` and `minion.d/`).
-    #[arg(short = 'c', long = "config-dir", default_value = salt_config::DEFAULT_CONFIG_DIR)]
-    config_dir: PathBuf,
+    /// Configuration directory (holds `minion` and `minion.d/`) [default: /etc/salt].
+    /// Given explicitly, DIR/minion must exist.
+    #[arg(short = 'c', long = "config-dir")]
+    config_dir: Option<PathBuf>,
     /// Console log level: all, garbage, trace, debug, profile, info, warning, error,
     /// critical, quiet.
     #[arg(short = 'l', long = "log-level")]
@@ -41,29 +43,28 @@ struct Cli {
     process: salt_daemon::process::DaemonArgs,
 }
 
-fn parse_level(s: &str) -> Option<LogLevel> {
-    Some(match s.to_ascii_lowercase().as_str() {
-        "all" => LogLevel::All,
-        "garbage" => LogLevel::Garbage,
-        "trace" => LogLevel::Trace,
-        "debug" => LogLevel::Debug,
-        "profile" => LogLevel::Profile,
-        "info" => LogLevel::Info,
-        "warning" | "warn" => LogLevel::Warning,
-        "error" => LogLevel::Error,
-        "critical" => LogLevel::Critical,
-        "quiet" => LogLevel::Quiet,
-        _ => return None,
-    })
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.process.versions_report {
         print!("{}", salt_daemon::process::versions_report("salt-minion"));
         return ExitCode::SUCCESS;
     }
-    let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(cli.config_dir.clone()))) {
+    let config_dir = cli
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
+    let config_note = match salt_daemon::process::check_config_file(
+        &config_dir,
+        "minion",
+        cli.config_dir.is_some(),
+    ) {
+        Ok(note) => note,
+        Err(e) => {
+            eprintln!("salt-minion: {e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    let loaded = match MinionConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l,
         Err(errors) => {
             eprintln!("{errors}");
@@ -71,6 +72,53 @@ fn main() -> ExitCode {
         }
     };
     let cfg = loaded.config;
+    let config_level =
+        |l: salt_config::LogLevel| level_filter(l.as_str()).unwrap_or(LevelFilter::WARN);
+    let console = match cli.log_level.as_deref() {
+        Some(l) => match level_filter(l) {
+            Some(l) => l,
+            None => {
+                eprintln!(
+                    "salt-minion: -l: unknown log level {l:?} (one of {})",
+                    salt_daemon::logging::LEVELS
+                );
+                return ExitCode::from(EX_USAGE);
+            }
+        },
+        None => config_level(cfg.log_level),
+    };
+    let file_level = match cli.log_file_level.as_deref() {
+        Some(l) => match level_filter(l) {
+            Some(l) => l,
+            None => {
+                eprintln!(
+                    "salt-minion: --log-file-level: unknown log level {l:?} (one of {})",
+                    salt_daemon::logging::LEVELS
+                );
+                return ExitCode::from(EX_USAGE);
+            }
+        },
+        None => cfg.log_level_logfile.map_or(console, config_level),
+    };
+    // The pid file is the single-instance lock: taken before -d forks, so a second start is
+    // refused on the terminal (Salt: "An instance is already running", exit code 1) before
+    // it could sign in as the same id and run every job twice.
+    let pidfile = cli
+        .process
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cfg.pidfile.clone());
+    let mut pidfile = match salt_daemon::process::PidFile::lock(&pidfile) {
+        Ok(p) => Some(p),
+        Err(e @ salt_daemon::process::ProcessError::AlreadyRunning { .. }) => {
+            eprintln!("salt-minion: {e} the Salt Minion");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("salt-minion: warning: {e}");
+            None
+        }
+    };
     if cli.process.daemon {
         // Before any thread exists: only the forking thread survives.
         if let Err(e) = salt_daemon::process::daemonize() {
@@ -78,37 +126,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let console = match cli.log_level.as_deref() {
-        Some(l) => match parse_level(l) {
-            Some(l) => l,
-            None => {
-                eprintln!("salt-minion: invalid log level {l:?}");
-                return ExitCode::from(EX_USAGE);
-            }
-        },
-        None => cfg.log_level,
-    };
-    let file_level = cli
-        .log_file_level
-        .as_deref()
-        .and_then(parse_level)
-        .or(cfg.log_level_logfile)
-        .unwrap_or(console);
     let log_path = match (&cli.log_file, &cfg.log_file) {
         (Some(p), _) => Some(p.clone()),
         (None, LogFile::Path(p)) => Some(p.clone()),
         _ => None,
     };
-    if let Err(e) = logging::init(
-        logging::filter(console),
-        log_path
-            .as_deref()
-            .map(|p| (p, logging::filter(file_level))),
-    ) {
-        eprintln!("salt-minion: cannot open the log file: {e}");
+    if let Err(e) =
+        salt_daemon::logging::init(console, log_path.as_deref().map(|p| (p, file_level)))
+    {
+        tracing::error!("{e}");
+        eprintln!("salt-minion: {e}");
         return ExitCode::from(EX_USAGE);
     }
-    for w in &loaded.warnings {
+    for w in config_note.iter().chain(&loaded.warnings) {
         tracing::warn!("{w}");
     }
     let _ = cli.disable_keepalive;
@@ -137,19 +167,6 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
             return ExitCode::FAILURE;
-        }
-    };
-    step("write the pid file");
-    let pidfile = cli
-        .process
-        .pid_file
-        .clone()
-        .unwrap_or_else(|| cfg.pidfile.clone());
-    let pidfile = match salt_daemon::process::PidFile::create(&pidfile) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            tracing::warn!("{e}");
-            None
         }
     };
     // -u USER: hand pki_dir, cachedir and the log file over, then drop root (the minion
@@ -183,6 +200,12 @@ fn main() -> ExitCode {
     step("install signal handlers");
     let outcome = rt.block_on(async {
         let signals = salt_daemon::shutdown_signal();
+        // The pid goes in once SIGTERM is handled: whoever reads it may signal at once.
+        if let Some(p) = pidfile.as_mut()
+            && let Err(e) = p.write_pid()
+        {
+            tracing::warn!("{e}");
+        }
         let watchdog = tokio::spawn(notifier.watchdog());
         // Opt-in Prometheus endpoint (metrics_port), on metrics_host (127.0.0.1 by default).
         let mut metrics_task = None;
@@ -220,5 +243,19 @@ fn main() -> ExitCode {
             tracing::error!("{e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// packaging/man/salt-minion.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            super::Cli::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../packaging/man/salt-minion.1"),
+        );
     }
 }

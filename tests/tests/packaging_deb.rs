@@ -45,6 +45,8 @@ const PKGS: [Pkg; 3] = [
                 "-rw-r--r--",
             ),
             ("./usr/share/doc/salt-rs-master/copyright", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt-master.1.gz", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt.1.gz", "-rw-r--r--"),
         ],
     },
     Pkg {
@@ -59,6 +61,7 @@ const PKGS: [Pkg; 3] = [
                 "-rw-r--r--",
             ),
             ("./usr/share/doc/salt-rs-minion/copyright", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt-minion.1.gz", "-rw-r--r--"),
         ],
     },
     Pkg {
@@ -71,6 +74,7 @@ const PKGS: [Pkg; 3] = [
                 "-rw-r--r--",
             ),
             ("./usr/share/doc/salt-rs-key/copyright", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt-key.1.gz", "-rw-r--r--"),
         ],
     },
 ];
@@ -282,7 +286,7 @@ fn debian_packages() {
         ("salt-master", format!("salt-master {VERSION} (salt-rs;")),
         ("salt-minion", format!("salt-minion {VERSION} (salt-rs;")),
         ("salt-key", format!("salt-key {VERSION} (salt-rs;")),
-        ("salt", format!("salt {VERSION}")),
+        ("salt", format!("salt {VERSION} (salt-rs;")),
     ] {
         let out = run(Command::new(fs_root.join("usr/bin").join(bin)).arg("--version"));
         assert!(out.starts_with(&version), "{bin} --version: {out}");

@@ -13,7 +13,8 @@
 //!
 //! Like linkerd's env loader, every option is parsed and **every** problem is reported
 //! (file, line when known, option, what is wrong) before failing once with
-//! [`ConfigErrors`]. Options salt-rs does not implement are warnings, not errors.
+//! [`ConfigErrors`]. Options salt-rs does not implement are warnings, not errors; so are keys
+//! Salt does not know either (typos: the warning names the nearest known option).
 //!
 //! This crate does not create directories, check permissions, resolve host names or read
 //! the environment (except through [`LoadOptions::from_system`]).
@@ -24,6 +25,7 @@
 use std::path::{Path, PathBuf};
 
 mod error;
+mod known;
 mod master;
 mod minion;
 mod node;
@@ -174,7 +176,11 @@ pub fn render_markdown() -> String {
          are prefixed with `root_dir` as Salt does; when not running as root the default \
          `root_dir` is `$HOME/.salt-rs/master` (or `minion`).\n\n\
          Every invalid option is reported (file, line, option, problem) before the daemon \
-         exits; options salt-rs does not implement produce a warning and are ignored.\n",
+         exits; options salt-rs does not implement produce a warning and are ignored. A key \
+         that is not a Salt option at all is reported as an unknown option with the nearest \
+         known name (`interfce`: did you mean `interface`?) and ignored: a \
+         warning, not an error, since Salt ignores such keys and some sites keep their own \
+         keys in these files for `config.get`.\n",
     );
     for (title, table) in [
         ("salt-master", MasterConfig::option_table()),

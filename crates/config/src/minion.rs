@@ -269,7 +269,7 @@ impl MinionConfig {
     fn from_sources(sources: Sources, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
         let mut reader = Reader::new(&sources);
         let config = Self::read(&mut reader, opts);
-        let (errors, warnings) = reader.finish();
+        let (errors, warnings) = reader.finish(ROLE);
         let mut all_errors = sources.errors;
         all_errors.extend(errors);
         let mut all_warnings = sources.warnings;

@@ -127,14 +127,27 @@ impl<'a> Reader<'a> {
         &self.asked
     }
 
-    /// Warns once per option nobody asked for, and returns errors and warnings.
-    pub(crate) fn finish(mut self) -> (Vec<ConfigError>, Vec<String>) {
+    /// Warns once per option nobody asked for, and returns errors and warnings. A key Salt
+    /// knows for `role` is "not implemented"; a key Salt does not know either is a typo,
+    /// reported with the nearest known name. Keys with a dot (`mysql.host`) configure
+    /// modules and are not checked against Salt's list.
+    pub(crate) fn finish(mut self, role: &str) -> (Vec<ConfigError>, Vec<String>) {
         for entry in self.entries {
-            if !self.asked.contains(&entry.key.as_str()) {
+            let key = entry.key.as_str();
+            if self.asked.contains(&key) {
+                continue;
+            }
+            let at = crate::error::Where(&entry.file, entry.node.line);
+            if key.contains('.') || crate::known::is_salt_option(role, key) {
                 self.warnings.push(format!(
-                    "{}: option `{}` is not implemented by salt-rs; ignored",
-                    crate::error::Where(&entry.file, entry.node.line),
-                    entry.key
+                    "{at}: option `{key}` is not implemented by salt-rs; ignored"
+                ));
+            } else {
+                let hint = crate::known::nearest(key, &self.asked, role)
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default();
+                self.warnings.push(format!(
+                    "{at}: unknown option `{key}`{hint}: Salt {role} has no such option; ignored"
                 ));
             }
         }

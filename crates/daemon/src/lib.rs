@@ -7,10 +7,13 @@
 //! sets `WatchdogSec=`. Without `$NOTIFY_SOCKET` (not under systemd) every call is a no-op.
 //!
 //! [`process`]: `-d` (daemonize), `--pid-file` and `--versions-report`.
+//! [`logging`]: Salt's console and log-file layouts, one scheme for both daemons.
 //! [`metrics_http`]: the `GET /metrics` responder of the opt-in Prometheus endpoints.
 #![forbid(unsafe_code)]
 
+pub mod logging;
 pub mod metrics_http;
+mod pidfile;
 pub mod process;
 
 use std::time::Duration;
@@ -141,5 +144,34 @@ mod tests {
         assert_eq!(watchdog_interval_from(Some("0"), None, 7), None);
         assert_eq!(watchdog_interval_from(Some("x"), None, 7), None);
         assert_eq!(watchdog_interval_from(None, None, 7), None);
+    }
+}
+
+/// The man pages in `packaging/man/`, generated from the binaries' clap definitions.
+#[cfg(feature = "man")]
+pub mod man {
+    use std::path::Path;
+
+    /// Renders `cmd` with clap_mangen and compares it with the committed `path`; with
+    /// `UPDATE_MAN=1` in the environment writes it instead. Panics (a test failure) naming
+    /// the regeneration command when they differ.
+    pub fn check(cmd: clap::Command, path: &Path) {
+        let mut page = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut page) {
+            panic!("rendering {}: {e}", path.display());
+        }
+        if std::env::var_os("UPDATE_MAN").is_some() {
+            if let Err(e) = std::fs::write(path, &page) {
+                panic!("writing {}: {e}", path.display());
+            }
+            return;
+        }
+        let committed = std::fs::read(path).unwrap_or_default();
+        assert!(
+            committed == page,
+            "{} is stale: regenerate the man pages with \
+             UPDATE_MAN=1 cargo test -p salt-master -p salt-minion -p salt-key man_page",
+            path.display()
+        );
     }
 }

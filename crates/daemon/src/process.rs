@@ -1,8 +1,9 @@
 //! Process conventions shared by the daemons: `-d` (daemonize), `--pid-file`, and
 //! `--versions-report`, as Salt's daemons offer them.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+pub use crate::pidfile::PidFile;
 
 /// The process flags both daemons take, as Salt's (`#[command(flatten)]` into a binary's
 /// arguments).
@@ -35,6 +36,18 @@ pub enum ProcessError {
         /// Why.
         source: std::io::Error,
     },
+    /// Another process holds the pid file's lock: Salt's "An instance is already running".
+    #[error(
+        "An instance is already running{}: {} is locked. Exiting",
+        pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+        path.display()
+    )]
+    AlreadyRunning {
+        /// The pid file.
+        path: PathBuf,
+        /// The pid written in it, if readable.
+        pid: Option<u32>,
+    },
     /// Detaching from the terminal failed.
     #[error("cannot daemonize: {0}")]
     Daemonize(nix::Error),
@@ -48,54 +61,30 @@ pub fn daemonize() -> Result<(), ProcessError> {
     nix::unistd::daemon(false, false).map_err(ProcessError::Daemonize)
 }
 
-/// A pid file holding this process's id, removed when dropped (a clean exit).
-#[derive(Debug)]
-pub struct PidFile {
-    path: PathBuf,
-}
-
-impl PidFile {
-    /// Write `path` (atomically: a temporary file renamed over it, mode 0644), creating the
-    /// parent directory if needed.
-    pub fn create(path: &Path) -> Result<Self, ProcessError> {
-        let err = |source| ProcessError::PidFile {
-            path: path.to_path_buf(),
-            source,
-        };
-        let dir = path.parent().unwrap_or_else(|| Path::new("."));
-        std::fs::create_dir_all(dir).map_err(err)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".pid")
-            .tempfile_in(dir)
-            .map_err(err)?;
-        writeln!(tmp, "{}", std::process::id()).map_err(err)?;
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))
-                .map_err(err)?;
-        }
-        tmp.persist(path).map_err(|e| err(e.error))?;
-        Ok(PidFile {
-            path: path.to_path_buf(),
-        })
+/// What to say about a missing configuration: `Err` (the daemon must exit) when `-c DIR` was
+/// given explicitly and `DIR/<role>` does not exist, a warning when the default directory
+/// has no file (Salt then runs on its defaults, as we do), `None` when the file exists.
+pub fn check_config_file(dir: &Path, role: &str, explicit: bool) -> Result<Option<String>, String> {
+    let file = dir.join(role);
+    if file.is_file() {
+        return Ok(None);
     }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for PidFile {
-    fn drop(&mut self) {
-        // Only our own pid file: another instance may have replaced it meanwhile.
-        let ours = std::fs::read_to_string(&self.path)
-            .ok()
-            .is_some_and(|s| s.trim() == std::process::id().to_string());
-        if ours {
-            let _ = std::fs::remove_file(&self.path);
-        }
+    let why = if dir.is_dir() {
+        format!("{} does not exist", file.display())
+    } else {
+        format!(
+            "the configuration directory {} does not exist",
+            dir.display()
+        )
+    };
+    if explicit {
+        Err(format!(
+            "{why} (given with -c); create it (an empty file runs on Salt's defaults) or fix the path"
+        ))
+    } else {
+        Ok(Some(format!(
+            "{why}: running on Salt's defaults (give the directory with -c DIR)"
+        )))
     }
 }
 
@@ -157,24 +146,6 @@ pub fn versions_report(program: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pid_file_holds_our_pid_and_goes_away_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run/salt-minion.pid");
-        let pf = PidFile::create(&path).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(pf.path()).unwrap(),
-            format!("{}\n", std::process::id())
-        );
-        drop(pf);
-        assert!(!path.exists());
-        // Someone else's pid file is left alone.
-        let pf = PidFile::create(&path).unwrap();
-        std::fs::write(&path, "1\n").unwrap();
-        drop(pf);
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\n");
-    }
 
     #[test]
     fn versions_report_has_salts_sections() {

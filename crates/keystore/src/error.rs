@@ -33,9 +33,15 @@ pub enum KeyStoreError {
         reason: String,
     },
 
-    /// `pki_dir` is accessible by other users and its mode could not be set to 0700.
+    /// `pki_dir` is accessible by other users and its mode was not (or could not be) set
+    /// to 0700.
     #[error(
-        "{path}: pki_dir has mode {mode:04o}; it must be 0700 (0750 tolerated) and could not be changed",
+        "{path}: pki_dir has mode {mode:04o}; it must be 0700 (0750 tolerated): {}",
+        if *.tried {
+            "Unable to securely set the permissions (chmod 0700 failed; fix the owner or mode)"
+        } else {
+            "left as is (chmod 0700 it)"
+        },
         path = .path.display()
     )]
     InsecurePkiDir {
@@ -43,6 +49,8 @@ pub enum KeyStoreError {
         path: PathBuf,
         /// Its permission bits.
         mode: u32,
+        /// Whether setting 0700 was tried (and failed).
+        tried: bool,
     },
 
     /// A path that must be a directory (pki_dir or one of its key dirs) is something else.

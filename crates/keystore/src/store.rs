@@ -1170,17 +1170,18 @@ fn prepare_pki_dir(path: &Path, fix: bool) -> Result<()> {
     }
     let mode = meta.permissions().mode() & 0o7777;
     if mode != 0o700 && mode != 0o750 {
-        let insecure = || KeyStoreError::InsecurePkiDir {
+        let insecure = |tried| KeyStoreError::InsecurePkiDir {
             path: path.to_owned(),
             mode,
+            tried,
         };
         if !fix {
-            return Err(insecure());
+            return Err(insecure(false));
         }
         if fs::set_permissions(path, fs::Permissions::from_mode(PKI_DIR_MODE)).is_err()
             && mode & 0o007 != 0
         {
-            return Err(insecure());
+            return Err(insecure(true));
         }
     }
     // Prove we can list it, so a permission problem is reported here, naming the path.

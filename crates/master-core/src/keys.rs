@@ -84,6 +84,32 @@ impl std::fmt::Debug for MasterKeys {
     }
 }
 
+/// An existing private key others may read (group or other bits set, e.g. 0644 after a
+/// copy) is set to 0400, as Salt writes it, with a warning; refused when that fails.
+fn secure_private_key(path: &Path) -> Result<(), KeyError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(()); // absent: generated with 0400
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(files::PRIVATE_KEY_MODE))
+        .map_err(|source| KeyError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::new(
+                source.kind(),
+                format!("private key has mode {mode:04o} (readable by others) and chmod 0400 failed: {source}"),
+            ),
+        })?;
+    tracing::warn!(
+        "{} had mode {mode:04o} (readable by others): set to 0400 as Salt creates it",
+        path.display()
+    );
+    Ok(())
+}
+
 fn pki_err(path: &Path) -> impl FnOnce(salt_pki::Error) -> KeyError + '_ {
     move |source| KeyError::Pki {
         path: path.to_owned(),
@@ -96,6 +122,7 @@ impl MasterKeys {
     pub fn load(cfg: &MasterConfig) -> Result<Self, KeyError> {
         let dir = &cfg.pki_dir;
         let pem = dir.join("master.pem");
+        secure_private_key(&pem)?;
         let key = files::load_or_generate(dir, "master", cfg.keysize).map_err(pki_err(&pem))?;
         let pub_path = dir.join("master.pub");
         let pub_text = std::fs::read_to_string(&pub_path).map_err(|source| KeyError::Io {
@@ -171,5 +198,28 @@ impl MasterKeys {
                 Ok(Some(sig))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod secure_key_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_private_key_readable_by_others_is_set_to_0400() {
+        let dir = tempfile::tempdir().unwrap();
+        let pem = dir.path().join("master.pem");
+        std::fs::write(&pem, "x").unwrap();
+        std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o644)).unwrap();
+        secure_private_key(&pem).unwrap();
+        let mode = std::fs::metadata(&pem).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o400);
+        // 0600 is left alone, an absent key is fine.
+        std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o600)).unwrap();
+        secure_private_key(&pem).unwrap();
+        let mode = std::fs::metadata(&pem).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        secure_private_key(&dir.path().join("none.pem")).unwrap();
     }
 }

@@ -1,4 +1,4 @@
-//! salt-master-core: the master daemon's services, wire-compatible with Salt 3006/3007.
+//! salt-master-core: the master daemon's services, wire-compatible with Salt 3006, 3007 and 3008.
 //!
 //! Layout:
 //! * [`server`]: [`run`]`(config, shutdown)`: sockets, worker pool, maintenance, shutdown.

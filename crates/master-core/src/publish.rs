@@ -74,11 +74,35 @@ pub fn publish(shared: &Shared, publisher: &Publisher, job: &Job) -> Result<(), 
         publisher.publish(vec![salt_proto::encode(&Value::Map(payload))])?;
         shared.metrics.publishes.inc();
         tracing::info!(
-            "Published job {} ({}) to {:?}",
+            "Published job {} ({}) to {} {}",
             job.jid,
             job.fun,
-            job.tgt.to_string()
+            job.tgt_type,
+            target_text(&job.tgt)
         );
         Ok(())
     })
+}
+
+/// The target for log lines: a string as written (`web*`), a list as `a,b`.
+fn target_text(tgt: &Value) -> String {
+    match tgt {
+        Value::String(s) => s.as_str().unwrap_or_default().to_owned(),
+        Value::Array(items) => items.iter().map(target_text).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod target_text_tests {
+    use super::*;
+
+    #[test]
+    fn targets_print_once_quoted_or_not_at_all() {
+        assert_eq!(target_text(&Value::from("*")), "*");
+        assert_eq!(
+            target_text(&Value::Array(vec![Value::from("a"), Value::from("b")])),
+            "a,b"
+        );
+    }
 }

@@ -806,10 +806,20 @@ impl FailoverState {
         let label = self.labels[idx].clone();
         match failure {
             Failure::Timeout | Failure::Error if attempt < self.cfg.auth_tries => {
+                // Salt's line, with the port and why: ZeroMQ retries a refused connection
+                // quietly, so "refused" and "down" show as no answer in time.
+                let why = match failure {
+                    Failure::Timeout => format!(
+                        "no answer within {}s: is the master running and port {} reachable?",
+                        secs(self.cfg.auth_timeout),
+                        self.cfg.masters[idx].port
+                    ),
+                    _ => "the request failed (the error is logged above)".to_owned(),
+                };
                 let msg = format!(
-                    "Attempt to authenticate with the salt master {label} failed (try {attempt} \
-                     of {}), retrying",
-                    self.cfg.auth_tries
+                    "Attempt to authenticate with the salt master {} failed (try {attempt} \
+                     of {}): {why}; retrying",
+                    self.cfg.masters[idx], self.cfg.auth_tries
                 );
                 self.log(Level::WARN, msg);
                 self.sign_in(idx, attempt + 1, now);

@@ -327,17 +327,27 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
             }
         }
         "sys.list_functions" => CallOutcome::ok(list_functions(&args.args)),
-        "sys.list_modules" => {
-            let mut mods: Vec<&str> = FUNCTIONS
-                .iter()
-                .filter_map(|f| f.split_once('.').map(|(m, _)| m))
-                .collect();
-            mods.sort_unstable();
-            mods.dedup();
-            CallOutcome::ok(Value::Array(mods.into_iter().map(Value::from).collect()))
-        }
-        _ => CallOutcome::error(format!("'{fun}' is not available.")),
+        "sys.list_modules" => CallOutcome::ok(Value::Array(
+            list_modules().into_iter().map(Value::from).collect(),
+        )),
+        // Salt's words first (tools match them), then what there is.
+        _ => CallOutcome::error(format!(
+            "'{fun}' is not available. This salt-rs minion has the modules {} \
+             (sys.list_functions lists their functions).",
+            list_modules().join(", ")
+        )),
     }
+}
+
+/// `sys.list_modules`: the modules of [`FUNCTIONS`], sorted.
+fn list_modules() -> Vec<&'static str> {
+    let mut mods: Vec<&str> = FUNCTIONS
+        .iter()
+        .filter_map(|f| f.split_once('.').map(|(m, _)| m))
+        .collect();
+    mods.sort_unstable();
+    mods.dedup();
+    mods
 }
 
 fn grain_keys(grains: &Value) -> Value {
@@ -714,7 +724,15 @@ mod tests {
     #[tokio::test]
     async fn unknown_function_and_listing() {
         let out = run("foo.bar", vec![]).await;
-        assert_eq!(out.ret, Value::from("'foo.bar' is not available."));
+        let msg = out.ret.as_str().unwrap();
+        assert!(msg.starts_with("'foo.bar' is not available. "), "{msg}");
+        assert!(
+            msg.contains(&format!(
+                "has the modules {} (sys.list_functions",
+                list_modules().join(", ")
+            )),
+            "{msg}"
+        );
         assert_eq!(out.retcode, 1);
         assert_eq!(out.out, Some("nested"));
         let l = run("sys.list_functions", vec![Value::from("test")])

@@ -683,3 +683,23 @@ fn slow_but_healthy_master_is_never_left() {
     );
     assert_eq!(sim.st.current_master(), Some(0));
 }
+
+/// The retry line names the master's port and why the attempt failed.
+#[test]
+fn auth_retry_line_names_the_port_and_the_reason() {
+    let master = FakeMaster::accept().at(s(0), Health::BlackHole);
+    let mut sim = Sim::new(single_cfg(), vec![master], 1);
+    sim.run_until(s(120)).unwrap();
+    let want = "Attempt to authenticate with the salt master 172.16.0.10:4506 failed (try 1 of 2): \
+                no answer within";
+    assert!(
+        sim.first_log_after(s(0), want).is_some(),
+        "{:#?}",
+        sim.logs()
+    );
+    assert!(
+        sim.first_log_after(s(0), "port 4506 reachable?").is_some(),
+        "{:#?}",
+        sim.logs()
+    );
+}

@@ -20,11 +20,12 @@ use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
 #[derive(Debug, Parser)]
-#[command(name = "salt", version)]
+#[command(name = "salt", version = salt_daemon::process::VERSION)]
 struct Args {
-    /// Configuration directory of the master.
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
-    config_dir: PathBuf,
+    /// Configuration directory of the master [default: /etc/salt]. Given explicitly,
+    /// DIR/master must exist.
+    #[arg(short = 'c', long = "config-dir")]
+    config_dir: Option<PathBuf>,
     /// Seconds to wait for returns.
     #[arg(short = 't', long = "timeout", default_value_t = 5)]
     timeout: u64,
@@ -119,8 +120,128 @@ fn no_response(jid: &str) -> String {
     )
 }
 
+/// Salt's `salt` flags salt-rs does not support yet, with the Salt feature each one needs.
+/// Checked before clap, so the user reads the feature's name rather than clap's
+/// "unexpected argument". Remove a row when its feature lands.
+const UNSUPPORTED: &[(&[&str], &str)] = &[
+    (&["-C", "--compound"], "compound targeting"),
+    (&["-N", "--nodegroup"], "nodegroup targeting"),
+    (&["-S", "--ipcidr"], "subnet (ipcidr) targeting"),
+    (&["-I", "--pillar"], "pillar targeting"),
+    (&["-J", "--pillar-pcre"], "pillar PCRE targeting"),
+    (&["-P", "--grain-pcre"], "grain PCRE targeting"),
+    (&["-R", "--range"], "range targeting"),
+    (&["--subset"], "subset targeting"),
+    (
+        &[
+            "-b",
+            "--batch",
+            "--batch-size",
+            "--batch-wait",
+            "--batch-safe-limit",
+            "--batch-safe-size",
+        ],
+        "batch execution",
+    ),
+    (&["--async"], "asynchronous jobs (--async)"),
+    (&["-v", "--verbose"], "verbose job output (-v)"),
+    (&["--show-jid"], "printing the job id (--show-jid)"),
+    (&["-p", "--progress"], "the progress bar (-p)"),
+    (
+        &[
+            "-a",
+            "--auth",
+            "--eauth",
+            "--external-auth",
+            "-T",
+            "--make-token",
+        ],
+        "external authentication (eauth)",
+    ),
+    (
+        &["-d", "--doc", "--documentation"],
+        "function documentation (-d, sys.doc)",
+    ),
+    (
+        &[
+            "--state-output",
+            "--state_output",
+            "--state-verbose",
+            "--state_verbose",
+        ],
+        "states and their output",
+    ),
+    (
+        &[
+            "--return_config",
+            "--return-config",
+            "--return_kwargs",
+            "--return-kwargs",
+        ],
+        "returner options",
+    ),
+    (
+        &[
+            "--failhard",
+            "--summary",
+            "--hide-timeout",
+            "--preview-target",
+            "--metadata",
+            "--output-diff",
+        ],
+        "this job output option",
+    ),
+    (
+        &["--module-executors", "--executor-opts"],
+        "module executors",
+    ),
+];
+
+/// The first unsupported flag in `argv` (before a `--`) and its feature, as a message.
+fn unsupported_flag(argv: &[String]) -> Option<String> {
+    for a in argv.iter().skip(1) {
+        if a == "--" {
+            return None;
+        }
+        if !a.starts_with('-') {
+            continue;
+        }
+        for (flags, feature) in UNSUPPORTED {
+            for f in *flags {
+                // `--batch=10`, `-b10`, `-b 10`: the flag and its value.
+                let hit = a == f
+                    || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
+                    || (f.len() == 2
+                        && !f.starts_with("--")
+                        && a.starts_with(f)
+                        && !a.starts_with("--"));
+                if hit {
+                    return Some(format!(
+                        "salt: {f}: {feature} is not supported yet by salt-rs (see docs/migration.md, Known differences)"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    if let Some(msg) = unsupported_flag(&argv) {
+        eprintln!("{msg}");
+        return ExitCode::from(2);
+    }
     let args = Args::parse();
+    if !args.returner.is_empty() {
+        // Salt's minions load the named returner module; ours have none yet.
+        eprintln!(
+            "salt: --return={}: returner '{}' is not available: salt-rs minions have no returners yet",
+            args.returner,
+            args.returner.split(',').next().unwrap_or_default()
+        );
+        return ExitCode::from(2);
+    }
     let Some(format) = OutputFormat::from_name(&args.out) else {
         eprintln!(
             "salt: unknown outputter {:?} (nested, json, yaml, txt, raw)",
@@ -145,7 +266,20 @@ fn main() -> ExitCode {
             }
         },
     };
-    let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone()))) {
+    let config_dir = args
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
+    match salt_daemon::process::check_config_file(&config_dir, "master", args.config_dir.is_some())
+    {
+        Ok(None) => {}
+        Ok(Some(warning)) => eprintln!("salt: warning: {warning}"),
+        Err(e) => {
+            eprintln!("salt: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(config_dir))) {
         Ok(l) => l.config,
         Err(e) => {
             eprintln!("Invalid master configuration:\n{e}");
@@ -213,6 +347,14 @@ async fn run(
 ) -> ExitCode {
     let mut stream = match tokio::net::UnixStream::connect(&sock).await {
         Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            eprintln!(
+                "salt: permission denied on the master's socket {}: run salt as the master's \
+                 user (or root), or let this user in as Salt's publisher_acl allows ({e})",
+                sock.display()
+            );
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!(
                 "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
@@ -370,6 +512,40 @@ mod tests {
         assert!(!p.shown, "not drawn when off");
         p.expect(None);
         assert_eq!(p.line(), "[1/?] waiting for returns...");
+    }
+
+    /// packaging/man/salt.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            Args::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/man/salt.1"),
+        );
+    }
+
+    #[test]
+    fn unsupported_flags_name_their_feature() {
+        let argv = |a: &[&str]| {
+            std::iter::once("salt")
+                .chain(a.iter().copied())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        let m = unsupported_flag(&argv(&["-C", "G@os:Debian and web*", "test.ping"])).unwrap();
+        assert!(
+            m.contains("-C: compound targeting is not supported yet"),
+            "{m}"
+        );
+        let m = unsupported_flag(&argv(&["--batch=10", "*", "test.ping"])).unwrap();
+        assert!(m.contains("batch execution"), "{m}");
+        let m = unsupported_flag(&argv(&["-b10", "*", "test.ping"])).unwrap();
+        assert!(m.contains("batch execution"), "{m}");
+        assert!(unsupported_flag(&argv(&["--async", "*", "test.ping"])).is_some());
+        assert!(unsupported_flag(&argv(&["-v", "*", "test.ping"])).is_some());
+        assert_eq!(unsupported_flag(&argv(&["-L", "a,b", "test.ping"])), None);
+        assert_eq!(unsupported_flag(&argv(&["*", "cmd.run", "ls -N"])), None);
+        assert_eq!(unsupported_flag(&argv(&["--", "*", "cmd.run", "-v"])), None);
     }
 
     #[test]
