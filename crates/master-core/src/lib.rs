@@ -17,6 +17,7 @@ pub mod aes;
 pub mod convert;
 pub mod jid;
 pub mod jobs;
+pub mod jobs_clean;
 pub mod keys;
 pub mod local;
 pub mod local_server;

@@ -542,6 +542,10 @@ fn handle_return(shared: &Shared, id: &str, mut load: Value) {
         Some(j) => j.to_owned(),
     };
     shared.metrics.returns.inc();
+    if !shared.cfg.job_cache {
+        shared.jobs.deliver(&jid, id, &load);
+        return;
+    }
     match shared.jobs.store_return(&jid, id, &load) {
         Ok(()) => tracing::debug!("Got return from {id} for job {jid}"),
         Err(e) => {
