@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod channel;
+pub mod cmdmod;
 pub mod driver;
 pub mod failover;
 pub mod grains;
