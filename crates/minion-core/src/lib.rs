@@ -18,3 +18,4 @@ pub mod metrics;
 pub mod modules;
 pub mod net;
 pub mod rekey;
+pub mod running;

@@ -27,6 +27,13 @@ pub const FUNCTIONS: &[&str] = &[
     "grains.item",
     "grains.items",
     "grains.ls",
+    "saltutil.find_job",
+    "saltutil.kill_all_jobs",
+    "saltutil.kill_job",
+    "saltutil.running",
+    "saltutil.signal_job",
+    "saltutil.term_all_jobs",
+    "saltutil.term_job",
     "sys.list_functions",
     "sys.list_modules",
     "test.arg",
@@ -59,7 +66,7 @@ pub struct CallOutcome {
 }
 
 impl CallOutcome {
-    fn ok(ret: Value) -> Self {
+    pub(crate) fn ok(ret: Value) -> Self {
         Self {
             ret,
             retcode: 0,
@@ -128,7 +135,7 @@ impl Args {
     }
 
     /// Bind parameter `name` at position `pos`: positional first, then keyword.
-    fn param(&self, pos: usize, name: &str) -> Option<&Value> {
+    pub(crate) fn param(&self, pos: usize, name: &str) -> Option<&Value> {
         self.args.get(pos).or_else(|| self.kw(name))
     }
 }
@@ -319,6 +326,16 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
                 retcode: 0,
                 out: Some("nested"),
             }
+        }
+        "saltutil.running"
+        | "saltutil.find_job"
+        | "saltutil.signal_job"
+        | "saltutil.term_job"
+        | "saltutil.kill_job"
+        | "saltutil.term_all_jobs"
+        | "saltutil.kill_all_jobs" => {
+            let current = map_lookup(job, "jid").map(text);
+            crate::running::call(fun, &args, current.as_deref())
         }
         "sys.list_functions" => CallOutcome::ok(list_functions(&args.args)),
         "sys.list_modules" => {

@@ -342,6 +342,7 @@ async fn execute(p: &Plan) -> std::io::Result<Ran> {
     let mut child = command.spawn()?;
     drop(command); // our copies of the write ends: the reader sees EOF when the group exits
     let pid = child.id().unwrap_or(0);
+    let mut group = GroupKill(i32::try_from(pid).ok().filter(|p| *p > 0));
     if let (Some(mut w), Some(data)) = (child.stdin.take(), p.stdin.clone()) {
         tokio::spawn(async move {
             let _ = w.write_all(data.as_bytes()).await;
@@ -366,13 +367,14 @@ async fn execute(p: &Plan) -> std::io::Result<Ran> {
         Some((limit, _)) => match tokio::time::timeout(limit, child.wait()).await {
             Ok(s) => (Some(s?), false),
             Err(_) => {
-                let pg = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(0));
-                let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+                group.kill();
                 let _ = child.wait().await;
                 (None, true)
             }
         },
     };
+    // Ended on its own: what it left running in the background stays, as with Salt.
+    group.0 = None;
     // A process that left the group keeps the pipe open: stop reading after a grace.
     let grace = Duration::from_secs(if timed_out { 1 } else { 3600 });
     let out = tokio::time::timeout(grace, out_task)
@@ -390,6 +392,25 @@ async fn execute(p: &Plan) -> std::io::Result<Ran> {
         stderr: String::from_utf8_lossy(&err.unwrap_or_default()).into_owned(),
         timed_out,
     })
+}
+
+/// Kills the command's process group when dropped while armed: a job ended by
+/// `saltutil.kill_job` drops the future that owns this, and its commands die with it.
+struct GroupKill(Option<i32>);
+
+impl GroupKill {
+    fn kill(&mut self) {
+        if let Some(pg) = self.0.take() {
+            let pg = nix::unistd::Pid::from_raw(pg);
+            let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// Run one of the `cmd.*` functions.
