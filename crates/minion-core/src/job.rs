@@ -232,7 +232,7 @@ mod tests {
             id: "m1".into(),
             grains: Arc::new(Value::Map(vec![])),
         };
-        let r = run(&j, &ctx).await;
+        let r = run(&j, &ctx).await.unwrap();
         let Value::Map(m) = &r else { panic!() };
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str().unwrap()).collect();
         assert_eq!(
