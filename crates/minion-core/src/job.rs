@@ -243,7 +243,9 @@ mod tests {
         );
         assert_eq!(map_lookup(&r, "return"), Some(&Value::Boolean(true)));
         assert_eq!(map_lookup(&r, "retcode"), Some(&Value::from(0)));
-        let bad = run(&Job::from_load(load("no.such", "m1")).unwrap(), &ctx).await;
+        let bad = run(&Job::from_load(load("no.such", "m1")).unwrap(), &ctx)
+            .await
+            .unwrap();
         assert_eq!(map_lookup(&bad, "success"), Some(&Value::Boolean(false)));
         assert_eq!(map_lookup(&bad, "out"), Some(&Value::from("nested")));
     }
