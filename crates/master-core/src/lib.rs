@@ -15,6 +15,7 @@
 pub mod acl;
 pub mod aes;
 pub mod convert;
+pub mod gather;
 pub mod jid;
 pub mod jobs;
 pub mod jobs_clean;

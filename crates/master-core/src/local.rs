@@ -27,7 +27,7 @@ pub enum LocalRequest {
 }
 
 /// A job to publish.
-#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct PublishRequest {
     /// Target expression (string; for `list` a comma-separated string).
     pub tgt: String,
@@ -43,6 +43,13 @@ pub struct PublishRequest {
     /// Returner, `""` for none.
     #[serde(default)]
     pub ret: String,
+    /// Seconds each `saltutil.find_job` round waits after `timeout` (`--gather-job-timeout`;
+    /// `None`: the master's `gather_job_timeout`).
+    #[serde(default)]
+    pub gather_job_timeout: Option<u64>,
+    /// Publish only (`--async`): the stream ends after [`LocalEvent::Published`].
+    #[serde(default)]
+    pub asynchronous: bool,
 }
 
 /// What the master streams back.
@@ -67,8 +74,11 @@ pub enum LocalEvent {
     },
     /// No more returns will be streamed; `missing` = expected minions that did not return.
     Done {
-        /// Expected minions without a return.
+        /// Expected minions without a return (`[No response]`).
         missing: Vec<String>,
+        /// Expected minions without a return that are not connected (`[Not connected]`).
+        #[serde(default)]
+        not_connected: Vec<String>,
     },
     /// The request failed (bad target, not authorised, no minions matched...).
     Error {
@@ -144,9 +154,11 @@ mod tests {
             arg: vec![],
             timeout: 5,
             ret: String::new(),
+            ..Default::default()
         });
         write_frame(&mut a, &req).await.unwrap();
         let ev = LocalEvent::Done {
+            not_connected: vec![],
             missing: vec!["m1".into()],
         };
         write_frame(&mut a, &ev).await.unwrap();

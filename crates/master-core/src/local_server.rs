@@ -19,7 +19,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::convert::{json_to_mp, mp_to_json};
+use crate::convert::json_to_mp;
 use crate::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use crate::publish::{Job, publish};
 use crate::state::Shared;
@@ -106,6 +106,7 @@ async fn client(
     let published = {
         let shared = shared.clone();
         let job = job.clone();
+        let publisher = publisher.clone();
         tokio::task::spawn_blocking(move || {
             shared
                 .jobs
@@ -128,37 +129,31 @@ async fn client(
         },
     )
     .await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(req.timeout);
-    // Expected minions still to answer: a set, so each return costs O(1) (a Vec scanned on
-    // every return made 10,000 returns cost 10^8+ string compares).
-    let mut waiting: Option<std::collections::HashSet<String>> =
-        expected.as_ref().map(|e| e.iter().cloned().collect());
+    if req.asynchronous {
+        shared.jobs.unsubscribe(&job.jid);
+        return Ok(());
+    }
+    let gather_timeout = req
+        .gather_job_timeout
+        .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
+    let gather = crate::gather::Gather::new(
+        shared.clone(),
+        publisher,
+        &job.jid,
+        expected,
+        Duration::from_secs(req.timeout),
+        gather_timeout,
+    );
     let result = async {
-        loop {
-            if waiting.as_ref().is_some_and(|w| w.is_empty()) {
-                break;
-            }
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep_until(deadline) => break,
-                got = returns.recv() => match got {
-                    Some((id, data)) => {
-                        if let Some(w) = waiting.as_mut() {
-                            w.remove(&id);
-                        }
-                        write_frame(&mut stream, &LocalEvent::Return { id, data: mp_to_json(&data) }).await?;
-                    }
-                    None => break,
-                }
-            }
-        }
-        let missing: Vec<String> = expected
-            .iter()
-            .flatten()
-            .filter(|m| waiting.as_ref().is_some_and(|w| w.contains(*m)))
-            .cloned()
-            .collect();
-        write_frame(&mut stream, &LocalEvent::Done { missing }).await
+        let missing = gather.run(&mut returns, &stop, &mut stream).await?;
+        write_frame(
+            &mut stream,
+            &LocalEvent::Done {
+                missing: missing.no_response,
+                not_connected: missing.not_connected,
+            },
+        )
+        .await
     }
     .await;
     shared.jobs.unsubscribe(&job.jid);

@@ -10,9 +10,11 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
+
+#[path = "../cli/batch.rs"]
+mod batch;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use salt_master_core::output::{OutputFormat, render_colour, render_json};
@@ -61,6 +63,28 @@ struct Args {
     /// Returner for the job.
     #[arg(long = "return", default_value = "")]
     returner: String,
+    /// Seconds each `saltutil.find_job` round waits once the timeout passed (default: the
+    /// master's `gather_job_timeout`).
+    #[arg(long = "gather-job-timeout")]
+    gather_job_timeout: Option<u64>,
+    /// Publish and print the job id without waiting for returns.
+    #[arg(long = "async")]
+    asynchronous: bool,
+    /// Print the job id and a rule before the returns.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Print the job id before the returns.
+    #[arg(long = "show-jid")]
+    show_jid: bool,
+    /// Show the `[returned/expected]` progress line on stderr even off a terminal.
+    #[arg(short = 'p', long = "progress")]
+    progress: bool,
+    /// Run on this many minions at a time (a count or a percentage such as `10%`).
+    #[arg(short = 'b', long = "batch-size", alias = "batch")]
+    batch: Option<String>,
+    /// With --batch: seconds to wait after a minion returns before filling its slot.
+    #[arg(long = "batch-wait", default_value_t = 0.0)]
+    batch_wait: f64,
     /// Target expression.
     target: String,
     /// Function, e.g. test.ping.
@@ -168,6 +192,8 @@ fn main() -> ExitCode {
         arg: parse_args(&args.args),
         timeout: args.timeout,
         ret: args.returner.clone(),
+        gather_job_timeout: args.gather_job_timeout,
+        asynchronous: args.asynchronous,
     };
     let sock = cfg.sock_dir.join(salt_master_core::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -183,14 +209,49 @@ fn main() -> ExitCode {
     // Salt's rule: colours on a terminal, unless --no-color; always with --force-color.
     let colour = args.force_color
         || (!args.no_color && args.out_file.is_none() && std::io::stdout().is_terminal());
+    let style = (format, json_indent, colour);
+    if let Some(size) = &args.batch {
+        let mut sink = sink;
+        return runtime.block_on(batch::run(
+            batch::Batch {
+                sock: &sock,
+                req,
+                size,
+                wait: args.batch_wait,
+                verbose: args.verbose,
+                show_jid: args.show_jid,
+            },
+            &mut |id, ret| {
+                let _ = writeln!(sink, "{}", show(style, &json!({ id: ret })));
+            },
+        ));
+    }
+    let header = if args.verbose {
+        Header::Verbose
+    } else if args.show_jid {
+        Header::Jid
+    } else {
+        Header::None
+    };
     runtime.block_on(run(
         sock,
         req,
-        (format, json_indent, colour),
-        args.static_out,
+        style,
+        (args.static_out, header, args.progress),
         sink,
     ))
 }
+
+/// What is printed once the job id is known (`-v`, `--show-jid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Header {
+    None,
+    Jid,
+    Verbose,
+}
+
+/// Salt's message for a minion that never answered `find_job` and is not connected.
+const NOT_CONNECTED: &str = "Minion did not return. [Not connected]";
 
 /// Render with `--out-indent` applied to `json`.
 /// Outputter, `--out-indent` for json, colours.
@@ -208,7 +269,7 @@ async fn run(
     sock: PathBuf,
     req: PublishRequest,
     style: Style,
-    static_out: bool,
+    (static_out, header, force_progress): (bool, Header, bool),
     mut sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
     let mut stream = match tokio::net::UnixStream::connect(&sock).await {
@@ -221,25 +282,23 @@ async fn run(
             return ExitCode::from(2);
         }
     };
-    let timeout = req.timeout;
+    let asynchronous = req.asynchronous;
     if let Err(e) = write_frame(&mut stream, &LocalRequest::Publish(req)).await {
         eprintln!("salt: {e}");
         return ExitCode::from(2);
     }
     let mut jid = String::new();
-    let mut progress = Progress::new(std::io::stderr().is_terminal());
+    let mut progress = Progress::new(force_progress || std::io::stderr().is_terminal());
     let mut all = Map::new();
     let mut failed = false;
     let mut any = false;
-    // The master ends the stream at the timeout; allow it some slack.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout + 10);
+    // The master ends the stream: after the timeout, or later while minions still run the job
+    // (`saltutil.find_job`), so there is no deadline here.
     loop {
-        let ev = match tokio::time::timeout_at(deadline, read_frame::<_, LocalEvent>(&mut stream))
-            .await
-        {
-            Ok(Ok(Some(ev))) => ev,
-            Ok(Ok(None)) | Err(_) => break,
-            Ok(Err(e)) => {
+        let ev = match read_frame::<_, LocalEvent>(&mut stream).await {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
                 eprintln!("salt: {e}");
                 return ExitCode::from(2);
             }
@@ -247,6 +306,20 @@ async fn run(
         match ev {
             LocalEvent::Published { jid: j, minions } => {
                 jid = j;
+                if asynchronous {
+                    println!("Executed command with job ID: {jid}");
+                    return ExitCode::SUCCESS;
+                }
+                match header {
+                    Header::Verbose => {
+                        let msg = format!("Executing job with jid {jid}");
+                        let _ = writeln!(sink, "{msg}\n{}\n", "-".repeat(msg.len()));
+                    }
+                    Header::Jid => {
+                        let _ = writeln!(sink, "jid: {jid}");
+                    }
+                    Header::None => {}
+                }
                 progress.expect(minions.map(|m| m.len()));
             }
             LocalEvent::Return { id, data } => {
@@ -263,12 +336,25 @@ async fn run(
                     let _ = writeln!(sink, "{}", show(style, &json!({ id: ret })));
                 }
             }
-            LocalEvent::Done { missing } => {
+            LocalEvent::Done {
+                missing,
+                not_connected,
+            } => {
                 progress.clear();
-                for id in missing {
+                let mut all_missing: Vec<(String, String)> = missing
+                    .into_iter()
+                    .map(|id| (id, no_response(&jid)))
+                    .chain(
+                        not_connected
+                            .into_iter()
+                            .map(|id| (id, NOT_CONNECTED.into())),
+                    )
+                    .collect();
+                all_missing.sort();
+                for (id, msg) in all_missing {
                     any = true;
                     failed = true;
-                    let msg = Value::String(no_response(&jid));
+                    let msg = Value::String(msg);
                     if static_out {
                         all.insert(id, msg);
                     } else {
