@@ -66,6 +66,45 @@ fn find_job_async_verbose_batch_and_missing() {
 
     let out = c.salt(&["--show-jid", "m1", "test.ping"]).unwrap();
     assert!(out.stdout.starts_with("jid: "), "{out:?}");
+    let ping_jid = out.stdout.lines().next().unwrap()["jid: ".len()..].to_owned();
+
+    // salt-run over the job cache.
+    let out = c.salt_run(&["jobs.lookup_jid", &ping_jid]).unwrap();
+    assert_eq!(out.stdout, "m1:\n    True\n", "{out:?}");
+    let out = c
+        .salt_run(&["jobs.list_jobs", "search_function=test.*", "--out", "json"])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(v[&ping_jid]["Function"], "test.ping", "{v:#}");
+    assert_eq!(v[&ping_jid]["Target"], "m1", "{v:#}");
+    assert!(
+        v[&ping_jid]["StartTime"].as_str().unwrap().contains(", "),
+        "{v:#}"
+    );
+    assert!(
+        v.as_object()
+            .unwrap()
+            .values()
+            .all(|j| j["Function"] != "cmd.run"),
+        "{v:#}"
+    );
+    let out = c
+        .salt_run(&["jobs.list_job", &ping_jid, "--out", "json"])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(v["Result"]["m1"]["return"], true, "{v:#}");
+    let out = c.salt_run(&["manage.up"]).unwrap();
+    assert_eq!(out.stdout, "- m1\n- m2\n- m3\n", "{out:?}");
+    let out = c.salt_run(&["foo.bar"]).unwrap();
+    assert_eq!(out.stdout, "'foo.bar' is not available.\n");
+    assert_eq!(out.status.and_then(|s| s.code()), Some(0));
+    let out = c.salt_run(&["jobs.lookup_jid"]).unwrap();
+    assert!(
+        out.stdout.starts_with(
+            "Passed invalid arguments: lookup_jid() missing 1 required positional argument: 'jid'"
+        ),
+        "{out:?}"
+    );
 
     let out = c.salt(&["-b", "2", "*", "test.ping"]).unwrap();
     assert_eq!(
@@ -95,6 +134,13 @@ fn find_job_async_verbose_batch_and_missing() {
         "{out:?}"
     );
     assert_eq!(out.status.and_then(|s| s.code()), Some(1));
+    let out = c.salt_run(&["manage.status", "timeout=2"]).unwrap();
+    assert_eq!(
+        out.stdout, "down:\n    - m3\nup:\n    - m1\n    - m2\n",
+        "{out:?}"
+    );
+    let out = c.salt_run(&["manage.down", "timeout=2"]).unwrap();
+    assert_eq!(out.stdout, "- m3\n", "{out:?}");
     let out = c
         .salt(&[
             "-b",

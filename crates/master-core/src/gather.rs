@@ -41,6 +41,34 @@ pub struct Missing {
     pub not_connected: Vec<String>,
 }
 
+/// Where the returns of a waited-on job go.
+pub trait ReturnSink {
+    /// One minion's return load.
+    fn returned(
+        &mut self,
+        id: String,
+        data: Value,
+    ) -> impl Future<Output = Result<(), FrameError>> + Send;
+}
+
+/// Returns streamed to a `salt` command as [`LocalEvent::Return`] frames.
+pub struct FrameSink<'a, W>(pub &'a mut W);
+
+impl<W: tokio::io::AsyncWrite + Unpin + Send> ReturnSink for FrameSink<'_, W> {
+    async fn returned(&mut self, id: String, data: Value) -> Result<(), FrameError> {
+        let data = mp_to_json(&data);
+        write_frame(self.0, &LocalEvent::Return { id, data }).await
+    }
+}
+
+/// Returns collected in arrival order (runners).
+impl ReturnSink for Vec<(String, Value)> {
+    async fn returned(&mut self, id: String, data: Value) -> Result<(), FrameError> {
+        self.push((id, data));
+        Ok(())
+    }
+}
+
 /// One `find_job` round in flight.
 struct Round {
     jid: String,
@@ -97,17 +125,14 @@ impl Gather {
         }
     }
 
-    /// Run until done or `stop`; every return of the job is written to `out` as a
-    /// [`LocalEvent::Return`] (a write error ends the wait and is returned).
-    pub async fn run<W>(
+    /// Run until done or `stop`; every return of the job goes to `sink` (an error from it ends
+    /// the wait and is returned).
+    pub async fn run<S: ReturnSink>(
         mut self,
         returns: &mut UnboundedReceiver<ReturnEvent>,
         stop: &tokio_util::sync::CancellationToken,
-        out: &mut W,
-    ) -> Result<Missing, FrameError>
-    where
-        W: tokio::io::AsyncWrite + Unpin,
-    {
+        sink: &mut S,
+    ) -> Result<Missing, FrameError> {
         let mut phase = Phase::First(Instant::now() + self.timeout);
         loop {
             if self.waiting.as_ref().is_some_and(HashSet::is_empty) {
@@ -131,8 +156,7 @@ impl Gather {
                         if let Some(w) = self.waiting.as_mut() {
                             w.remove(&id);
                         }
-                        let data = mp_to_json(&data);
-                        write_frame(out, &LocalEvent::Return { id, data }).await?;
+                        sink.returned(id, data).await?;
                     }
                     None => break,
                 },

@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod output;
 pub mod publish;
 pub mod request;
+pub mod runners;
 pub mod server;
 pub mod sessions;
 pub mod state;

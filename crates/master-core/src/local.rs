@@ -24,6 +24,21 @@ pub const MAX_FRAME: usize = 64 << 20;
 pub enum LocalRequest {
     /// Publish a job and stream its returns.
     Publish(PublishRequest),
+    /// Run a runner function on the master (`salt-run`).
+    Runner(RunnerRequest),
+}
+
+/// A runner call (`salt-run FUN [ARG...]`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
+pub struct RunnerRequest {
+    /// Function, e.g. `jobs.lookup_jid`.
+    pub fun: String,
+    /// Arguments (kwargs as a trailing map with `"__kwarg__": true`).
+    #[serde(default)]
+    pub arg: Vec<serde_json::Value>,
+    /// `-t`: seconds runners that publish (`manage.*`) wait for returns.
+    #[serde(default)]
+    pub timeout: Option<u64>,
 }
 
 /// A job to publish.
@@ -79,6 +94,11 @@ pub enum LocalEvent {
         /// Expected minions without a return that are not connected (`[Not connected]`).
         #[serde(default)]
         not_connected: Vec<String>,
+    },
+    /// A runner's return value.
+    RunnerReturn {
+        /// What the runner returned.
+        data: serde_json::Value,
     },
     /// The request failed (bad target, not authorised, no minions matched...).
     Error {

@@ -16,10 +16,12 @@ use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_transport::Publisher;
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::convert::json_to_mp;
+use crate::jobs::ReturnEvent;
 use crate::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use crate::publish::{Job, publish};
 use crate::state::Shared;
@@ -95,32 +97,27 @@ async fn client(
     let Some(req) = read_frame::<_, LocalRequest>(&mut stream).await? else {
         return Ok(());
     };
-    let LocalRequest::Publish(req) = req;
     let err = |message: String| LocalEvent::Error { message };
-    let prepared = prepare(&shared, &req, &user, privileged);
-    let (job, expected) = match prepared {
-        Ok(p) => p,
-        Err(message) => return write_frame(&mut stream, &err(message)).await,
+    let req = match req {
+        LocalRequest::Publish(req) => req,
+        LocalRequest::Runner(r) => {
+            let ctx = crate::runners::Ctx {
+                shared: shared.clone(),
+                publisher,
+                stop,
+            };
+            let ev = match crate::runners::call(&ctx, &r, &user, privileged).await {
+                Ok(data) => LocalEvent::RunnerReturn { data },
+                Err(message) => err(message),
+            };
+            return write_frame(&mut stream, &ev).await;
+        }
     };
-    let mut returns = shared.jobs.subscribe(&job.jid);
-    let published = {
-        let shared = shared.clone();
-        let job = job.clone();
-        let publisher = publisher.clone();
-        tokio::task::spawn_blocking(move || {
-            shared
-                .jobs
-                .store_job(&job.jid, &job.load())
-                .map_err(|e| e.to_string())?;
-            publish(&shared, &publisher, &job).map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()))
-    };
-    if let Err(e) = published {
-        shared.jobs.unsubscribe(&job.jid);
-        return write_frame(&mut stream, &err(format!("publish failed: {e}"))).await;
-    }
+    let (job, expected, mut returns) =
+        match start_job(&shared, &publisher, &req, &user, privileged).await {
+            Ok(started) => started,
+            Err(message) => return write_frame(&mut stream, &err(message)).await,
+        };
     write_frame(
         &mut stream,
         &LocalEvent::Published {
@@ -145,7 +142,13 @@ async fn client(
         gather_timeout,
     );
     let result = async {
-        let missing = gather.run(&mut returns, &stop, &mut stream).await?;
+        let missing = gather
+            .run(
+                &mut returns,
+                &stop,
+                &mut crate::gather::FrameSink(&mut stream),
+            )
+            .await?;
         write_frame(
             &mut stream,
             &LocalEvent::Done {
@@ -158,6 +161,66 @@ async fn client(
     .await;
     shared.jobs.unsubscribe(&job.jid);
     result
+}
+
+/// A published job: what was published, the expected minions, its returns.
+pub(crate) type Started = (Job, Option<Vec<String>>, UnboundedReceiver<ReturnEvent>);
+
+/// Validate, authorise, store and publish `req` for `user`.
+pub(crate) async fn start_job(
+    shared: &Arc<Shared>,
+    publisher: &Publisher,
+    req: &PublishRequest,
+    user: &str,
+    privileged: bool,
+) -> Result<Started, String> {
+    let (job, expected) = prepare(shared, req, user, privileged)?;
+    let returns = shared.jobs.subscribe(&job.jid);
+    let published = {
+        let shared = shared.clone();
+        let job = job.clone();
+        let publisher = publisher.clone();
+        tokio::task::spawn_blocking(move || {
+            shared
+                .jobs
+                .store_job(&job.jid, &job.load())
+                .map_err(|e| e.to_string())?;
+            publish(&shared, &publisher, &job).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+    };
+    if let Err(e) = published {
+        shared.jobs.unsubscribe(&job.jid);
+        return Err(format!("publish failed: {e}"));
+    }
+    Ok((job, expected, returns))
+}
+
+/// Publish `req` as the master itself and wait as `salt` would: the returns in arrival
+/// order, the minions missing at the end, and the jid (runners such as `manage.status`).
+pub(crate) async fn run_job(
+    shared: &Arc<Shared>,
+    publisher: &Publisher,
+    stop: &CancellationToken,
+    req: &PublishRequest,
+) -> Result<(String, Vec<(String, Value)>, crate::gather::Missing), String> {
+    let (job, expected, mut returns) = start_job(shared, publisher, req, "root", true).await?;
+    let gather_timeout = req
+        .gather_job_timeout
+        .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
+    let gather = crate::gather::Gather::new(
+        shared.clone(),
+        publisher.clone(),
+        &job.jid,
+        expected,
+        Duration::from_secs(req.timeout),
+        gather_timeout,
+    );
+    let mut got = Vec::new();
+    let missing = gather.run(&mut returns, stop, &mut got).await;
+    shared.jobs.unsubscribe(&job.jid);
+    Ok((job.jid, got, missing.map_err(|e| e.to_string())?))
 }
 
 /// Validate, authorise and build the job; the expected minion set (None = unknown).

@@ -15,6 +15,10 @@ use clap::Parser;
 
 #[path = "../cli/batch.rs"]
 mod batch;
+#[path = "../cli/args.rs"]
+mod cli_args;
+
+use cli_args::parse_args;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use salt_master_core::output::{OutputFormat, render_colour, render_json};
@@ -91,48 +95,6 @@ struct Args {
     fun: String,
     /// Arguments; `key=value` becomes a keyword argument.
     args: Vec<String>,
-}
-
-/// Salt's minimal YAML-ification of CLI arguments: ints, floats and booleans.
-fn yamlify(s: &str) -> Value {
-    if let Ok(i) = s.parse::<i64>() {
-        return json!(i);
-    }
-    match s {
-        "True" | "true" => return json!(true),
-        "False" | "false" => return json!(false),
-        "None" | "null" => return Value::Null,
-        _ => {}
-    }
-    if s.contains('.')
-        && !s.starts_with('.')
-        && !s.ends_with('.')
-        && let Some(f) = s.parse::<f64>().ok().filter(|f| f.is_finite())
-    {
-        return json!(f);
-    }
-    Value::String(s.to_owned())
-}
-
-/// Positional args and `key=value` kwargs (`salt.utils.args.parse_input`).
-fn parse_args(args: &[String]) -> Vec<Value> {
-    #[allow(clippy::unwrap_used)] // constant, valid expression
-    let kw = regex::Regex::new(r"^([A-Za-z_][\w.-]*)=([^=].*|)$").unwrap();
-    let mut out = Vec::new();
-    let mut kwargs = Map::new();
-    for a in args {
-        match kw.captures(a) {
-            Some(c) => {
-                kwargs.insert(c[1].to_owned(), yamlify(&c[2]));
-            }
-            None => out.push(yamlify(a)),
-        }
-    }
-    if !kwargs.is_empty() {
-        kwargs.insert("__kwarg__".into(), json!(true));
-        out.push(Value::Object(kwargs));
-    }
-    out
 }
 
 fn no_response(jid: &str) -> String {
