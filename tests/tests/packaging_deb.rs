@@ -40,6 +40,7 @@ const PKGS: [Pkg; 3] = [
             ("./lib/systemd/system/salt-master.service", "-rw-r--r--"),
             ("./usr/bin/salt", "-rwxr-xr-x"),
             ("./usr/bin/salt-master", "-rwxr-xr-x"),
+            ("./usr/bin/salt-run", "-rwxr-xr-x"),
             (
                 "./usr/share/doc/salt-rs-master/changelog.Debian.gz",
                 "-rw-r--r--",
