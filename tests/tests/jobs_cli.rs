@@ -121,6 +121,33 @@ fn find_job_async_verbose_batch_and_missing() {
     }
     assert_eq!(out.status.and_then(|s| s.code()), Some(0));
 
+    // The event bus: a job's `new` and `ret` events as Salt's `state.event` prints them.
+    let listener = std::process::Command::new(c.bins().salt.with_file_name("salt-run"))
+        .arg("-c")
+        .arg(c.master_conf().conf_dir())
+        .args(["state.event", "salt/job/*", "count=2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = c.salt(&["--show-jid", "m1", "test.ping"]).unwrap();
+    let jid = out.stdout.lines().next().unwrap()["jid: ".len()..].to_owned();
+    let events = listener.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&events.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with(&format!("salt/job/{jid}/new\t{{")),
+        "{text}"
+    );
+    assert!(lines[0].contains(r#""fun": "test.ping""#), "{text}");
+    assert!(
+        lines[1].starts_with(&format!("salt/job/{jid}/ret/m1\t{{")),
+        "{text}"
+    );
+    assert!(lines[1].contains(r#""return": true"#), "{text}");
+    assert!(lines[1].contains(r#""_stamp": ""#), "{text}");
+
     // A stopped minion: after -t and one find_job round, "[No response]" (it signed in).
     m3.stop(Duration::from_secs(5));
     let t0 = Instant::now();

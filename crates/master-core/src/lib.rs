@@ -15,6 +15,7 @@
 pub mod acl;
 pub mod aes;
 pub mod convert;
+pub mod events;
 pub mod gather;
 pub mod jid;
 pub mod jobs;

@@ -95,6 +95,13 @@ pub enum LocalEvent {
         #[serde(default)]
         not_connected: Vec<String>,
     },
+    /// One event of the master's bus (`salt-run state.event`).
+    Event {
+        /// Salt's tag.
+        tag: String,
+        /// The payload (with `_stamp`).
+        data: serde_json::Value,
+    },
     /// A runner's return value.
     RunnerReturn {
         /// What the runner returned.

@@ -100,6 +100,13 @@ async fn client(
     let err = |message: String| LocalEvent::Error { message };
     let req = match req {
         LocalRequest::Publish(req) => req,
+        LocalRequest::Runner(r) if r.fun == "state.event" => {
+            if !privileged {
+                return write_frame(&mut stream, &err("Authorization error occurred.".into()))
+                    .await;
+            }
+            return stream_events(&shared, &r, &mut stream, &stop).await;
+        }
         LocalRequest::Runner(r) => {
             let ctx = crate::runners::Ctx {
                 shared: shared.clone(),
@@ -163,6 +170,73 @@ async fn client(
     result
 }
 
+/// Salt's `state.event tagmatch='*' count=-1`: every event whose tag matches, as it fires,
+/// until `count` events were sent, the client goes away, or the master stops.
+async fn stream_events(
+    shared: &Shared,
+    r: &crate::local::RunnerRequest,
+    stream: &mut UnixStream,
+    stop: &CancellationToken,
+) -> Result<(), crate::local::FrameError> {
+    let (mut tagmatch, mut count) = ("*".to_owned(), -1i64);
+    let mut positional = 0;
+    for a in &r.arg {
+        match a {
+            serde_json::Value::Object(m) if m.get("__kwarg__") == Some(&true.into()) => {
+                if let Some(t) = m.get("tagmatch").and_then(|v| v.as_str()) {
+                    tagmatch = t.to_owned();
+                }
+                if let Some(c) = m.get("count").and_then(serde_json::Value::as_i64) {
+                    count = c;
+                }
+            }
+            other => {
+                match (positional, other) {
+                    (0, serde_json::Value::String(t)) => tagmatch = t.clone(),
+                    (1, v) => count = v.as_i64().unwrap_or(count),
+                    _ => {}
+                }
+                positional += 1;
+            }
+        }
+    }
+    let mut rx = shared.events.subscribe();
+    while count != 0 {
+        let ev = tokio::select! {
+            _ = stop.cancelled() => break,
+            ev = rx.recv() => ev,
+        };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("state.event listener fell behind: {n} event(s) dropped");
+                continue;
+            }
+            Err(_) => break,
+        };
+        if !crate::target::fnmatch(&ev.tag, &tagmatch) {
+            continue;
+        }
+        write_frame(
+            stream,
+            &LocalEvent::Event {
+                tag: ev.tag.clone(),
+                data: ev.data.clone(),
+            },
+        )
+        .await?;
+        count -= 1;
+    }
+    write_frame(
+        stream,
+        &LocalEvent::Done {
+            missing: vec![],
+            not_connected: vec![],
+        },
+    )
+    .await
+}
+
 /// A published job: what was published, the expected minions, its returns.
 pub(crate) type Started = (Job, Option<Vec<String>>, UnboundedReceiver<ReturnEvent>);
 
@@ -176,6 +250,22 @@ pub(crate) async fn start_job(
 ) -> Result<Started, String> {
     let (job, expected) = prepare(shared, req, user, privileged)?;
     let returns = shared.jobs.subscribe(&job.jid);
+    // Before the publish: a listener sees `new` before any `ret`.
+    if shared.events.wanted() {
+        let data = serde_json::json!({
+            "jid": job.jid,
+            "tgt_type": job.tgt_type,
+            "tgt": crate::convert::mp_to_json(&job.tgt),
+            "user": job.user,
+            "fun": job.fun,
+            "arg": req.arg,
+            "minions": expected.clone().unwrap_or_default(),
+            "missing": [],
+        });
+        shared
+            .events
+            .fire(format!("salt/job/{}/new", job.jid), data);
+    }
     let published = {
         let shared = shared.clone();
         let job = job.clone();

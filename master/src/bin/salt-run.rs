@@ -4,7 +4,8 @@
 //! the return is printed with the outputter (`nested` unless `--out`, or the one the runner
 //! names, as Salt's `{"outputter": …, "data": …}` returns do). Exit status 0, as Salt's, also for
 //! `'x' is not available.`; 1 when the runner failed or was refused; 2 when the master could
-//! not be reached.
+//! not be reached. `state.event [tagmatch] [count=N]` prints the master's events as they fire,
+//! one `tag<TAB>json` line each, as Salt's.
 #![forbid(unsafe_code)]
 
 #[path = "../cli/args.rs"]
@@ -143,7 +144,25 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
         eprintln!("salt-run: {e}");
         return Err(ExitCode::from(2));
     }
-    match read_frame::<_, LocalEvent>(&mut stream).await {
+    // `state.event` streams events until its count is reached, then `Done`.
+    loop {
+        match read_frame::<_, LocalEvent>(&mut stream).await {
+            Ok(Some(LocalEvent::Event { tag, data })) => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{tag}\t{}", salt_master_core::events::py_json(&data));
+                let _ = out.flush();
+                continue;
+            }
+            Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),
+            other => return answer(other),
+        }
+    }
+}
+
+fn answer(
+    got: Result<Option<LocalEvent>, salt_master_core::local::FrameError>,
+) -> Result<LocalEvent, ExitCode> {
+    match got {
         Ok(Some(ev)) => Ok(ev),
         Ok(None) => {
             eprintln!("salt-run: the master closed the connection");
