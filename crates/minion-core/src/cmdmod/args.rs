@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use rmpv::Value;
+use salt_proto::value::ValueExt as _;
 
 use crate::modules::{Args, CallOutcome, text};
 
@@ -114,25 +115,10 @@ impl<'a> Bound<'a> {
     }
 
     pub(super) fn flag(&self, name: &str, default: bool) -> bool {
-        self.get(name).map_or(default, truthy)
+        self.get(name).map_or(default, |v| v.is_truthy())
     }
 }
 
-/// Python truthiness of an argument.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::Integer(i) => i.as_i64() != Some(0),
-        Value::F32(f) => *f != 0.0,
-        Value::F64(f) => *f != 0.0,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Binary(b) => !b.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Map(m) => !m.is_empty(),
-        Value::Ext(..) => true,
-    }
-}
 
 /// Salt's `split_input`: a list, or a comma-separated string (brackets tolerated).
 pub(super) fn split_input(v: &Value) -> Vec<String> {
