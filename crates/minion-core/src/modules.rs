@@ -347,6 +347,12 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
             mods.dedup();
             CallOutcome::ok(Value::Array(mods.into_iter().map(Value::from).collect()))
         }
+        // Salt's `saltutil.sync_*` copy `_modules`, `_states`, `_grains`... from the file
+        // server and load them: Python code this minion cannot run. Said, not pretended.
+        f if f.starts_with("saltutil.sync_") => CallOutcome::error(format!(
+            "ERROR: {f}: salt-rs minions do not load custom Python modules (_modules, _states, \
+             _grains, ...); nothing was synced"
+        )),
         _ => CallOutcome::error(format!("'{fun}' is not available.")),
     }
 }

@@ -126,3 +126,14 @@ async fn running_find_and_kill() {
         "{r:?}"
     );
 }
+
+#[tokio::test]
+async fn sync_functions_say_they_load_nothing() {
+    let r = util("saltutil.sync_modules", vec![]).await;
+    assert!(
+        r.as_str().unwrap().starts_with(
+            "ERROR: saltutil.sync_modules: salt-rs minions do not load custom Python modules"
+        ),
+        "{r:?}"
+    );
+}

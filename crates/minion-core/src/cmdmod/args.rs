@@ -119,7 +119,6 @@ impl<'a> Bound<'a> {
     }
 }
 
-
 /// Salt's `split_input`: a list, or a comma-separated string (brackets tolerated).
 pub(super) fn split_input(v: &Value) -> Vec<String> {
     match v {
