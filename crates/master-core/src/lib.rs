@@ -24,7 +24,8 @@ pub mod keys;
 pub mod local;
 pub mod local_server;
 pub mod metrics;
-pub mod output;
+/// Salt's outputters (moved to `salt-output`; re-exported for the CLIs).
+pub use salt_output as output;
 pub mod publish;
 pub mod request;
 pub mod runners;

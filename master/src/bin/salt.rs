@@ -43,9 +43,20 @@ struct Args {
     /// TARGET is `grain:glob`, matched by the minions.
     #[arg(short = 'G', long = "grain", group = "tgt")]
     grain: bool,
-    /// Output format: nested, json, yaml, txt, raw.
-    #[arg(long = "out", alias = "output", default_value = "nested")]
-    out: String,
+    /// Output format: nested, json, yaml, txt, raw, highstate (default: the one each return
+    /// names, as Salt's `state.*` returns name `highstate`, else nested).
+    #[arg(long = "out", alias = "output")]
+    out: Option<String>,
+    /// highstate outputter: full, terse, mixed, changes (or their `_id` forms).
+    #[arg(long = "state-output", alias = "state_output", default_value = "full")]
+    state_output: String,
+    /// highstate outputter: also show successful states without changes (`True`/`False`).
+    #[arg(
+        long = "state-verbose",
+        alias = "state_verbose",
+        default_value = "True"
+    )]
+    state_verbose: String,
     /// JSON indentation for `--out json` (negative: one line).
     #[arg(long = "out-indent", allow_negative_numbers = true)]
     out_indent: Option<i64>,
@@ -107,12 +118,24 @@ fn no_response(jid: &str) -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let Some(format) = OutputFormat::from_name(&args.out) else {
-        eprintln!(
-            "salt: unknown outputter {:?} (nested, json, yaml, txt, raw)",
-            args.out
-        );
-        return ExitCode::from(2);
+    let format = match args.out.as_deref().map(OutputFormat::from_name) {
+        None => None,
+        Some(Some(f)) => Some(f),
+        Some(None) => {
+            eprintln!(
+                "salt: unknown outputter {:?} (nested, json, yaml, txt, raw, highstate)",
+                args.out.as_deref().unwrap_or_default()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let state_verbose = match args.state_verbose.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => true,
+        "false" | "0" | "no" => false,
+        other => {
+            eprintln!("salt: --state-verbose takes True or False, not {other:?}");
+            return ExitCode::from(2);
+        }
     };
     let json_indent = args.out_indent.map(|n| usize::try_from(n).ok());
     let sink: Box<dyn std::io::Write> = match &args.out_file {
@@ -171,7 +194,18 @@ fn main() -> ExitCode {
     // Salt's rule: colours on a terminal, unless --no-color; always with --force-color.
     let colour = args.force_color
         || (!args.no_color && args.out_file.is_none() && std::io::stdout().is_terminal());
-    let style = (format, json_indent, colour);
+    let states = salt_master_core::output::highstate::Options {
+        state_output: args.state_output.clone(),
+        state_verbose,
+        colour,
+        ..Default::default()
+    };
+    let style = Style {
+        format,
+        json_indent,
+        colour,
+        states: &states,
+    };
     if let Some(size) = &args.batch {
         let mut sink = sink;
         return runtime.block_on(batch::run(
@@ -183,8 +217,8 @@ fn main() -> ExitCode {
                 verbose: args.verbose,
                 show_jid: args.show_jid,
             },
-            &mut |id, ret| {
-                let _ = writeln!(sink, "{}", show(style, &json!({ id: ret })));
+            &mut |id, ret, hint| {
+                let _ = writeln!(sink, "{}", show(style, &json!({ id: ret }), hint));
             },
         ));
     }
@@ -215,22 +249,35 @@ enum Header {
 /// Salt's message for a minion that never answered `find_job` and is not connected.
 const NOT_CONNECTED: &str = "Minion did not return. [Not connected]";
 
-/// Render with `--out-indent` applied to `json`.
-/// Outputter, `--out-indent` for json, colours.
-type Style = (OutputFormat, Option<Option<usize>>, bool);
+/// How returns are printed: `--out` (or `None`: the outputter each return names), JSON
+/// indentation, colours, the highstate options.
+#[derive(Clone, Copy)]
+struct Style<'a> {
+    format: Option<OutputFormat>,
+    json_indent: Option<Option<usize>>,
+    colour: bool,
+    states: &'a salt_master_core::output::highstate::Options,
+}
 
-fn show(style: Style, data: &Value) -> String {
-    let (format, json_indent, colour) = style;
-    match (format, json_indent) {
+/// Render `data`; `hint` is the `out` a return names (Salt's CLI uses it without `--out`).
+fn show(style: Style<'_>, data: &Value, hint: Option<&str>) -> String {
+    let format = style
+        .format
+        .or_else(|| hint.and_then(OutputFormat::from_name))
+        .unwrap_or(OutputFormat::Nested);
+    match (format, style.json_indent) {
         (OutputFormat::Json, Some(indent)) => render_json(data, indent),
-        _ => render_colour(format, data, colour),
+        (OutputFormat::Highstate, _) => {
+            salt_master_core::output::highstate::render(data, style.states)
+        }
+        _ => render_colour(format, data, style.colour),
     }
 }
 
 async fn run(
     sock: PathBuf,
     req: PublishRequest,
-    style: Style,
+    style: Style<'_>,
     (static_out, header, force_progress): (bool, Header, bool),
     mut sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
@@ -252,6 +299,8 @@ async fn run(
     let mut jid = String::new();
     let mut progress = Progress::new(force_progress || std::io::stderr().is_terminal());
     let mut all = Map::new();
+    // The outputter the returns name (static output prints them all with the first's).
+    let mut hint: Option<String> = None;
     let mut failed = false;
     let mut any = false;
     // The master ends the stream: after the timeout, or later while minions still run the job
@@ -292,10 +341,14 @@ async fn run(
                     failed = true;
                 }
                 let ret = data.get("return").cloned().unwrap_or(Value::Null);
+                let out = data.get("out").and_then(Value::as_str);
                 if static_out {
+                    if hint.is_none() {
+                        hint = out.map(str::to_owned);
+                    }
                     all.insert(id, ret);
                 } else {
-                    let _ = writeln!(sink, "{}", show(style, &json!({ id: ret })));
+                    let _ = writeln!(sink, "{}", show(style, &json!({ id: ret }), out));
                 }
             }
             LocalEvent::Done {
@@ -320,7 +373,7 @@ async fn run(
                     if static_out {
                         all.insert(id, msg);
                     } else {
-                        let _ = writeln!(sink, "{}", show(style, &json!({ id: msg })));
+                        let _ = writeln!(sink, "{}", show(style, &json!({ id: msg }), None));
                     }
                 }
                 break;
@@ -335,7 +388,11 @@ async fn run(
     }
     progress.clear();
     if static_out && !all.is_empty() {
-        let _ = writeln!(sink, "{}", show(style, &Value::Object(all)));
+        let _ = writeln!(
+            sink,
+            "{}",
+            show(style, &Value::Object(all), hint.as_deref())
+        );
     }
     if !any {
         eprintln!("ERROR: No return received");

@@ -110,8 +110,9 @@ pub struct Batch<'a> {
     pub show_jid: bool,
 }
 
-/// Run the batch; `print` shows one `{id: return}` the way the outputter does.
-pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value)) -> ExitCode {
+/// Run the batch; `print` shows one `{id: return}` the way the outputter does (with the
+/// outputter the return names, if any).
+pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>)) -> ExitCode {
     // 1. Who answers a ping.
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ping = PublishRequest {
@@ -207,7 +208,8 @@ pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value)) -> ExitCode {
                         }
                     }
                     retcode = retcode.max(data.get("retcode").and_then(Value::as_i64).unwrap_or(0));
-                    print(&id, data.get("return").cloned().unwrap_or(Value::Null));
+                    let out = data.get("out").and_then(Value::as_str);
+                    print(&id, data.get("return").cloned().unwrap_or(Value::Null), out);
                 }
                 Some(Report::Missing(id)) => {
                     if active.remove(&id).is_some() {
