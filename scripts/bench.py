@@ -27,7 +27,7 @@ ROT_N = int(os.environ.get("BENCH_ROT_N", "1000"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
 SALT_BUDGET = float(os.environ.get("BENCH_SALT_SIGNIN_BUDGET", "240"))
 SKIP_SALT = os.environ.get("BENCH_SKIP_SALT") == "1" or not (VENV / "bin" / "salt-master").exists()
-ONLY = os.environ.get("BENCH_ONLY", "openssl storm fanout rotation footprint").split()
+ONLY = os.environ.get("BENCH_ONLY", "openssl storm fanout rotation footprint jobclean").split()
 PER_PROC = 5000  # minions per swarm process (2 fds per socket, nofile hard limit 20000)
 CLK = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -577,6 +577,12 @@ def bench_footprint():
         "from the master's log timestamp")
 
 
+def bench_jobclean():
+    import bench_jobclean
+
+    bench_jobclean.bench(sys.modules[__name__])
+
+
 def count_keys():
     n = 0
     d = KEYS / "rsa2048"
@@ -590,7 +596,7 @@ def main():
     log(f"bench root {ROOT}; load {loadavg()}; salt venv {VENV if not SKIP_SALT else 'SKIPPED'}")
     have = count_keys()
     want = int(os.environ.get("BENCH_KEYS", "0")) or max(have, min(1000, max(FANOUT + [SIGNIN_N, ROT_N])))
-    if have < want:
+    if have < want and set(ONLY) & {"storm", "fanout", "rotation", "footprint"}:
         log(f"generating {want - have} minion keys into {KEYS} (once)")
         subprocess.run([str(REL / "swarm"), "-n", str(want), "--key-cache", str(KEYS), "--exit-after-signin",
                         "--run-time", "0.1", "--ret-port", "1", "--publish-port", "1"], check=False,
@@ -599,7 +605,8 @@ def main():
     NKEYS = have
     log(f"{NKEYS} distinct minion keys (minion i uses key i mod {NKEYS})")
     for name, fn in (("openssl", bench_openssl), ("storm", bench_storm), ("fanout", bench_fanout),
-                     ("rotation", bench_rotation), ("footprint", bench_footprint)):
+                     ("rotation", bench_rotation), ("footprint", bench_footprint),
+                     ("jobclean", bench_jobclean)):
         if name in ONLY:
             try:
                 fn()

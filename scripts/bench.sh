@@ -4,7 +4,8 @@
 #   BENCH_SIGNIN_N=1000  BENCH_FANOUT="1000 5000 10000"  BENCH_ROT_N=1000
 #   BENCH_WORKERS=4  BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
 #   BENCH_KEYS=<distinct minion keys; default: what the cache holds, generating up to 1000>
-#   BENCH_ONLY="openssl storm fanout rotation footprint" (subset, in that order)
+#   BENCH_ONLY="openssl storm fanout rotation footprint jobclean" (subset, in that order)
+#   BENCH_JOBCLEAN_N=100000 (old jobs the masters remove while answering pings)
 # Prints a table; the raw logs stay under $BENCH_ROOT (default /tmp/salt-bench.<random>).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -189,6 +189,10 @@ impl MasterConf {
         doc.set("ret_port", 4506u16.into());
         doc.set("worker_threads", 3u32.into());
         doc.set("auto_accept", false.into());
+        // After `-t`, `salt` asks missing minions `saltutil.find_job` and waits this long for
+        // answers (Salt's default 10 s): short, so tests that probe unreachable minions (the
+        // failover lab, chaos) pay 1 s per probe, not 10.
+        doc.set("gather_job_timeout", 1u32.into());
         Self {
             dir,
             flavor: Flavor::Ours,

@@ -310,6 +310,17 @@ impl Cluster {
         )
     }
 
+    /// `salt-run -c <master conf> <args>` (our `salt-run`, beside `salt`).
+    pub fn salt_run(&self, args: &[&str]) -> Result<CmdOutput, HarnessError> {
+        crate::cli::salt(
+            &self.bins.salt.with_file_name("salt-run"),
+            None,
+            &self.mconf.conf_dir(),
+            args,
+            CLI_LIMIT,
+        )
+    }
+
     /// `salt` run as user `nobody` (uid/gid 65534) through `setpriv`.
     pub fn salt_as_nobody(&self, args: &[&str]) -> Result<CmdOutput, HarnessError> {
         let mut c = Command::new("setpriv");

@@ -228,6 +228,37 @@ fn run(version: &str) {
         "test.ping, cmd.run, cmd.run_all, test.arg, grains.items compared",
     );
 
+    // A job longer than `-t`: Salt's CLI asks `saltutil.find_job` and keeps waiting while the
+    // job runs, for our minion as for Python's. `cmd.run` keyword arguments answer alike.
+    let (v, _) = cli
+        .salt_json(&["*", "cmd.run", "sleep 6; echo done"], 3)
+        .unwrap();
+    assert_eq!(v, json!({"rmin1": "done", "pymin1": "done"}));
+    let (v, _) = cli
+        .salt_json(&["*", "saltutil.find_job", "20200101000000000000"], 20)
+        .unwrap();
+    assert_eq!(v, json!({"rmin1": {}, "pymin1": {}}));
+    let (v, _) = cli
+        .salt_json(&["*", "cmd.run", "sleep 30", "timeout=2"], 20)
+        .unwrap();
+    assert_eq!(v["rmin1"], v["pymin1"], "cmd.run timeout: {v:#}");
+    let mut kw_cmds = vec![
+        vec!["cmd.run", "echo $FOO", "env={FOO: bar}"],
+        vec!["cmd.run", "umask", "umask=077"],
+        vec!["cmd.run", "cat", "stdin=piped"],
+        vec!["cmd.retcode", "exit 3", "success_retcodes=[3]"],
+    ];
+    if nix::unistd::Uid::effective().is_root() {
+        kw_cmds.push(vec!["cmd.run", "whoami", "runas=nobody"]);
+    }
+    for c in kw_cmds {
+        let mut args = vec!["*"];
+        args.extend(c.iter().copied());
+        let (v, _) = cli.salt_json(&args, 20).unwrap();
+        assert_eq!(v["rmin1"], v["pymin1"], "{c:?}: {v:#}");
+    }
+    step(t0, "find_job after -t, cmd.run keyword arguments compared");
+
     // Heartbeats (3008): our minion stayed connected for several heartbeat timeouts without
     // a drop or a new sign-in (libzmq answers the master's ZMTP PINGs). The window is the
     // observation itself, so it is waited out if the jobs above were quicker.

@@ -149,7 +149,15 @@ fn run(version: &str) {
         &ours.salt_bin(),
         None,
         &master.conf_dir,
-        &["-L", "pym1,ghost", "-t", "3", "test.ping"],
+        &[
+            "-L",
+            "pym1,ghost",
+            "-t",
+            "3",
+            "--gather-job-timeout",
+            "2",
+            "test.ping",
+        ],
         Duration::from_secs(60),
     )
     .unwrap();

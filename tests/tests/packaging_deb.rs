@@ -40,6 +40,7 @@ const PKGS: [Pkg; 3] = [
             ("./lib/systemd/system/salt-master.service", "-rw-r--r--"),
             ("./usr/bin/salt", "-rwxr-xr-x"),
             ("./usr/bin/salt-master", "-rwxr-xr-x"),
+            ("./usr/bin/salt-run", "-rwxr-xr-x"),
             (
                 "./usr/share/doc/salt-rs-master/changelog.Debian.gz",
                 "-rw-r--r--",
@@ -47,6 +48,7 @@ const PKGS: [Pkg; 3] = [
             ("./usr/share/doc/salt-rs-master/copyright", "-rw-r--r--"),
             ("./usr/share/man/man1/salt-master.1.gz", "-rw-r--r--"),
             ("./usr/share/man/man1/salt.1.gz", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt-run.1.gz", "-rw-r--r--"),
         ],
     },
     Pkg {

@@ -182,6 +182,14 @@ salt_options! {
         /// in hours, applies when `keep_jobs_seconds` is left at its default). Zero: forever.
         #[salt_default = "86400"]
         pub keep_jobs_seconds: Duration,
+        /// Seconds each `saltutil.find_job` round waits for answers once a job's timeout has
+        /// passed with minions missing (the `salt` command keeps waiting while they run it).
+        #[salt_default = "10"]
+        pub gather_job_timeout: Duration,
+        /// Store job returns in the master's job cache (`{cachedir}/jobs`); with `False`
+        /// returns still reach a waiting `salt` command but are not written.
+        #[salt_default = "True"]
+        pub job_cache: bool,
         /// Time-to-live of a request in the request server (`None`: no limit; Salt's `0`).
         #[salt_default = "0"]
         pub request_server_ttl: Option<Duration>,
@@ -369,6 +377,8 @@ impl MasterConfig {
             }),
             permissive_pki_access: r.get("permissive_pki_access", false, boolean),
             preserve_minion_cache: r.get("preserve_minion_cache", false, boolean),
+            job_cache: r.get("job_cache", true, boolean),
+            gather_job_timeout: r.get("gather_job_timeout", Duration::from_secs(10), duration(SEC)),
             key_pass: r.opt("key_pass", |n| string(n).map(Secret::new)),
             signing_key_pass: r.opt("signing_key_pass", |n| string(n).map(Secret::new)),
             zmq_heartbeat_ivl: r.get(

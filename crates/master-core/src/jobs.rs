@@ -100,6 +100,29 @@ impl Jobs {
         rx
     }
 
+    /// The jids a `salt` command is waiting on now (never cleaned, whatever their age).
+    pub fn waited(&self) -> std::collections::HashSet<String> {
+        self.waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// `{cachedir}/jobs`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Hand a return to a waiting `salt` command without storing it (`job_cache: False`).
+    pub fn deliver(&self, jid: &str, id: &str, load: &Value) {
+        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = waiters.get(jid) {
+            let _ = tx.send((id.to_owned(), load.clone()));
+        }
+    }
+
     /// Stop listening for `jid`.
     pub fn unsubscribe(&self, jid: &str) {
         self.waiters
@@ -129,10 +152,7 @@ impl Jobs {
         let dir = self.dir.join(jid).join(id);
         std::fs::create_dir_all(&dir)?;
         self.write(&dir.join("return.p"), &salt_proto::encode(load), false)?;
-        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = waiters.get(jid) {
-            let _ = tx.send((id.to_owned(), load.clone()));
-        }
+        self.deliver(jid, id, load);
         Ok(())
     }
 

@@ -15,15 +15,20 @@
 pub mod acl;
 pub mod aes;
 pub mod convert;
+pub mod events;
+pub mod gather;
 pub mod jid;
 pub mod jobs;
+pub mod jobs_clean;
 pub mod keys;
 pub mod local;
 pub mod local_server;
 pub mod metrics;
-pub mod output;
+/// Salt's outputters (moved to `salt-output`; re-exported for the CLIs).
+pub use salt_output as output;
 pub mod publish;
 pub mod request;
+pub mod runners;
 pub mod server;
 pub mod sessions;
 pub mod state;

@@ -24,10 +24,25 @@ pub const MAX_FRAME: usize = 64 << 20;
 pub enum LocalRequest {
     /// Publish a job and stream its returns.
     Publish(PublishRequest),
+    /// Run a runner function on the master (`salt-run`).
+    Runner(RunnerRequest),
+}
+
+/// A runner call (`salt-run FUN [ARG...]`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
+pub struct RunnerRequest {
+    /// Function, e.g. `jobs.lookup_jid`.
+    pub fun: String,
+    /// Arguments (kwargs as a trailing map with `"__kwarg__": true`).
+    #[serde(default)]
+    pub arg: Vec<serde_json::Value>,
+    /// `-t`: seconds runners that publish (`manage.*`) wait for returns.
+    #[serde(default)]
+    pub timeout: Option<u64>,
 }
 
 /// A job to publish.
-#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct PublishRequest {
     /// Target expression (string; for `list` a comma-separated string).
     pub tgt: String,
@@ -43,6 +58,13 @@ pub struct PublishRequest {
     /// Returner, `""` for none.
     #[serde(default)]
     pub ret: String,
+    /// Seconds each `saltutil.find_job` round waits after `timeout` (`--gather-job-timeout`;
+    /// `None`: the master's `gather_job_timeout`).
+    #[serde(default)]
+    pub gather_job_timeout: Option<u64>,
+    /// Publish only (`--async`): the stream ends after [`LocalEvent::Published`].
+    #[serde(default)]
+    pub asynchronous: bool,
 }
 
 /// What the master streams back.
@@ -67,8 +89,23 @@ pub enum LocalEvent {
     },
     /// No more returns will be streamed; `missing` = expected minions that did not return.
     Done {
-        /// Expected minions without a return.
+        /// Expected minions without a return (`[No response]`).
         missing: Vec<String>,
+        /// Expected minions without a return that are not connected (`[Not connected]`).
+        #[serde(default)]
+        not_connected: Vec<String>,
+    },
+    /// One event of the master's bus (`salt-run state.event`).
+    Event {
+        /// Salt's tag.
+        tag: String,
+        /// The payload (with `_stamp`).
+        data: serde_json::Value,
+    },
+    /// A runner's return value.
+    RunnerReturn {
+        /// What the runner returned.
+        data: serde_json::Value,
     },
     /// The request failed (bad target, not authorised, no minions matched...).
     Error {
@@ -144,9 +181,11 @@ mod tests {
             arg: vec![],
             timeout: 5,
             ret: String::new(),
+            ..Default::default()
         });
         write_frame(&mut a, &req).await.unwrap();
         let ev = LocalEvent::Done {
+            not_connected: vec![],
             missing: vec!["m1".into()],
         };
         write_frame(&mut a, &ev).await.unwrap();

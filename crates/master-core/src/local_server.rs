@@ -16,10 +16,12 @@ use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_transport::Publisher;
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::convert::{json_to_mp, mp_to_json};
+use crate::convert::json_to_mp;
+use crate::jobs::ReturnEvent;
 use crate::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use crate::publish::{Job, publish};
 use crate::state::Shared;
@@ -95,17 +97,179 @@ async fn client(
     let Some(req) = read_frame::<_, LocalRequest>(&mut stream).await? else {
         return Ok(());
     };
-    let LocalRequest::Publish(req) = req;
     let err = |message: String| LocalEvent::Error { message };
-    let prepared = prepare(&shared, &req, &user, privileged);
-    let (job, expected) = match prepared {
-        Ok(p) => p,
-        Err(message) => return write_frame(&mut stream, &err(message)).await,
+    let req = match req {
+        LocalRequest::Publish(req) => req,
+        LocalRequest::Runner(r) if r.fun == "state.event" => {
+            if !privileged {
+                return write_frame(&mut stream, &err("Authorization error occurred.".into()))
+                    .await;
+            }
+            return stream_events(&shared, &r, &mut stream, &stop).await;
+        }
+        LocalRequest::Runner(r) => {
+            let ctx = crate::runners::Ctx {
+                shared: shared.clone(),
+                publisher,
+                stop,
+            };
+            let ev = match crate::runners::call(&ctx, &r, &user, privileged).await {
+                Ok(data) => LocalEvent::RunnerReturn { data },
+                Err(message) => err(message),
+            };
+            return write_frame(&mut stream, &ev).await;
+        }
     };
-    let mut returns = shared.jobs.subscribe(&job.jid);
+    let (job, expected, mut returns) =
+        match start_job(&shared, &publisher, &req, &user, privileged).await {
+            Ok(started) => started,
+            Err(message) => return write_frame(&mut stream, &err(message)).await,
+        };
+    write_frame(
+        &mut stream,
+        &LocalEvent::Published {
+            jid: job.jid.clone(),
+            minions: expected.clone(),
+        },
+    )
+    .await?;
+    if req.asynchronous {
+        shared.jobs.unsubscribe(&job.jid);
+        return Ok(());
+    }
+    let gather_timeout = req
+        .gather_job_timeout
+        .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
+    let gather = crate::gather::Gather::new(
+        shared.clone(),
+        publisher,
+        &job.jid,
+        expected,
+        Duration::from_secs(req.timeout),
+        gather_timeout,
+    );
+    let result = async {
+        let missing = gather
+            .run(
+                &mut returns,
+                &stop,
+                &mut crate::gather::FrameSink(&mut stream),
+            )
+            .await?;
+        write_frame(
+            &mut stream,
+            &LocalEvent::Done {
+                missing: missing.no_response,
+                not_connected: missing.not_connected,
+            },
+        )
+        .await
+    }
+    .await;
+    shared.jobs.unsubscribe(&job.jid);
+    result
+}
+
+/// Salt's `state.event tagmatch='*' count=-1`: every event whose tag matches, as it fires,
+/// until `count` events were sent, the client goes away, or the master stops.
+async fn stream_events(
+    shared: &Shared,
+    r: &crate::local::RunnerRequest,
+    stream: &mut UnixStream,
+    stop: &CancellationToken,
+) -> Result<(), crate::local::FrameError> {
+    let (mut tagmatch, mut count) = ("*".to_owned(), -1i64);
+    let mut positional = 0;
+    for a in &r.arg {
+        match a {
+            serde_json::Value::Object(m) if m.get("__kwarg__") == Some(&true.into()) => {
+                if let Some(t) = m.get("tagmatch").and_then(|v| v.as_str()) {
+                    tagmatch = t.to_owned();
+                }
+                if let Some(c) = m.get("count").and_then(serde_json::Value::as_i64) {
+                    count = c;
+                }
+            }
+            other => {
+                match (positional, other) {
+                    (0, serde_json::Value::String(t)) => tagmatch = t.clone(),
+                    (1, v) => count = v.as_i64().unwrap_or(count),
+                    _ => {}
+                }
+                positional += 1;
+            }
+        }
+    }
+    let mut rx = shared.events.subscribe();
+    while count != 0 {
+        let ev = tokio::select! {
+            _ = stop.cancelled() => break,
+            ev = rx.recv() => ev,
+        };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("state.event listener fell behind: {n} event(s) dropped");
+                continue;
+            }
+            Err(_) => break,
+        };
+        if !crate::target::fnmatch(&ev.tag, &tagmatch) {
+            continue;
+        }
+        write_frame(
+            stream,
+            &LocalEvent::Event {
+                tag: ev.tag.clone(),
+                data: ev.data.clone(),
+            },
+        )
+        .await?;
+        count -= 1;
+    }
+    write_frame(
+        stream,
+        &LocalEvent::Done {
+            missing: vec![],
+            not_connected: vec![],
+        },
+    )
+    .await
+}
+
+/// A published job: what was published, the expected minions, its returns.
+pub(crate) type Started = (Job, Option<Vec<String>>, UnboundedReceiver<ReturnEvent>);
+
+/// Validate, authorise, store and publish `req` for `user`.
+pub(crate) async fn start_job(
+    shared: &Arc<Shared>,
+    publisher: &Publisher,
+    req: &PublishRequest,
+    user: &str,
+    privileged: bool,
+) -> Result<Started, String> {
+    let (job, expected) = prepare(shared, req, user, privileged)?;
+    let returns = shared.jobs.subscribe(&job.jid);
+    // Before the publish: a listener sees `new` before any `ret`.
+    if shared.events.wanted() {
+        let data = serde_json::json!({
+            "jid": job.jid,
+            "tgt_type": job.tgt_type,
+            "tgt": crate::convert::mp_to_json(&job.tgt),
+            "user": job.user,
+            "fun": job.fun,
+            "arg": req.arg,
+            "minions": expected.clone().unwrap_or_default(),
+            "missing": [],
+        });
+        shared
+            .events
+            .fire(format!("salt/job/{}/new", job.jid), data);
+    }
     let published = {
         let shared = shared.clone();
         let job = job.clone();
+        let publisher = publisher.clone();
         tokio::task::spawn_blocking(move || {
             shared
                 .jobs
@@ -118,51 +282,35 @@ async fn client(
     };
     if let Err(e) = published {
         shared.jobs.unsubscribe(&job.jid);
-        return write_frame(&mut stream, &err(format!("publish failed: {e}"))).await;
+        return Err(format!("publish failed: {e}"));
     }
-    write_frame(
-        &mut stream,
-        &LocalEvent::Published {
-            jid: job.jid.clone(),
-            minions: expected.clone(),
-        },
-    )
-    .await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(req.timeout);
-    // Expected minions still to answer: a set, so each return costs O(1) (a Vec scanned on
-    // every return made 10,000 returns cost 10^8+ string compares).
-    let mut waiting: Option<std::collections::HashSet<String>> =
-        expected.as_ref().map(|e| e.iter().cloned().collect());
-    let result = async {
-        loop {
-            if waiting.as_ref().is_some_and(|w| w.is_empty()) {
-                break;
-            }
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep_until(deadline) => break,
-                got = returns.recv() => match got {
-                    Some((id, data)) => {
-                        if let Some(w) = waiting.as_mut() {
-                            w.remove(&id);
-                        }
-                        write_frame(&mut stream, &LocalEvent::Return { id, data: mp_to_json(&data) }).await?;
-                    }
-                    None => break,
-                }
-            }
-        }
-        let missing: Vec<String> = expected
-            .iter()
-            .flatten()
-            .filter(|m| waiting.as_ref().is_some_and(|w| w.contains(*m)))
-            .cloned()
-            .collect();
-        write_frame(&mut stream, &LocalEvent::Done { missing }).await
-    }
-    .await;
+    Ok((job, expected, returns))
+}
+
+/// Publish `req` as the master itself and wait as `salt` would: the returns in arrival
+/// order, the minions missing at the end, and the jid (runners such as `manage.status`).
+pub(crate) async fn run_job(
+    shared: &Arc<Shared>,
+    publisher: &Publisher,
+    stop: &CancellationToken,
+    req: &PublishRequest,
+) -> Result<(String, Vec<(String, Value)>, crate::gather::Missing), String> {
+    let (job, expected, mut returns) = start_job(shared, publisher, req, "root", true).await?;
+    let gather_timeout = req
+        .gather_job_timeout
+        .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
+    let gather = crate::gather::Gather::new(
+        shared.clone(),
+        publisher.clone(),
+        &job.jid,
+        expected,
+        Duration::from_secs(req.timeout),
+        gather_timeout,
+    );
+    let mut got = Vec::new();
+    let missing = gather.run(&mut returns, stop, &mut got).await;
     shared.jobs.unsubscribe(&job.jid);
-    result
+    Ok((job.jid, got, missing.map_err(|e| e.to_string())?))
 }
 
 /// Validate, authorise and build the job; the expected minion set (None = unknown).

@@ -134,6 +134,7 @@ pub async fn run_with_ready(
         acl_blacklist,
         verified_toks: Mutex::new(Default::default()),
         metrics: Default::default(),
+        events: Default::default(),
         store,
         keys,
         aes,
@@ -334,6 +335,7 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                     .unwrap_or_else(|e| e.into_inner())
                     .retain(|id| accepted.contains(id));
             }
+            clean_jobs(&s);
             let aged = !cfg.publish_session.is_zero()
                 && s.aes.current().created.elapsed() >= cfg.publish_session;
             if dropfile || aged {
@@ -359,5 +361,33 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
             }
         })
         .await;
+    }
+}
+
+/// Salt's `clean_old_jobs`, once per maintenance tick (on the blocking pool: the request
+/// server never waits for it).
+fn clean_jobs(s: &Shared) {
+    let started = std::time::Instant::now();
+    let waited = s.jobs.waited();
+    match crate::jobs_clean::clean_old_jobs(
+        s.jobs.dir(),
+        s.cfg.keep_jobs_seconds,
+        std::time::SystemTime::now(),
+        &waited,
+    ) {
+        Ok(r) if r.removed > 0 || r.failed > 0 => tracing::info!(
+            "Job cache: removed {} job(s) older than keep_jobs_seconds={} in {:.3} s ({} kept, {} failed)",
+            r.removed,
+            s.cfg.keep_jobs_seconds.as_secs(),
+            started.elapsed().as_secs_f64(),
+            r.kept,
+            r.failed
+        ),
+        Ok(_) => {}
+        Err(e) => {
+            if s.log_limit.allow("jobs-clean") {
+                tracing::warn!("Job cache: cannot clean {}: {e}", s.jobs.dir().display());
+            }
+        }
     }
 }

@@ -48,6 +48,8 @@ pub struct Shared {
     /// Minion `tok`s already verified, by id: SHA-256 of (accepted key text, tok). A
     /// request whose key file and tok are unchanged skips the PEM parse and RSA operation.
     pub verified_toks: Mutex<HashMap<String, Vec<u8>>>,
+    /// The event bus (`salt-run state.event`).
+    pub events: crate::events::EventBus,
     /// Prometheus metrics (served only with `metrics_port`).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
 }

@@ -41,6 +41,8 @@ async fn local(sock: &std::path::Path, tgt: &str, tgt_type: &str, timeout: u64) 
         arg: vec![],
         timeout,
         ret: String::new(),
+        gather_job_timeout: Some(1),
+        ..Default::default()
     };
     write_frame(&mut stream, &LocalRequest::Publish(req))
         .await
@@ -165,10 +167,15 @@ async fn daemon_round_trip_and_clean_shutdown() {
                 jid,
                 minions: Some(m),
             },
-            LocalEvent::Done { missing },
+            LocalEvent::Done {
+                missing,
+                not_connected,
+            },
         ] => {
             assert_eq!(m, &vec!["m1".to_string()]);
+            // Signed in above, did not answer `find_job`: "[No response]".
             assert_eq!(missing, &vec!["m1".to_string()]);
+            assert!(not_connected.is_empty());
             jid.clone()
         }
         other => panic!("unexpected events {other:?}"),

@@ -947,8 +947,9 @@ impl Driver {
         };
         let tx = self.ev_tx.clone();
         tokio::spawn(async move {
-            let ret = crate::job::run(&job, &ctx).await;
-            let _ = tx.send(Ev::JobDone(ret)).await;
+            if let Some(ret) = crate::job::run(&job, &ctx).await {
+                let _ = tx.send(Ev::JobDone(ret)).await;
+            }
         });
     }
 

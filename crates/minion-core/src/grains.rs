@@ -18,7 +18,7 @@ use std::path::Path;
 use rmpv::Value;
 
 /// The Salt version this minion reports (`test.version`, `saltversion` grain).
-pub const SALT_VERSION: &str = "3007.17";
+pub use salt_proto::SALT_VERSION;
 
 /// Fields of `/etc/os-release` that feed the OS grains.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

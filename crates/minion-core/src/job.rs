@@ -128,19 +128,29 @@ impl JidQueue {
 
 /// Run the job's function and build the `_return` command map (before the request
 /// channel appends `nonce`, `ts`, `tok`, `id`). Key order follows the Python minion.
-pub async fn run(job: &Job, ctx: &ExecContext) -> Value {
+/// `None` when `saltutil.kill_job`/`term_job` ended the job: nothing is returned, as a killed
+/// Python job process returns nothing.
+pub async fn run(job: &Job, ctx: &ExecContext) -> Option<Value> {
     tracing::info!(
         "Starting a new job {} with PID {}",
         job.jid,
         std::process::id()
     );
-    let outcome = modules::call(&job.fun, &job.arg, &job.load, ctx).await;
+    let mut reg = crate::running::register(&job.jid, &job.load);
+    let outcome = tokio::select! {
+        o = modules::call(&job.fun, &job.arg, &job.load, ctx) => o,
+        Ok(sig) = &mut reg.stopped => {
+            tracing::info!("Job {} ended by signal {sig}", job.jid);
+            return None;
+        }
+    };
+    drop(reg);
     tracing::info!(
         "Job {} execution finished, success: {}",
         job.jid,
         outcome.success()
     );
-    return_load(job, &ctx.id, outcome)
+    Some(return_load(job, &ctx.id, outcome))
 }
 
 /// Build the `_return` load for a finished call.
@@ -222,7 +232,7 @@ mod tests {
             id: "m1".into(),
             grains: Arc::new(Value::Map(vec![])),
         };
-        let r = run(&j, &ctx).await;
+        let r = run(&j, &ctx).await.unwrap();
         let Value::Map(m) = &r else { panic!() };
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str().unwrap()).collect();
         assert_eq!(
@@ -233,7 +243,9 @@ mod tests {
         );
         assert_eq!(map_lookup(&r, "return"), Some(&Value::Boolean(true)));
         assert_eq!(map_lookup(&r, "retcode"), Some(&Value::from(0)));
-        let bad = run(&Job::from_load(load("no.such", "m1")).unwrap(), &ctx).await;
+        let bad = run(&Job::from_load(load("no.such", "m1")).unwrap(), &ctx)
+            .await
+            .unwrap();
         assert_eq!(map_lookup(&bad, "success"), Some(&Value::Boolean(false)));
         assert_eq!(map_lookup(&bad, "out"), Some(&Value::from("nested")));
     }

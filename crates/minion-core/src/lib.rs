@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod channel;
+pub mod cmdmod;
 pub mod driver;
 pub mod failover;
 pub mod grains;
@@ -17,4 +18,5 @@ pub mod metrics;
 pub mod modules;
 pub mod net;
 pub mod rekey;
+pub mod running;
 pub mod startup;

@@ -6,12 +6,10 @@
 //! `Minion._thread_return`. Shell commands run through `tokio::process`, so a long
 //! `cmd.run` never blocks the runtime.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmpv::Value;
-use tokio::io::AsyncReadExt;
 
 use crate::grains::SALT_VERSION;
 use crate::matcher::{fnmatch, map_lookup, traverse};
@@ -29,6 +27,13 @@ pub const FUNCTIONS: &[&str] = &[
     "grains.item",
     "grains.items",
     "grains.ls",
+    "saltutil.find_job",
+    "saltutil.kill_all_jobs",
+    "saltutil.kill_job",
+    "saltutil.running",
+    "saltutil.signal_job",
+    "saltutil.term_all_jobs",
+    "saltutil.term_job",
     "sys.list_functions",
     "sys.list_modules",
     "test.arg",
@@ -61,7 +66,7 @@ pub struct CallOutcome {
 }
 
 impl CallOutcome {
-    fn ok(ret: Value) -> Self {
+    pub(crate) fn ok(ret: Value) -> Self {
         Self {
             ret,
             retcode: 0,
@@ -69,7 +74,7 @@ impl CallOutcome {
         }
     }
 
-    fn error(msg: String) -> Self {
+    pub(crate) fn error(msg: String) -> Self {
         Self {
             ret: Value::from(msg),
             retcode: EX_GENERIC,
@@ -130,7 +135,7 @@ impl Args {
     }
 
     /// Bind parameter `name` at position `pos`: positional first, then keyword.
-    fn param(&self, pos: usize, name: &str) -> Option<&Value> {
+    pub(crate) fn param(&self, pos: usize, name: &str) -> Option<&Value> {
         self.args.get(pos).or_else(|| self.kw(name))
     }
 }
@@ -172,7 +177,7 @@ fn yamlify(v: &str) -> Value {
 }
 
 /// Python `str()`-like rendering for values used as text (command lines, grain keys).
-fn text(v: &Value) -> String {
+pub(crate) fn text(v: &Value) -> String {
     crate::matcher::py_str(v)
 }
 
@@ -292,11 +297,7 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
             ]))
         }
         "cmd.run" | "cmd.run_all" | "cmd.run_stdout" | "cmd.retcode" => {
-            let Some(cmd) = args.param(0, "cmd") else {
-                return missing(fun, short, "cmd");
-            };
-            let cwd = args.param(1, "cwd").filter(|v| !v.is_nil()).map(text);
-            run_command(fun, &text(cmd), cwd.as_deref()).await
+            crate::cmdmod::call(fun, &args).await
         }
         "grains.get" => {
             if let Some(e) =
@@ -326,9 +327,25 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
                 out: Some("nested"),
             }
         }
+        "saltutil.running"
+        | "saltutil.find_job"
+        | "saltutil.signal_job"
+        | "saltutil.term_job"
+        | "saltutil.kill_job"
+        | "saltutil.term_all_jobs"
+        | "saltutil.kill_all_jobs" => {
+            let current = map_lookup(job, "jid").map(text);
+            crate::running::call(fun, &args, current.as_deref())
+        }
         "sys.list_functions" => CallOutcome::ok(list_functions(&args.args)),
         "sys.list_modules" => CallOutcome::ok(Value::Array(
             list_modules().into_iter().map(Value::from).collect(),
+        )),
+        // Salt's `saltutil.sync_*` copy `_modules`, `_states`, `_grains`... from the file
+        // server and load them: Python code this minion cannot run. Said, not pretended.
+        f if f.starts_with("saltutil.sync_") => CallOutcome::error(format!(
+            "ERROR: {f}: salt-rs minions do not load custom Python modules (_modules, _states, \
+             _grains, ...); nothing was synced"
         )),
         // Salt's words first (tools match them), then what there is.
         _ => CallOutcome::error(format!(
@@ -400,134 +417,12 @@ pub fn list_functions(filters: &[Value]) -> Value {
     Value::Array(names.into_iter().map(Value::from).collect())
 }
 
-/// Result of running a shell command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandOutput {
-    /// Child pid.
-    pub pid: u32,
-    /// Exit status (negative signal number when killed, like Python).
-    pub retcode: i64,
-    /// Standard output, trailing whitespace stripped.
-    pub stdout: String,
-    /// Standard error, trailing whitespace stripped (empty when combined).
-    pub stderr: String,
-}
-
-fn home_dir() -> String {
-    std::env::var("HOME")
-        .ok()
-        .filter(|h| std::path::Path::new(h).is_dir())
-        .unwrap_or_else(|| "/".to_owned())
-}
-
-/// Run `cmd` with `/bin/sh -c`. With `combine`, stderr goes to the same pipe as stdout
-/// (Salt's `cmd.run`), otherwise they are captured apart (`cmd.run_all`).
-pub async fn run_shell(
-    cmd: &str,
-    cwd: Option<&str>,
-    combine: bool,
-) -> std::io::Result<CommandOutput> {
-    let mut command = tokio::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(cwd.map_or_else(home_dir, str::to_owned))
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    if combine {
-        #[allow(clippy::incompatible_msrv)] // std::io::pipe: Rust 1.87; the toolchain is newer
-        let (reader, writer) = std::io::pipe()?;
-        let writer2 = writer.try_clone()?;
-        command
-            .stdout(Stdio::from(writer))
-            .stderr(Stdio::from(writer2));
-        let mut child = command.spawn()?;
-        // Drop our copies of the write end so the reader sees EOF when the child exits.
-        drop(command);
-        let pid = child.id().unwrap_or(0);
-        let reader_task = tokio::task::spawn_blocking(move || {
-            use std::io::Read;
-            let mut buf = Vec::new();
-            let mut r = reader;
-            r.read_to_end(&mut buf).map(|_| buf)
-        });
-        let status = child.wait().await?;
-        let out = reader_task.await.map_err(std::io::Error::other)??;
-        Ok(CommandOutput {
-            pid,
-            retcode: exit_code(status),
-            stdout: String::from_utf8_lossy(&out).trim_end().to_owned(),
-            stderr: String::new(),
-        })
-    } else {
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = command.spawn()?;
-        let pid = child.id().unwrap_or(0);
-        let mut so = child.stdout.take();
-        let mut se = child.stderr.take();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let read_out = async {
-            if let Some(s) = so.as_mut() {
-                s.read_to_end(&mut out).await?;
-            }
-            Ok::<_, std::io::Error>(())
-        };
-        let read_err = async {
-            if let Some(s) = se.as_mut() {
-                s.read_to_end(&mut err).await?;
-            }
-            Ok::<_, std::io::Error>(())
-        };
-        let (a, b) = tokio::join!(read_out, read_err);
-        a?;
-        b?;
-        let status = child.wait().await?;
-        Ok(CommandOutput {
-            pid,
-            retcode: exit_code(status),
-            stdout: String::from_utf8_lossy(&out).trim_end().to_owned(),
-            stderr: String::from_utf8_lossy(&err).trim_end().to_owned(),
-        })
-    }
-}
-
-fn exit_code(status: std::process::ExitStatus) -> i64 {
+pub(crate) fn exit_code(status: std::process::ExitStatus) -> i64 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => i64::from(c),
         (None, Some(sig)) => -i64::from(sig),
         (None, None) => 1,
-    }
-}
-
-async fn run_command(fun: &str, cmd: &str, cwd: Option<&str>) -> CallOutcome {
-    let combine = fun == "cmd.run";
-    let res = match run_shell(cmd, cwd, combine).await {
-        Ok(r) => r,
-        Err(e) => {
-            return CallOutcome::error(format!(
-                "ERROR: Unable to run command '{cmd}' with the context '{{'cwd': '{}'}}', reason: {e}",
-                cwd.map_or_else(home_dir, str::to_owned)
-            ));
-        }
-    };
-    if res.retcode != 0 {
-        tracing::error!("Command '{}' failed with return code: {}", cmd, res.retcode);
-    }
-    let ret = match fun {
-        "cmd.run" | "cmd.run_stdout" => Value::from(res.stdout.clone()),
-        "cmd.retcode" => Value::from(res.retcode),
-        _ => Value::Map(vec![
-            (Value::from("pid"), Value::from(res.pid)),
-            (Value::from("retcode"), Value::from(res.retcode)),
-            (Value::from("stdout"), Value::from(res.stdout.clone())),
-            (Value::from("stderr"), Value::from(res.stderr.clone())),
-        ]),
-    };
-    CallOutcome {
-        ret,
-        retcode: res.retcode,
-        out: None,
     }
 }
 

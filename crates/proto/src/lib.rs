@@ -27,6 +27,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The Salt release whose behaviour we report as ours (`test.version`, the `saltversion`
+/// grain, `manage.versions` on the master).
+pub const SALT_VERSION: &str = "3007.17";
+
 pub mod auth_master;
 pub mod auth_minion;
 pub mod codec;

@@ -10,9 +10,15 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
+
+#[path = "../cli/batch.rs"]
+mod batch;
+#[path = "../cli/args.rs"]
+mod cli_args;
+
+use cli_args::parse_args;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use salt_master_core::output::{OutputFormat, render_colour, render_json};
@@ -38,9 +44,20 @@ struct Args {
     /// TARGET is `grain:glob`, matched by the minions.
     #[arg(short = 'G', long = "grain", group = "tgt")]
     grain: bool,
-    /// Output format: nested, json, yaml, txt, raw.
-    #[arg(long = "out", alias = "output", default_value = "nested")]
-    out: String,
+    /// Output format: nested, json, yaml, txt, raw, highstate (default: the one each return
+    /// names, as Salt's `state.*` returns name `highstate`, else nested).
+    #[arg(long = "out", alias = "output")]
+    out: Option<String>,
+    /// highstate outputter: full, terse, mixed, changes (or their `_id` forms).
+    #[arg(long = "state-output", alias = "state_output", default_value = "full")]
+    state_output: String,
+    /// highstate outputter: also show successful states without changes (`True`/`False`).
+    #[arg(
+        long = "state-verbose",
+        alias = "state_verbose",
+        default_value = "True"
+    )]
+    state_verbose: String,
     /// JSON indentation for `--out json` (negative: one line).
     #[arg(long = "out-indent", allow_negative_numbers = true)]
     out_indent: Option<i64>,
@@ -62,54 +79,34 @@ struct Args {
     /// Returner for the job.
     #[arg(long = "return", default_value = "")]
     returner: String,
+    /// Seconds each `saltutil.find_job` round waits once the timeout passed (default: the
+    /// master's `gather_job_timeout`).
+    #[arg(long = "gather-job-timeout")]
+    gather_job_timeout: Option<u64>,
+    /// Publish and print the job id without waiting for returns.
+    #[arg(long = "async")]
+    asynchronous: bool,
+    /// Print the job id and a rule before the returns.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Print the job id before the returns.
+    #[arg(long = "show-jid")]
+    show_jid: bool,
+    /// Show the `[returned/expected]` progress line on stderr even off a terminal.
+    #[arg(short = 'p', long = "progress")]
+    progress: bool,
+    /// Run on this many minions at a time (a count or a percentage such as `10%`).
+    #[arg(short = 'b', long = "batch-size", alias = "batch")]
+    batch: Option<String>,
+    /// With --batch: seconds to wait after a minion returns before filling its slot.
+    #[arg(long = "batch-wait", default_value_t = 0.0)]
+    batch_wait: f64,
     /// Target expression.
     target: String,
     /// Function, e.g. test.ping.
     fun: String,
     /// Arguments; `key=value` becomes a keyword argument.
     args: Vec<String>,
-}
-
-/// Salt's minimal YAML-ification of CLI arguments: ints, floats and booleans.
-fn yamlify(s: &str) -> Value {
-    if let Ok(i) = s.parse::<i64>() {
-        return json!(i);
-    }
-    match s {
-        "True" | "true" => return json!(true),
-        "False" | "false" => return json!(false),
-        "None" | "null" => return Value::Null,
-        _ => {}
-    }
-    if s.contains('.')
-        && !s.starts_with('.')
-        && !s.ends_with('.')
-        && let Some(f) = s.parse::<f64>().ok().filter(|f| f.is_finite())
-    {
-        return json!(f);
-    }
-    Value::String(s.to_owned())
-}
-
-/// Positional args and `key=value` kwargs (`salt.utils.args.parse_input`).
-fn parse_args(args: &[String]) -> Vec<Value> {
-    #[allow(clippy::unwrap_used)] // constant, valid expression
-    let kw = regex::Regex::new(r"^([A-Za-z_][\w.-]*)=([^=].*|)$").unwrap();
-    let mut out = Vec::new();
-    let mut kwargs = Map::new();
-    for a in args {
-        match kw.captures(a) {
-            Some(c) => {
-                kwargs.insert(c[1].to_owned(), yamlify(&c[2]));
-            }
-            None => out.push(yamlify(a)),
-        }
-    }
-    if !kwargs.is_empty() {
-        kwargs.insert("__kwarg__".into(), json!(true));
-        out.push(Value::Object(kwargs));
-    }
-    out
 }
 
 fn no_response(jid: &str) -> String {
@@ -133,20 +130,9 @@ const UNSUPPORTED: &[(&[&str], &str)] = &[
     (&["-R", "--range"], "range targeting"),
     (&["--subset"], "subset targeting"),
     (
-        &[
-            "-b",
-            "--batch",
-            "--batch-size",
-            "--batch-wait",
-            "--batch-safe-limit",
-            "--batch-safe-size",
-        ],
-        "batch execution",
+        &["--batch-safe-limit", "--batch-safe-size"],
+        "batch safe limits",
     ),
-    (&["--async"], "asynchronous jobs (--async)"),
-    (&["-v", "--verbose"], "verbose job output (-v)"),
-    (&["--show-jid"], "printing the job id (--show-jid)"),
-    (&["-p", "--progress"], "the progress bar (-p)"),
     (
         &[
             "-a",
@@ -161,15 +147,6 @@ const UNSUPPORTED: &[(&[&str], &str)] = &[
     (
         &["-d", "--doc", "--documentation"],
         "function documentation (-d, sys.doc)",
-    ),
-    (
-        &[
-            "--state-output",
-            "--state_output",
-            "--state-verbose",
-            "--state_verbose",
-        ],
-        "states and their output",
     ),
     (
         &[
@@ -242,12 +219,24 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let Some(format) = OutputFormat::from_name(&args.out) else {
-        eprintln!(
-            "salt: unknown outputter {:?} (nested, json, yaml, txt, raw)",
-            args.out
-        );
-        return ExitCode::from(2);
+    let format = match args.out.as_deref().map(OutputFormat::from_name) {
+        None => None,
+        Some(Some(f)) => Some(f),
+        Some(None) => {
+            eprintln!(
+                "salt: unknown outputter {:?} (nested, json, yaml, txt, raw, highstate)",
+                args.out.as_deref().unwrap_or_default()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let state_verbose = match args.state_verbose.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => true,
+        "false" | "0" | "no" => false,
+        other => {
+            eprintln!("salt: --state-verbose takes True or False, not {other:?}");
+            return ExitCode::from(2);
+        }
     };
     let json_indent = args.out_indent.map(|n| usize::try_from(n).ok());
     let sink: Box<dyn std::io::Write> = match &args.out_file {
@@ -302,6 +291,8 @@ fn main() -> ExitCode {
         arg: parse_args(&args.args),
         timeout: args.timeout,
         ret: args.returner.clone(),
+        gather_job_timeout: args.gather_job_timeout,
+        asynchronous: args.asynchronous,
     };
     let sock = cfg.sock_dir.join(salt_master_core::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -317,32 +308,91 @@ fn main() -> ExitCode {
     // Salt's rule: colours on a terminal, unless --no-color; always with --force-color.
     let colour = args.force_color
         || (!args.no_color && args.out_file.is_none() && std::io::stdout().is_terminal());
+    let states = salt_master_core::output::highstate::Options {
+        state_output: args.state_output.clone(),
+        state_verbose,
+        colour,
+        ..Default::default()
+    };
+    let style = Style {
+        format,
+        json_indent,
+        colour,
+        states: &states,
+    };
+    if let Some(size) = &args.batch {
+        let mut sink = sink;
+        return runtime.block_on(batch::run(
+            batch::Batch {
+                sock: &sock,
+                req,
+                size,
+                wait: args.batch_wait,
+                verbose: args.verbose,
+                show_jid: args.show_jid,
+            },
+            &mut |id, ret, hint| {
+                let _ = writeln!(sink, "{}", show(style, &json!({ id: ret }), hint));
+            },
+        ));
+    }
+    let header = if args.verbose {
+        Header::Verbose
+    } else if args.show_jid {
+        Header::Jid
+    } else {
+        Header::None
+    };
     runtime.block_on(run(
         sock,
         req,
-        (format, json_indent, colour),
-        args.static_out,
+        style,
+        (args.static_out, header, args.progress),
         sink,
     ))
 }
 
-/// Render with `--out-indent` applied to `json`.
-/// Outputter, `--out-indent` for json, colours.
-type Style = (OutputFormat, Option<Option<usize>>, bool);
+/// What is printed once the job id is known (`-v`, `--show-jid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Header {
+    None,
+    Jid,
+    Verbose,
+}
 
-fn show(style: Style, data: &Value) -> String {
-    let (format, json_indent, colour) = style;
-    match (format, json_indent) {
+/// Salt's message for a minion that never answered `find_job` and is not connected.
+const NOT_CONNECTED: &str = "Minion did not return. [Not connected]";
+
+/// How returns are printed: `--out` (or `None`: the outputter each return names), JSON
+/// indentation, colours, the highstate options.
+#[derive(Clone, Copy)]
+struct Style<'a> {
+    format: Option<OutputFormat>,
+    json_indent: Option<Option<usize>>,
+    colour: bool,
+    states: &'a salt_master_core::output::highstate::Options,
+}
+
+/// Render `data`; `hint` is the `out` a return names (Salt's CLI uses it without `--out`).
+fn show(style: Style<'_>, data: &Value, hint: Option<&str>) -> String {
+    let format = style
+        .format
+        .or_else(|| hint.and_then(OutputFormat::from_name))
+        .unwrap_or(OutputFormat::Nested);
+    match (format, style.json_indent) {
         (OutputFormat::Json, Some(indent)) => render_json(data, indent),
-        _ => render_colour(format, data, colour),
+        (OutputFormat::Highstate, _) => {
+            salt_master_core::output::highstate::render(data, style.states)
+        }
+        _ => render_colour(format, data, style.colour),
     }
 }
 
 async fn run(
     sock: PathBuf,
     req: PublishRequest,
-    style: Style,
-    static_out: bool,
+    style: Style<'_>,
+    (static_out, header, force_progress): (bool, Header, bool),
     mut sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
     let mut stream = match tokio::net::UnixStream::connect(&sock).await {
@@ -363,25 +413,25 @@ async fn run(
             return ExitCode::from(2);
         }
     };
-    let timeout = req.timeout;
+    let asynchronous = req.asynchronous;
     if let Err(e) = write_frame(&mut stream, &LocalRequest::Publish(req)).await {
         eprintln!("salt: {e}");
         return ExitCode::from(2);
     }
     let mut jid = String::new();
-    let mut progress = Progress::new(std::io::stderr().is_terminal());
+    let mut progress = Progress::new(force_progress || std::io::stderr().is_terminal());
     let mut all = Map::new();
+    // The outputter the returns name (static output prints them all with the first's).
+    let mut hint: Option<String> = None;
     let mut failed = false;
     let mut any = false;
-    // The master ends the stream at the timeout; allow it some slack.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout + 10);
+    // The master ends the stream: after the timeout, or later while minions still run the job
+    // (`saltutil.find_job`), so there is no deadline here.
     loop {
-        let ev = match tokio::time::timeout_at(deadline, read_frame::<_, LocalEvent>(&mut stream))
-            .await
-        {
-            Ok(Ok(Some(ev))) => ev,
-            Ok(Ok(None)) | Err(_) => break,
-            Ok(Err(e)) => {
+        let ev = match read_frame::<_, LocalEvent>(&mut stream).await {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
                 eprintln!("salt: {e}");
                 return ExitCode::from(2);
             }
@@ -389,6 +439,20 @@ async fn run(
         match ev {
             LocalEvent::Published { jid: j, minions } => {
                 jid = j;
+                if asynchronous {
+                    println!("Executed command with job ID: {jid}");
+                    return ExitCode::SUCCESS;
+                }
+                match header {
+                    Header::Verbose => {
+                        let msg = format!("Executing job with jid {jid}");
+                        let _ = writeln!(sink, "{msg}\n{}\n", "-".repeat(msg.len()));
+                    }
+                    Header::Jid => {
+                        let _ = writeln!(sink, "jid: {jid}");
+                    }
+                    Header::None => {}
+                }
                 progress.expect(minions.map(|m| m.len()));
             }
             LocalEvent::Return { id, data } => {
@@ -399,22 +463,39 @@ async fn run(
                     failed = true;
                 }
                 let ret = data.get("return").cloned().unwrap_or(Value::Null);
+                let out = data.get("out").and_then(Value::as_str);
                 if static_out {
+                    if hint.is_none() {
+                        hint = out.map(str::to_owned);
+                    }
                     all.insert(id, ret);
                 } else {
-                    let _ = writeln!(sink, "{}", show(style, &json!({ id: ret })));
+                    let _ = writeln!(sink, "{}", show(style, &json!({ id: ret }), out));
                 }
             }
-            LocalEvent::Done { missing } => {
+            LocalEvent::Done {
+                missing,
+                not_connected,
+            } => {
                 progress.clear();
-                for id in missing {
+                let mut all_missing: Vec<(String, String)> = missing
+                    .into_iter()
+                    .map(|id| (id, no_response(&jid)))
+                    .chain(
+                        not_connected
+                            .into_iter()
+                            .map(|id| (id, NOT_CONNECTED.into())),
+                    )
+                    .collect();
+                all_missing.sort();
+                for (id, msg) in all_missing {
                     any = true;
                     failed = true;
-                    let msg = Value::String(no_response(&jid));
+                    let msg = Value::String(msg);
                     if static_out {
                         all.insert(id, msg);
                     } else {
-                        let _ = writeln!(sink, "{}", show(style, &json!({ id: msg })));
+                        let _ = writeln!(sink, "{}", show(style, &json!({ id: msg }), None));
                     }
                 }
                 break;
@@ -429,7 +510,11 @@ async fn run(
     }
     progress.clear();
     if static_out && !all.is_empty() {
-        let _ = writeln!(sink, "{}", show(style, &Value::Object(all)));
+        let _ = writeln!(
+            sink,
+            "{}",
+            show(style, &Value::Object(all), hint.as_deref())
+        );
     }
     if !any {
         eprintln!("ERROR: No return received");
@@ -537,12 +622,17 @@ mod tests {
             m.contains("-C: compound targeting is not supported yet"),
             "{m}"
         );
-        let m = unsupported_flag(&argv(&["--batch=10", "*", "test.ping"])).unwrap();
-        assert!(m.contains("batch execution"), "{m}");
-        let m = unsupported_flag(&argv(&["-b10", "*", "test.ping"])).unwrap();
-        assert!(m.contains("batch execution"), "{m}");
-        assert!(unsupported_flag(&argv(&["--async", "*", "test.ping"])).is_some());
-        assert!(unsupported_flag(&argv(&["-v", "*", "test.ping"])).is_some());
+        let m = unsupported_flag(&argv(&["--batch-safe-limit=10", "*", "test.ping"])).unwrap();
+        assert!(m.contains("batch safe limits"), "{m}");
+        let m = unsupported_flag(&argv(&["-a", "pam", "*", "test.ping"])).unwrap();
+        assert!(m.contains("external authentication"), "{m}");
+        // Implemented since: batches, --async, -v.
+        assert_eq!(unsupported_flag(&argv(&["-b10", "*", "test.ping"])), None);
+        assert_eq!(
+            unsupported_flag(&argv(&["--async", "*", "test.ping"])),
+            None
+        );
+        assert_eq!(unsupported_flag(&argv(&["-v", "*", "test.ping"])), None);
         assert_eq!(unsupported_flag(&argv(&["-L", "a,b", "test.ping"])), None);
         assert_eq!(unsupported_flag(&argv(&["*", "cmd.run", "ls -N"])), None);
         assert_eq!(unsupported_flag(&argv(&["--", "*", "cmd.run", "-v"])), None);

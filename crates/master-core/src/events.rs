@@ -1,0 +1,123 @@
+//! The master's event bus: Salt's tags and payloads, for `salt-run state.event` and anything
+//! else on the local socket that wants them.
+//!
+//! Fired: `salt/job/<jid>/new` when a job is published, `salt/job/<jid>/ret/<id>` for every
+//! return, `salt/auth` for every sign-in decision, and every event a minion sends with
+//! `_minion_event` under its own tag (`salt/minion/<id>/start`, `event.send`, state events).
+//! Each payload carries Salt's `_stamp` (UTC, ISO 8601 with microseconds). An event costs
+//! nothing but a counter check when nobody listens; a slow listener loses the oldest events
+//! (a bounded broadcast channel), never slows the request server.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+/// One event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// Salt's tag, e.g. `salt/job/20250101000000000000/new`.
+    pub tag: String,
+    /// The payload, with `_stamp`.
+    pub data: Value,
+}
+
+/// Events buffered per listener before the oldest are dropped.
+const CAPACITY: usize = 4096;
+
+/// The bus.
+#[derive(Debug)]
+pub struct EventBus {
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self {
+            tx: broadcast::channel(CAPACITY).0,
+        }
+    }
+}
+
+impl EventBus {
+    /// Whether anyone listens (build the payload only then).
+    pub fn wanted(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
+    /// Fire `data` (a map; anything else is wrapped as `{"data": …}`) under `tag`.
+    pub fn fire(&self, tag: impl Into<String>, data: Value) {
+        if !self.wanted() {
+            return;
+        }
+        let mut data = match data {
+            Value::Object(m) => m,
+            other => {
+                let mut m = serde_json::Map::new();
+                m.insert("data".into(), other);
+                m
+            }
+        };
+        data.insert(
+            "_stamp".into(),
+            Value::String(
+                chrono::Utc::now()
+                    .format("%Y-%m-%dT%H:%M:%S%.6f")
+                    .to_string(),
+            ),
+        );
+        let _ = self.tx.send(Arc::new(Event {
+            tag: tag.into(),
+            data: Value::Object(data),
+        }));
+    }
+
+    /// Fire a msgpack payload (converted only when someone listens).
+    pub fn fire_mp(&self, tag: impl Into<String>, data: &rmpv::Value) {
+        if self.wanted() {
+            self.fire(tag, crate::convert::mp_to_json(data));
+        }
+    }
+
+    /// Listen from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+}
+
+/// Python's `json.dumps(data)` spacing (`", "`, `": "`), as `state.event` prints payloads.
+pub fn py_json(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!("[{}]", a.iter().map(py_json).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), py_json(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn listeners_get_stamped_events_and_nobody_costs_nothing() {
+        let bus = EventBus::default();
+        assert!(!bus.wanted());
+        bus.fire("lost", Value::Null);
+        let mut rx = bus.subscribe();
+        bus.fire("salt/auth", serde_json::json!({"id": "m1", "result": true}));
+        let ev = rx.recv().await.unwrap();
+        assert_eq!(ev.tag, "salt/auth");
+        assert_eq!(ev.data["id"], "m1");
+        assert_eq!(ev.data["_stamp"].as_str().unwrap().len(), 26);
+        assert_eq!(
+            py_json(&serde_json::json!({"a": [1, "x"], "b": {"c": null}})),
+            r#"{"a": [1, "x"], "b": {"c": null}}"#
+        );
+    }
+}

@@ -1,0 +1,326 @@
+//! Waiting for a job's returns as Salt's `LocalClient.get_iter_returns` does: until every
+//! expected minion returned, or `timeout` passed and no minion still runs the job.
+//!
+//! When `timeout` passes with minions missing, the master asks them `saltutil.find_job <jid>`
+//! (a list-targeted job of its own). A minion whose answer is not empty still runs the job: the
+//! wait goes on, its own deadline moves to now + `timeout`, and another `find_job` round goes
+//! out every `gather_job_timeout` while any minion says it runs the job. When a round passes
+//! with no minion running the job, the wait ends once the last moved deadline has passed. So a
+//! highstate longer than `-t` is returned, and a minion that is gone costs `timeout` +
+//! `gather_job_timeout`, as with Salt. Two differences: only minions that signed in since this
+//! master started are asked (the others cannot hold the AES key the job was published with, so
+//! their answer cannot come: Salt waits `gather_job_timeout` for them), and a round in which
+//! every asked minion has answered and none runs the job ends at once.
+//!
+//! The missing minions are then split as Salt's CLI reports them: `[Not connected]` for those
+//! the minion data cache knows (`cachedir/minions/<id>/data.p`) that did not answer any
+//! `find_job` and have not signed in to this master since it started (Salt looks at TCP
+//! connections to the publish port instead), `[No response]` for the others.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmpv::Value;
+use salt_transport::Publisher;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::Instant;
+
+use crate::convert::mp_to_json;
+use crate::jobs::ReturnEvent;
+use crate::local::{FrameError, LocalEvent, write_frame};
+use crate::publish::{Job, publish};
+use crate::state::Shared;
+
+/// How a wait ended: the minions that did not return.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Missing {
+    /// Missing minions that answered a `find_job` or are signed in (`[No response]`).
+    pub no_response: Vec<String>,
+    /// Missing minions that never answered and are not signed in (`[Not connected]`).
+    pub not_connected: Vec<String>,
+}
+
+/// Where the returns of a waited-on job go.
+pub trait ReturnSink {
+    /// One minion's return load.
+    fn returned(
+        &mut self,
+        id: String,
+        data: Value,
+    ) -> impl Future<Output = Result<(), FrameError>> + Send;
+}
+
+/// Returns streamed to a `salt` command as [`LocalEvent::Return`] frames.
+pub struct FrameSink<'a, W>(pub &'a mut W);
+
+impl<W: tokio::io::AsyncWrite + Unpin + Send> ReturnSink for FrameSink<'_, W> {
+    async fn returned(&mut self, id: String, data: Value) -> Result<(), FrameError> {
+        let data = mp_to_json(&data);
+        write_frame(self.0, &LocalEvent::Return { id, data }).await
+    }
+}
+
+/// Returns collected in arrival order (runners).
+impl ReturnSink for Vec<(String, Value)> {
+    async fn returned(&mut self, id: String, data: Value) -> Result<(), FrameError> {
+        self.push((id, data));
+        Ok(())
+    }
+}
+
+/// One `find_job` round in flight.
+struct Round {
+    jid: String,
+    rx: UnboundedReceiver<ReturnEvent>,
+    until: Instant,
+    asked: HashSet<String>,
+    answered: HashSet<String>,
+    running: bool,
+}
+
+/// What the wait is doing now.
+enum Phase {
+    /// Before `timeout`.
+    First(Instant),
+    /// A `find_job` round is out.
+    Asking(Round),
+    /// After the last round, until the last moved deadline.
+    Linger(Instant),
+}
+
+/// The wait of one job; [`Gather::run`] forwards every return to `on_return`.
+pub struct Gather {
+    shared: Arc<Shared>,
+    publisher: Publisher,
+    jid: String,
+    timeout: Duration,
+    gather_timeout: Duration,
+    waiting: Option<HashSet<String>>,
+    expected: Option<Vec<String>>,
+    moved: HashMap<String, Instant>,
+    ever_answered: HashSet<String>,
+}
+
+impl Gather {
+    /// Wait for `jid`'s returns from `expected` (`None`: unknown, the wait ends at `timeout`).
+    pub fn new(
+        shared: Arc<Shared>,
+        publisher: Publisher,
+        jid: &str,
+        expected: Option<Vec<String>>,
+        timeout: Duration,
+        gather_timeout: Duration,
+    ) -> Self {
+        Self {
+            shared,
+            publisher,
+            jid: jid.to_owned(),
+            timeout,
+            gather_timeout,
+            waiting: expected.as_ref().map(|e| e.iter().cloned().collect()),
+            expected,
+            moved: HashMap::new(),
+            ever_answered: HashSet::new(),
+        }
+    }
+
+    /// Run until done or `stop`; every return of the job goes to `sink` (an error from it ends
+    /// the wait and is returned).
+    pub async fn run<S: ReturnSink>(
+        mut self,
+        returns: &mut UnboundedReceiver<ReturnEvent>,
+        stop: &tokio_util::sync::CancellationToken,
+        sink: &mut S,
+    ) -> Result<Missing, FrameError> {
+        let mut phase = Phase::First(Instant::now() + self.timeout);
+        loop {
+            if self.waiting.as_ref().is_some_and(HashSet::is_empty) {
+                break;
+            }
+            let until = match &phase {
+                Phase::First(t) | Phase::Linger(t) => *t,
+                Phase::Asking(r) => r.until,
+            };
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep_until(until) => {
+                    let ended = std::mem::replace(&mut phase, Phase::Linger(until));
+                    match self.next_phase(ended).await {
+                        Some(p) => phase = p,
+                        None => break,
+                    }
+                }
+                got = returns.recv() => match got {
+                    Some((id, data)) => {
+                        if let Some(w) = self.waiting.as_mut() {
+                            w.remove(&id);
+                        }
+                        sink.returned(id, data).await?;
+                    }
+                    None => break,
+                },
+                got = recv_round(&mut phase) => {
+                    if let (Some((id, data)), Phase::Asking(r)) = (got, &mut phase) {
+                        self.ever_answered.insert(id.clone());
+                        r.answered.insert(id.clone());
+                        if still_running(&data) {
+                            r.running = true;
+                            self.moved.insert(id, Instant::now() + self.timeout);
+                        } else if !r.running && r.asked.is_subset(&r.answered) {
+                            r.until = Instant::now();
+                        }
+                    }
+                }
+            }
+        }
+        if let Phase::Asking(r) = phase {
+            self.shared.jobs.unsubscribe(&r.jid);
+        }
+        Ok(self.missing())
+    }
+
+    /// The phase after `phase` ended; `None` when the wait is over.
+    async fn next_phase(&mut self, phase: Phase) -> Option<Phase> {
+        // Only a minion that signed in since this master started holds its AES key and can
+        // have received the job; asking the others would only wait `gather_job_timeout`.
+        let connected = self.connected();
+        let waiting: Vec<String> = self
+            .waiting
+            .as_ref()?
+            .iter()
+            .filter(|id| connected.contains(*id))
+            .cloned()
+            .collect();
+        let running = match phase {
+            Phase::First(_) => true,         // `timeout` passed: ask
+            Phase::Linger(_) => return None, // the last moved deadline passed
+            Phase::Asking(r) => {
+                self.shared.jobs.unsubscribe(&r.jid);
+                r.running
+            }
+        };
+        if running && !waiting.is_empty() {
+            return self.ask(waiting).await.map(Phase::Asking);
+        }
+        let now = Instant::now();
+        let last = waiting
+            .iter()
+            .filter_map(|id| self.moved.get(id))
+            .max()
+            .copied()
+            .filter(|t| *t > now)?;
+        Some(Phase::Linger(last))
+    }
+
+    /// Send `saltutil.find_job <jid>` to `ids`.
+    async fn ask(&self, mut ids: Vec<String>) -> Option<Round> {
+        ids.sort();
+        let job = Job {
+            fun: "saltutil.find_job".into(),
+            arg: vec![Value::from(self.jid.as_str())],
+            tgt: Value::Array(ids.iter().map(|i| Value::from(i.as_str())).collect()),
+            jid: self.shared.jids.next(),
+            ret: String::new(),
+            tgt_type: "list".into(),
+            user: "root".into(),
+        };
+        let rx = self.shared.jobs.subscribe(&job.jid);
+        let (shared, publisher, j) = (self.shared.clone(), self.publisher.clone(), job.clone());
+        let sent = tokio::task::spawn_blocking(move || {
+            let _ = shared.jobs.store_job(&j.jid, &j.load());
+            publish(&shared, &publisher, &j).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(e) = sent {
+            tracing::warn!("Cannot ask minions about job {}: {e}", self.jid);
+            self.shared.jobs.unsubscribe(&job.jid);
+            return None;
+        }
+        tracing::debug!(
+            "Job {} not returned by {} minion(s) after the timeout: asked with find_job {}",
+            self.jid,
+            ids.len(),
+            job.jid
+        );
+        Some(Round {
+            jid: job.jid,
+            rx,
+            until: Instant::now() + self.gather_timeout,
+            asked: ids.into_iter().collect(),
+            answered: HashSet::new(),
+            running: false,
+        })
+    }
+
+    fn connected(&self) -> HashSet<String> {
+        self.shared
+            .connected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn missing(&self) -> Missing {
+        let connected = self.connected();
+        let cache = self.shared.cfg.cachedir.join("minions");
+        let mut m = Missing::default();
+        for id in self.expected.iter().flatten() {
+            if !self.waiting.as_ref().is_some_and(|w| w.contains(id)) {
+                continue;
+            }
+            // Salt's rule (`get_cli_event_returns`): only a minion the data cache knows, when
+            // the master knows of connected minions at all.
+            let not_connected = !connected.is_empty()
+                && !connected.contains(id)
+                && !self.ever_answered.contains(id)
+                && cache.join(id).join("data.p").is_file();
+            if not_connected {
+                m.not_connected.push(id.clone());
+            } else {
+                m.no_response.push(id.clone());
+            }
+        }
+        m
+    }
+}
+
+async fn recv_round(phase: &mut Phase) -> Option<ReturnEvent> {
+    match phase {
+        Phase::Asking(r) => r.rx.recv().await,
+        Phase::First(_) | Phase::Linger(_) => std::future::pending().await,
+    }
+}
+
+/// A `find_job` answer that says the job still runs: a non-empty map (Salt skips `{}`, strings
+/// and errors).
+fn still_running(ret: &Value) -> bool {
+    let Some(inner) = salt_proto::map_get(ret, "return") else {
+        return false;
+    };
+    let retcode_ok = salt_proto::map_get(ret, "retcode")
+        .and_then(Value::as_i64)
+        .is_none_or(|c| c == 0);
+    retcode_ok && matches!(inner, Value::Map(m) if !m.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ret(v: Value) -> Value {
+        Value::Map(vec![(Value::from("return"), v)])
+    }
+
+    #[test]
+    fn running_means_a_non_empty_map() {
+        let data = Value::Map(vec![(Value::from("jid"), Value::from("1"))]);
+        assert!(still_running(&ret(data)));
+        assert!(!still_running(&ret(Value::Map(vec![]))));
+        assert!(!still_running(&ret(Value::from(
+            "'saltutil.find_job' is not available."
+        ))));
+        assert!(!still_running(&Value::Map(vec![])));
+    }
+}

@@ -1,0 +1,353 @@
+//! Salt's `jobs` runner over our job cache (`{cachedir}/jobs/<jid>/.load.p`,
+//! `<jid>/<id>/return.p`): the same shapes as Salt's `local_cache` returner gives it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rmpv::Value as Mp;
+use serde_json::{Map, Value, json};
+
+use super::{Args, Ctx, missing};
+use crate::convert::mp_to_json;
+use crate::jobs::safe_jid;
+use crate::local::PublishRequest;
+
+/// Salt's `jid_to_time`: `2025, Jan 01 00:00:00.000000`, `""` for a jid of another shape.
+pub fn jid_to_time(jid: &str) -> String {
+    const MONTHS: [&str; 13] = [
+        "", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let ok = jid.len() == 20 || (jid.len() > 21 && jid.as_bytes()[20] == b'_');
+    if !ok || !jid.is_char_boundary(20) || !jid[..20].bytes().all(|b| b.is_ascii_digit()) {
+        return String::new();
+    }
+    let month = jid[4..6]
+        .parse::<usize>()
+        .ok()
+        .and_then(|m| MONTHS.get(m))
+        .copied();
+    let Some(month) = month.filter(|m| !m.is_empty()) else {
+        return String::new();
+    };
+    format!(
+        "{}, {month} {} {}:{}:{}.{}",
+        &jid[..4],
+        &jid[6..8],
+        &jid[8..10],
+        &jid[10..12],
+        &jid[12..14],
+        &jid[14..20]
+    )
+}
+
+fn read_mp(path: &Path) -> Option<Mp> {
+    let bytes = std::fs::read(path).ok()?;
+    salt_proto::decode(&bytes).ok()
+}
+
+fn get<'a>(m: &'a Value, k: &str) -> Option<&'a Value> {
+    m.as_object()?.get(k)
+}
+
+/// Salt's `_format_job_instance` of a job load (JSON).
+fn format_job(load: Option<&Value>) -> Map<String, Value> {
+    let mut m = Map::new();
+    let Some(job) = load.filter(|l| l.is_object()) else {
+        m.insert(
+            "Error".into(),
+            json!("Cannot contact returner or no job with this jid"),
+        );
+        return m;
+    };
+    let or = |k: &str, d: Value| get(job, k).cloned().unwrap_or(d);
+    m.insert("Function".into(), or("fun", json!("unknown-function")));
+    m.insert("Arguments".into(), or("arg", json!([])));
+    m.insert("Target".into(), or("tgt", json!("unknown-target")));
+    m.insert("Target-type".into(), or("tgt_type", json!("list")));
+    m.insert("User".into(), or("user", json!("root")));
+    if let Some(md) = get(job, "metadata") {
+        m.insert("Metadata".into(), md.clone());
+    }
+    m
+}
+
+fn format_jid(jid: &str, load: Option<&Value>) -> Map<String, Value> {
+    let mut m = format_job(load);
+    m.insert("StartTime".into(), json!(jid_to_time(jid)));
+    m
+}
+
+/// The job load of `jid`, as JSON.
+fn load_of(dir: &Path, jid: &str) -> Option<Value> {
+    if !safe_jid(jid) {
+        return None;
+    }
+    read_mp(&dir.join(jid).join(".load.p")).map(|l| mp_to_json(&l))
+}
+
+/// Salt's `get_jid`: minion id → `{"return": …[, "out": …]}`.
+fn returns_of(dir: &Path, jid: &str) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    if !safe_jid(jid) {
+        return out;
+    }
+    let Ok(rd) = std::fs::read_dir(dir.join(jid)) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(id) = e.file_name().into_string() else {
+            continue;
+        };
+        if id.starts_with('.') {
+            continue;
+        }
+        let Some(load) = read_mp(&e.path().join("return.p")) else {
+            continue;
+        };
+        let load = mp_to_json(&load);
+        let mut r = Map::new();
+        r.insert(
+            "return".into(),
+            get(&load, "return").cloned().unwrap_or(load.clone()),
+        );
+        if let Some(o) = get(&load, "out") {
+            r.insert("out".into(), o.clone());
+        }
+        out.insert(id, Value::Object(r));
+    }
+    out
+}
+
+fn jids(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| safe_jid(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Salt's `split_input` then `fnmatch` of any pattern.
+fn matches_any(value: &str, patterns: &str) -> bool {
+    patterns
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .any(|p| crate::target::fnmatch(value, p))
+}
+
+/// A `start_time`/`end_time` argument or a `StartTime`, as comparable text
+/// `YYYYMMDDHHMMSSffffff`.
+fn time_key(s: &str) -> Option<String> {
+    use chrono::NaiveDateTime;
+    let s = s.trim();
+    let formats = [
+        "%Y, %b %d %H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y/%m/%d %H:%M:%S",
+    ];
+    let dt = formats
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(s, f).ok())
+        .or_else(|| {
+            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })?;
+    Some(dt.format("%Y%m%d%H%M%S%6f").to_string())
+}
+
+fn list_jobs(dir: &Path, a: &Args) -> Result<Value, String> {
+    let search_fun = a.text(2, "search_function");
+    let search_tgt = a.text(1, "search_target");
+    let start = match a.text(3, "start_time") {
+        Some(t) => Some(time_key(&t).ok_or_else(|| format!("Cannot parse start_time {t:?}"))?),
+        None => None,
+    };
+    let end = match a.text(4, "end_time") {
+        Some(t) => Some(time_key(&t).ok_or_else(|| format!("Cannot parse end_time {t:?}"))?),
+        None => None,
+    };
+    let mut out = Map::new();
+    for jid in jids(dir) {
+        let load = load_of(dir, &jid);
+        if load.is_none() {
+            continue; // returns of a job another master published: no load here
+        }
+        let inst = format_jid(&jid, load.as_ref());
+        let text = |k: &str| inst.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        if let Some(p) = &search_tgt {
+            let targets: Vec<String> = match inst.get("Target") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect(),
+                Some(Value::String(s)) => vec![s.clone()],
+                _ => vec![],
+            };
+            if !targets.iter().any(|t| matches_any(t, p)) {
+                continue;
+            }
+        }
+        if search_fun
+            .as_ref()
+            .is_some_and(|p| !matches_any(&text("Function"), p))
+        {
+            continue;
+        }
+        let when = time_key(&text("StartTime"));
+        if start
+            .as_ref()
+            .is_some_and(|s| when.as_ref().is_none_or(|w| w < s))
+        {
+            continue;
+        }
+        if end
+            .as_ref()
+            .is_some_and(|e| when.as_ref().is_none_or(|w| w > e))
+        {
+            continue;
+        }
+        out.insert(jid, Value::Object(inst));
+    }
+    Ok(match a.text(5, "outputter") {
+        Some(o) => json!({"outputter": o, "data": out}),
+        None => Value::Object(out),
+    })
+}
+
+/// Run one `jobs.*` runner.
+pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Result<Value, String> {
+    let dir = ctx.shared.jobs.dir().to_path_buf();
+    match fun {
+        "jobs.list_jobs" => list_jobs(&dir, a),
+        "jobs.lookup_jid" | "jobs.list_job" | "jobs.print_job" => {
+            let jid = a.text(0, "jid").ok_or_else(|| missing(fun, "jid"))?;
+            let load = load_of(&dir, &jid);
+            let returns = returns_of(&dir, &jid);
+            match fun {
+                "jobs.lookup_jid" => {
+                    let mut ret = Map::new();
+                    if a.flag(2, "returned", true) {
+                        for (id, r) in &returns {
+                            ret.insert(
+                                id.clone(),
+                                get(r, "return").cloned().unwrap_or(Value::Null),
+                            );
+                        }
+                    }
+                    if a.flag(3, "missing", false) {
+                        let targeted = load
+                            .as_ref()
+                            .and_then(|l| get(l, "minions"))
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                        for id in targeted.iter().filter_map(Value::as_str) {
+                            if !returns.contains_key(id) {
+                                ret.insert(id.to_owned(), json!("Minion did not return"));
+                            }
+                        }
+                    }
+                    let out = returns.values().next().and_then(|r| get(r, "out")).cloned();
+                    Ok(match out {
+                        Some(o) => json!({"outputter": o, "data": ret}),
+                        None => Value::Object(ret),
+                    })
+                }
+                "jobs.list_job" => {
+                    let mut m = Map::new();
+                    m.insert("jid".into(), json!(jid));
+                    m.extend(format_jid(&jid, load.as_ref()));
+                    m.insert("Result".into(), json!(returns));
+                    Ok(Value::Object(m))
+                }
+                _ => {
+                    let mut m = format_jid(&jid, load.as_ref());
+                    m.insert("Result".into(), json!(returns));
+                    Ok(json!({ jid: m }))
+                }
+            }
+        }
+        _ => active(ctx, &dir, timeout).await,
+    }
+}
+
+/// Salt's `jobs.active`: `saltutil.running` on every minion, and who returned already.
+async fn active(ctx: &Ctx, dir: &Path, timeout: Option<u64>) -> Result<Value, String> {
+    let req = PublishRequest {
+        tgt: "*".into(),
+        tgt_type: "glob".into(),
+        fun: "saltutil.running".into(),
+        timeout: timeout.unwrap_or(5),
+        ..Default::default()
+    };
+    let (_, got, _) =
+        match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+            Ok(r) => r,
+            Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
+            Err(e) => return Err(e),
+        };
+    let mut ret: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    for (minion, data) in got {
+        let data = mp_to_json(&data);
+        let Some(jobs) = get(&data, "return").and_then(Value::as_array) else {
+            continue;
+        };
+        for job in jobs {
+            let Some(jid) = get(job, "jid").and_then(Value::as_str) else {
+                continue;
+            };
+            let pid = get(job, "pid").cloned().unwrap_or(Value::Null);
+            let entry = ret.entry(jid.to_owned()).or_insert_with(|| {
+                let mut m = format_jid(jid, Some(job));
+                m.insert("Running".into(), json!([]));
+                m.insert("Returned".into(), json!([]));
+                m
+            });
+            if let Some(Value::Array(r)) = entry.get_mut("Running") {
+                r.push(json!({ minion.clone(): pid }));
+            }
+        }
+    }
+    for (jid, m) in ret.iter_mut() {
+        let returned: Vec<Value> = returns_of(dir, jid).into_keys().map(Value::from).collect();
+        m.insert("Returned".into(), Value::Array(returned));
+    }
+    Ok(json!(ret))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jid_times_as_salt() {
+        assert_eq!(
+            jid_to_time("20250102030405123456"),
+            "2025, Jan 02 03:04:05.123456"
+        );
+        assert_eq!(
+            jid_to_time("20251224000000000000_42"),
+            "2025, Dec 24 00:00:00.000000"
+        );
+        assert_eq!(jid_to_time("req"), "");
+        assert_eq!(jid_to_time("20251324000000000000"), "");
+        assert_eq!(
+            time_key("2025, Jan 02 03:04:05.123456").as_deref(),
+            Some("20250102030405123456")
+        );
+        assert_eq!(
+            time_key("2025-01-02").as_deref(),
+            Some("20250102000000000000")
+        );
+        assert!(matches_any("test.ping", "cmd.*, test.*"));
+        assert!(!matches_any("test.ping", "cmd.*"));
+    }
+}

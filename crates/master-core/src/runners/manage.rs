@@ -1,0 +1,164 @@
+//! Salt's `manage` runner: which minions answer.
+//!
+//! `status`/`up`/`down` publish `test.ping` to the target as the master and wait as `salt`
+//! does (`timeout`, then `saltutil.find_job` rounds); `present`/`not_present`/`alived` are the
+//! minions signed in to this master since it started (Salt matches TCP connections to the
+//! publish port against cached grains), `versions` asks `test.version`.
+
+use serde_json::{Value, json};
+
+use super::{Args, Ctx};
+use crate::local::PublishRequest;
+
+/// Ping the target: (answered, not answered), each sorted.
+async fn ping(
+    ctx: &Ctx,
+    a: &Args,
+    timeout: Option<u64>,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let req = PublishRequest {
+        tgt: a.text(1, "tgt").unwrap_or_else(|| "*".into()),
+        tgt_type: a.text(2, "tgt_type").unwrap_or_else(|| "glob".into()),
+        fun: "test.ping".into(),
+        timeout: a.secs(3, "timeout").or(timeout).unwrap_or(5),
+        gather_job_timeout: a.secs(4, "gather_job_timeout"),
+        ..Default::default()
+    };
+    match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+        Ok((_, got, missing)) => {
+            let mut up: Vec<String> = got.into_iter().map(|(id, _)| id).collect();
+            up.sort();
+            up.dedup();
+            let mut down: Vec<String> = missing
+                .no_response
+                .into_iter()
+                .chain(missing.not_connected)
+                .collect();
+            down.sort();
+            Ok((up, down))
+        }
+        Err(e) if e.starts_with("No minions matched") => Ok((vec![], vec![])),
+        Err(e) => Err(e),
+    }
+}
+
+fn connected(ctx: &Ctx) -> Vec<String> {
+    let mut v: Vec<String> = ctx
+        .shared
+        .connected
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .cloned()
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run one `manage.*` runner.
+pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Result<Value, String> {
+    match fun {
+        "manage.status" => {
+            // status(output=True, tgt, tgt_type, timeout, gather_job_timeout)
+            let (up, down) = ping(ctx, a, timeout).await?;
+            Ok(json!({"up": up, "down": down}))
+        }
+        "manage.up" => {
+            let shifted = shift(a);
+            Ok(json!(ping(ctx, &shifted, timeout).await?.0))
+        }
+        "manage.down" => {
+            // down(removekeys=False, tgt, tgt_type, timeout, gather_job_timeout)
+            let (_, down) = ping(ctx, a, timeout).await?;
+            if a.flag(0, "removekeys", false) {
+                for id in &down {
+                    match ctx.shared.store.delete(id) {
+                        Ok(_) => tracing::info!("manage.down: deleted the key of {id}"),
+                        Err(e) => tracing::warn!("manage.down: cannot delete the key of {id}: {e}"),
+                    }
+                }
+            }
+            Ok(json!(down))
+        }
+        "manage.present" | "manage.alived" => Ok(json!(subset(a, connected(ctx)))),
+        "manage.not_present" => {
+            let on = connected(ctx);
+            let _ = ctx.shared.store.refresh();
+            let mut acc = ctx.shared.store.list(salt_keystore::KeyState::Accepted);
+            acc.sort();
+            acc.retain(|id| !on.contains(id));
+            Ok(json!(subset(a, acc)))
+        }
+        _ => versions(ctx, timeout).await,
+    }
+}
+
+/// `up(tgt, tgt_type, timeout, gather_job_timeout)` has no `removekeys`/`output` first
+/// parameter: shift its positional arguments by one to share [`ping`].
+fn shift(a: &Args) -> Args {
+    let mut args = vec![Value::Null];
+    args.extend(a.args.iter().cloned());
+    Args {
+        args,
+        kwargs: a.kwargs.clone(),
+    }
+}
+
+fn subset(a: &Args, ids: Vec<String>) -> Vec<String> {
+    match a.get(0, "subset") {
+        Some(Value::Array(s)) => ids
+            .into_iter()
+            .filter(|i| s.iter().any(|x| x.as_str() == Some(i)))
+            .collect(),
+        Some(Value::String(s)) => {
+            let want: Vec<&str> = s.split(',').map(str::trim).collect();
+            ids.into_iter()
+                .filter(|i| want.contains(&i.as_str()))
+                .collect()
+        }
+        _ => ids,
+    }
+}
+
+/// Salt's `manage.versions`: minions grouped by how their version compares to the master's.
+async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
+    let req = PublishRequest {
+        tgt: "*".into(),
+        tgt_type: "glob".into(),
+        fun: "test.version".into(),
+        timeout: timeout.unwrap_or(5),
+        ..Default::default()
+    };
+    let got = match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await
+    {
+        Ok((_, got, _)) => got,
+        Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
+        Err(e) => return Err(e),
+    };
+    let master = salt_proto::SALT_VERSION;
+    let key = |v: &str| -> Vec<u64> {
+        v.split(['.', 'r', 'c'])
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    let mut groups: std::collections::BTreeMap<&str, serde_json::Map<String, Value>> =
+        std::collections::BTreeMap::new();
+    for (id, data) in got {
+        let v = salt_proto::map_get(&data, "return")
+            .and_then(rmpv::Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let label = match key(&v).cmp(&key(master)) {
+            std::cmp::Ordering::Less => "Minion requires update",
+            std::cmp::Ordering::Equal => "Up to date",
+            std::cmp::Ordering::Greater => "Minion newer than master",
+        };
+        groups.entry(label).or_default().insert(id, json!(v));
+    }
+    let mut out = serde_json::Map::new();
+    for (k, v) in groups {
+        out.insert(k.into(), Value::Object(v));
+    }
+    out.insert("Master".into(), json!(master));
+    Ok(Value::Object(out))
+}

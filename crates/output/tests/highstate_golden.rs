@@ -1,0 +1,158 @@
+//! Our `highstate` outputter against Salt 3007.17's own (`salt.output.highstate`, run from
+//! the venv): byte-identical for every `state_output` mode, verbosity, profile, percentages,
+//! tabular and colours, on a return with changed, unchanged, failed and "not run" states, a
+//! multi-line comment, a list comment, a warning and a compile-error host.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use salt_output::highstate::{Options, render};
+use serde_json::{Value, json};
+
+const SCRIPT: &str = r#"
+import json, sys
+import salt.config, salt.output.highstate as h, salt.output.nested
+opts = salt.config.minion_config(None)
+opts.update(json.loads(sys.argv[2]))
+h.__opts__ = opts
+salt.output.nested.__opts__ = opts
+sys.stdout.write(h.output(json.loads(sys.argv[1])))
+"#;
+
+fn salt(data: &Value, opts: &Value) -> Option<String> {
+    let venv =
+        std::env::var("SALT_VENV").unwrap_or_else(|_| "/work/main/.venv/salt-3007.17".into());
+    let python = std::path::Path::new(&venv).join("bin/python");
+    if !python.exists() {
+        return None;
+    }
+    let out = std::process::Command::new(python)
+        .args(["-c", SCRIPT, &data.to_string(), &opts.to_string()])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+fn sample() -> Value {
+    let st = |n: u32, id: &str, result: Value, comment: Value, changes: Value| {
+        json!({"result": result, "comment": comment, "name": id, "changes": changes,
+               "__run_num__": n, "__sls__": "web", "__id__": id,
+               "start_time": format!("10:00:0{n}.123456"), "duration": 1.5 + f64::from(n)})
+    };
+    let mut m1 = serde_json::Map::new();
+    m1.insert(
+        "file_|-conf_|-/etc/app.conf_|-managed".into(),
+        st(
+            0,
+            "conf",
+            json!(true),
+            json!("File /etc/app.conf updated"),
+            json!({"diff": "--- \n+++ \n@@ -1 +1 @@\n-a\n+b\n", "mode": "0644"}),
+        ),
+    );
+    m1.insert(
+        "cmd_|-hello_|-echo hi_|-run".into(),
+        st(
+            1,
+            "hello",
+            json!(true),
+            json!("Command \"echo hi\" run"),
+            json!({"pid": 12, "retcode": 0, "stdout": "hi", "stderr": ""}),
+        ),
+    );
+    m1.insert(
+        "test_|-quiet_|-quiet_|-succeed_without_changes".into(),
+        st(2, "quiet", json!(true), json!("Success!"), json!({})),
+    );
+    m1.insert(
+        "test_|-broken_|-broken_|-fail_without_changes".into(),
+        st(
+            3,
+            "broken",
+            json!(false),
+            json!("Failure!\nsecond line"),
+            json!({}),
+        ),
+    );
+    m1.insert(
+        "test_|-later_|-later_|-nop".into(),
+        st(4, "later", Value::Null, json!(["one", "two"]), json!({})),
+    );
+    let mut warned = st(
+        5,
+        "warned",
+        json!(true),
+        json!("ok"),
+        json!({"x": {"old": 1, "new": 2}}),
+    );
+    warned["warnings"] = json!([
+        "this option is deprecated and will be removed in Salt 3009, please use the other option instead"
+    ]);
+    m1.insert(
+        "test_|-warned_|-warned_|-succeed_with_changes".into(),
+        warned,
+    );
+    json!({"m1": m1, "m2": ["Rendering SLS 'base:web' failed: mapping values are not allowed here"]})
+}
+
+#[test]
+fn highstate_matches_salt() {
+    let data = sample();
+    let cases = [
+        json!({"color": false}),
+        json!({"color": false, "state_verbose": false}),
+        json!({"color": false, "state_output": "terse"}),
+        json!({"color": false, "state_output": "mixed"}),
+        json!({"color": false, "state_output": "changes"}),
+        json!({"color": false, "state_output": "full_id"}),
+        json!({"color": false, "state_output_profile": false}),
+        json!({"color": false, "state_output_pct": true}),
+        json!({"color": false, "state_output": "terse", "state_tabular": true}),
+        json!({"color": true}),
+        json!({"color": true, "state_output": "mixed", "state_verbose": false}),
+    ];
+    let mut checked = 0;
+    for o in cases {
+        let Some(want) = salt(&data, &o) else {
+            println!("SKIPPED: no Salt venv");
+            return;
+        };
+        let opts = Options {
+            state_output: o
+                .get("state_output")
+                .and_then(Value::as_str)
+                .unwrap_or("full")
+                .into(),
+            state_verbose: o
+                .get("state_verbose")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            state_output_profile: o
+                .get("state_output_profile")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            state_output_pct: o
+                .get("state_output_pct")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            state_tabular: o
+                .get("state_tabular")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            colour: o["color"].as_bool().unwrap(),
+        };
+        let ours = render(&data, &opts);
+        if ours != want {
+            let first = ours.lines().zip(want.lines()).position(|(a, b)| a != b);
+            panic!(
+                "options {o}: first differing line {first:?}\n--- ours ---\n{ours}\n--- salt ---\n{want}"
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 11);
+}

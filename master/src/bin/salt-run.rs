@@ -1,0 +1,192 @@
+//! `salt-run FUN [ARG...]`: run a runner on the local master (Salt's `salt-run`).
+//!
+//! The runner runs inside the master, reached over `{sock_dir}/local_client.sock` like `salt`;
+//! the return is printed with the outputter (`nested` unless `--out`, or the one the runner
+//! names, as Salt's `{"outputter": …, "data": …}` returns do). Exit status 0, as Salt's, also for
+//! `'x' is not available.`; 1 when the runner failed or was refused; 2 when the master could
+//! not be reached. `state.event [tagmatch] [count=N]` prints the master's events as they fire,
+//! one `tag<TAB>json` line each, as Salt's.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+#[path = "../cli/args.rs"]
+mod cli_args;
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use salt_config::{LoadOptions, MasterConfig};
+use salt_master_core::local::{LocalEvent, LocalRequest, RunnerRequest, read_frame, write_frame};
+use salt_master_core::output::{OutputFormat, render_colour, render_json};
+use serde_json::Value;
+
+/// Run a runner function on the master.
+#[derive(Debug, Parser)]
+#[command(name = "salt-run", version = salt_daemon::process::VERSION)]
+struct Args {
+    /// Configuration directory of the master.
+    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
+    config_dir: PathBuf,
+    /// Seconds runners that publish jobs (`manage.*`, `jobs.active`) wait for returns.
+    #[arg(short = 't', long = "timeout")]
+    timeout: Option<u64>,
+    /// Output format: nested, json, yaml, txt, raw.
+    #[arg(long = "out", alias = "output")]
+    out: Option<String>,
+    /// JSON indentation for `--out json` (negative: one line).
+    #[arg(long = "out-indent", allow_negative_numbers = true)]
+    out_indent: Option<i64>,
+    /// Write the output to this file instead of stdout.
+    #[arg(long = "out-file")]
+    out_file: Option<PathBuf>,
+    /// Never colour the output.
+    #[arg(long = "no-color", alias = "no-colour")]
+    no_color: bool,
+    /// Colour the `nested` output even when stdout is not a terminal.
+    #[arg(long = "force-color", alias = "force-colour")]
+    force_color: bool,
+    /// Function, e.g. jobs.lookup_jid.
+    fun: String,
+    /// Arguments; `key=value` becomes a keyword argument.
+    args: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let cfg = match MasterConfig::load(&LoadOptions::from_system(Some(args.config_dir.clone()))) {
+        Ok(l) => l.config,
+        Err(e) => {
+            eprintln!("Invalid master configuration:\n{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let req = RunnerRequest {
+        fun: args.fun.clone(),
+        arg: cli_args::parse_args(&args.args),
+        timeout: args.timeout,
+    };
+    let sock = cfg.sock_dir.join(salt_master_core::local::SOCKET_NAME);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("salt-run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let event = match runtime.block_on(ask(&sock, req)) {
+        Ok(ev) => ev,
+        Err(code) => return code,
+    };
+    let data = match event {
+        LocalEvent::RunnerReturn { data } => data,
+        LocalEvent::Error { message } => {
+            println!("{message}");
+            return ExitCode::from(1);
+        }
+        _ => {
+            eprintln!("salt-run: unexpected answer from the master");
+            return ExitCode::from(1);
+        }
+    };
+    // A runner may name its outputter: {"outputter": "highstate", "data": {...}}.
+    let (named, data) = match &data {
+        Value::Object(m)
+            if m.len() == 2 && m.contains_key("outputter") && m.contains_key("data") =>
+        {
+            (
+                m.get("outputter")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                m.get("data").cloned().unwrap_or(Value::Null),
+            )
+        }
+        _ => (None, data),
+    };
+    let name = args
+        .out
+        .clone()
+        .or(named)
+        .unwrap_or_else(|| "nested".into());
+    let format = OutputFormat::from_name(&name).unwrap_or(OutputFormat::Nested);
+    let colour = args.force_color
+        || (!args.no_color && args.out_file.is_none() && std::io::stdout().is_terminal());
+    let text = match (format, args.out_indent) {
+        (OutputFormat::Json, Some(n)) => render_json(&data, usize::try_from(n).ok()),
+        _ => render_colour(format, &data, colour),
+    };
+    let written = match &args.out_file {
+        None => writeln!(std::io::stdout(), "{text}"),
+        Some(p) => std::fs::write(p, format!("{text}\n")),
+    };
+    if let Err(e) = written {
+        eprintln!("salt-run: {e}");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, ExitCode> {
+    let mut stream = match tokio::net::UnixStream::connect(sock).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
+                sock.display()
+            );
+            return Err(ExitCode::from(2));
+        }
+    };
+    if let Err(e) = write_frame(&mut stream, &LocalRequest::Runner(req)).await {
+        eprintln!("salt-run: {e}");
+        return Err(ExitCode::from(2));
+    }
+    // `state.event` streams events until its count is reached, then `Done`.
+    loop {
+        match read_frame::<_, LocalEvent>(&mut stream).await {
+            Ok(Some(LocalEvent::Event { tag, data })) => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{tag}\t{}", salt_master_core::events::py_json(&data));
+                let _ = out.flush();
+                continue;
+            }
+            Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),
+            other => return answer(other),
+        }
+    }
+}
+
+fn answer(
+    got: Result<Option<LocalEvent>, salt_master_core::local::FrameError>,
+) -> Result<LocalEvent, ExitCode> {
+    match got {
+        Ok(Some(ev)) => Ok(ev),
+        Ok(None) => {
+            eprintln!("salt-run: the master closed the connection");
+            Err(ExitCode::from(1))
+        }
+        Err(e) => {
+            eprintln!("salt-run: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// packaging/man/salt-run.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
+    #[test]
+    fn man_page_is_current() {
+        use clap::CommandFactory as _;
+        salt_daemon::man::check(
+            Args::command(),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/man/salt-run.1"),
+        );
+    }
+}

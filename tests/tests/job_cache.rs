@@ -1,0 +1,86 @@
+//! The job cache stays bounded: with `keep_jobs_seconds: 2` (and `loop_interval: 1`) our
+//! master removes every job older than two seconds on its maintenance tick, keeps the young
+//! ones and the directories that are not jobs; with `job_cache: False` a return still reaches
+//! the `salt` command but nothing is written.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use salt_integration_tests::e2e_support::{Cluster, KeyDir, MINION_READY};
+use salt_integration_tests::{wait_for_log, wait_until};
+
+const START: Duration = Duration::from_secs(30);
+
+fn jids(c: &Cluster) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(c.cachedir().join("jobs")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = rd
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    v.sort();
+    v
+}
+
+fn ping(c: &Cluster) -> String {
+    let out = c.salt(&["-t", "10", "m1", "test.ping"]).unwrap();
+    assert!(
+        out.status.is_some_and(|s| s.success()),
+        "salt failed: {out:?}"
+    );
+    out.stdout
+}
+
+#[test]
+fn keep_jobs_seconds_removes_old_jobs() {
+    let mut c = Cluster::new(|m| m.set("keep_jobs_seconds", 2u32)).unwrap();
+    c.start_master().unwrap();
+    let m1 = c.minion("m1").unwrap();
+    c.wait_key(KeyDir::Pending, "m1", START).unwrap();
+    c.accept("m1").unwrap();
+    wait_for_log(&m1, MINION_READY, START).unwrap();
+
+    for _ in 0..3 {
+        assert!(ping(&c).contains("True"));
+    }
+    let first = jids(&c);
+    assert_eq!(first.len(), 3, "three jobs cached: {first:?}");
+    // A stray directory that is not a job is never touched.
+    std::fs::create_dir_all(c.cachedir().join("jobs/.keep-me")).unwrap();
+
+    // Within a few maintenance ticks after they turn 2 s old, all three are gone.
+    wait_until("old jobs removed", Duration::from_secs(15), || {
+        jids(&c).iter().all(|j| !first.contains(j))
+    })
+    .expect("old jobs removed");
+    assert!(c.cachedir().join("jobs/.keep-me").is_dir());
+    let log = c.master().unwrap().output();
+    assert!(
+        log.contains("Job cache: removed"),
+        "the clean-up is logged: {log}"
+    );
+
+    // A new job is kept while young.
+    assert!(ping(&c).contains("True"));
+    assert_eq!(jids(&c).len(), 1);
+}
+
+#[test]
+fn job_cache_false_writes_no_returns() {
+    let mut c = Cluster::new(|m| m.set("job_cache", false)).unwrap();
+    c.start_master().unwrap();
+    let m1 = c.minion("m1").unwrap();
+    c.wait_key(KeyDir::Pending, "m1", START).unwrap();
+    c.accept("m1").unwrap();
+    wait_for_log(&m1, MINION_READY, START).unwrap();
+
+    assert!(ping(&c).contains("True"), "the return reaches salt");
+    for jid in jids(&c) {
+        let dir = c.cachedir().join("jobs").join(&jid);
+        assert!(
+            !dir.join("m1").exists(),
+            "job {jid}: no return stored with job_cache: False"
+        );
+    }
+}

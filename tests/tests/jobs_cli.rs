@@ -1,0 +1,188 @@
+//! `salt` job semantics as Salt's CLI (our `salt`, master and three of our minions): a job
+//! longer than `-t` is still returned (the master asks `saltutil.find_job`), `--async`, `-v`,
+//! `--show-jid`, `-b` batches, and the "did not return" messages.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::e2e_support::{Cluster, KeyDir, MINION_READY};
+use salt_integration_tests::{Proc, wait_for_log};
+
+const START: Duration = Duration::from_secs(30);
+
+fn up(c: &Cluster, id: &str) -> Proc {
+    let m = c.minion(id).unwrap();
+    c.wait_key(KeyDir::Pending, id, START).unwrap();
+    c.accept(id).unwrap();
+    wait_for_log(&m, MINION_READY, START).unwrap();
+    m
+}
+
+#[test]
+fn find_job_async_verbose_batch_and_missing() {
+    let mut c = Cluster::new(|m| m).unwrap();
+    c.start_master().unwrap();
+    let _m1 = up(&c, "m1");
+    let _m2 = up(&c, "m2");
+    let mut m3 = up(&c, "m3");
+
+    // Longer than -t: returned all the same.
+    let t0 = Instant::now();
+    let out = c
+        .salt(&[
+            "-t",
+            "2",
+            "--static",
+            "--out",
+            "json",
+            "*",
+            "cmd.run",
+            "sleep 5; echo done",
+        ])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(
+        v,
+        serde_json::json!({"m1": "done", "m2": "done", "m3": "done"}),
+        "{out:?}"
+    );
+    assert!(t0.elapsed() >= Duration::from_secs(5));
+
+    let out = c.salt(&["--async", "*", "test.ping"]).unwrap();
+    let line = out.stdout.trim();
+    let jid = line
+        .strip_prefix("Executed command with job ID: ")
+        .expect(line);
+    assert!(
+        jid.len() == 20 && jid.chars().all(|ch| ch.is_ascii_digit()),
+        "{line}"
+    );
+
+    let out = c.salt(&["-v", "m1", "test.ping"]).unwrap();
+    let first = out.stdout.lines().next().unwrap();
+    assert!(first.starts_with("Executing job with jid "), "{out:?}");
+    assert_eq!(out.stdout.lines().nth(1).unwrap(), "-".repeat(first.len()));
+    assert!(out.stdout.ends_with("m1:\n    True\n"), "{out:?}");
+
+    let out = c.salt(&["--show-jid", "m1", "test.ping"]).unwrap();
+    assert!(out.stdout.starts_with("jid: "), "{out:?}");
+    let ping_jid = out.stdout.lines().next().unwrap()["jid: ".len()..].to_owned();
+
+    // salt-run over the job cache.
+    let out = c.salt_run(&["jobs.lookup_jid", &ping_jid]).unwrap();
+    assert_eq!(out.stdout, "m1:\n    True\n", "{out:?}");
+    let out = c
+        .salt_run(&["jobs.list_jobs", "search_function=test.*", "--out", "json"])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(v[&ping_jid]["Function"], "test.ping", "{v:#}");
+    assert_eq!(v[&ping_jid]["Target"], "m1", "{v:#}");
+    assert!(
+        v[&ping_jid]["StartTime"].as_str().unwrap().contains(", "),
+        "{v:#}"
+    );
+    assert!(
+        v.as_object()
+            .unwrap()
+            .values()
+            .all(|j| j["Function"] != "cmd.run"),
+        "{v:#}"
+    );
+    let out = c
+        .salt_run(&["jobs.list_job", &ping_jid, "--out", "json"])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(v["Result"]["m1"]["return"], true, "{v:#}");
+    let out = c.salt_run(&["manage.up"]).unwrap();
+    assert_eq!(out.stdout, "- m1\n- m2\n- m3\n", "{out:?}");
+    let out = c.salt_run(&["foo.bar"]).unwrap();
+    assert_eq!(out.stdout, "'foo.bar' is not available.\n");
+    assert_eq!(out.status.and_then(|s| s.code()), Some(0));
+    let out = c.salt_run(&["jobs.lookup_jid"]).unwrap();
+    assert!(
+        out.stdout.starts_with(
+            "Passed invalid arguments: lookup_jid() missing 1 required positional argument: 'jid'"
+        ),
+        "{out:?}"
+    );
+
+    let out = c.salt(&["-b", "2", "*", "test.ping"]).unwrap();
+    assert_eq!(
+        out.stdout.matches("\nExecuting run on [").count(),
+        2,
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("Executing run on ['m2', 'm3']"),
+        "{out:?}"
+    );
+    for id in ["m1", "m2", "m3"] {
+        assert!(out.stdout.contains(&format!("{id}:\n    True")), "{out:?}");
+    }
+    assert_eq!(out.status.and_then(|s| s.code()), Some(0));
+
+    // The event bus: a job's `new` and `ret` events as Salt's `state.event` prints them.
+    let listener = std::process::Command::new(c.bins().salt.with_file_name("salt-run"))
+        .arg("-c")
+        .arg(c.master_conf().conf_dir())
+        .args(["state.event", "salt/job/*", "count=2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = c.salt(&["--show-jid", "m1", "test.ping"]).unwrap();
+    let jid = out.stdout.lines().next().unwrap()["jid: ".len()..].to_owned();
+    let events = listener.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&events.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with(&format!("salt/job/{jid}/new\t{{")),
+        "{text}"
+    );
+    assert!(lines[0].contains(r#""fun": "test.ping""#), "{text}");
+    assert!(
+        lines[1].starts_with(&format!("salt/job/{jid}/ret/m1\t{{")),
+        "{text}"
+    );
+    assert!(lines[1].contains(r#""return": true"#), "{text}");
+    assert!(lines[1].contains(r#""_stamp": ""#), "{text}");
+
+    // A stopped minion: after -t and one find_job round, "[No response]" (it signed in).
+    m3.stop(Duration::from_secs(5));
+    let t0 = Instant::now();
+    let out = c
+        .salt(&["-t", "2", "--gather-job-timeout", "2", "*", "test.ping"])
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    assert!(
+        out.stdout
+            .contains("m3:\n    Minion did not return. [No response]"),
+        "{out:?}"
+    );
+    assert_eq!(out.status.and_then(|s| s.code()), Some(1));
+    let out = c.salt_run(&["manage.status", "timeout=2"]).unwrap();
+    assert_eq!(
+        out.stdout, "down:\n    - m3\nup:\n    - m1\n    - m2\n",
+        "{out:?}"
+    );
+    let out = c.salt_run(&["manage.down", "timeout=2"]).unwrap();
+    assert_eq!(out.stdout, "- m3\n", "{out:?}");
+    let out = c
+        .salt(&[
+            "-b",
+            "1",
+            "-t",
+            "2",
+            "--gather-job-timeout",
+            "1",
+            "*",
+            "test.ping",
+        ])
+        .unwrap();
+    assert!(
+        out.stdout
+            .contains("Minion m3 did not respond. No job will be sent."),
+        "{out:?}"
+    );
+}
