@@ -134,6 +134,7 @@ pub async fn run_with_ready(
         acl_blacklist,
         verified_toks: Mutex::new(Default::default()),
         metrics: Default::default(),
+        files: Shared::file_server(&cfg),
         store,
         keys,
         aes,

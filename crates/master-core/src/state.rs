@@ -50,6 +50,8 @@ pub struct Shared {
     pub verified_toks: Mutex<HashMap<String, Vec<u8>>>,
     /// Prometheus metrics (served only with `metrics_port`).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
+    pub files: salt_fileserver::FileServer,
 }
 
 impl std::fmt::Debug for Shared {
@@ -61,6 +63,15 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The file server of `cfg`.
+    pub fn file_server(cfg: &MasterConfig) -> salt_fileserver::FileServer {
+        salt_fileserver::FileServer::new(
+            cfg.fileserver.clone(),
+            cfg.hash_type,
+            cfg.cachedir.clone(),
+        )
+    }
+
     /// `{cachedir}/jobs`.
     pub fn jobs_dir(cfg: &MasterConfig) -> std::path::PathBuf {
         cfg.cachedir.join("jobs")

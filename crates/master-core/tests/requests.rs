@@ -51,6 +51,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         acl_blacklist,
         verified_toks: Mutex::new(Default::default()),
         metrics: Default::default(),
+        files: Shared::file_server(&cfg),
         store,
         keys,
         aes,
