@@ -191,7 +191,10 @@ fn run(version: &str) {
     let both = |args: &[&str], timeout: u32| {
         let a = normalize(&ours_run.salt(args, timeout), ours_run.id);
         let b = normalize(&salt_run.salt(args, timeout), salt_run.id);
-        assert_eq!(a, b, "{args:?}: ours (left) and Salt's master (right) differ");
+        assert_eq!(
+            a, b,
+            "{args:?}: ours (left) and Salt's master (right) differ"
+        );
         a
     };
 
@@ -214,7 +217,13 @@ fn run(version: &str) {
     let salt_files = files_under(&outdir.join(salt_run.id));
     assert_eq!(
         ours_files.keys().collect::<Vec<_>>(),
-        ["big.bin", "index.html", "tree/a.txt", "tree/sub/b.txt", "web.conf"]
+        [
+            "big.bin",
+            "index.html",
+            "tree/a.txt",
+            "tree/sub/b.txt",
+            "web.conf"
+        ]
     );
     assert!(ours_files == salt_files, "files written differ");
     assert_eq!(ours_files["web.conf"].1, b"answer=42\n");
@@ -268,7 +277,10 @@ fn run(version: &str) {
             r.cli.side.label()
         );
     }
-    step(t0, "cp.list_master, cp.list_master_dirs, cp.hash_file, cp.get_file");
+    step(
+        t0,
+        "cp.list_master, cp.list_master_dirs, cp.hash_file, cp.get_file",
+    );
     drop(minions);
     drop(masters);
     assert_no_leftovers(root.path());

@@ -82,13 +82,20 @@ impl Minion {
             other => panic!("not an encrypted reply: {other:?}"),
         };
         let plain = self.session.loads(&ct, Some(&nonce)).unwrap();
-        assert!(!plain.windows(SECRET.len()).any(|w| w == SECRET), "secret served");
+        assert!(
+            !plain.windows(SECRET.len()).any(|w| w == SECRET),
+            "secret served"
+        );
         decode(&plain).unwrap()
     }
 }
 
 fn req(cmd: &str, path: Value, extra: &[(&str, Value)]) -> Vec<(Value, Value)> {
-    let mut l = vec![(s("cmd"), s(cmd)), (s("path"), path), (s("saltenv"), s("base"))];
+    let mut l = vec![
+        (s("cmd"), s(cmd)),
+        (s("path"), path),
+        (s("saltenv"), s("base")),
+    ];
     l.extend(extra.iter().map(|(k, v)| (s(k), v.clone())));
     l
 }
@@ -150,30 +157,35 @@ fn hostile_file_requests_read_and_write_nothing_outside_the_roots() {
     ];
     for p in &hostile {
         let shown: String = format!("{p}").chars().take(60).collect();
-        assert_eq!(m.ask(req("_file_find", p.clone(), &[])), not_found, "{shown}");
+        assert_eq!(
+            m.ask(req("_file_find", p.clone(), &[])),
+            not_found,
+            "{shown}"
+        );
         assert_eq!(m.ask(req("_file_hash", p.clone(), &[])), s(""), "{shown}");
         let r = m.ask(req("_serve_file", p.clone(), &[("loc", Value::from(0))]));
-        assert_eq!(
-            map_get(&r, "dest"),
-            Some(&s("")),
-            "{shown}: {r:?}"
-        );
+        assert_eq!(map_get(&r, "dest"), Some(&s("")), "{shown}: {r:?}");
     }
     // __env__ names that would move the root.
     for env in ["..", "../..", "dev/../..", "\0", ""] {
-        let l = vec![
-            (s("cmd"), s("_file_list")),
-            (s("saltenv"), s(env)),
-        ];
+        let l = vec![(s("cmd"), s("_file_list")), (s("saltenv"), s(env))];
         assert_eq!(m.ask(l), Value::Array(vec![]), "{env:?}");
         let mut l = req("_file_find", s("secret"), &[]);
         l[2].1 = s(env);
         assert_eq!(m.ask(l), not_found, "{env:?}");
     }
     // loc out of range: Salt's error string, or empty data past the end.
-    let r = m.ask(req("_serve_file", s("files/ok.txt"), &[("loc", Value::from(-1))]));
+    let r = m.ask(req(
+        "_serve_file",
+        s("files/ok.txt"),
+        &[("loc", Value::from(-1))],
+    ));
     assert_eq!(r, s(""));
-    let r = m.ask(req("_serve_file", s("files/ok.txt"), &[("loc", Value::from(u64::MAX))]));
+    let r = m.ask(req(
+        "_serve_file",
+        s("files/ok.txt"),
+        &[("loc", Value::from(u64::MAX))],
+    ));
     assert_eq!(map_get(&r, "dest"), Some(&s("files/ok.txt")));
     // cp.push out of the cache.
     let cache = c.cachedir().join("minions/evil/files");
