@@ -141,7 +141,15 @@ impl FileServerConfig {
             vec![PathBuf::from("/srv/salt"), PathBuf::from("/srv/spm/salt")],
         )]);
         let file_roots = r.get("file_roots", default_roots, |n| {
-            Ok(string_list_map(n)?
+            let map = string_list_map(n)?;
+            // Salt expands shell globs in these paths; salt-rs does not, and says so.
+            if let Some(p) = map.values().flatten().find(|p| p.contains(['*', '?', '['])) {
+                return Err(invalid(
+                    p,
+                    "glob patterns in file_roots are not supported by salt-rs",
+                ));
+            }
+            Ok(map
                 .into_iter()
                 .map(|(env, dirs)| (env, dirs.into_iter().map(PathBuf::from).collect()))
                 .collect())
@@ -239,5 +247,7 @@ mod tests {
         assert_eq!(c.file_roots["dev"], vec![std::path::PathBuf::from("/c")]);
         assert!(load("file_ignore_regex: ['(']\n").is_err());
         assert!(load("top_file_merging_strategy: nope\n").is_err());
+        let e = load("file_roots: {base: ['/srv/*']}\n").unwrap_err();
+        assert!(e.contains("glob"), "{e}");
     }
 }
