@@ -24,6 +24,18 @@ impl Watch {
                 dirty.store(true, Ordering::Release);
             }
         };
+        // No inotify instance (nor its thread) for a master without any root on disk.
+        if !roots
+            .iter()
+            .filter(|(env, _)| env.as_str() != "__env__")
+            .flat_map(|(_, dirs)| dirs)
+            .any(|d| d.is_dir())
+        {
+            return Self {
+                _watcher: None,
+                covered: HashSet::new(),
+            };
+        }
         let mut watcher = match notify::recommended_watcher(handler) {
             Ok(w) => w,
             Err(e) => {
