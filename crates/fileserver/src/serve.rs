@@ -79,7 +79,8 @@ impl FileServer {
             }
         };
         let follow = self.cfg.fileserver_followsymlinks;
-        let (root, rel) = if let Some(idx) = &wanted.index {
+        let file_meta = |p: &std::path::Path| std::fs::metadata(p).ok().filter(Metadata::is_file);
+        let (root, rel, meta) = if let Some(idx) = &wanted.index {
             let roots = self.roots_for(&wanted.saltenv)?;
             let i: i64 = idx.trim().parse().ok()?;
             let i = if i < 0 { roots.len() as i64 + i } else { i };
@@ -87,26 +88,28 @@ impl FileServer {
             if !file_in_root(&root, &wanted.rel, follow, &self.ignore) {
                 return None;
             }
-            (root, wanted.rel)
+            let meta = file_meta(&root.join(&wanted.rel))?;
+            (root, wanted.rel, meta)
         } else {
             let (index, roots) = self.index(&wanted.saltenv)?;
-            let listed = index.found.get(&wanted.rel).and_then(|&i| roots.get(i));
-            match listed {
+            let listed = index
+                .found
+                .get(&wanted.rel)
+                .and_then(|&i| roots.get(i))
                 // Listed: one stat (plus the symlink check when links are not followed).
-                Some(root)
-                    if (follow || paths::under_root(root, &root.join(&wanted.rel), true))
-                        && std::fs::metadata(root.join(&wanted.rel)).is_ok_and(|m| m.is_file()) =>
-                {
-                    (root.clone(), wanted.rel)
-                }
-                _ => {
+                .filter(|root| follow || paths::under_root(root, &root.join(&wanted.rel), true))
+                .and_then(|root| Some((root.clone(), file_meta(&root.join(&wanted.rel))?)));
+            match listed {
+                Some((root, meta)) => (root, wanted.rel, meta),
+                None => {
                     let i = find_on_disk(&roots, &wanted.rel, follow, &self.ignore)?;
-                    (roots.get(i)?.clone(), wanted.rel)
+                    let root = roots.get(i)?.clone();
+                    let meta = file_meta(&root.join(&wanted.rel))?;
+                    (root, wanted.rel, meta)
                 }
             }
         };
         let full = root.join(&rel);
-        let meta = std::fs::metadata(&full).ok().filter(Metadata::is_file)?;
         Some(Found { full, rel, meta })
     }
 
