@@ -53,7 +53,9 @@ salt_options! {
     #[non_exhaustive]
     pub struct FileServerConfig {
         /// Environments and their directories, searched in order; `__env__` serves any
-        /// environment not listed, with `__env__` in the paths replaced by its name.
+        /// environment not listed, with `__env__` in the paths replaced by its name (a name
+        /// with `/`, `..` or NUL is refused). Glob patterns in the paths are a config error
+        /// (Salt expands them).
         #[salt_default = "{base: [/srv/salt, /srv/spm/salt]}"]
         pub file_roots: BTreeMap<String, Vec<PathBuf>>,
         /// File server backends: only `roots` is implemented; any other is refused by name.
