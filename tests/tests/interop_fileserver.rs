@@ -160,8 +160,8 @@ fn run(version: &str) {
     let roots = Yaml::Raw(format!("{{base: ['{}']}}", srv.display()));
     let py = Side::Salt(venv);
     let ours = Side::Ours(bins().unwrap());
-    let mut masters = Vec::new();
-    let mut minions = Vec::new();
+    // Both masters start at once (Salt's takes the longest), then both minions.
+    let mut started = Vec::new();
     for (side, id) in [(&ours, "fs-ours"), (&py, "fs-salt")] {
         let ports = free_port_pair().unwrap();
         let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
@@ -169,7 +169,11 @@ fn run(version: &str) {
             .auto_accept(true)
             .set("worker_threads", 2u32)
             .set("file_roots", roots.clone());
-        let mut m = Daemon::start_master(side, &conf).unwrap();
+        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
+    }
+    let mut masters = Vec::new();
+    let mut minions = Vec::new();
+    for (side, id, ports, mut m) in started {
         m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
         let n = MinionConf::new(root.path().join(id), id)
             .ports(ports.0, ports.1)
