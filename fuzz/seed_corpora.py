@@ -149,3 +149,23 @@ for ret in (False, True, "full"):
         put("auth_client", bytes([sel]) + mp({"ret": ret, "nonce": NONCE}))
 for t in ("auth_master", "auth_client"):
     print(t, len(os.listdir(os.path.join(OUT, t))))
+
+
+# --- file server (the requests of scripts/fileserver-requests.py and hostile ones) -----
+FS_PATHS = ["files/a.txt", "files/./a.txt", "files/a.txt?saltenv=dev", "|files/a.txt",
+            "files/escape", "outdir/secret", "../outside/secret", "/etc/passwd",
+            "d.txt?saltenv=dev", "x?saltenv=..", "files/sub/b.txt", "", "a\x00b"]
+FS_CMDS = ["_file_envs", "_file_list", "_file_list_emptydirs", "_dir_list", "_symlink_list",
+           "_file_find", "_file_hash", "_file_hash_and_stat", "_serve_file", "_master_opts",
+           "_master_tops", "_file_recv"]
+for i, cmd in enumerate(FS_CMDS):
+    put("fileserver", bytes([i]) + mp({"cmd": cmd, "saltenv": "base", "prefix": "files"}))
+    for p in FS_PATHS:
+        load_ = {"cmd": cmd, "path": p, "saltenv": "base", "loc": 1024}
+        if cmd == "_file_recv":
+            load_ = {"cmd": cmd, "path": p.split("/"), "loc": 0, "data": b"x"}
+        put("fileserver", bytes([i]) + mp(load_))
+put("fileserver", bytes([8]) + mp({"cmd": "_serve_file", "path": "files/sub/b.txt",
+                                   "saltenv": "base", "loc": 0, "gzip": 5}))
+put("fileserver", bytes([1]) + mp({"cmd": "_file_list", "saltenv": "dev"}))
+print("fileserver", len(os.listdir(os.path.join(OUT, "fileserver"))))

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth_entries;
+pub mod fileserver_entries;
 pub mod keys;
 pub mod pki_entries;
 pub mod proto_entries;

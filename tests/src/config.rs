@@ -254,6 +254,7 @@ impl MasterConf {
         let mut doc = self.doc.clone();
         if self.flavor == Flavor::Salt {
             let srv = self.dir.join("srv");
+            let roots = doc.get("file_roots").cloned();
             doc.set(
                 "file_roots",
                 Yaml::Raw(format!(
@@ -269,6 +270,10 @@ impl MasterConf {
                 )),
             );
             doc.set("open_mode", false.into());
+            // A test that serves files sets its own roots.
+            if let Some(r) = roots {
+                doc.set("file_roots", r);
+            }
         }
         doc.render()
     }

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 mod error;
 mod known;
+mod fileserver;
 mod master;
 mod minion;
 mod node;
@@ -34,6 +35,7 @@ mod source;
 mod types;
 
 pub use error::{ConfigError, ConfigErrors, Problem};
+pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};
 pub use master::MasterConfig;
 pub use minion::MinionConfig;
 pub use types::{
@@ -270,6 +272,14 @@ macro_rules! salt_options {
                 pub $field:ident : $ty:ty,
             )*
         }
+        $(
+            nested {
+                $(
+                    $(#[doc = $ndoc:literal])*
+                    pub $nfield:ident : $nty:ty,
+                )*
+            }
+        )?
     ) => {
         $(#[$meta])*
         pub struct $name {
@@ -279,6 +289,10 @@ macro_rules! salt_options {
                 #[doc = concat!("Salt default: `", $default, "`.")]
                 pub $field: $ty,
             )*
+            $($(
+                $(#[doc = $ndoc])*
+                pub $nfield: $nty,
+            )*)?
         }
 
         impl $name {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{ConfigErrors, Problem};
+use crate::fileserver::FileServerConfig;
 use crate::reader::{
     Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, path, port,
     string, string_list_map, word,
@@ -231,6 +232,10 @@ salt_options! {
         #[salt_default = "127.0.0.1 (salt-rs only)"]
         pub metrics_host: IpAddr,
     }
+    nested {
+        /// The file server and the state options handed to minions (`file_roots`, ...).
+        pub fileserver: FileServerConfig,
+    }
 }
 
 impl MasterConfig {
@@ -255,6 +260,7 @@ impl MasterConfig {
     /// Every option salt-rs reads for the master: name, Salt default, description.
     pub fn option_table() -> Vec<OptionDoc> {
         let mut table = Self::field_docs();
+        table.extend(FileServerConfig::option_docs());
         table.extend(extra_docs());
         table
     }
@@ -308,7 +314,7 @@ impl MasterConfig {
         let master_sign_key_name = r.convert(sign_key_name, "master_sign".to_owned(), string);
 
         // Accepted for compatibility; salt-rs serves no files.
-        for key in ["file_roots", "pillar_roots", "include", "default_include"] {
+        for key in ["pillar_roots", "include", "default_include"] {
             r.ignore(key);
         }
 
@@ -401,6 +407,7 @@ impl MasterConfig {
             tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
             metrics_port: r.opt("metrics_port", port),
             metrics_host: r.get("metrics_host", IpAddr::from([127, 0, 0, 1]), word(parse_ip)),
+            fileserver: FileServerConfig::read(r),
             root_dir,
         }
     }
@@ -432,11 +439,6 @@ fn extra_docs() -> Vec<OptionDoc> {
             name: "default_include",
             default: "master.d/*.conf",
             doc: "Glob of drop-in files merged in sorted order after the main file.".to_owned(),
-        },
-        OptionDoc {
-            name: "file_roots",
-            default: "{base: [/srv/salt, /srv/spm/salt]}",
-            doc: "Accepted and ignored: salt-rs has no file server.".to_owned(),
         },
         OptionDoc {
             name: "pillar_roots",

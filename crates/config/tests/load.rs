@@ -570,7 +570,6 @@ pillar_roots:
     - /srv/pillar
 fileserver_backend:
   - roots
-  - gitfs
 gitfs_remotes:
   - https://git.example.com/states.git:
     - root: salt

@@ -56,6 +56,26 @@ impl GlobList {
         })
     }
 
+    /// One fnmatch pattern, commas included (no splitting), as `fnmatch.fnmatch` takes it.
+    pub fn single(pattern: &str) -> Result<Self> {
+        let regex = match translate(pattern)? {
+            None => None,
+            Some(re) => Some(
+                regex::RegexBuilder::new(&format!("^(?s:{re})$"))
+                    .size_limit(64 << 20)
+                    .build()
+                    .map_err(|e| KeyStoreError::InvalidGlob {
+                        pattern: pattern.to_owned(),
+                        reason: e.to_string(),
+                    })?,
+            ),
+        };
+        Ok(Self {
+            source: pattern.to_owned(),
+            regex,
+        })
+    }
+
     /// The glob list as given.
     pub fn as_str(&self) -> &str {
         &self.source

@@ -9,6 +9,8 @@
 //! * [`local`], [`local_server`]: the `salt` ↔ master protocol on a Unix socket.
 //! * [`target`], [`acl`], [`jid`]: target matching, publisher ACL, job ids.
 //! * [`output`], [`convert`]: the `salt` command's outputters, msgpack ↔ JSON.
+//! * [`unsupported`]: Salt's answers for the AES commands salt-rs does not implement.
+//! * The file server is its own crate, `salt-fileserver`, called from [`request`].
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -33,5 +35,6 @@ pub mod server;
 pub mod sessions;
 pub mod state;
 pub mod target;
+pub mod unsupported;
 
 pub use server::{MasterError, Ready, run, run_with_ready};

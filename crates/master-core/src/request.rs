@@ -488,10 +488,10 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
                 sig_algo,
             ));
         }
-        Some(other) => {
-            tracing::debug!("Unsupported command {other} from {id}: replying {{}}");
-            Value::Map(vec![])
+        Some(cmd) if salt_fileserver::FileServer::serves(cmd) => {
+            shared.files.handle(cmd, &load, &id).unwrap_or(Value::Nil)
         }
+        Some(other) => crate::unsupported::reply(other, &id, &load),
     };
     let body = encode(&ret);
     encode(&Value::Binary(crypticle.dumps(&body, nonce.as_deref())))

@@ -135,6 +135,7 @@ pub async fn run_with_ready(
         verified_toks: Mutex::new(Default::default()),
         metrics: Default::default(),
         events: Default::default(),
+        files: Shared::file_server(&cfg),
         store,
         keys,
         aes,

@@ -52,6 +52,8 @@ pub struct Shared {
     pub events: crate::events::EventBus,
     /// Prometheus metrics (served only with `metrics_port`).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
+    pub files: salt_fileserver::FileServer,
 }
 
 impl std::fmt::Debug for Shared {
@@ -63,6 +65,15 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The file server of `cfg`.
+    pub fn file_server(cfg: &MasterConfig) -> salt_fileserver::FileServer {
+        salt_fileserver::FileServer::new(
+            cfg.fileserver.clone(),
+            cfg.hash_type,
+            cfg.cachedir.clone(),
+        )
+    }
+
     /// `{cachedir}/jobs`.
     pub fn jobs_dir(cfg: &MasterConfig) -> std::path::PathBuf {
         cfg.cachedir.join("jobs")

@@ -52,6 +52,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         verified_toks: Mutex::new(Default::default()),
         metrics: Default::default(),
         events: Default::default(),
+        files: Shared::file_server(&cfg),
         store,
         keys,
         aes,

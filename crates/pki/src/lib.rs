@@ -177,6 +177,34 @@ impl HashType {
             Self::Sha512 => sha2::Sha512::digest(data).to_vec(),
         }
     }
+
+    /// Digest of everything `reader` yields (read in 64 KiB blocks), as `hashlib` would
+    /// compute it for a file (`salt.utils.hashutils.get_hash`).
+    ///
+    /// # Errors
+    /// The reader's error.
+    pub fn digest_reader(self, reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+        fn run<D: sha2::Digest>(mut r: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+            let mut h = D::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) => return Ok(h.finalize().to_vec()),
+                    Ok(n) => h.update(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        match self {
+            Self::Md5 => run::<md5::Md5>(reader),
+            Self::Sha1 => run::<sha1::Sha1>(reader),
+            Self::Sha224 => run::<sha2::Sha224>(reader),
+            Self::Sha256 => run::<sha2::Sha256>(reader),
+            Self::Sha384 => run::<sha2::Sha384>(reader),
+            Self::Sha512 => run::<sha2::Sha512>(reader),
+        }
+    }
 }
 
 impl FromStr for HashType {

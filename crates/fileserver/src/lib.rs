@@ -1,0 +1,328 @@
+//! salt-fileserver: the master's `roots` file server and the options it hands to minions.
+//!
+//! A Python minion's fileclient and HighState ask the master for files and options with
+//! these AES commands (Salt's `salt/fileserver/__init__.py`, `salt/fileserver/roots.py`,
+//! `AESFuncs` in `salt/master.py`); [`FileServer::handle`] answers each with Salt's reply
+//! shapes:
+//!
+//! | command | reply |
+//! |---|---|
+//! | `_file_envs` | list of environments |
+//! | `_file_list`, `_file_list_emptydirs`, `_dir_list` | sorted list, filtered by `prefix` |
+//! | `_symlink_list` | `{path: link text}` |
+//! | `_file_find` | `{path, rel, stat, back}` or `{path: "", rel: ""}` |
+//! | `_file_hash` | `{hash_type, hsum}` or `""` |
+//! | `_file_hash_and_stat` | `[{hash_type, hsum}, stat]` or `["", None]` |
+//! | `_serve_file` | `{data, dest[, gzip]}`: `file_buffer_size` bytes from `loc` |
+//! | `_master_opts` | the options HighState reads |
+//! | `_master_tops` | `{}` (no `master_tops` support) |
+//! | `_file_recv` | `True`/`False` (`cp.push`, with `file_recv: True`) |
+//!
+//! Listings come from an in-memory [`index::EnvIndex`] per environment, dropped when a
+//! watched root changes; hashes are computed once per file version (inode, size, mtime);
+//! `_serve_file` reads with `pread` from a cached open handle. Hostile paths (absolute,
+//! `..`, NUL, over-long, symlinks leaving the root without `fileserver_followsymlinks`) get
+//! the "not found" shape and a log line; nothing outside `file_roots` is read.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod index;
+mod opts;
+pub mod paths;
+mod recv;
+mod serve;
+mod watch;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+use salt_config::FileServerConfig;
+use salt_keystore::GlobList;
+use salt_proto::{Value, ValueExt};
+
+use crate::index::{EnvIndex, WalkOpts};
+
+/// How long a listing of an unwatched environment is reused (Salt's
+/// `fileserver_list_cache_time` default).
+pub const LIST_CACHE_TIME: Duration = Duration::from_secs(20);
+
+/// Most environments whose index is kept (`__env__` makes the set open-ended).
+const MAX_INDEXES: usize = 256;
+
+/// The AES commands served here.
+pub const COMMANDS: &[&str] = &[
+    "_file_envs",
+    "_file_list",
+    "_file_list_emptydirs",
+    "_dir_list",
+    "_symlink_list",
+    "_file_find",
+    "_file_hash",
+    "_file_hash_and_stat",
+    "_serve_file",
+    "_master_opts",
+    "_master_tops",
+    "_file_recv",
+];
+
+/// `file_ignore_regex` and `file_ignore_glob`, compiled.
+#[derive(Debug, Default)]
+pub struct Ignore {
+    regex: Vec<Regex>,
+    globs: Vec<GlobList>,
+}
+
+impl Ignore {
+    /// Compiles the patterns; a bad one is logged and skipped, as Salt does.
+    pub fn new(regex: &[String], globs: &[String]) -> Self {
+        let regex = regex
+            .iter()
+            .filter_map(|r| match Regex::new(r) {
+                Ok(re) => Some(re),
+                Err(e) => {
+                    tracing::warn!("Unable to parse file_ignore_regex. Skipping: {r} ({e})");
+                    None
+                }
+            })
+            .collect();
+        let globs = globs
+            .iter()
+            .filter_map(|g| GlobList::single(g).ok())
+            .collect();
+        Self { regex, globs }
+    }
+
+    /// `salt.fileserver.is_file_ignored`.
+    pub fn matches(&self, name: &str) -> bool {
+        self.regex.iter().any(|r| r.is_match(name)) || self.globs.iter().any(|g| g.is_match(name))
+    }
+}
+
+/// The `roots` file server.
+pub struct FileServer {
+    cfg: FileServerConfig,
+    hash_type: salt_pki::HashType,
+    cachedir: PathBuf,
+    ignore: Ignore,
+    indexes: RwLock<HashMap<String, Arc<EnvIndex>>>,
+    /// Set by the watcher when any watched root changes.
+    dirty: Arc<AtomicBool>,
+    watch: watch::Watch,
+    hashes: Mutex<HashMap<PathBuf, serve::CachedHash>>,
+    handles: Mutex<HashMap<PathBuf, serve::Handle>>,
+    log_last: Mutex<HashMap<&'static str, Instant>>,
+}
+
+impl std::fmt::Debug for FileServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileServer")
+            .field("file_roots", &self.cfg.file_roots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FileServer {
+    /// A file server for `cfg`; `hash_type` is the master's, `cachedir` receives `cp.push`
+    /// files. Starts watching the roots that exist (changes drop the affected listings).
+    pub fn new(cfg: FileServerConfig, hash_type: salt_config::HashType, cachedir: PathBuf) -> Self {
+        let hash_type = hash_type.as_str().parse().unwrap_or_default();
+        let ignore = Ignore::new(&cfg.file_ignore_regex, &cfg.file_ignore_glob);
+        let dirty = Arc::new(AtomicBool::new(false));
+        let watch = watch::Watch::start(&cfg.file_roots, dirty.clone());
+        Self {
+            cfg,
+            hash_type,
+            cachedir,
+            ignore,
+            indexes: RwLock::new(HashMap::new()),
+            dirty,
+            watch,
+            hashes: Mutex::new(HashMap::new()),
+            handles: Mutex::new(HashMap::new()),
+            log_last: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `cmd` is one of [`COMMANDS`].
+    pub fn serves(cmd: &str) -> bool {
+        COMMANDS.contains(&cmd)
+    }
+
+    /// Answers one AES command from minion `id`; `None` if `cmd` is not a file-server
+    /// command. Never panics on peer input.
+    pub fn handle(&self, cmd: &str, load: &Value, id: &str) -> Option<Value> {
+        Some(match cmd {
+            "_file_envs" => Value::Array(self.envs().into_iter().map(Value::from).collect()),
+            "_file_list" => self.list(load, |i| &i.files),
+            "_file_list_emptydirs" => self.list(load, |i| &i.empty_dirs),
+            "_dir_list" => self.list(load, |i| &i.dirs),
+            "_symlink_list" => self.symlinks(load),
+            "_file_find" => self.file_find(load),
+            "_file_hash" => self.file_hash(load),
+            "_file_hash_and_stat" => self.file_hash_and_stat(load),
+            "_serve_file" => self.serve_file(load),
+            "_master_opts" => opts::master_opts(&self.cfg, &self.envs(), load),
+            "_master_tops" => Value::Map(vec![]),
+            "_file_recv" => Value::Boolean(self.file_recv(load, id)),
+            _ => return None,
+        })
+    }
+
+    /// Drops every listing and cached hash (Salt's `fileserver.update`).
+    pub fn update(&self) {
+        self.indexes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.hashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.handles
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// The configured environments, sorted (`__env__` included when configured).
+    pub fn envs(&self) -> Vec<String> {
+        self.cfg.file_roots.keys().cloned().collect()
+    }
+
+    /// The roots of `saltenv`: its own, or `__env__`'s with the name substituted.
+    fn roots_for(&self, saltenv: &str) -> Option<Vec<PathBuf>> {
+        if let Some(roots) = self.cfg.file_roots.get(saltenv) {
+            return Some(roots.clone());
+        }
+        let generic = self.cfg.file_roots.get("__env__")?;
+        if !paths::env_name_ok(saltenv) {
+            self.log_refusal("env", &format!("environment name {saltenv:?} refused"));
+            return None;
+        }
+        Some(
+            generic
+                .iter()
+                .map(|r| PathBuf::from(r.to_string_lossy().replace("__env__", saltenv)))
+                .collect(),
+        )
+    }
+
+    /// The index of `saltenv`, built when missing or stale.
+    fn index(&self, saltenv: &str) -> Option<(Arc<EnvIndex>, Vec<PathBuf>)> {
+        let roots = self.roots_for(saltenv)?;
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.update();
+        }
+        let fresh =
+            |i: &EnvIndex| i.watched || i.built.is_some_and(|b| b.elapsed() < LIST_CACHE_TIME);
+        if let Some(i) = self
+            .indexes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(saltenv)
+            .filter(|i| fresh(i))
+        {
+            return Some((i.clone(), roots));
+        }
+        let mut built = EnvIndex::build(
+            &roots,
+            &WalkOpts {
+                follow: self.cfg.fileserver_followsymlinks,
+                ignore_links: self.cfg.fileserver_ignoresymlinks,
+                ignore: &self.ignore,
+            },
+        );
+        built.watched = self.cfg.file_roots.contains_key(saltenv) && self.watch.covers(saltenv);
+        let built = Arc::new(built);
+        let mut map = self.indexes.write().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_INDEXES {
+            map.clear();
+        }
+        map.insert(saltenv.to_owned(), built.clone());
+        Some((built, roots))
+    }
+
+    /// `_file_list` and friends: `[]` without `saltenv` or for an unknown environment.
+    fn list(&self, load: &Value, pick: impl Fn(&EnvIndex) -> &Vec<String>) -> Value {
+        let Some(saltenv) = load.get("saltenv").map(py_str) else {
+            return Value::Array(vec![]);
+        };
+        let Some((index, _)) = self.index(&saltenv) else {
+            return Value::Array(vec![]);
+        };
+        let prefix = prefix_of(load);
+        Value::Array(
+            pick(&index)
+                .iter()
+                .filter(|p| p.starts_with(prefix.as_str()))
+                .map(|p| Value::from(p.as_str()))
+                .collect(),
+        )
+    }
+
+    fn symlinks(&self, load: &Value) -> Value {
+        let Some(saltenv) = load.get("saltenv").map(py_str) else {
+            return Value::Map(vec![]);
+        };
+        let Some((index, _)) = self.index(&saltenv) else {
+            return Value::Map(vec![]);
+        };
+        let prefix = prefix_of(load);
+        Value::Map(
+            index
+                .links
+                .iter()
+                .filter(|(k, _)| k.starts_with(prefix.as_str()))
+                .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
+                .collect(),
+        )
+    }
+
+    /// Logs a refused request at most once a minute per kind.
+    fn log_refusal(&self, kind: &'static str, msg: &str) {
+        let now = Instant::now();
+        let mut last = self.log_last.lock().unwrap_or_else(|e| e.into_inner());
+        if last
+            .get(kind)
+            .is_none_or(|t| now.duration_since(*t) >= Duration::from_secs(60))
+        {
+            last.insert(kind, now);
+            tracing::warn!("file server: {msg}");
+        }
+    }
+}
+
+/// `load.get("prefix", "").strip("/")`.
+fn prefix_of(load: &Value) -> String {
+    load.get("prefix")
+        .and_then(ValueExt::as_text)
+        .unwrap_or_default()
+        .trim_matches('/')
+        .to_owned()
+}
+
+/// Python's `str(value)` for the scalars a load may carry in place of a string.
+fn py_str(v: &Value) -> String {
+    match v {
+        Value::Nil => "None".to_owned(),
+        Value::Boolean(true) => "True".to_owned(),
+        Value::Boolean(false) => "False".to_owned(),
+        Value::Integer(i) => i.to_string(),
+        Value::F64(f) => format!("{f:?}"),
+        Value::F32(f) => format!("{f:?}"),
+        other => other.as_text().map(str::to_owned).unwrap_or_default(),
+    }
+}
+
+/// `{"path": "", "rel": ""}`, Salt's "not found".
+fn not_found() -> Value {
+    Value::Map(vec![
+        (Value::from("path"), Value::from("")),
+        (Value::from("rel"), Value::from("")),
+    ])
+}

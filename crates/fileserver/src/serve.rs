@@ -1,0 +1,334 @@
+//! `_file_find`, `_file_hash`, `_file_hash_and_stat` and `_serve_file`: a file found through
+//! the index (or, for paths the index does not list, on disk as `roots.find_file` does),
+//! hashed once per version, read with `pread` from a cached handle.
+
+use std::fs::{File, Metadata};
+use std::io::Write as _;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use salt_proto::{Value, ValueExt};
+
+use crate::index::{file_in_root, find_on_disk};
+use crate::paths::{self, Refused};
+use crate::{FileServer, not_found, py_str};
+
+/// Most open handles kept for `_serve_file`.
+const MAX_HANDLES: usize = 512;
+/// Most hashes kept.
+const MAX_HASHES: usize = 200_000;
+
+/// Identity of one version of a file: a change of any field means new content.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub(crate) struct Version {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Version {
+    fn of(m: &Metadata) -> Self {
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+        }
+    }
+}
+
+/// A hash for one file version.
+#[derive(Clone, Debug)]
+pub(crate) struct CachedHash {
+    version: Version,
+    hex: String,
+}
+
+/// An open file for one version.
+#[derive(Clone, Debug)]
+pub(crate) struct Handle {
+    version: Version,
+    file: Arc<File>,
+}
+
+/// A file `find_file` found.
+pub(crate) struct Found {
+    full: PathBuf,
+    rel: String,
+    meta: Metadata,
+}
+
+impl FileServer {
+    /// `Fileserver.find_file(path, saltenv)` for the `path`/`saltenv` of a load.
+    fn find(&self, path: &Value, saltenv: &str) -> Option<Found> {
+        let Some(path) = path.as_text() else {
+            self.log_refusal("path-type", "request path is not text");
+            return None;
+        };
+        let wanted = match paths::parse(path, saltenv) {
+            Ok(w) => w,
+            Err(Refused::Empty) => return None,
+            Err(e) => {
+                let shown: String = path.chars().take(120).collect();
+                self.log_refusal("path", &format!("refused path {shown:?}: {e}"));
+                return None;
+            }
+        };
+        let follow = self.cfg.fileserver_followsymlinks;
+        let file_meta = |p: &std::path::Path| std::fs::metadata(p).ok().filter(Metadata::is_file);
+        let (root, rel, meta) = if let Some(idx) = &wanted.index {
+            let roots = self.roots_for(&wanted.saltenv)?;
+            let i: i64 = idx.trim().parse().ok()?;
+            let i = if i < 0 { roots.len() as i64 + i } else { i };
+            let root = roots.get(usize::try_from(i).ok()?)?.clone();
+            if !file_in_root(&root, &wanted.rel, follow, &self.ignore) {
+                return None;
+            }
+            let meta = file_meta(&root.join(&wanted.rel))?;
+            (root, wanted.rel, meta)
+        } else {
+            let (index, roots) = self.index(&wanted.saltenv)?;
+            let listed = index
+                .found
+                .get(&wanted.rel)
+                .and_then(|&i| roots.get(i))
+                // Listed: one stat (plus the symlink check when links are not followed).
+                .filter(|root| follow || paths::under_root(root, &root.join(&wanted.rel), true))
+                .and_then(|root| Some((root.clone(), file_meta(&root.join(&wanted.rel))?)));
+            match listed {
+                Some((root, meta)) => (root, wanted.rel, meta),
+                None => {
+                    let i = find_on_disk(&roots, &wanted.rel, follow, &self.ignore)?;
+                    let root = roots.get(i)?.clone();
+                    let meta = file_meta(&root.join(&wanted.rel))?;
+                    (root, wanted.rel, meta)
+                }
+            }
+        };
+        let full = root.join(&rel);
+        Some(Found { full, rel, meta })
+    }
+
+    fn find_in_load(&self, load: &Value, need_saltenv: bool) -> Option<Found> {
+        let path = load.get("path")?;
+        let saltenv = match load.get("saltenv") {
+            Some(v) => py_str(v),
+            None if need_saltenv => return None,
+            None => "base".to_owned(),
+        };
+        self.find(path, &saltenv)
+    }
+
+    pub(crate) fn file_find(&self, load: &Value) -> Value {
+        if !load.get("path").is_some_and(ValueExt::is_truthy) {
+            return not_found();
+        }
+        match self.find_in_load(load, false) {
+            None => not_found(),
+            Some(f) => Value::Map(vec![
+                (
+                    Value::from("path"),
+                    Value::from(f.full.to_string_lossy().as_ref()),
+                ),
+                (Value::from("rel"), Value::from(f.rel.as_str())),
+                (Value::from("stat"), stat_list(&f.meta)),
+                (Value::from("back"), Value::from("roots")),
+            ]),
+        }
+    }
+
+    pub(crate) fn file_hash(&self, load: &Value) -> Value {
+        self.hash_reply(load)
+            .map_or_else(|| Value::from(""), |(h, _)| h)
+    }
+
+    pub(crate) fn file_hash_and_stat(&self, load: &Value) -> Value {
+        match self.hash_reply(load) {
+            Some((h, stat)) => Value::Array(vec![h, stat]),
+            None => Value::Array(vec![Value::from(""), Value::Nil]),
+        }
+    }
+
+    fn hash_reply(&self, load: &Value) -> Option<(Value, Value)> {
+        let found = self.find_in_load(load, true)?;
+        let hex = self.hash_of(&found)?;
+        let reply = Value::Map(vec![
+            (
+                Value::from("hash_type"),
+                Value::from(self.hash_type.as_str()),
+            ),
+            (Value::from("hsum"), Value::from(hex)),
+        ]);
+        Some((reply, stat_list(&found.meta)))
+    }
+
+    /// The hex digest of a found file, computed once per version.
+    fn hash_of(&self, f: &Found) -> Option<String> {
+        let version = Version::of(&f.meta);
+        if let Some(c) = self
+            .hashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&f.full)
+            .filter(|c| c.version == version)
+        {
+            return Some(c.hex.clone());
+        }
+        let file = self.open(f, version)?;
+        let hex = hex::encode(
+            self.hash_type
+                .digest_reader(std::io::BufReader::new(ReadAt::new(&file)))
+                .ok()?,
+        );
+        let mut map = self.hashes.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_HASHES {
+            map.clear();
+        }
+        map.insert(
+            f.full.clone(),
+            CachedHash {
+                version,
+                hex: hex.clone(),
+            },
+        );
+        Some(hex)
+    }
+
+    /// The open handle of a found file version.
+    fn open(&self, f: &Found, version: Version) -> Option<Arc<File>> {
+        if let Some(h) = self
+            .handles
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&f.full)
+            .filter(|h| h.version == version)
+        {
+            return Some(h.file.clone());
+        }
+        let file = File::open(&f.full).ok()?;
+        // The file opened must be the one stat'ed (not swapped in between).
+        let opened = file.metadata().ok()?;
+        if opened.dev() != version.dev || opened.ino() != version.ino {
+            return None;
+        }
+        let file = Arc::new(file);
+        let mut map = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_HANDLES {
+            map.clear();
+        }
+        map.insert(
+            f.full.clone(),
+            Handle {
+                version,
+                file: file.clone(),
+            },
+        );
+        Some(file)
+    }
+
+    pub(crate) fn serve_file(&self, load: &Value) -> Value {
+        let empty = || {
+            Value::Map(vec![
+                (Value::from("data"), Value::from("")),
+                (Value::from("dest"), Value::from("")),
+            ])
+        };
+        let (Some(_), Some(loc), Some(_)) =
+            (load.get("path"), load.get("loc"), load.get("saltenv"))
+        else {
+            return empty();
+        };
+        let Some(found) = self.find_in_load(load, true) else {
+            return empty();
+        };
+        // Salt's `fp_.seek(loc)` raises for a negative or non-integer `loc`, and the
+        // master then answers `""`.
+        let Some(loc) = loc.as_u64() else {
+            self.log_refusal("loc", "_serve_file with a negative or non-integer loc");
+            return Value::from("");
+        };
+        let Some(file) = self.open(&found, Version::of(&found.meta)) else {
+            return empty();
+        };
+        let want = self.cfg.file_buffer_size as usize;
+        let mut data = Vec::new();
+        if loc < found.meta.size() {
+            let left = usize::try_from(found.meta.size() - loc).unwrap_or(usize::MAX);
+            data.resize(want.min(left), 0);
+            let mut got = 0;
+            while got < data.len() {
+                match file.read_at(&mut data[got..], loc + got as u64) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return Value::from(""),
+                }
+            }
+            data.truncate(got);
+        }
+        let mut reply = vec![
+            (Value::from("data"), Value::from("")),
+            (Value::from("dest"), Value::from(found.rel.as_str())),
+        ];
+        let gzip = load.get("gzip").filter(|g| g.is_truthy());
+        if let (Some(level), false) = (gzip, data.is_empty()) {
+            let Some(n) = level.as_u64().filter(|n| *n <= 9) else {
+                return Value::from("");
+            };
+            let mut enc = flate2::write::GzEncoder::new(
+                Vec::with_capacity(data.len() / 2),
+                flate2::Compression::new(n as u32),
+            );
+            if enc.write_all(&data).is_err() {
+                return Value::from("");
+            }
+            let Ok(z) = enc.finish() else {
+                return Value::from("");
+            };
+            data = z;
+            reply.push((Value::from("gzip"), level.clone()));
+        }
+        reply[0].1 = Value::Binary(data);
+        Value::Map(reply)
+    }
+}
+
+/// `list(os.stat(path))`: mode, ino, dev, nlink, uid, gid, size, atime, mtime, ctime.
+fn stat_list(m: &Metadata) -> Value {
+    Value::Array(vec![
+        Value::from(m.mode()),
+        Value::from(m.ino()),
+        Value::from(m.dev()),
+        Value::from(m.nlink()),
+        Value::from(m.uid()),
+        Value::from(m.gid()),
+        Value::from(m.size()),
+        Value::from(m.atime()),
+        Value::from(m.mtime()),
+        Value::from(m.ctime()),
+    ])
+}
+
+/// A `Read` over a shared file with `pread`, from offset 0.
+struct ReadAt<'a> {
+    file: &'a File,
+    pos: u64,
+}
+
+impl<'a> ReadAt<'a> {
+    fn new(file: &'a File) -> Self {
+        Self { file, pos: 0 }
+    }
+}
+
+impl std::io::Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}

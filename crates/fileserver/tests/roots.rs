@@ -1,0 +1,350 @@
+//! The roots file server on a real directory tree: reply shapes, listings, hashing, chunked
+//! serving, hostile paths, `__env__`, `cp.push`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use salt_config::{FileServerConfig, HashType, LoadOptions, MasterConfig};
+use salt_fileserver::FileServer;
+use salt_proto::{MapBuilder, Value, ValueExt};
+
+fn cfg(yaml: &str) -> FileServerConfig {
+    MasterConfig::from_yaml_str(yaml, &LoadOptions::new("/nonexistent"))
+        .unwrap()
+        .config
+        .fileserver
+}
+
+fn write(root: &Path, rel: &str, data: &[u8]) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+struct Tree {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    outside: PathBuf,
+    cache: PathBuf,
+}
+
+fn tree() -> Tree {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    let outside = dir.path().join("outside");
+    let cache = dir.path().join("cache");
+    write(&base, "top.sls", b"base:\n  '*':\n    - web\n");
+    write(&base, "web/init.sls", b"x:\n  test.nop\n");
+    write(&base, "files/a.txt", b"hello\n");
+    write(&base, ".git/config", b"secret");
+    std::fs::create_dir_all(base.join("empty")).unwrap();
+    write(&outside, "passwd", b"root:x:0:0\n");
+    std::os::unix::fs::symlink(outside.join("passwd"), base.join("files/escape")).unwrap();
+    std::os::unix::fs::symlink("a.txt", base.join("files/inside")).unwrap();
+    Tree {
+        _dir: dir,
+        base,
+        outside,
+        cache,
+    }
+}
+
+fn server(t: &Tree, extra: &str) -> FileServer {
+    let yaml = format!(
+        "file_roots:\n  base: [{}]\n  __env__: [{}/__env__]\nfile_ignore_regex: ['/\\.git']\nfile_ignore_glob: ['.git*']\n{extra}",
+        t.base.display(),
+        t.outside.display()
+    );
+    FileServer::new(cfg(&yaml), HashType::Sha256, t.cache.clone())
+}
+
+fn load(pairs: &[(&str, Value)]) -> Value {
+    let mut b = MapBuilder::new();
+    for (k, v) in pairs {
+        b = b.insert(k, v.clone());
+    }
+    b.build()
+}
+
+fn ask(fs: &FileServer, cmd: &str, pairs: &[(&str, Value)]) -> Value {
+    fs.handle(cmd, &load(pairs), "m1").unwrap()
+}
+
+fn texts(v: &Value) -> Vec<String> {
+    v.as_items()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_text().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn listings_are_sorted_filtered_and_prefixed() {
+    let t = tree();
+    let fs = server(&t, "");
+    let env = ("saltenv", Value::from("base"));
+    let files = texts(&ask(&fs, "_file_list", std::slice::from_ref(&env)));
+    assert_eq!(
+        files,
+        [
+            "files/a.txt",
+            "files/escape",
+            "files/inside",
+            "top.sls",
+            "web/init.sls"
+        ]
+    );
+    let pre = texts(&ask(
+        &fs,
+        "_file_list",
+        &[env.clone(), ("prefix", Value::from("/web/"))],
+    ));
+    assert_eq!(pre, ["web/init.sls"]);
+    assert_eq!(
+        texts(&ask(&fs, "_dir_list", std::slice::from_ref(&env))),
+        ["empty", "files", "web"]
+    );
+    assert_eq!(
+        texts(&ask(
+            &fs,
+            "_file_list_emptydirs",
+            std::slice::from_ref(&env)
+        )),
+        ["empty"]
+    );
+    let links = ask(&fs, "_symlink_list", std::slice::from_ref(&env));
+    assert_eq!(
+        links.get("files/inside").and_then(ValueExt::as_text),
+        Some("a.txt")
+    );
+    assert!(
+        links.get("files/escape").is_none(),
+        "escaping link listed: {links}"
+    );
+    assert_eq!(ask(&fs, "_file_list", &[]), Value::Array(vec![]));
+    assert_eq!(
+        ask(&fs, "_file_list", &[("saltenv", Value::from("nope/x"))]),
+        Value::Array(vec![])
+    );
+    assert_eq!(texts(&ask(&fs, "_file_envs", &[])), ["__env__", "base"]);
+}
+
+#[test]
+fn find_hash_and_serve_follow_salt_shapes() {
+    let t = tree();
+    let fs = server(&t, "file_buffer_size: 4\n");
+    let q = |p: &str| [("path", Value::from(p)), ("saltenv", Value::from("base"))];
+    let h = ask(&fs, "_file_hash", &q("files/a.txt"));
+    assert_eq!(
+        h.get("hsum").and_then(ValueExt::as_text),
+        Some(hex::encode(salt_pki::HashType::Sha256.digest(b"hello\n")).as_str())
+    );
+    assert_eq!(
+        h.get("hash_type").and_then(ValueExt::as_text),
+        Some("sha256")
+    );
+    assert_eq!(ask(&fs, "_file_hash", &q("missing")), Value::from(""));
+    let hs = ask(&fs, "_file_hash_and_stat", &q("files/a.txt"));
+    assert_eq!(hs.as_items().unwrap()[1].as_items().unwrap().len(), 10);
+    assert_eq!(
+        ask(&fs, "_file_hash_and_stat", &q("missing")),
+        Value::Array(vec![Value::from(""), Value::Nil])
+    );
+    let f = ask(&fs, "_file_find", &q("files/./a.txt"));
+    assert_eq!(
+        f.get("rel").and_then(ValueExt::as_text),
+        Some("files/a.txt")
+    );
+    assert_eq!(f.get("back").and_then(ValueExt::as_text), Some("roots"));
+    // Chunks of file_buffer_size from loc; past the end, empty data.
+    let mut got = Vec::new();
+    for loc in (0u64..8).step_by(4) {
+        let mut l = q("files/a.txt").to_vec();
+        l.push(("loc", Value::from(loc)));
+        let r = ask(&fs, "_serve_file", &l);
+        assert_eq!(
+            r.get("dest").and_then(ValueExt::as_text),
+            Some("files/a.txt")
+        );
+        got.extend_from_slice(r.get("data").unwrap().as_bytes().unwrap());
+    }
+    assert_eq!(got, b"hello\n");
+    let mut l = q("files/a.txt?saltenv=base").to_vec();
+    l.push(("loc", Value::from(0)));
+    l.push(("gzip", Value::from(5)));
+    let r = ask(&fs, "_serve_file", &l);
+    assert_eq!(r.get("gzip"), Some(&Value::from(5)));
+    let z = r.get("data").unwrap().as_bytes().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(z), &mut out).unwrap();
+    assert_eq!(out, "hell");
+    // A missing path key: Salt's empty reply.
+    assert_eq!(
+        ask(&fs, "_serve_file", &[("path", Value::from("x"))]),
+        load(&[("data", Value::from("")), ("dest", Value::from(""))])
+    );
+}
+
+#[test]
+fn hostile_paths_get_not_found_and_read_nothing() {
+    let t = tree();
+    let fs = server(&t, "fileserver_followsymlinks: False\n");
+    let empty = load(&[("path", Value::from("")), ("rel", Value::from(""))]);
+    for p in [
+        "../outside/passwd",
+        "/etc/passwd",
+        "files/../../outside/passwd",
+        "files/escape",
+        "files/a.txt\0",
+        ".git/config",
+        "x?saltenv=../outside",
+    ] {
+        let q = [("path", Value::from(p)), ("saltenv", Value::from("base"))];
+        assert_eq!(ask(&fs, "_file_find", &q), empty, "{p:?}");
+        assert_eq!(ask(&fs, "_file_hash", &q), Value::from(""), "{p:?}");
+    }
+    let long = "a/".repeat(100_000);
+    let q = [
+        ("path", Value::from(long.as_str())),
+        ("saltenv", Value::from("base")),
+    ];
+    assert_eq!(ask(&fs, "_file_find", &q), empty);
+    // __env__ with a name that would move the root.
+    let q = [
+        ("path", Value::from("passwd")),
+        ("saltenv", Value::from("..")),
+    ];
+    assert_eq!(ask(&fs, "_file_find", &q), empty);
+    let q = [
+        ("path", Value::from("files/a.txt")),
+        ("saltenv", Value::from("base")),
+        ("loc", Value::from(-1)),
+    ];
+    assert_eq!(ask(&fs, "_serve_file", &q), Value::from(""));
+    let q = [
+        ("path", Value::from("files/a.txt")),
+        ("saltenv", Value::from("base")),
+        ("loc", Value::from(u64::MAX)),
+    ];
+    let r = ask(&fs, "_serve_file", &q);
+    assert_eq!(r.get("data").unwrap().as_bytes(), Some(&b""[..]));
+}
+
+#[test]
+fn followed_symlinks_are_served_as_salt_does() {
+    let t = tree();
+    let fs = server(&t, "");
+    let q = [
+        ("path", Value::from("files/escape")),
+        ("saltenv", Value::from("base")),
+    ];
+    assert_ne!(ask(&fs, "_file_hash", &q), Value::from(""));
+}
+
+#[test]
+fn env_substitution_and_changes_are_seen() {
+    let t = tree();
+    write(&t.outside, "dev/f.sls", b"a");
+    let fs = server(&t, "");
+    let dev = ("saltenv", Value::from("dev"));
+    assert_eq!(
+        texts(&ask(&fs, "_file_list", std::slice::from_ref(&dev))),
+        ["f.sls"]
+    );
+    write(&t.base, "new.sls", b"n");
+    let base = ("saltenv", Value::from("base"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let files = texts(&ask(&fs, "_file_list", std::slice::from_ref(&base)));
+        if files.contains(&"new.sls".to_owned()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "change not seen: {files:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // A rewritten file gets a new hash.
+    let q = [
+        ("path", Value::from("new.sls")),
+        ("saltenv", Value::from("base")),
+    ];
+    let h1 = ask(&fs, "_file_hash", &q);
+    write(&t.base, "new.sls", b"changed");
+    let h2 = ask(&fs, "_file_hash", &q);
+    assert_ne!(h1, h2);
+}
+
+#[test]
+fn master_opts_and_tops() {
+    let t = tree();
+    let fs = server(&t, "state_top: mytop.sls\nenv_order: [base]\n");
+    let o = ask(&fs, "_master_opts", &[]);
+    let keys: Vec<&str> = o
+        .as_entries()
+        .unwrap()
+        .iter()
+        .map(|(k, _)| k.as_text().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "file_roots",
+            "top_file_merging_strategy",
+            "env_order",
+            "default_top",
+            "renderer",
+            "failhard",
+            "state_top",
+            "state_top_saltenv",
+            "nodegroups",
+            "state_auto_order",
+            "state_events",
+            "state_aggregate",
+            "jinja_env",
+            "jinja_sls_env",
+            "jinja_lstrip_blocks",
+            "jinja_trim_blocks"
+        ]
+    );
+    assert_eq!(
+        o.get("state_top").and_then(ValueExt::as_text),
+        Some("mytop.sls")
+    );
+    let e = ask(&fs, "_master_opts", &[("env_only", Value::Boolean(true))]);
+    assert_eq!(e.as_entries().unwrap().len(), 4);
+    assert_eq!(ask(&fs, "_master_tops", &[]), Value::Map(vec![]));
+    assert!(fs.handle("_pillar", &Value::Map(vec![]), "m1").is_none());
+}
+
+#[test]
+fn file_recv_only_when_enabled_and_inside_the_cache() {
+    let t = tree();
+    let push = |fs: &FileServer, path: &[&str], loc: i64| {
+        ask(
+            fs,
+            "_file_recv",
+            &[
+                (
+                    "path",
+                    Value::Array(path.iter().map(|p| Value::from(*p)).collect()),
+                ),
+                ("loc", Value::from(loc)),
+                ("data", Value::Binary(b"data".to_vec())),
+            ],
+        )
+    };
+    let off = server(&t, "");
+    assert_eq!(push(&off, &["tmp", "x"], 0), Value::Boolean(false));
+    let on = server(&t, "file_recv: True\nfile_recv_max_size: 1\n");
+    assert_eq!(push(&on, &["tmp", "x"], 0), Value::Boolean(true));
+    assert_eq!(
+        std::fs::read(t.cache.join("minions/m1/files/tmp/x")).unwrap(),
+        b"data"
+    );
+    assert_eq!(push(&on, &["..", "x"], 0), Value::Boolean(false));
+    assert_eq!(push(&on, &["/etc", "x"], 0), Value::Boolean(false));
+    assert_eq!(push(&on, &["tmp", "x"], -1), Value::Boolean(false));
+    assert_eq!(push(&on, &["tmp", "x"], 1 << 20), Value::Boolean(false));
+}

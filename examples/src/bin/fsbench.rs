@@ -1,0 +1,283 @@
+//! `fsbench`: file-server load against a master (ours or Salt's), as signed-in minions ask
+//! for files: `_file_hash` + `_serve_file` of every file of a tree, and a big file served
+//! chunk by chunk (`cp.get_file`'s loop). Used by `scripts/bench-fileserver.sh`.
+//!
+//!   fsbench small --port RET --files LIST --clients N --secs S
+//!       (LIST: file of `salt://` relative paths, one a line) → requests/s
+//!   fsbench big --port RET --path REL [--chunk BYTES]  → MiB/s, hash checked
+//!   fsbench loopback --mib N                           → MiB/s of a plain TCP copy
+//!
+//! Prints one JSON object per run on stdout. The master must auto-accept the ids.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use salt_pki::{Crypticle, PrivateKey};
+use salt_proto::auth_minion::{AuthClient, AuthOutcome, AuthSettings};
+use salt_proto::{Value, ValueExt, decode, encode};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Subcommand)]
+enum What {
+    Small {
+        #[arg(long)]
+        port: u16,
+        #[arg(long)]
+        files: std::path::PathBuf,
+        #[arg(long, default_value_t = 4)]
+        clients: usize,
+        #[arg(long, default_value_t = 10)]
+        secs: u64,
+    },
+    Big {
+        #[arg(long)]
+        port: u16,
+        #[arg(long)]
+        path: String,
+    },
+    Loopback {
+        #[arg(long, default_value_t = 100)]
+        mib: usize,
+    },
+}
+
+/// A signed-in minion identity with its own REQ socket.
+struct Client {
+    sock: zmq::Socket,
+    id: String,
+    session: Crypticle,
+    tok: Vec<u8>,
+    n: u64,
+}
+
+impl Client {
+    fn sign_in(ctx: &zmq::Context, port: u16, id: &str) -> Result<Self> {
+        let sock = ctx.socket(zmq::REQ)?;
+        sock.set_linger(0)?;
+        sock.set_rcvtimeo(120_000)?;
+        sock.connect(&format!("tcp://127.0.0.1:{port}"))?;
+        let key = PrivateKey::generate(2048)?;
+        let tok = key.x931_sign(b"salt")?;
+        let mut auth = AuthClient::new(AuthSettings::new(id), key, None, None);
+        for attempt in 0..30 {
+            let nonce = format!("{:032x}", rand::random::<u128>());
+            let (req, pending) = auth.build_request(&nonce);
+            sock.send(encode(&req), 0)?;
+            let reply = decode(&sock.recv_bytes(0)?)?;
+            match auth.handle_reply(&pending, &reply) {
+                Ok(AuthOutcome::Accepted(c)) => {
+                    return Ok(Self {
+                        sock,
+                        id: id.to_owned(),
+                        session: c.session,
+                        tok,
+                        n: 0,
+                    });
+                }
+                _ if attempt < 29 => std::thread::sleep(Duration::from_millis(500)),
+                other => bail!("sign-in of {id} failed: {other:?}"),
+            }
+        }
+        bail!("sign-in of {id} failed")
+    }
+
+    fn ask(&mut self, load: Vec<(&str, Value)>) -> Result<Value> {
+        self.n += 1;
+        let nonce = format!("{:016x}{:016x}", rand::random::<u64>(), self.n);
+        let mut m: Vec<(Value, Value)> = load.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        m.push(("nonce".into(), nonce.as_str().into()));
+        m.push(("tok".into(), Value::Binary(self.tok.clone())));
+        m.push(("id".into(), self.id.as_str().into()));
+        let ct = self.session.dumps(&encode(&Value::Map(m)), None);
+        let env = Value::Map(vec![
+            ("enc".into(), "aes".into()),
+            ("load".into(), Value::Binary(ct)),
+            ("version".into(), 3.into()),
+            ("id".into(), self.id.as_str().into()),
+        ]);
+        self.sock.send(encode(&env), 0)?;
+        let raw = self.sock.recv_bytes(0).context("no reply")?;
+        let outer = decode(&raw)?;
+        let ct = outer.as_bytes().context("reply is not encrypted")?;
+        let plain = self
+            .session
+            .loads(ct, Some(&nonce))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(decode(&plain)?)
+    }
+}
+
+fn serve_load(path: &str, loc: u64) -> Vec<(&'static str, Value)> {
+    vec![
+        ("cmd", "_serve_file".into()),
+        ("path", path.into()),
+        ("saltenv", "base".into()),
+        ("loc", loc.into()),
+    ]
+}
+
+fn small(port: u16, files: &std::path::Path, clients: usize, secs: u64) -> Result<()> {
+    let list: Vec<String> = std::fs::read_to_string(files)?
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let ctx = zmq::Context::new();
+    let mut cs = Vec::new();
+    for i in 0..clients {
+        cs.push(Client::sign_in(&ctx, port, &format!("fsbench-{i}"))?);
+    }
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let t0 = Instant::now();
+    let results: Vec<Result<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = cs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut c)| {
+                let list = &list;
+                s.spawn(move || -> Result<u64> {
+                    let mut done = 0u64;
+                    let mut k = i * list.len() / clients.max(1);
+                    while Instant::now() < deadline {
+                        let p = &list[k % list.len()];
+                        k += 1;
+                        let h = c.ask(vec![
+                            ("cmd", "_file_hash".into()),
+                            ("path", p.as_str().into()),
+                            ("saltenv", "base".into()),
+                        ])?;
+                        if h.get("hsum").is_none() {
+                            bail!("no hash for {p}: {h}");
+                        }
+                        let d = c.ask(serve_load(p, 0))?;
+                        if d.get("data")
+                            .and_then(ValueExt::as_bytes)
+                            .is_none_or(<[u8]>::is_empty)
+                        {
+                            bail!("no data for {p}");
+                        }
+                        done += 2;
+                    }
+                    Ok(done)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))
+            })
+            .collect()
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    let mut total = 0;
+    for r in results {
+        total += r?;
+    }
+    println!(
+        "{{\"mode\":\"small\",\"clients\":{clients},\"requests\":{total},\"secs\":{secs:.2},\"rps\":{:.0}}}",
+        total as f64 / secs
+    );
+    Ok(())
+}
+
+fn big(port: u16, path: &str) -> Result<()> {
+    let ctx = zmq::Context::new();
+    let mut c = Client::sign_in(&ctx, port, "fsbench-big")?;
+    let h = c.ask(vec![
+        ("cmd", "_file_hash".into()),
+        ("path", path.into()),
+        ("saltenv", "base".into()),
+    ])?;
+    let want = h
+        .get("hsum")
+        .and_then(ValueExt::as_text)
+        .context("no hash")?
+        .to_owned();
+    let t0 = Instant::now();
+    let mut loc = 0u64;
+    let mut hasher = Vec::new();
+    let mut chunks = 0;
+    loop {
+        let d = c.ask(serve_load(path, loc))?;
+        let data = d
+            .get("data")
+            .and_then(ValueExt::as_bytes)
+            .unwrap_or_default();
+        if data.is_empty() {
+            break;
+        }
+        loc += data.len() as u64;
+        hasher.extend_from_slice(data);
+        chunks += 1;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let got = hex_of(&salt_pki::HashType::Sha256.digest(&hasher));
+    if got != want {
+        bail!("hash mismatch: {got} != {want}");
+    }
+    println!(
+        "{{\"mode\":\"big\",\"bytes\":{loc},\"chunks\":{chunks},\"secs\":{secs:.2},\"mib_s\":{:.1}}}",
+        loc as f64 / secs / 1048576.0
+    );
+    Ok(())
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A plain TCP copy of `mib` MiB over loopback in 1 MiB writes: the ceiling for serving.
+fn loopback(mib: usize) -> Result<()> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let t0 = Instant::now();
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut s = std::net::TcpStream::connect(addr)?;
+        let buf = vec![0x5au8; 1 << 20];
+        for _ in 0..mib {
+            s.write_all(&buf)?;
+        }
+        Ok(())
+    });
+    let (mut r, _) = l.accept()?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0usize;
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("writer panicked"))??;
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "{{\"mode\":\"loopback\",\"bytes\":{got},\"secs\":{secs:.3},\"mib_s\":{:.1}}}",
+        got as f64 / secs / 1048576.0
+    );
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().what {
+        What::Small {
+            port,
+            files,
+            clients,
+            secs,
+        } => small(port, &files, clients, secs),
+        What::Big { port, path } => big(port, &path),
+        What::Loopback { mib } => loopback(mib),
+    }
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# File-server benchmark: our master vs real Salt 3007.17's, same tree, same client, one run.
+# The client (examples/src/bin/fsbench.rs) signs in like a minion and sends what the
+# fileclient sends:
+#   small: `_file_hash` + `_serve_file` of each file of a 1,000-file tree (1-8 KiB), from
+#          BENCH_FS_CLIENTS concurrent minions for BENCH_FS_SECS seconds → requests/s;
+#   big:   one 100 MiB file served chunk by chunk (file_buffer_size 1 MiB, as cp.get_file
+#          does), hash checked → MiB/s; next to a plain TCP copy over loopback (the ceiling).
+# Both masters: worker_threads BENCH_FS_WORKERS (default 2, the machine's cores), hash_type
+# sha256, auto_accept. Knobs: BENCH_FS_SECS=10 BENCH_FS_CLIENTS=4 BENCH_FS_WORKERS=2
+# BENCH_SKIP_SALT=1 SALT_VENV=... Prints a Markdown table (for docs/benchmarks.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${BENCH_FS_SECS:-10}
+CLIENTS=${BENCH_FS_CLIENTS:-4}
+WORKERS=${BENCH_FS_WORKERS:-2}
+VENV=${SALT_VENV:-$PWD/.venv/salt-3007.17}
+cargo build --release --quiet -p salt-master -p salt-examples --bin fsbench --bin salt-master
+BIN=$PWD/target/release
+T=$(mktemp -d /tmp/salt-fsbench.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+    sleep 2
+    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+# The tree: 1,000 files of 1-8 KiB in 20 directories, and big.bin (100 MiB).
+python3 - "$T/srv" <<'PY'
+import os, random, sys
+root = sys.argv[1]
+r = random.Random(16)
+names = []
+for i in range(1000):
+    rel = f"d{i % 20:02d}/f{i:04d}.txt"
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(r.randbytes(r.randint(1024, 8192)))
+    names.append(rel)
+with open(os.path.join(root, "big.bin"), "wb") as f:
+    block = r.randbytes(1 << 20)
+    for i in range(100):
+        f.write(block[i:] + block[:i])
+with open(os.path.join(os.path.dirname(root), "files.txt"), "w") as f:
+    f.write("\n".join(names) + "\n")
+PY
+
+conf() { # dir pub ret
+    mkdir -p "$1/conf"
+    cat > "$1/conf/master" <<CONF
+id: fsbench_master
+interface: 127.0.0.1
+publish_port: $2
+ret_port: $3
+root_dir: $1
+pki_dir: $1/pki
+cachedir: $1/cache
+sock_dir: $1/sock
+pidfile: $1/master.pid
+log_file: $1/master.log
+log_level: warning
+user: $(id -un)
+auto_accept: True
+worker_threads: $WORKERS
+file_roots:
+  base: [$T/srv]
+CONF
+}
+
+start() { # name bin dir ret ready-pattern
+    setsid "$2" -c "$3/conf" -l warning >"$3.out" 2>&1 &
+    PIDS+=($!)
+    local i=0
+    until (exec 3<>"/dev/tcp/127.0.0.1/$4") 2>/dev/null; do
+        i=$((i + 1)); [ $i -lt 240 ] || { echo "$1 did not start"; tail "$3.out"; exit 1; }
+        sleep 0.5
+    done
+    sleep "${6:-1}"
+}
+
+run() { # label ret
+    local small big
+    small=$(nice -n 0 "$BIN/fsbench" small --port "$2" --files "$T/files.txt" \
+        --clients "$CLIENTS" --secs "$SECS")
+    big=$("$BIN/fsbench" big --port "$2" --path big.bin)
+    echo "$1 $small $big" >&2
+    echo "$1|$(echo "$small" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rps"])')|$(echo "$big" | python3 -c 'import json,sys; print(json.load(sys.stdin)["mib_s"])')"
+}
+
+conf "$T/ours" 35505 35506
+start ours "$BIN/salt-master" "$T/ours" 35506
+OURS=$(run ours 35506)
+kill -TERM -- "-${PIDS[0]}" 2>/dev/null || true
+SALT="salt|-|-"
+if [ -z "${BENCH_SKIP_SALT:-}" ] && [ -x "$VENV/bin/salt-master" ]; then
+    conf "$T/salt" 36505 36506
+    start salt "$VENV/bin/salt-master" "$T/salt" 36506 "" 15
+    SALT=$(run salt 36506)
+fi
+LOOP=$("$BIN/fsbench" loopback --mib 100 | python3 -c 'import json,sys; print(json.load(sys.stdin)["mib_s"])')
+
+IFS='|' read -r _ o_rps o_mib <<<"$OURS"
+IFS='|' read -r _ s_rps s_mib <<<"$SALT"
+ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print('-' if b in ('-','0') else f'{float(a)/float(b):.1f}x')" "$1" "$2"; }
+pct() { python3 -c "import sys; a,b=sys.argv[1:]; print(f'{100*float(a)/float(b):.0f}%')" "$1" "$2"; }
+echo
+echo "| file server ($CLIENTS clients, worker_threads $WORKERS, $(nproc) cores) | ours | Salt 3007.17 | ours / Salt |"
+echo "|---|---|---|---|"
+echo "| \`_file_hash\` + \`_serve_file\`, 1,000 files of 1-8 KiB (requests/s) | $o_rps | $s_rps | $(ratio "$o_rps" "$s_rps") |"
+echo "| 100 MiB file, 1 MiB chunks, one minion (MiB/s) | $o_mib | $s_mib | $(ratio "$o_mib" "$s_mib") |"
+echo "| plain TCP copy over loopback, 1 MiB writes (MiB/s) | $LOOP | | ours = $(pct "$o_mib" "$LOOP") of it |"

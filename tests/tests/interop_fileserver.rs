@@ -1,0 +1,291 @@
+//! Interop: a real Python salt-minion (3006.30, 3007.17, 3008.5) doing everyday state work
+//! against our master, compared with the same minion version against Salt's own master
+//! (same version, same state tree), one master and one minion per side per version:
+//!
+//! 1. `saltutil.sync_modules` syncs a custom `_modules/hello.py`; `hello.world` then answers;
+//! 2. `state.apply` (highstate: `file.managed` from `salt://`, a jinja template, a
+//!    3 MiB file served in several chunks, `file.recurse`): same return (state ids, results,
+//!    comments, changes; durations and times left out) and the same files written (content
+//!    and mode); a second `state.apply` changes nothing on both;
+//! 3. `state.sls extra` (an sls named on the command line);
+//! 4. `cp.list_master`, `cp.list_master_dirs`, `cp.hash_file`, `cp.get_file` (the big file,
+//!    byte for byte).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::interop_support::{
+    Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
+};
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use serde_json::{Value, json};
+
+#[test]
+fn fileserver_3006() {
+    run("3006.30");
+}
+
+#[test]
+fn fileserver_3007() {
+    run("3007.17");
+}
+
+#[test]
+fn fileserver_3008() {
+    run("3008.5");
+}
+
+fn step(t0: Instant, what: &str) {
+    println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
+}
+
+fn write(root: &Path, rel: &str, data: &[u8]) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+/// The state tree both masters serve; states write under `<out>/<minion id>/`.
+fn make_tree(srv: &Path, out: &Path) {
+    let o = out.display();
+    write(srv, "top.sls", b"base:\n  '*':\n    - web\n");
+    write(
+        srv,
+        "web/init.sls",
+        format!(
+            "{{% set out = '{o}/' ~ grains['id'] %}}\n\
+             web-index:\n  file.managed:\n    - name: {{{{ out }}}}/index.html\n    - source: salt://files/index.html\n    - makedirs: True\n    - mode: '0640'\n\
+             web-conf:\n  file.managed:\n    - name: {{{{ out }}}}/web.conf\n    - source: salt://files/web.conf.j2\n    - template: jinja\n    - makedirs: True\n\
+             web-big:\n  file.managed:\n    - name: {{{{ out }}}}/big.bin\n    - source: salt://files/big.bin\n    - makedirs: True\n\
+             web-tree:\n  file.recurse:\n    - name: {{{{ out }}}}/tree\n    - source: salt://files/tree\n"
+        )
+        .as_bytes(),
+    );
+    write(
+        srv,
+        "extra.sls",
+        format!(
+            "extra-dir:\n  file.directory:\n    - name: {o}/{{{{ grains['id'] }}}}/extra\n    - makedirs: True\n\
+             extra-file:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/extra/note\n    - contents: note\n"
+        )
+        .as_bytes(),
+    );
+    write(srv, "files/index.html", b"<h1>hello</h1>\n");
+    write(srv, "files/web.conf.j2", b"answer={{ 6 * 7 }}\n");
+    let big: Vec<u8> = (0..3 * 1024 * 1024 + 17)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    write(srv, "files/big.bin", &big);
+    write(srv, "files/tree/a.txt", b"a\n");
+    write(srv, "files/tree/sub/b.txt", b"b\n");
+    write(
+        srv,
+        "_modules/hello.py",
+        b"def world():\n    return 'hello from a custom module'\n",
+    );
+}
+
+/// A state return without what differs per run, the minion id replaced by `ID`.
+fn normalize(v: &Value, id: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace(id, "ID")),
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, id)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "start_time"))
+                .map(|(k, x)| (k.replace(id, "ID"), normalize(x, id)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every file under `dir`: relative path → (mode, content).
+fn files_under(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(
+                    rel,
+                    (m.permissions().mode() & 0o7777, std::fs::read(&p).unwrap()),
+                );
+            }
+        }
+    }
+    out
+}
+
+struct Run {
+    id: &'static str,
+    cli: SaltCli,
+}
+
+impl Run {
+    fn salt(&self, args: &[&str], timeout: u32) -> Value {
+        let mut full = vec![self.id];
+        full.extend_from_slice(args);
+        let (v, out) = self.cli.salt_json(&full, timeout).unwrap();
+        let ret = v.get(self.id).cloned().unwrap_or(Value::Null);
+        assert!(
+            !ret.is_null(),
+            "{} {args:?}: no answer\n{}\n{}",
+            self.cli.side.label(),
+            out.stdout,
+            out.stderr
+        );
+        ret
+    }
+}
+
+fn run(version: &str) {
+    let Some(venv) = venv_for(version) else {
+        return;
+    };
+    let _guard = serial();
+    let t0 = Instant::now();
+    let root = TempRoot::new().unwrap();
+    let srv = root.path().join("srv");
+    let outdir = root.path().join("out");
+    make_tree(&srv, &outdir);
+    let roots = Yaml::Raw(format!("{{base: ['{}']}}", srv.display()));
+    let py = Side::Salt(venv);
+    let ours = Side::Ours(bins().unwrap());
+    // Both masters start at once (Salt's takes the longest), then both minions.
+    let mut started = Vec::new();
+    for (side, id) in [(&ours, "fs-ours"), (&py, "fs-salt")] {
+        let ports = free_port_pair().unwrap();
+        let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
+            .ports(ports.0, ports.1)
+            .auto_accept(true)
+            .set("worker_threads", 2u32)
+            .set("file_roots", roots.clone());
+        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
+    }
+    let mut masters = Vec::new();
+    let mut minions = Vec::new();
+    for (side, id, ports, mut m) in started {
+        m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
+        let n = MinionConf::new(root.path().join(id), id)
+            .ports(ports.0, ports.1)
+            .set("auth_timeout", 10u32);
+        minions.push(Daemon::start_minion(&py, &n).unwrap());
+        let cli = SaltCli::new(side, &m.conf_dir);
+        masters.push((m, Run { id, cli }));
+    }
+    for m in &minions {
+        m.wait_minion_ready().unwrap();
+    }
+    step(t0, "both masters and minions up");
+    for (_, r) in &masters {
+        r.cli
+            .until_answer(r.id, &[r.id, "test.ping"], Duration::from_secs(60))
+            .unwrap();
+    }
+    let (ours_run, salt_run) = (&masters[0].1, &masters[1].1);
+    let both = |args: &[&str], timeout: u32| {
+        let a = normalize(&ours_run.salt(args, timeout), ours_run.id);
+        let b = normalize(&salt_run.salt(args, timeout), salt_run.id);
+        assert_eq!(
+            a, b,
+            "{args:?}: ours (left) and Salt's master (right) differ"
+        );
+        a
+    };
+
+    // 1. Custom modules.
+    let synced = both(&["saltutil.sync_modules"], 120);
+    assert_eq!(synced, json!(["modules.hello"]));
+    let hello = both(&["hello.world"], 60);
+    assert_eq!(hello, json!("hello from a custom module"));
+    step(t0, "saltutil.sync_modules, hello.world");
+
+    // 2. Highstate.
+    let hs = both(&["state.apply"], 180);
+    let states = hs.as_object().unwrap();
+    assert_eq!(states.len(), 4, "{hs:#}");
+    assert!(
+        states.values().all(|s| s["result"] == json!(true)),
+        "{hs:#}"
+    );
+    let ours_files = files_under(&outdir.join(ours_run.id));
+    let salt_files = files_under(&outdir.join(salt_run.id));
+    assert_eq!(
+        ours_files.keys().collect::<Vec<_>>(),
+        [
+            "big.bin",
+            "index.html",
+            "tree/a.txt",
+            "tree/sub/b.txt",
+            "web.conf"
+        ]
+    );
+    assert!(ours_files == salt_files, "files written differ");
+    assert_eq!(ours_files["web.conf"].1, b"answer=42\n");
+    assert_eq!(ours_files["index.html"].0, 0o640);
+    assert_eq!(
+        ours_files["big.bin"].1,
+        std::fs::read(srv.join("files/big.bin")).unwrap()
+    );
+    let again = both(&["state.apply"], 180);
+    assert!(
+        again
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|s| s["changes"] == json!({}) && s["result"] == json!(true)),
+        "{again:#}"
+    );
+    step(t0, "state.apply twice");
+
+    // 3. state.sls.
+    let sls = both(&["state.sls", "extra"], 120);
+    assert_eq!(sls.as_object().unwrap().len(), 2, "{sls:#}");
+    assert_eq!(
+        std::fs::read(outdir.join(ours_run.id).join("extra/note")).unwrap(),
+        b"note\n"
+    );
+    step(t0, "state.sls");
+
+    // 4. cp.*
+    let listed = both(&["cp.list_master"], 60);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .contains(&json!("files/tree/sub/b.txt")),
+        "{listed}"
+    );
+    both(&["cp.list_master_dirs"], 60);
+    both(&["cp.hash_file", "salt://files/big.bin"], 60);
+    for r in [ours_run, salt_run] {
+        let dest = root.path().join("got").join(r.id).join("big.bin");
+        let arg = format!("{}", dest.display());
+        let got = r.salt(
+            &["cp.get_file", "salt://files/big.bin", &arg, "makedirs=True"],
+            120,
+        );
+        assert_eq!(got, json!(arg));
+        assert!(
+            std::fs::read(&dest).unwrap() == std::fs::read(srv.join("files/big.bin")).unwrap(),
+            "{}: cp.get_file copy differs",
+            r.cli.side.label()
+        );
+    }
+    step(
+        t0,
+        "cp.list_master, cp.list_master_dirs, cp.hash_file, cp.get_file",
+    );
+    drop(minions);
+    drop(masters);
+    assert_no_leftovers(root.path());
+}
