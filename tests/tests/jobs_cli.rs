@@ -186,3 +186,34 @@ fn find_job_async_verbose_batch_and_missing() {
         "{out:?}"
     );
 }
+
+#[test]
+fn fileserver_runners() {
+    let root = tempfile::tempdir().unwrap();
+    let base = root.path().join("base");
+    std::fs::create_dir_all(base.join("sub")).unwrap();
+    std::fs::write(base.join("top.sls"), "base: {'*': [web]}\n").unwrap();
+    std::fs::write(base.join("sub/b.txt"), "b\n").unwrap();
+    let roots = format!("{{base: ['{}']}}", base.display());
+    let mut c = Cluster::new(|m| {
+        m.set(
+            "file_roots",
+            salt_integration_tests::Yaml::Raw(roots.clone()),
+        )
+    })
+    .unwrap();
+    c.start_master().unwrap();
+    let out = c.salt_run(&["fileserver.envs"]).unwrap();
+    assert_eq!(out.stdout, "- base\n", "{out:?}");
+    let out = c.salt_run(&["fileserver.file_list"]).unwrap();
+    assert_eq!(out.stdout, "- sub/b.txt\n- top.sls\n", "{out:?}");
+    let out = c
+        .salt_run(&["fileserver.dir_list", "saltenv=base"])
+        .unwrap();
+    assert!(out.stdout.contains("- sub\n"), "{out:?}");
+    std::fs::write(base.join("new.sls"), "x: y\n").unwrap();
+    let out = c.salt_run(&["fileserver.update"]).unwrap();
+    assert_eq!(out.stdout, "True\n", "{out:?}");
+    let out = c.salt_run(&["fileserver.file_list"]).unwrap();
+    assert!(out.stdout.contains("- new.sls\n"), "{out:?}");
+}

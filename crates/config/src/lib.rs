@@ -25,8 +25,8 @@
 use std::path::{Path, PathBuf};
 
 mod error;
-mod known;
 mod fileserver;
+mod known;
 mod master;
 mod minion;
 mod node;

@@ -6,6 +6,8 @@
 //!   `alived`, `versions` (they publish `test.ping` / `test.version` as the master and wait as
 //!   `salt` does);
 //! * [`cache`]: `grains`, `pillar`, `mine` from the minion data cache (`cachedir/minions`);
+//! * [`fileserver`]: `update`, `envs`, `file_list`, `dir_list`, `empty_dir_list`,
+//!   `symlink_list` over the roots file server;
 //! * `saltutil.sync_all`: the master loads no custom runner or wheel modules, so there is
 //!   nothing to sync (Salt's shape, every list empty).
 //!
@@ -15,6 +17,7 @@
 //! rights are not implemented), anyone else gets Salt's authorization error.
 
 pub mod cache;
+pub mod fileserver;
 pub mod jobs;
 pub mod manage;
 
@@ -142,6 +145,12 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "manage.up" | "manage.down" | "manage.status" | "manage.present" | "manage.not_present"
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
+        "fileserver.update"
+        | "fileserver.envs"
+        | "fileserver.file_list"
+        | "fileserver.dir_list"
+        | "fileserver.empty_dir_list"
+        | "fileserver.symlink_list" => fileserver::call(ctx, fun, args),
         "saltutil.sync_all" => {
             let kinds = [
                 "cache",

@@ -1,0 +1,38 @@
+//! Salt's `fileserver` runner over our roots file server: `update`, `envs`, `file_list`,
+//! `dir_list`, `empty_dir_list`, `symlink_list` (the same answers a minion gets).
+
+use rmpv::Value as Mp;
+use serde_json::{Value, json};
+
+use super::{Args, Ctx};
+use crate::convert::mp_to_json;
+
+/// Run one `fileserver.*` runner.
+pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
+    let files = &ctx.shared.files;
+    let cmd = match fun {
+        "fileserver.update" => {
+            files.update();
+            return Ok(json!(true));
+        }
+        "fileserver.envs" => return Ok(json!(files.envs())),
+        "fileserver.file_list" => "_file_list",
+        "fileserver.dir_list" => "_dir_list",
+        "fileserver.empty_dir_list" => "_file_list_emptydirs",
+        _ => "_symlink_list",
+    };
+    if let Some(b) = a.text(1, "backend").filter(|b| b != "roots") {
+        return Err(format!(
+            "fileserver backend {b:?} is not implemented by salt-rs (roots only)"
+        ));
+    }
+    let saltenv = a.text(0, "saltenv").unwrap_or_else(|| "base".into());
+    let load = Mp::Map(vec![
+        (Mp::from("cmd"), Mp::from(cmd)),
+        (Mp::from("saltenv"), Mp::from(saltenv.as_str())),
+    ]);
+    let got = files
+        .handle(cmd, &load, "master")
+        .unwrap_or(Mp::Array(vec![]));
+    Ok(mp_to_json(&got))
+}
