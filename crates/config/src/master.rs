@@ -243,9 +243,6 @@ salt_options! {
         /// Master-wide `pillarenv` (`None`: every environment).
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
-        /// External pillars: not implemented by salt-rs (a warning is logged once).
-        #[salt_default = "[]"]
-        pub ext_pillar: Vec<serde_json::Value>,
         /// Node groups: name -> compound expression (or list of ids).
         #[salt_default = "{}"]
         pub nodegroups: serde_json::Map<String, serde_json::Value>,
@@ -435,11 +432,6 @@ impl MasterConfig {
             pillar_includes_override_sls: r.get("pillar_includes_override_sls", false, boolean),
             pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
             pillarenv: r.opt("pillarenv", string),
-            ext_pillar: r.get("ext_pillar", Vec::new(), |n| match n.to_json() {
-                serde_json::Value::Array(items) => Ok(items),
-                serde_json::Value::Null => Ok(Vec::new()),
-                _ => Err(invalid(&n.describe(), "expected a list of ext_pillar entries")),
-            }),
             nodegroups: r.get("nodegroups", serde_json::Map::new(), json_map),
             minion_data_cache: r.get("minion_data_cache", true, boolean),
             mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),

@@ -26,7 +26,6 @@ pub enum CompoundError {
     UnknownNodegroup(String),
 }
 
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Tok {
     And,
@@ -114,7 +113,10 @@ pub(crate) fn eval_words(
         };
         toks.push(Tok::Val(value));
     }
-    let mut p = Parser { toks: &toks, pos: 0 };
+    let mut p = Parser {
+        toks: &toks,
+        pos: 0,
+    };
     let v = p.or().ok_or_else(invalid)?;
     if p.pos != toks.len() {
         return Err(invalid());
@@ -305,9 +307,18 @@ mod tests {
             ("all".to_owned(), s("N@web or N@ids")),
             ("loop".to_owned(), s("N@loop")),
         ];
-        assert_eq!(eval(facts("db2", &g, None), "N@all", &groups).unwrap(), Some(true));
-        assert_eq!(eval(facts("web1", &g, None), "N@ids", &groups).unwrap(), Some(false));
-        assert_eq!(eval(facts("web1", &g, None), "N@all", &groups).unwrap(), Some(true));
+        assert_eq!(
+            eval(facts("db2", &g, None), "N@all", &groups).unwrap(),
+            Some(true)
+        );
+        assert_eq!(
+            eval(facts("web1", &g, None), "N@ids", &groups).unwrap(),
+            Some(false)
+        );
+        assert_eq!(
+            eval(facts("web1", &g, None), "N@all", &groups).unwrap(),
+            Some(true)
+        );
         assert!(eval(facts("x", &g, None), "N@loop", &groups).is_err());
         assert!(eval(facts("x", &g, None), "N@nope", &groups).is_err());
     }

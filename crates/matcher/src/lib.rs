@@ -167,7 +167,10 @@ mod tests {
             Some(false)
         );
         assert_eq!(check(f, &s("w.b"), "pcre", None, &[]).unwrap(), Some(true));
-        assert_eq!(check(f, &s("a,web1"), "list", None, &[]).unwrap(), Some(true));
+        assert_eq!(
+            check(f, &s("a,web1"), "list", None, &[]).unwrap(),
+            Some(true)
+        );
         assert_eq!(
             check(f, &s("10.0.0.0/8"), "ipcidr", None, &[]).unwrap(),
             Some(true)

@@ -22,7 +22,11 @@ pub(crate) fn render(
 ) -> Result<String, RenderError> {
     let env = environment(ctx, loader);
     let src = prepass::rewrite(text).map_err(RenderError::Jinja)?;
-    let name = if ctx.tplfile.is_empty() { "<template>" } else { &ctx.tplfile };
+    let name = if ctx.tplfile.is_empty() {
+        "<template>"
+    } else {
+        &ctx.tplfile
+    };
     env.render_named_str(name, &src, ())
         .map_err(|e| RenderError::Jinja(describe(&e)))
 }
@@ -67,14 +71,20 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
                 load_text(kind, &text)
             },
         );
-        env.add_filter(format!("__load_{kind}"), move |text: String| load_text(kind, &text));
+        env.add_filter(format!("__load_{kind}"), move |text: String| {
+            load_text(kind, &text)
+        });
     }
     env.add_filter("load_yaml", |text: String| load_text("yaml", &text));
     env.add_filter("load_json", |text: String| load_text("json", &text));
-    env.add_filter("yaml", |v: Mj, _flow: Option<Mj>| yaml::dump_flow(&from_jinja(&v)));
+    env.add_filter("yaml", |v: Mj, _flow: Option<Mj>| {
+        yaml::dump_flow(&from_jinja(&v))
+    });
     env.add_filter("json", |v: Mj, _kw: Kwargs| py_json(&from_jinja(&v), true));
     env.add_filter("yaml_dquote", |v: Mj| yaml::double_quote(&str_of(&v)));
-    env.add_filter("yaml_squote", |v: Mj| format!("'{}'", str_of(&v).replace('\'', "''")));
+    env.add_filter("yaml_squote", |v: Mj| {
+        format!("'{}'", str_of(&v).replace('\'', "''"))
+    });
     env.add_filter("yaml_encode", |v: Mj| yaml::dump_flow(&from_jinja(&v)));
     env.add_filter("unique", |v: Mj| -> Result<Mj, Error> {
         let mut out: Vec<Mj> = Vec::new();
@@ -96,13 +106,18 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
 
     let sls = ctx.sls.clone();
     let tplfile = ctx.tplfile.clone();
-    let tpldir = tplfile.rsplit_once('/').map(|(d, _)| d.to_owned()).unwrap_or_default();
+    let tpldir = tplfile
+        .rsplit_once('/')
+        .map(|(d, _)| d.to_owned())
+        .unwrap_or_default();
     let slspath = if sls.is_empty() {
         String::new()
     } else if tplfile.ends_with("/init.sls") || tplfile == "init.sls" {
         sls.replace('.', "/")
     } else {
-        sls.rsplit_once('.').map(|(d, _)| d.replace('.', "/")).unwrap_or_default()
+        sls.rsplit_once('.')
+            .map(|(d, _)| d.replace('.', "/"))
+            .unwrap_or_default()
     };
     let data = Arc::new(ctx.clone());
     env.add_global("grains", to_jinja(&ctx.grains));
@@ -114,11 +129,21 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
     env.add_global("sls_path", slspath.replace('/', "_"));
     env.add_global("slspath", slspath);
     env.add_global("tpldot", tpldir.replace('/', "."));
-    env.add_global("tplroot", tpldir.split('/').next().unwrap_or_default().to_owned());
+    env.add_global(
+        "tplroot",
+        tpldir.split('/').next().unwrap_or_default().to_owned(),
+    );
     env.add_global("tpldir", tpldir);
     env.add_global("tplpath", tplfile.clone());
     env.add_global("tplfile", tplfile);
     env.add_global("salt", Mj::from_object(SaltFuncs { ctx: data }));
+    if let Value::Map(vars) = &ctx.vars {
+        for (k, v) in vars {
+            if let Some(name) = k.as_str() {
+                env.add_global(name.to_owned(), to_jinja(v));
+            }
+        }
+    }
     env
 }
 
@@ -239,7 +264,9 @@ fn call(ctx: &Context, name: &str, pos: &[Mj], kw: &Kwargs) -> Result<Mj, Error>
             .map_err(|e| err(ErrorKind::InvalidOperation, e.to_string()))
     };
     match name {
-        "grains.get" | "grains.item" => Ok(lookup(&ctx.grains).map_or_else(default, |v| to_jinja(&v))),
+        "grains.get" | "grains.item" => {
+            Ok(lookup(&ctx.grains).map_or_else(default, |v| to_jinja(&v)))
+        }
         "grains.items" => Ok(to_jinja(&ctx.grains)),
         "pillar.items" => Ok(to_jinja(&ctx.pillar)),
         "pillar.get" => {
@@ -279,13 +306,27 @@ fn call(ctx: &Context, name: &str, pos: &[Mj], kw: &Kwargs) -> Result<Mj, Error>
 fn filter_by(ctx: &Context, a: &Args<'_>) -> Result<Mj, Error> {
     let lookup = from_jinja(&a.get(0, "lookup_dict").unwrap_or_default());
     let Value::Map(entries) = &lookup else {
-        return Err(err(ErrorKind::InvalidOperation, "filter_by: lookup_dict must be a dict"));
+        return Err(err(
+            ErrorKind::InvalidOperation,
+            "filter_by: lookup_dict must be a dict",
+        ));
     };
     let grain = a.text(1, "grain", "os_family");
-    let merge = a.get(2, "merge").map(|m| from_jinja(&m)).filter(|m| *m != Value::Nil);
+    let merge = a
+        .get(2, "merge")
+        .map(|m| from_jinja(&m))
+        .filter(|m| *m != Value::Nil);
     let default = a.text(3, "default", "default");
-    let base = a.get(4, "base").map(|b| str_of(&b)).filter(|b| !b.is_empty());
-    let get = |k: &str| entries.iter().find(|(e, _)| e.as_str() == Some(k)).map(|(_, v)| v.clone());
+    let base = a
+        .get(4, "base")
+        .map(|b| str_of(&b))
+        .filter(|b| !b.is_empty());
+    let get = |k: &str| {
+        entries
+            .iter()
+            .find(|(e, _)| e.as_str() == Some(k))
+            .map(|(_, v)| v.clone())
+    };
     let val = salt_matcher::traverse(&ctx.grains, &grain, ":").cloned();
     let candidates: Vec<Value> = match val {
         Some(Value::Array(items)) => items,
@@ -310,7 +351,10 @@ fn filter_by(ctx: &Context, a: &Args<'_>) -> Result<Mj, Error> {
             None => Some(base_values),
             Some(r) if matches!(base_values, Value::Map(_)) => {
                 if !matches!(r, Value::Map(_)) {
-                    return Err(err(ErrorKind::InvalidOperation, "filter_by default and look-up values must both be dictionaries."));
+                    return Err(err(
+                        ErrorKind::InvalidOperation,
+                        "filter_by default and look-up values must both be dictionaries.",
+                    ));
                 }
                 Some(crate::merge::update(base_values, r, false))
             }
@@ -319,7 +363,10 @@ fn filter_by(ctx: &Context, a: &Args<'_>) -> Result<Mj, Error> {
     }
     if let Some(m) = merge {
         if !matches!(m, Value::Map(_)) {
-            return Err(err(ErrorKind::InvalidOperation, "filter_by merge argument must be a dictionary."));
+            return Err(err(
+                ErrorKind::InvalidOperation,
+                "filter_by merge argument must be a dictionary.",
+            ));
         }
         ret = Some(match ret {
             None => m,

@@ -46,6 +46,8 @@ pub struct Context {
     pub tplfile: String,
     /// The minion id (for `match.*`).
     pub id: String,
+    /// Extra template variables (a map; pillar `include:` `defaults`).
+    pub vars: Value,
 }
 
 impl Default for Context {
@@ -59,6 +61,7 @@ impl Default for Context {
             sls: String::new(),
             tplfile: String::new(),
             id: String::new(),
+            vars: Value::Map(Vec::new()),
         }
     }
 }
@@ -114,7 +117,9 @@ pub fn render(
         match stage {
             "jinja" => {
                 if data.is_some() {
-                    return Err(RenderError::Unsupported("jinja after a data renderer".into()));
+                    return Err(RenderError::Unsupported(
+                        "jinja after a data renderer".into(),
+                    ));
                 }
                 text = jinja::render(&text, ctx, loader.clone())?;
             }
@@ -135,7 +140,9 @@ pub fn render(
             }
         }
     }
-    data.ok_or_else(|| RenderError::Unsupported(format!("{pipeline} (ends without a data renderer)")))
+    data.ok_or_else(|| {
+        RenderError::Unsupported(format!("{pipeline} (ends without a data renderer)"))
+    })
 }
 
 /// serde_json -> msgpack, order kept.

@@ -36,7 +36,10 @@ pub fn rewrite(src: &str) -> Result<String, String> {
         let (lead, body, trail) = split_ws_control(inner);
         let open = &after[..2];
         if kind == Some(b'{') {
-            out.push_str(&format!("{open}{lead}{}{trail}{close}", wrap_literals(body)));
+            out.push_str(&format!(
+                "{open}{lead}{}{trail}{close}",
+                wrap_literals(body)
+            ));
             continue;
         }
         let words: Vec<&str> = body.split_whitespace().collect();
@@ -45,7 +48,10 @@ pub fn rewrite(src: &str) -> Result<String, String> {
             Some("raw") => {
                 out.push_str(&after[..end + 2]);
                 let stop = rest.find("endraw").ok_or("unterminated raw block")?;
-                let stop = rest[stop..].find("%}").map(|i| stop + i + 2).ok_or("bad endraw")?;
+                let stop = rest[stop..]
+                    .find("%}")
+                    .map(|i| stop + i + 2)
+                    .ok_or("bad endraw")?;
                 out.push_str(&rest[..stop]);
                 rest = &rest[stop..];
             }
@@ -84,7 +90,10 @@ pub fn rewrite(src: &str) -> Result<String, String> {
                     .replace(" with context", "");
                 out.push_str(&format!("{open}{lead}{cleaned}{trail}{close}"));
             }
-            _ => out.push_str(&format!("{open}{lead}{}{trail}{close}", wrap_literals(body))),
+            _ => out.push_str(&format!(
+                "{open}{lead}{}{trail}{close}",
+                wrap_literals(body)
+            )),
         }
     }
     out.push_str(rest);
@@ -95,9 +104,17 @@ pub fn rewrite(src: &str) -> Result<String, String> {
 }
 
 fn split_ws_control(inner: &str) -> (&str, &str, &str) {
-    let lead = if inner.starts_with(['-', '+']) { &inner[..1] } else { "" };
+    let lead = if inner.starts_with(['-', '+']) {
+        &inner[..1]
+    } else {
+        ""
+    };
     let body = &inner[lead.len()..];
-    let trail = if body.ends_with(['-', '+']) { &body[body.len() - 1..] } else { "" };
+    let trail = if body.ends_with(['-', '+']) {
+        &body[body.len() - 1..]
+    } else {
+        ""
+    };
     (lead, &body[..body.len() - trail.len()], trail)
 }
 
@@ -212,6 +229,9 @@ mod tests {
         assert_eq!(r, "{% from 'map.jinja' import m %}");
         let r = rewrite("{{ {'a': {'b': 1}} }}").unwrap();
         assert_eq!(r, "{{ __mut({'a': __mut({'b': 1})}) }}");
-        assert_eq!(rewrite("a { b } {% raw %}{{ x }}{% endraw %}").unwrap(), "a { b } {% raw %}{{ x }}{% endraw %}");
+        assert_eq!(
+            rewrite("a { b } {% raw %}{{ x }}{% endraw %}").unwrap(),
+            "a { b } {% raw %}{{ x }}{% endraw %}"
+        );
     }
 }

@@ -75,7 +75,10 @@ impl Object for Dict {
                 Ok(Mj::from(()))
             }
             "setdefault" => {
-                let key = args.first().cloned().ok_or_else(|| bad_args("missing key"))?;
+                let key = args
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| bad_args("missing key"))?;
                 if let Some(v) = self.get_value(&key) {
                     return Ok(v);
                 }
@@ -88,10 +91,9 @@ impl Object for Dict {
                 let mut g = lock(&self.0);
                 match g.iter().position(|(k, _)| k == key) {
                     Some(i) => Ok(g.remove(i).1),
-                    None => args
-                        .get(1)
-                        .cloned()
-                        .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, format!("KeyError: {key}"))),
+                    None => args.get(1).cloned().ok_or_else(|| {
+                        Error::new(ErrorKind::InvalidOperation, format!("KeyError: {key}"))
+                    }),
                 }
             }
             "clear" => {
@@ -99,7 +101,10 @@ impl Object for Dict {
                 Ok(Mj::from(()))
             }
             "copy" => Ok(Dict::from_entries(lock(&self.0).clone())),
-            "has_key" => Ok(Mj::from(self.get_value(args.first().unwrap_or(&Mj::UNDEFINED)).is_some())),
+            "has_key" => Ok(Mj::from(
+                self.get_value(args.first().unwrap_or(&Mj::UNDEFINED))
+                    .is_some(),
+            )),
             _ => Err(Error::from(ErrorKind::UnknownMethod)),
         }
     }
@@ -130,7 +135,11 @@ impl Object for List {
         let mut g = lock(&self.0);
         match method {
             "append" => {
-                g.push(args.first().cloned().ok_or_else(|| bad_args("missing item"))?);
+                g.push(
+                    args.first()
+                        .cloned()
+                        .ok_or_else(|| bad_args("missing item"))?,
+                );
             }
             "extend" => {
                 let other = args.first().ok_or_else(|| bad_args("missing list"))?;
@@ -203,7 +212,10 @@ pub fn mutable(v: &Mj) -> Mj {
             Dict::from_entries(entries)
         }
         ValueKind::Seq | ValueKind::Iterable => {
-            let items = v.try_iter().map(|it| it.map(|x| mutable(&x)).collect()).unwrap_or_default();
+            let items = v
+                .try_iter()
+                .map(|it| it.map(|x| mutable(&x)).collect())
+                .unwrap_or_default();
             Mj::from_object(List(Mutex::new(items)))
         }
         _ => v.clone(),
@@ -227,7 +239,9 @@ pub fn to_jinja(v: &Value) -> Mj {
             None => Mj::from_bytes(s.as_bytes().to_vec()),
         },
         Value::Binary(b) => Mj::from_bytes(b.clone()),
-        Value::Array(items) => Mj::from_object(List(Mutex::new(items.iter().map(to_jinja).collect()))),
+        Value::Array(items) => {
+            Mj::from_object(List(Mutex::new(items.iter().map(to_jinja).collect())))
+        }
         Value::Map(entries) => Dict::from_entries(
             entries
                 .iter()
@@ -283,7 +297,11 @@ pub fn py_float(f: f64) -> String {
         return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
     }
     let s = format!("{f:?}");
-    if s.contains(['.', 'e', 'E']) { s } else { format!("{s}.0") }
+    if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
 }
 
 /// Python `json.dumps(v, sort_keys=...)` (ASCII-escaped, `", "` and `": "` separators).

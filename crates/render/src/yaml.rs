@@ -81,7 +81,9 @@ pub fn load(text: &str) -> Result<Option<Value>, YamlError> {
             None => docs.push(node),
             Some((Node::Seq(items), _)) => items.push(node),
             Some((Node::Map(entries), _)) => {
-                let slot = pending_key.last_mut().ok_or_else(|| YamlError("bad nesting".into()))?;
+                let slot = pending_key
+                    .last_mut()
+                    .ok_or_else(|| YamlError("bad nesting".into()))?;
                 match slot.take() {
                     None => *slot = Some(node),
                     Some(k) => entries.push((k, node)),
@@ -480,10 +482,14 @@ mod tests {
     fn duplicates_merges_and_documents() {
         let e = load("a: 1\na: 2\n").unwrap_err();
         assert!(e.0.contains("conflicting ID 'a'"), "{e}");
-        let v = load("base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n").unwrap().unwrap();
+        let v = load("base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             v,
-            load("base: {x: 1, y: 2}\nd: {x: 1, y: 3}\n").unwrap().unwrap()
+            load("base: {x: 1, y: 2}\nd: {x: 1, y: 3}\n")
+                .unwrap()
+                .unwrap()
         );
         assert_eq!(load("").unwrap(), None);
         assert_eq!(load("# only a comment\n").unwrap(), None);
@@ -493,8 +499,21 @@ mod tests {
 
     #[test]
     fn flow_dump() {
-        let v = load("b: [1, 'x y', 'yes']\na: {c: null, d: 'a: b'}\n").unwrap().unwrap();
-        assert_eq!(dump_flow(&v), "{a: {c: null, d: 'a: b'}, b: [1, x y, 'yes']}");
-        assert_eq!(load(&dump_flow(&v)).unwrap().unwrap().as_map().unwrap().len(), 2);
+        let v = load("b: [1, 'x y', 'yes']\na: {c: null, d: 'a: b'}\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            dump_flow(&v),
+            "{a: {c: null, d: 'a: b'}, b: [1, x y, 'yes']}"
+        );
+        assert_eq!(
+            load(&dump_flow(&v))
+                .unwrap()
+                .unwrap()
+                .as_map()
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }

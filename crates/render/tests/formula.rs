@@ -28,7 +28,10 @@ fn files() -> Arc<dyn Loader> {
 {% do defaults.nginx.update(os_map) %}
 {% set nginx = defaults.nginx %}"#,
         ),
-        ("nginx/defaults.yaml", "nginx:\n  port: 80\n  mode: 0644\n  workers: {{ grains['num_cpus'] }}\n"),
+        (
+            "nginx/defaults.yaml",
+            "nginx:\n  port: 80\n  mode: 0644\n  workers: {{ grains['num_cpus'] }}\n",
+        ),
     ])))
 }
 
@@ -38,7 +41,9 @@ fn ctx() -> Context {
         .unwrap();
     Context {
         grains: g,
-        pillar: yaml::load("nginx: {lookup: {user: custom}}").unwrap().unwrap(),
+        pillar: yaml::load("nginx: {lookup: {user: custom}}")
+            .unwrap()
+            .unwrap(),
         sls: "nginx".into(),
         tplfile: "nginx/init.sls".into(),
         id: "web1".into(),
@@ -100,9 +105,18 @@ fn shebangs_and_errors_name_what_is_missing() {
         render("#!yaml\na: '{{ x }}'\n", &c, files(), "jinja|yaml").unwrap(),
         y("a: '{{ x }}'")
     );
-    assert_eq!(render("#!json\n{\"a\": 1}", &c, files(), "jinja|yaml").unwrap(), y("a: 1"));
     assert_eq!(
-        render("#!jinja|json\n{\"a\": \"{{ grains.id }}\"}", &c, files(), "jinja|yaml").unwrap(),
+        render("#!json\n{\"a\": 1}", &c, files(), "jinja|yaml").unwrap(),
+        y("a: 1")
+    );
+    assert_eq!(
+        render(
+            "#!jinja|json\n{\"a\": \"{{ grains.id }}\"}",
+            &c,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
         y("a: web1")
     );
     assert!(matches!(
@@ -110,14 +124,26 @@ fn shebangs_and_errors_name_what_is_missing() {
         Err(RenderError::Unsupported(r)) if r == "py"
     ));
     let e = render("a: {{ salt['cmd.run']('id') }}", &c, files(), "jinja|yaml").unwrap_err();
-    assert!(e.to_string().contains("salt['cmd.run'] is not supported"), "{e}");
+    assert!(
+        e.to_string().contains("salt['cmd.run'] is not supported"),
+        "{e}"
+    );
     let e = render("a: {{ nope }}", &c, files(), "jinja|yaml").unwrap_err();
     assert!(matches!(e, RenderError::Jinja(_)), "strict undefined: {e}");
     let e = render("a: 1\na: 2\n", &c, files(), "jinja|yaml").unwrap_err();
     assert!(e.to_string().contains("conflicting ID"), "{e}");
-    assert_eq!(render("", &c, files(), "jinja|yaml").unwrap(), Value::Map(vec![]));
     assert_eq!(
-        render("{% load_yaml as v %}x: [1, 2]{% endload %}v: {{ v.x|json }}", &c, files(), "jinja|yaml").unwrap(),
+        render("", &c, files(), "jinja|yaml").unwrap(),
+        Value::Map(vec![])
+    );
+    assert_eq!(
+        render(
+            "{% load_yaml as v %}x: [1, 2]{% endload %}v: {{ v.x|json }}",
+            &c,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
         y("v: [1, 2]")
     );
 }

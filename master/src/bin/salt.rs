@@ -37,6 +37,24 @@ struct Args {
     /// TARGET is `grain:glob`, matched by the minions.
     #[arg(short = 'G', long = "grain", group = "tgt")]
     grain: bool,
+    /// TARGET is `grain:regex`.
+    #[arg(short = 'P', long = "grain-pcre", group = "tgt")]
+    grain_pcre: bool,
+    /// TARGET is `pillar:glob` (matched against the minion data cache and by the minions).
+    #[arg(short = 'I', long = "pillar", group = "tgt")]
+    pillar: bool,
+    /// TARGET is `pillar:regex`.
+    #[arg(short = 'J', long = "pillar-pcre", group = "tgt")]
+    pillar_pcre: bool,
+    /// TARGET is an IP address or CIDR network matched against the ipv4/ipv6 grains.
+    #[arg(short = 'S', long = "ipcidr", group = "tgt")]
+    ipcidr: bool,
+    /// TARGET is a compound expression (`G@os:Debian and web*`, `and`/`or`/`not`, parens).
+    #[arg(short = 'C', long = "compound", group = "tgt")]
+    compound: bool,
+    /// TARGET is a node group from the master's `nodegroups:`.
+    #[arg(short = 'N', long = "nodegroup", group = "tgt")]
+    nodegroup: bool,
     /// Output format: nested, json, yaml, txt, raw.
     #[arg(long = "out", alias = "output", default_value = "nested")]
     out: String,
@@ -158,6 +176,18 @@ fn main() -> ExitCode {
         "pcre"
     } else if args.grain {
         "grain"
+    } else if args.grain_pcre {
+        "grain_pcre"
+    } else if args.pillar {
+        "pillar"
+    } else if args.pillar_pcre {
+        "pillar_pcre"
+    } else if args.ipcidr {
+        "ipcidr"
+    } else if args.compound {
+        "compound"
+    } else if args.nodegroup {
+        "nodegroup"
     } else {
         "glob"
     };
