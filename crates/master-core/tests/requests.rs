@@ -288,12 +288,15 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
             .is_file()
     );
 
-    // _mine → True, unknown → {}, _pillar → send_private map.
+    // _mine (stored in the data cache) → True, unknown → {}, _pillar → send_private map.
     let reply = decode(&handle(
         &s,
         &m.aes_request(
             &session,
-            vec![(t("cmd"), t("_mine"))],
+            vec![
+                (t("cmd"), t("_mine")),
+                (t("data"), Value::Map(vec![(t("test.ping"), Value::Boolean(true))])),
+            ],
             ret_nonce,
             tok.clone(),
         ),
@@ -321,7 +324,11 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
         &s,
         &m.aes_request(
             &session,
-            vec![(t("cmd"), t("_pillar")), (t("ver"), t("2"))],
+            vec![
+                (t("cmd"), t("_pillar")),
+                (t("ver"), t("2")),
+                (t("grains"), Value::Map(vec![])),
+            ],
             ret_nonce,
             tok.clone(),
         ),
@@ -583,6 +590,7 @@ fn previous_publish_key_is_honoured_for_the_grace_window_only() {
     let v2 = |key: &Crypticle, nonce: &str| {
         let load = Value::Map(vec![
             (t("cmd"), t("_mine")),
+            (t("data"), Value::Map(vec![])),
             (t("id"), t("m2")),
             (t("nonce"), t(nonce)),
             (t("tok"), Value::Binary(tok.clone())),
