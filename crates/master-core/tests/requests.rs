@@ -295,7 +295,10 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
             &session,
             vec![
                 (t("cmd"), t("_mine")),
-                (t("data"), Value::Map(vec![(t("test.ping"), Value::Boolean(true))])),
+                (
+                    t("data"),
+                    Value::Map(vec![(t("test.ping"), Value::Boolean(true))]),
+                ),
             ],
             ret_nonce,
             tok.clone(),
