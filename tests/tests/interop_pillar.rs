@@ -58,7 +58,10 @@ fn run(version: &str) {
         .ports(ports.0, ports.1)
         .auto_accept(true)
         .set("worker_threads", 2u32)
-        .set("pillar_roots", Yaml::Raw(format!("{{base: [{}]}}", tree.display())))
+        .set(
+            "pillar_roots",
+            Yaml::Raw(format!("{{base: [{}]}}", tree.display())),
+        )
         .set("nodegroups", Yaml::Raw(groups));
     let mut master = Daemon::start_master(&ours, &mconf).unwrap();
     master
@@ -68,7 +71,10 @@ fn run(version: &str) {
 
     let pconf = MinionConf::new(root.path().join("pym1"), "pym1")
         .ports(ports.0, ports.1)
-        .set("mine_functions", Yaml::Raw("{test.ping: [], test.echo: [mined]}".into()));
+        .set(
+            "mine_functions",
+            Yaml::Raw("{test.ping: [], test.echo: [mined]}".into()),
+        );
     let mut pym = Daemon::start_minion(&py, &pconf).unwrap();
     let rconf = MinionConf::new(root.path().join("rsm1"), "rsm1").ports(ports.0, ports.1);
     let mut rsm = Daemon::start_minion(&ours, &rconf).unwrap();
@@ -96,7 +102,10 @@ fn run(version: &str) {
     let mut args = vec!["pym1", "pillar.items"];
     args.extend(unmask);
     let (got, _) = cli.salt_json(&args, 30).unwrap();
-    assert_eq!(got["pym1"], want, "salt {version}: pillar.items differs from Salt's");
+    assert_eq!(
+        got["pym1"], want,
+        "salt {version}: pillar.items differs from Salt's"
+    );
     for (key, want) in [
         ("owner", "owner-of-pym1"),
         ("app:pkg", "app-linux"),
@@ -115,7 +124,10 @@ fn run(version: &str) {
         (vec!["-C", "G@kernel:Linux and pym*"], vec!["pym1"]),
         (vec!["-C", "pym1 or rsm1"], both.to_vec()),
         (vec!["-C", "* and not pym1"], vec!["rsm1"]),
-        (vec!["-C", "( G@kernel:Linux or E@^x ) and not L@rsm1"], vec!["pym1"]),
+        (
+            vec!["-C", "( G@kernel:Linux or E@^x ) and not L@rsm1"],
+            vec!["pym1"],
+        ),
         (vec!["-C", "S@127.0.0.0/8 and P@kernel:^Lin"], both.to_vec()),
         (vec!["-N", "both"], both.to_vec()),
         (vec!["-N", "grouped"], vec!["pym1"]),
@@ -158,15 +170,35 @@ fn run(version: &str) {
         "no minion data cache under {}",
         master.dir.display()
     );
-    let (got, _) = cli.salt_json(&["pym1", "mine.get", "*", "test.echo"], 30).unwrap();
-    assert_eq!(got["pym1"], json!({"pym1": "mined"}), "mine file {}", mine_file.display());
     let (got, _) = cli
-        .salt_json(&["pym1", "mine.get", "G@kernel:Linux and pym*", "test.ping", "tgt_type=compound"], 30)
+        .salt_json(&["pym1", "mine.get", "*", "test.echo"], 30)
+        .unwrap();
+    assert_eq!(
+        got["pym1"],
+        json!({"pym1": "mined"}),
+        "mine file {}",
+        mine_file.display()
+    );
+    let (got, _) = cli
+        .salt_json(
+            &[
+                "pym1",
+                "mine.get",
+                "G@kernel:Linux and pym*",
+                "test.ping",
+                "tgt_type=compound",
+            ],
+            30,
+        )
         .unwrap();
     assert_eq!(got["pym1"], json!({"pym1": true}));
-    let (got, _) = cli.salt_json(&["pym1", "mine.delete", "test.echo"], 30).unwrap();
+    let (got, _) = cli
+        .salt_json(&["pym1", "mine.delete", "test.echo"], 30)
+        .unwrap();
     assert_eq!(got["pym1"], true);
-    let (got, _) = cli.salt_json(&["pym1", "mine.get", "*", "test.echo"], 30).unwrap();
+    let (got, _) = cli
+        .salt_json(&["pym1", "mine.get", "*", "test.echo"], 30)
+        .unwrap();
     assert_eq!(got["pym1"], json!({}));
     step(t0, "mine.update / mine.get / mine.delete");
 

@@ -114,7 +114,7 @@ impl Target {
 pub fn nodegroups(cfg: &salt_config::MasterConfig) -> Vec<(String, Value)> {
     cfg.nodegroups
         .iter()
-        .map(|(k, v)| (k.clone(), salt_render::json_to_msgpack(v)))
+        .map(|(k, v)| (k.clone(), crate::convert::json_to_mp(v)))
         .collect()
 }
 

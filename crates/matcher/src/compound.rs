@@ -71,11 +71,10 @@ pub(crate) fn eval_words(
         if let Some(op) = op {
             match toks.last() {
                 Some(Tok::Open) if matches!(op, Tok::And | Tok::Or) => return Err(invalid()),
-                Some(last) => {
-                    if op == Tok::Not && !matches!(last, Tok::And | Tok::Or | Tok::Open) {
-                        toks.push(Tok::And);
-                    }
+                Some(last) if op == Tok::Not && !matches!(last, Tok::And | Tok::Or | Tok::Open) => {
+                    toks.push(Tok::And);
                 }
+                Some(_) => {}
                 None if !matches!(op, Tok::Open | Tok::Not) => return Err(invalid()),
                 None => {}
             }

@@ -33,6 +33,15 @@ pub struct Request {
     pub pillar_override: Value,
 }
 
+/// One target of a merged top file.
+struct TopEntry {
+    env: String,
+    tgt: String,
+    kind: Option<String>,
+    states: Vec<String>,
+    order: i64,
+}
+
 struct Compiler<'a> {
     cfg: &'a MasterConfig,
     req: &'a Request,
@@ -86,15 +95,16 @@ pub fn compile(cfg: &MasterConfig, req: &Request) -> Value {
         }
         let mut mods: Vec<(String, Option<Value>)> = Vec::new();
         for sls in files {
-            if let Some(state) = c.render_sls(&sls, &saltenv, &mut mods, &Value::Map(Vec::new())) {
-                if matches!(state, Value::Map(_)) {
-                    pillar = c.merge(pillar, state);
-                }
+            let state = c.render_sls(&sls, &saltenv, &mut mods, &Value::Map(Vec::new()));
+            if let Some(state @ Value::Map(_)) = state {
+                pillar = c.merge(pillar, state);
             }
         }
     }
-    if let Value::Map(m) = &mut pillar {
-        if !c.errors.is_empty() {
+    if let Value::Map(m) = &mut pillar
+        && !c.errors.is_empty()
+    {
+        {
             for e in &c.errors {
                 tracing::error!("Pillar render error for {}: {e}", req.id);
             }
@@ -150,7 +160,7 @@ impl Compiler<'_> {
     }
 
     /// `get_tops` + `merge_tops`: (saltenv, target, match type, SLS names) in order.
-    fn top(&mut self) -> Vec<(String, String, Option<String>, Vec<String>)> {
+    fn top(&mut self) -> Vec<TopEntry> {
         let mut envs: Vec<String> = match &self.pillarenv {
             Some(p) if self.roots.has(p) => vec![p.clone()],
             Some(_) => Vec::new(),
@@ -195,7 +205,7 @@ impl Compiler<'_> {
                 )),
             }
         }
-        let mut out: Vec<(String, String, Option<String>, Vec<String>, i64)> = Vec::new();
+        let mut out: Vec<TopEntry> = Vec::new();
         for top in tops {
             let Value::Map(envs) = top else {
                 self.errors
@@ -234,10 +244,10 @@ impl Compiler<'_> {
                                     .is_some_and(|v| v.as_bool() == Some(true));
                             }
                             other => {
-                                if let Some(s) = other.as_str() {
-                                    if !states.iter().any(|x| x == s) {
-                                        states.push(s.to_owned());
-                                    }
+                                if let Some(s) = other.as_str()
+                                    && !states.iter().any(|x| x == s)
+                                {
+                                    states.push(s.to_owned());
                                 }
                             }
                         }
@@ -247,31 +257,32 @@ impl Compiler<'_> {
                             .extend(states.iter().map(|s| (env.clone(), s.clone())));
                     }
                     // A later top file's entry for the same target replaces the earlier one.
-                    match out.iter_mut().find(|(e, t, ..)| *e == env && *t == tgt) {
-                        Some(slot) => *slot = (env.clone(), tgt, kind, states, order),
-                        None => out.push((env.clone(), tgt, kind, states, order)),
+                    let entry = TopEntry {
+                        env: env.clone(),
+                        tgt,
+                        kind,
+                        states,
+                        order,
+                    };
+                    match out.iter_mut().find(|e| e.env == env && e.tgt == entry.tgt) {
+                        Some(slot) => *slot = entry,
+                        None => out.push(entry),
                     }
                 }
             }
         }
-        out.sort_by_key(|(env, .., order)| {
-            (self.roots.names().iter().position(|n| n == env), *order)
-        });
-        out.into_iter()
-            .map(|(e, t, k, s, _)| (e, t, k, s))
-            .collect()
+        let names = self.roots.names();
+        out.sort_by_key(|e| (names.iter().position(|n| *n == e.env), e.order));
+        out
     }
 
     /// `top_matches`: per environment, the SLS names this minion gets.
-    fn top_matches(
-        &mut self,
-        top: &[(String, String, Option<String>, Vec<String>)],
-    ) -> Vec<(String, Vec<String>)> {
+    fn top_matches(&mut self, top: &[TopEntry]) -> Vec<(String, Vec<String>)> {
         let groups: Vec<(String, Value)> = self
             .cfg
             .nodegroups
             .iter()
-            .map(|(k, v)| (k.clone(), salt_render::json_to_msgpack(v)))
+            .map(|(k, v)| (k.clone(), crate::convert::json_to_mp(v)))
             .collect();
         let ov = self.override_map();
         let facts = salt_matcher::Facts {
@@ -280,7 +291,14 @@ impl Compiler<'_> {
             pillar: Some(&ov),
         };
         let mut out: Vec<(String, Vec<String>)> = Vec::new();
-        for (env, tgt, kind, states) in top {
+        for TopEntry {
+            env,
+            tgt,
+            kind,
+            states,
+            ..
+        } in top
+        {
             if self.pillarenv.as_ref().is_some_and(|p| p != env) {
                 continue;
             }
