@@ -8,6 +8,7 @@
 //! 2. every target type of our `salt` (`-C` with and/or/not/parens, `-N`, `-I`, `-J`, `-S`,
 //!    `-P`, `-G`, `-E`, `-L`, glob) reaches exactly the expected minions, and the command
 //!    ends as soon as they returned (the expected list comes from the minion data cache);
+//!    our minion matches compound and pillar targets with the pillar our master sent it;
 //! 3. `mine.update` stores the minion's mine on our master, `mine.get` with glob and
 //!    compound targets reads it back, `mine.delete` removes it.
 //!
@@ -131,8 +132,14 @@ fn run(version: &str) {
         (vec!["-C", "S@127.0.0.0/8 and P@kernel:^Lin"], both.to_vec()),
         (vec!["-N", "both"], both.to_vec()),
         (vec!["-N", "grouped"], vec!["pym1"]),
+        (vec!["-C", "N@grouped or rsm1"], both.to_vec()),
         (vec!["-I", "roles_listed:True"], vec!["pym1"]),
         (vec!["-J", "owner:^owner-of-py"], vec!["pym1"]),
+        (vec!["-I", "owner:owner-of-rsm1"], vec!["rsm1"]),
+        (
+            vec!["-C", "I@owner:owner-of-* and G@kernel:Linux"],
+            both.to_vec(),
+        ),
         (vec!["-S", "127.0.0.1"], both.to_vec()),
         (vec!["-P", "kernel:^Lin"], both.to_vec()),
         (vec!["-G", "kernel:Linux"], both.to_vec()),

@@ -4,8 +4,8 @@
 //! `glob`, `pcre`, `list` are decided from the key list. `grain`, `grain_pcre`, `pillar`,
 //! `pillar_pcre`, `ipcidr`, `compound` and `nodegroup` use the minion data cache; a minion
 //! with nothing cached is expected (Salt's greedy mode) unless the caller asks otherwise.
-//! A node group is published as the compound expression it expands to, as Salt's
-//! `LocalClient` does.
+//! A node group (and each `N@` word of a compound) is published as the compound expression
+//! it expands to, as Salt's `LocalClient` does, so minions need no `nodegroups:` of their own.
 
 use rmpv::Value;
 use salt_matcher::{CompoundError, Facts, check, expand_nodegroup};
@@ -61,6 +61,21 @@ pub fn resolve(
             tgt: Value::from(expand_nodegroup(tgt, nodegroups)?.join(" ")),
             tgt_type: "compound".into(),
         },
+        // Node groups inside a compound are resolved here, so that minions don't have to
+        // (Salt's `LocalClient._prep_pub`).
+        "compound" => {
+            let mut words = Vec::new();
+            for w in tgt.split_whitespace() {
+                match w.strip_prefix("N@") {
+                    Some(ng) if !ng.is_empty() => words.extend(expand_nodegroup(ng, nodegroups)?),
+                    _ => words.push(w.to_owned()),
+                }
+            }
+            Target {
+                tgt: Value::from(words.join(" ")),
+                tgt_type: "compound".into(),
+            }
+        }
         "pcre" => {
             regex::Regex::new(tgt)
                 .map_err(|e| CompoundError::Invalid(format!("invalid pcre target: {e}")))?;
@@ -157,6 +172,11 @@ mod tests {
             resolve("deb", "nodegroup", &groups).unwrap().tgt,
             Value::from("( G@os:Debian )")
         );
+        assert_eq!(
+            resolve("N@deb or web*", "compound", &groups).unwrap().tgt,
+            Value::from("( G@os:Debian ) or web*")
+        );
+        assert_eq!(ex("N@deb or web*", "compound", false), vec!["m1", "web1"]);
         assert!(resolve("(", "pcre", &groups).is_err());
         assert!(resolve("x", "range", &groups).is_err());
         assert!(resolve("nope", "nodegroup", &groups).is_err());

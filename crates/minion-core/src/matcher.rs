@@ -1,8 +1,8 @@
 //! Target matching on the minion: does a published job address this minion?
 //!
 //! The matchers themselves live in `salt-matcher` (one implementation shared with the
-//! master); this module decides with what the minion knows about itself. Compound targets
-//! work in full except `I@`/`J@` (salt-rs minions keep no pillar yet: such a word is false).
+//! master); this module decides with what the minion knows about itself: its id, grains
+//! and the pillar it last received (`I@`/`J@` are false before the first pillar arrives).
 
 use rmpv::Value;
 
@@ -18,6 +18,8 @@ pub struct MatchContext<'a> {
     pub id: &'a str,
     /// The grains map.
     pub grains: &'a Value,
+    /// The pillar last received from the master, if any.
+    pub pillar: Option<&'a Value>,
 }
 
 /// Decide whether a job with `tgt` / `tgt_type` / `delimiter` targets this minion.
@@ -33,7 +35,7 @@ pub fn matches(
     let facts = salt_matcher::Facts {
         id: ctx.id,
         grains: Some(ctx.grains),
-        pillar: None,
+        pillar: ctx.pillar,
     };
     match salt_matcher::check(facts, tgt, tgt_type.unwrap_or("glob"), delimiter, &[]) {
         Ok(v) => v == Some(true),
@@ -51,14 +53,28 @@ mod tests {
     #[test]
     fn compound_publishes_match() {
         let g = Value::Map(vec![(Value::from("os"), Value::from("Debian"))]);
+        let p = Value::Map(vec![(Value::from("role"), Value::from("web"))]);
         let ctx = MatchContext {
             id: "web1",
             grains: &g,
+            pillar: Some(&p),
         };
         let m = |t: &str, ty: &str| matches(ctx, &Value::from(t), Some(ty), None);
         assert!(m("G@os:Debian and web*", "compound"));
         assert!(!m("G@os:Debian and not web*", "compound"));
         assert!(m("web*", "glob"));
+        assert!(m("role:web", "pillar"));
+        assert!(m("I@role:w* and G@os:Debian", "compound"));
+        let none = MatchContext {
+            pillar: None,
+            ..ctx
+        };
+        assert!(!matches(
+            none,
+            &Value::from("role:web"),
+            Some("pillar"),
+            None
+        ));
         assert!(!m("x", "range"));
     }
 }
