@@ -284,7 +284,7 @@ pub fn subdict_match(data: &Value, expr: &str, delim: &str, regex: bool) -> bool
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn s(v: &str) -> Value {
@@ -346,7 +346,8 @@ mod tests {
         assert!(!list_match(&Value::from(3), "b"));
     }
 
-    fn grains() -> Value {
+    /// Grains shared by the matcher tests.
+    pub(crate) fn grains() -> Value {
         Value::Map(vec![
             (s("os"), s("Debian")),
             (s("num_cpus"), Value::from(2)),

@@ -94,26 +94,10 @@ pub(crate) fn single(facts: Facts<'_>, kind: &str, tgt: &str, delim: &str) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::basic::tests::grains;
 
     fn s(v: &str) -> Value {
         Value::from(v)
-    }
-
-    fn grains() -> Value {
-        Value::Map(vec![
-            (s("os"), s("Debian")),
-            (s("num_cpus"), Value::from(2)),
-            (s("ipv4"), Value::Array(vec![s("127.0.0.1"), s("10.0.0.5")])),
-            (
-                s("roles"),
-                Value::Map(vec![
-                    (s("web"), Value::Boolean(true)),
-                    (s("tier"), s("front")),
-                ]),
-            ),
-            (s("url"), s("http://x")),
-            (s("virtual"), Value::Boolean(false)),
-        ])
     }
 
     #[test]

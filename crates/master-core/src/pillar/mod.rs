@@ -80,19 +80,10 @@ pub fn compile(cfg: &MasterConfig, req: &Request) -> Value {
     let mut pillar = c.override_map();
     for (saltenv, slses) in matches {
         let avail = c.roots.list_states(&saltenv);
-        let mut files: Vec<String> = Vec::new();
-        for pat in slses {
-            let hits: Vec<String> = avail
-                .iter()
-                .filter(|s| salt_matcher::fnmatch(s, &pat))
-                .cloned()
-                .collect();
-            if hits.is_empty() {
-                files.push(pat);
-            } else {
-                files.extend(hits);
-            }
-        }
+        let files: Vec<String> = slses
+            .into_iter()
+            .flat_map(|pat| expand_sls(&avail, pat))
+            .collect();
         let mut mods: Vec<(String, Option<Value>)> = Vec::new();
         for sls in files {
             let state = c.render_sls(&sls, &saltenv, &mut mods, &Value::Map(Vec::new()));
@@ -416,15 +407,7 @@ impl Compiler<'_> {
                     .collect::<Vec<_>>()
                     .join(".");
             }
-            let mut matched: Vec<String> = avail
-                .iter()
-                .filter(|s| salt_matcher::fnmatch(s, &name))
-                .cloned()
-                .collect();
-            if matched.is_empty() {
-                matched.push(name);
-            }
-            for m in matched {
+            for m in expand_sls(&avail, name) {
                 let nstate = match mods.iter().find(|(n, _)| *n == m) {
                     Some((_, s)) => s.clone(),
                     None => self.render_sls(&m, saltenv, mods, &defaults),
@@ -455,6 +438,17 @@ impl Compiler<'_> {
         }
         acc
     }
+}
+
+/// The SLS of `avail` matching the glob `pat`, or `pat` itself when none does (so that a
+/// missing SLS is reported by its name).
+fn expand_sls(avail: &[String], pat: String) -> Vec<String> {
+    let hits: Vec<String> = avail
+        .iter()
+        .filter(|s| salt_matcher::fnmatch(s, &pat))
+        .cloned()
+        .collect();
+    if hits.is_empty() { vec![pat] } else { hits }
 }
 
 fn rel_path(p: &std::path::Path) -> String {
