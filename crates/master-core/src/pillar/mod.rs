@@ -49,6 +49,8 @@ struct Compiler<'a> {
     pillarenv: Option<String>,
     errors: Vec<String>,
     ignored: Vec<(String, String)>,
+    /// SLS names per environment, listed once per compilation.
+    avail: Vec<(String, Arc<Vec<String>>)>,
 }
 
 /// Compile the pillar of one minion.
@@ -74,12 +76,13 @@ pub fn compile(cfg: &MasterConfig, req: &Request) -> Value {
         pillarenv,
         errors: Vec::new(),
         ignored: Vec::new(),
+        avail: Vec::new(),
     };
     let top = c.top();
     let matches = c.top_matches(&top);
     let mut pillar = c.override_map();
     for (saltenv, slses) in matches {
-        let avail = c.roots.list_states(&saltenv);
+        let avail = c.avail(&saltenv);
         let files: Vec<String> = slses
             .into_iter()
             .flat_map(|pat| expand_sls(&avail, pat))
@@ -112,6 +115,15 @@ pub fn compile(cfg: &MasterConfig, req: &Request) -> Value {
 }
 
 impl Compiler<'_> {
+    fn avail(&mut self, env: &str) -> Arc<Vec<String>> {
+        if let Some((_, list)) = self.avail.iter().find(|(e, _)| e == env) {
+            return list.clone();
+        }
+        let list = Arc::new(self.roots.list_states(env));
+        self.avail.push((env.to_owned(), list.clone()));
+        list
+    }
+
     fn override_map(&self) -> Value {
         match &self.req.pillar_override {
             Value::Map(m) => Value::Map(m.clone()),
@@ -379,7 +391,7 @@ impl Compiler<'_> {
             ));
             return Some(state);
         };
-        let avail = self.roots.list_states(saltenv);
+        let avail = self.avail(saltenv);
         let mut parts: Vec<Value> = Vec::new();
         for inc in includes {
             let (name, defaults, key) = match &inc {
