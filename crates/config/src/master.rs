@@ -249,7 +249,7 @@ salt_options! {
         /// Keep each minion's grains and pillar in `cachedir/minions/<id>/data.p`.
         #[salt_default = "True"]
         pub minion_data_cache: bool,
-        /// Who may read mine data: minion id glob -> function regexes (`None`: everyone).
+        /// Who may read mine data: minion id regex -> function regexes (empty: everyone).
         #[salt_default = "{}"]
         pub mine_get: BTreeMap<String, Vec<String>>,
     }
