@@ -163,6 +163,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
         legacy_start_event: true,
         request_pillar: true,
         grains: Arc::new(grains),
+        pillar: Default::default(),
         rng_seed: u64::from(std::process::id()) ^ 0x5a17_5a17,
         random_reauth_delay: cfg.random_reauth_delay,
         metrics: cfg

@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::error::{ConfigErrors, Problem};
 use crate::fileserver::FileServerConfig;
 use crate::reader::{
-    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, path, port,
-    string, string_list_map, word,
+    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,
+    port, string, string_list_map, word,
 };
 use crate::source::Sources;
 use crate::types::{
@@ -231,6 +231,36 @@ salt_options! {
         /// salt-rs only: address the metrics endpoint binds to.
         #[salt_default = "127.0.0.1 (salt-rs only)"]
         pub metrics_host: IpAddr,
+        /// Pillar environments and their directories (`__env__` maps any other name).
+        #[salt_default = "{base: [/srv/pillar, /srv/spm/pillar]}"]
+        pub pillar_roots: BTreeMap<String, Vec<String>>,
+        /// How pillar SLS results merge: `smart`, `recurse`, `aggregate`, `overwrite`, `none`.
+        #[salt_default = "smart"]
+        pub pillar_source_merging_strategy: String,
+        /// Merge lists instead of replacing them when pillar sources overlap.
+        #[salt_default = "False"]
+        pub pillar_merge_lists: bool,
+        /// Hide render error details from the minion (`_errors` names the SLS only).
+        #[salt_default = "True"]
+        pub pillar_safe_render_error: bool,
+        /// Included pillar SLS override the including one (instead of the reverse).
+        #[salt_default = "False"]
+        pub pillar_includes_override_sls: bool,
+        /// Take the minion's `saltenv` as its `pillarenv` when it sends none.
+        #[salt_default = "False"]
+        pub pillarenv_from_saltenv: bool,
+        /// Master-wide `pillarenv` (`None`: every environment).
+        #[salt_default = "None"]
+        pub pillarenv: Option<String>,
+        /// Node groups: name -> compound expression (or list of ids).
+        #[salt_default = "{}"]
+        pub nodegroups: serde_json::Map<String, serde_json::Value>,
+        /// Keep each minion's grains and pillar in `cachedir/minions/<id>/data.p`.
+        #[salt_default = "True"]
+        pub minion_data_cache: bool,
+        /// Who may read mine data: minion id regex -> function regexes (empty: everyone).
+        #[salt_default = "{}"]
+        pub mine_get: BTreeMap<String, Vec<String>>,
     }
     nested {
         /// The file server and the state options handed to minions (`file_roots`, ...).
@@ -313,8 +343,8 @@ impl MasterConfig {
         );
         let master_sign_key_name = r.convert(sign_key_name, "master_sign".to_owned(), string);
 
-        // Accepted for compatibility; salt-rs serves no files.
-        for key in ["pillar_roots", "include", "default_include"] {
+        // Handled by the loader (`include:`, `default_include`), not options of their own.
+        for key in ["include", "default_include"] {
             r.ignore(key);
         }
 
@@ -408,6 +438,20 @@ impl MasterConfig {
             metrics_port: r.opt("metrics_port", port),
             metrics_host: r.get("metrics_host", IpAddr::from([127, 0, 0, 1]), word(parse_ip)),
             fileserver: FileServerConfig::read(r),
+            pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
+            pillar_source_merging_strategy: r.get(
+                "pillar_source_merging_strategy",
+                "smart".to_owned(),
+                word(merge_strategy),
+            ),
+            pillar_merge_lists: r.get("pillar_merge_lists", false, boolean),
+            pillar_safe_render_error: r.get("pillar_safe_render_error", true, boolean),
+            pillar_includes_override_sls: r.get("pillar_includes_override_sls", false, boolean),
+            pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
+            pillarenv: r.opt("pillarenv", string),
+            nodegroups: r.get("nodegroups", serde_json::Map::new(), json_map),
+            minion_data_cache: r.get("minion_data_cache", true, boolean),
+            mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),
             root_dir,
         }
     }
@@ -440,12 +484,26 @@ fn extra_docs() -> Vec<OptionDoc> {
             default: "master.d/*.conf",
             doc: "Glob of drop-in files merged in sorted order after the main file.".to_owned(),
         },
-        OptionDoc {
-            name: "pillar_roots",
-            default: "{base: [/srv/pillar, /srv/spm/pillar]}",
-            doc: "Accepted and ignored: salt-rs has no pillar.".to_owned(),
-        },
     ]
+}
+
+/// Salt's default `pillar_roots`.
+fn default_pillar_roots() -> BTreeMap<String, Vec<String>> {
+    BTreeMap::from([(
+        "base".to_owned(),
+        vec!["/srv/pillar".to_owned(), "/srv/spm/pillar".to_owned()],
+    )])
+}
+
+/// `pillar_source_merging_strategy`: one of Salt's names.
+fn merge_strategy(s: &str) -> Result<String, Problem> {
+    match s {
+        "smart" | "recurse" | "aggregate" | "overwrite" | "none" => Ok(s.to_owned()),
+        other => Err(invalid(
+            other,
+            "expected smart, recurse, aggregate, overwrite or none",
+        )),
+    }
 }
 
 pub(crate) const MS: Duration = Duration::from_millis(1);

@@ -38,29 +38,9 @@ pub fn mp_to_json(v: &Mp) -> Js {
     }
 }
 
-/// JSON → msgpack (strings stay strings, numbers keep their kind).
-pub fn json_to_mp(v: &Js) -> Mp {
-    match v {
-        Js::Null => Mp::Nil,
-        Js::Bool(b) => Mp::Boolean(*b),
-        Js::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Mp::from(u)
-            } else if let Some(i) = n.as_i64() {
-                Mp::from(i)
-            } else {
-                Mp::F64(n.as_f64().unwrap_or(0.0))
-            }
-        }
-        Js::String(s) => Mp::from(s.as_str()),
-        Js::Array(a) => Mp::Array(a.iter().map(json_to_mp).collect()),
-        Js::Object(m) => Mp::Map(
-            m.iter()
-                .map(|(k, v)| (Mp::from(k.as_str()), json_to_mp(v)))
-                .collect(),
-        ),
-    }
-}
+/// JSON → msgpack (strings stay strings, numbers keep their kind, key order kept); one copy,
+/// shared with the renderer's `json` stage.
+pub use salt_render::json_to_msgpack as json_to_mp;
 
 #[cfg(test)]
 mod tests {

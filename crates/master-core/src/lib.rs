@@ -28,6 +28,9 @@ pub mod local_server;
 pub mod metrics;
 /// Salt's outputters (moved to `salt-output`; re-exported for the CLIs).
 pub use salt_output as output;
+pub mod mine;
+pub mod minion_data;
+pub mod pillar;
 pub mod publish;
 pub mod request;
 pub mod runners;

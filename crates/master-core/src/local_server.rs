@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_transport::Publisher;
 use tokio::net::{UnixListener, UnixStream};
@@ -23,9 +22,10 @@ use tokio_util::task::TaskTracker;
 use crate::convert::json_to_mp;
 use crate::jobs::ReturnEvent;
 use crate::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
+use crate::minion_data::MinionCache;
 use crate::publish::{Job, publish};
 use crate::state::Shared;
-use crate::target::{Target, TargetType};
+use rmpv::Value;
 
 /// Bind the socket in `sock_dir` with the right permissions.
 pub fn bind(sock_dir: &Path, open_to_acl_users: bool) -> std::io::Result<(UnixListener, PathBuf)> {
@@ -320,15 +320,20 @@ fn prepare(
     user: &str,
     privileged: bool,
 ) -> Result<(Job, Option<Vec<String>>), String> {
-    let tgt_type = TargetType::from_name(&req.tgt_type)
-        .ok_or_else(|| format!("unsupported target type {:?}", req.tgt_type))?;
-    let target = Target::parse(&tgt_type, &req.tgt).map_err(|e| e.to_string())?;
+    let groups = crate::target::nodegroups(&shared.cfg);
+    let target =
+        crate::target::resolve(&req.tgt, &req.tgt_type, &groups).map_err(|e| e.to_string())?;
     // salt-key runs in another process: re-read the key directories.
     if let Err(e) = shared.store.refresh() {
         tracing::warn!("cannot read the key directories: {e}");
     }
     let accepted = shared.store.list(KeyState::Accepted);
-    let expected = target.expected(accepted.iter().map(String::as_str));
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    let expected = Some(
+        target
+            .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
+            .map_err(|e| e.to_string())?,
+    );
     if !privileged {
         crate::acl::check(
             &shared.acl,
@@ -351,24 +356,13 @@ fn prepare(
             "No minions matched the target. No command was sent, no jid was assigned.".into(),
         );
     }
-    let tgt = match tgt_type {
-        TargetType::List => Value::Array(
-            req.tgt
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(Value::from)
-                .collect(),
-        ),
-        _ => Value::from(req.tgt.as_str()),
-    };
     let job = Job {
         fun: req.fun.clone(),
         arg: req.arg.iter().map(json_to_mp).collect(),
-        tgt,
+        tgt: target.tgt,
         jid: shared.jids.next(),
         ret: req.ret.clone(),
-        tgt_type: tgt_type.as_str().to_owned(),
+        tgt_type: target.tgt_type,
         user: user.to_owned(),
     };
     Ok((job, expected))

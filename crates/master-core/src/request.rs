@@ -478,19 +478,19 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
             fire_minion_events(shared, &load);
             Value::Nil
         }
-        Some("_mine") => Value::Boolean(true),
-        Some("_pillar") => {
-            return encode(&pillar_reply(
-                shared,
-                &id,
-                nonce.as_deref(),
-                enc_algo,
-                sig_algo,
-            ));
+        Some(cmd @ ("_mine" | "_mine_get" | "_mine_delete" | "_mine_flush")) => {
+            crate::mine::handle(shared, &id, cmd, &load)
         }
         Some(cmd) if salt_fileserver::FileServer::serves(cmd) => {
             shared.files.handle(cmd, &load, &id).unwrap_or(Value::Nil)
         }
+        Some("_pillar") => match crate::pillar::answer(shared, &id, &load) {
+            Some(pillar) => {
+                let reply = pillar_reply(shared, &id, nonce.as_deref(), enc_algo, sig_algo, pillar);
+                return encode(&reply);
+            }
+            None => Value::Boolean(false),
+        },
         Some(other) => crate::unsupported::reply(other, &id, &load),
     };
     let body = encode(&ret);
@@ -618,13 +618,14 @@ fn handle_return(shared: &Shared, id: &str, mut load: Value) {
     }
 }
 
-/// `_pillar` reply (send_private, §10.2) with an empty pillar.
+/// `_pillar` reply (send_private, §10.2).
 fn pillar_reply(
     shared: &Shared,
     id: &str,
     nonce: Option<&str>,
     enc_algo: EncAlgo,
     sig_algo: SigAlgo,
+    pillar: Value,
 ) -> Value {
     let err = |m: &str| Value::Map(vec![(text("error"), text(m))]);
     let Some(nonce) = nonce else {
@@ -645,7 +646,7 @@ fn pillar_reply(
     };
     let data = encode(&Value::Map(vec![
         (text("key"), Value::Binary(key.clone())),
-        (text("pillar"), Value::Map(vec![])),
+        (text("pillar"), pillar),
         (text("nonce"), text(nonce)),
     ]));
     let Ok(sig) = shared.keys.key.sign(sig_algo, &data) else {

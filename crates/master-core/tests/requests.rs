@@ -290,12 +290,18 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
             .is_file()
     );
 
-    // _mine → True, unknown → {}, _pillar → send_private map.
+    // _mine (stored in the data cache) → True, unknown → {}, _pillar → send_private map.
     let reply = decode(&handle(
         &s,
         &m.aes_request(
             &session,
-            vec![(t("cmd"), t("_mine"))],
+            vec![
+                (t("cmd"), t("_mine")),
+                (
+                    t("data"),
+                    Value::Map(vec![(t("test.ping"), Value::Boolean(true))]),
+                ),
+            ],
             ret_nonce,
             tok.clone(),
         ),
@@ -323,7 +329,11 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
         &s,
         &m.aes_request(
             &session,
-            vec![(t("cmd"), t("_pillar")), (t("ver"), t("2"))],
+            vec![
+                (t("cmd"), t("_pillar")),
+                (t("ver"), t("2")),
+                (t("grains"), Value::Map(vec![])),
+            ],
             ret_nonce,
             tok.clone(),
         ),
@@ -585,6 +595,7 @@ fn previous_publish_key_is_honoured_for_the_grace_window_only() {
     let v2 = |key: &Crypticle, nonce: &str| {
         let load = Value::Map(vec![
             (t("cmd"), t("_mine")),
+            (t("data"), Value::Map(vec![])),
             (t("id"), t("m2")),
             (t("nonce"), t(nonce)),
             (t("tok"), Value::Binary(tok.clone())),
@@ -767,4 +778,115 @@ fn request_older_than_request_server_ttl_is_refused() {
         decode(&session2.loads(&reply, Some(n1)).unwrap()).unwrap(),
         Value::Nil
     );
+}
+
+/// The mine through `mine::handle` (what `_mine*` requests run after decryption): store,
+/// update, get with one or several functions, `mine_get` ACLs, `allow_tgt`, delete, flush.
+#[test]
+fn mine_store_get_acl_delete_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(
+        dir.path(),
+        "mine_get: {'web.*': ['test\\..*'], 'db1': ['.*']}\n",
+    );
+    let pem = Minion::new("web1").pub_pem;
+    for id in ["web1", "web2", "db1"] {
+        s.store.put_accepted(id, &pem).unwrap();
+    }
+    let map = |entries: Vec<(&str, Value)>| {
+        Value::Map(entries.into_iter().map(|(k, v)| (t(k), v)).collect())
+    };
+    let mine = |id: &str, cmd: &str, load: Vec<(&str, Value)>| {
+        salt_master_core::mine::handle(&s, id, cmd, &map(load))
+    };
+    // Store, then update (merged), for two minions.
+    assert_eq!(
+        mine(
+            "web1",
+            "_mine",
+            vec![("data", map(vec![("test.ping", Value::Boolean(true))]))]
+        ),
+        Value::Boolean(true)
+    );
+    assert_eq!(
+        mine(
+            "web1",
+            "_mine",
+            vec![("data", map(vec![("net.ip", t("10.0.0.1"))]))]
+        ),
+        Value::Boolean(true)
+    );
+    let acl_entry = map(vec![
+        ("__saltmine_acl_id__", t("__saltmine_acl_id__")),
+        ("__data__", t("secret")),
+        ("allow_tgt", t("db1")),
+    ]);
+    mine(
+        "web2",
+        "_mine",
+        vec![(
+            "data",
+            map(vec![
+                ("test.ping", Value::Boolean(true)),
+                ("net.ip", acl_entry),
+            ]),
+        )],
+    );
+    assert_eq!(
+        mine("web1", "_mine", vec![]),
+        Value::Boolean(false),
+        "no data"
+    );
+
+    let get = |who: &str, tgt: &str, fun: Value, ty: &str| {
+        mine(
+            who,
+            "_mine_get",
+            vec![("tgt", t(tgt)), ("fun", fun), ("tgt_type", t(ty))],
+        )
+    };
+    // One function: {minion: data}; allowed by web.* -> test\..*
+    assert_eq!(
+        get("web2", "web*", t("test.ping"), "glob"),
+        map(vec![
+            ("web1", Value::Boolean(true)),
+            ("web2", Value::Boolean(true))
+        ])
+    );
+    // net.ip is refused to web.* by mine_get; db1 may read it, web2's entry only for db1.
+    assert_eq!(get("web2", "*", t("net.ip"), "glob"), map(vec![]));
+    assert_eq!(
+        get("db1", "*", t("net.ip"), "glob"),
+        map(vec![("web1", t("10.0.0.1")), ("web2", t("secret"))])
+    );
+    // Several functions: {fun: {minion: data}}; compound target.
+    assert_eq!(
+        get("db1", "web1 or L@web2", t("test.ping,net.ip"), "compound"),
+        map(vec![
+            (
+                "test.ping",
+                map(vec![
+                    ("web1", Value::Boolean(true)),
+                    ("web2", Value::Boolean(true))
+                ])
+            ),
+            (
+                "net.ip",
+                map(vec![("web1", t("10.0.0.1")), ("web2", t("secret"))])
+            ),
+        ])
+    );
+    // Delete one function, flush all.
+    assert_eq!(
+        mine("web1", "_mine_delete", vec![("fun", t("net.ip"))]),
+        Value::Boolean(true)
+    );
+    assert_eq!(
+        get("db1", "web1", t("net.ip"), "glob"),
+        map(vec![]),
+        "deleted"
+    );
+    assert_eq!(mine("web1", "_mine_flush", vec![]), Value::Boolean(true));
+    assert_eq!(get("db1", "web1", t("test.ping"), "glob"), map(vec![]));
+    assert!(dir.path().join("cache/minions/web2/mine.p").is_file());
 }

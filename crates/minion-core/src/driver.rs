@@ -67,6 +67,8 @@ pub struct MinionSettings {
     pub request_pillar: bool,
     /// Grains to report (collected once).
     pub grains: Arc<Value>,
+    /// The pillar last received (`_pillar` after sign-in), for `I@`/`J@` targets.
+    pub pillar: Arc<std::sync::RwLock<Option<Value>>>,
     /// Seed for the state machine's randomness.
     pub rng_seed: u64,
     /// `random_reauth_delay`: bounds the random wait before re-authenticating after the
@@ -925,7 +927,13 @@ impl Driver {
                 return;
             }
         };
-        if !job.targets(&self.s.id, &self.s.grains) {
+        let pillar = self
+            .s
+            .pillar
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if !job.targets(&self.s.id, &self.s.grains, pillar.as_ref()) {
             debug!("Publish target does not match this minion");
             return;
         }
@@ -1048,10 +1056,13 @@ async fn fetch_pillar(
             s.auth.enc_algo,
             s.auth.sig_algo,
         ) {
-            Ok(p) => debug!(
-                "Received pillar with {} top-level keys",
-                p.as_map().map_or(0, Vec::len)
-            ),
+            Ok(p) => {
+                debug!(
+                    "Received pillar with {} top-level keys",
+                    p.as_map().map_or(0, Vec::len)
+                );
+                *s.pillar.write().unwrap_or_else(|e| e.into_inner()) = Some(p);
+            }
             Err(e) => warn!("Pillar request failed: {e}"),
         },
         Err(e) => warn!("Pillar request failed: {e}"),

@@ -95,10 +95,10 @@ impl Job {
         })
     }
 
-    /// Does this job target the minion?
-    pub fn targets(&self, id: &str, grains: &Value) -> bool {
+    /// Does this job target the minion (with its pillar, once received)?
+    pub fn targets(&self, id: &str, grains: &Value, pillar: Option<&Value>) -> bool {
         matches(
-            MatchContext { id, grains },
+            MatchContext { id, grains, pillar },
             &self.tgt,
             self.tgt_type.as_deref(),
             self.delimiter.as_deref(),
@@ -204,8 +204,8 @@ mod tests {
     fn parse_and_target() {
         let j = Job::from_load(load("test.ping", "m*")).unwrap();
         assert_eq!(j.jid, "20261122012345678901");
-        assert!(j.targets("m1", &Value::Map(vec![])));
-        assert!(!j.targets("x1", &Value::Map(vec![])));
+        assert!(j.targets("m1", &Value::Map(vec![]), None));
+        assert!(!j.targets("x1", &Value::Map(vec![]), None));
         assert_eq!(Job::from_load(Value::from(1)), Err(JobError::NotAMap));
         let mut l = load("test.ping", "*");
         if let Value::Map(m) = &mut l {

@@ -551,7 +551,7 @@ impl Worker {
                 }
                 self.glob.as_ref().is_some_and(|(_, re)| re.is_match(&m.id))
             }
-            _ => job.targets(&m.id, &Value::Map(Vec::new())),
+            _ => job.targets(&m.id, &Value::Map(Vec::new()), None),
         };
         if !hit {
             return;

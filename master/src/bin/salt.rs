@@ -44,6 +44,24 @@ struct Args {
     /// TARGET is `grain:glob`, matched by the minions.
     #[arg(short = 'G', long = "grain", group = "tgt")]
     grain: bool,
+    /// TARGET is `grain:regex`.
+    #[arg(short = 'P', long = "grain-pcre", group = "tgt")]
+    grain_pcre: bool,
+    /// TARGET is `pillar:glob` (matched against the minion data cache and by the minions).
+    #[arg(short = 'I', long = "pillar", group = "tgt")]
+    pillar: bool,
+    /// TARGET is `pillar:regex`.
+    #[arg(short = 'J', long = "pillar-pcre", group = "tgt")]
+    pillar_pcre: bool,
+    /// TARGET is an IP address or CIDR network matched against the ipv4/ipv6 grains.
+    #[arg(short = 'S', long = "ipcidr", group = "tgt")]
+    ipcidr: bool,
+    /// TARGET is a compound expression (`G@os:Debian and web*`, `and`/`or`/`not`, parens).
+    #[arg(short = 'C', long = "compound", group = "tgt")]
+    compound: bool,
+    /// TARGET is a node group from the master's `nodegroups:`.
+    #[arg(short = 'N', long = "nodegroup", group = "tgt")]
+    nodegroup: bool,
     /// Output format: nested, json, yaml, txt, raw, highstate (default: the one each return
     /// names, as Salt's `state.*` returns name `highstate`, else nested).
     #[arg(long = "out", alias = "output")]
@@ -121,12 +139,6 @@ fn no_response(jid: &str) -> String {
 /// Checked before clap, so the user reads the feature's name rather than clap's
 /// "unexpected argument". Remove a row when its feature lands.
 const UNSUPPORTED: &[(&[&str], &str)] = &[
-    (&["-C", "--compound"], "compound targeting"),
-    (&["-N", "--nodegroup"], "nodegroup targeting"),
-    (&["-S", "--ipcidr"], "subnet (ipcidr) targeting"),
-    (&["-I", "--pillar"], "pillar targeting"),
-    (&["-J", "--pillar-pcre"], "pillar PCRE targeting"),
-    (&["-P", "--grain-pcre"], "grain PCRE targeting"),
     (&["-R", "--range"], "range targeting"),
     (&["--subset"], "subset targeting"),
     (
@@ -281,6 +293,18 @@ fn main() -> ExitCode {
         "pcre"
     } else if args.grain {
         "grain"
+    } else if args.grain_pcre {
+        "grain_pcre"
+    } else if args.pillar {
+        "pillar"
+    } else if args.pillar_pcre {
+        "pillar_pcre"
+    } else if args.ipcidr {
+        "ipcidr"
+    } else if args.compound {
+        "compound"
+    } else if args.nodegroup {
+        "nodegroup"
     } else {
         "glob"
     };
@@ -617,10 +641,14 @@ mod tests {
                 .map(String::from)
                 .collect::<Vec<_>>()
         };
-        let m = unsupported_flag(&argv(&["-C", "G@os:Debian and web*", "test.ping"])).unwrap();
+        let m = unsupported_flag(&argv(&["-R", "%cluster", "test.ping"])).unwrap();
         assert!(
-            m.contains("-C: compound targeting is not supported yet"),
+            m.contains("-R: range targeting is not supported yet"),
             "{m}"
+        );
+        assert_eq!(
+            unsupported_flag(&argv(&["-C", "G@os:Debian and web*", "test.ping"])),
+            None
         );
         let m = unsupported_flag(&argv(&["--batch-safe-limit=10", "*", "test.ping"])).unwrap();
         assert!(m.contains("batch safe limits"), "{m}");

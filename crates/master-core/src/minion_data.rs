@@ -1,0 +1,66 @@
+//! The minion data cache (`minion_data_cache`, Salt's `cache: localfs`):
+//! `{cachedir}/minions/<id>/data.p` holds `{"grains": ..., "pillar": ...}` (written on each
+//! `_pillar`), `mine.p` the minion's mine; both msgpack as `salt.payload.dumps` writes them.
+
+use std::path::{Path, PathBuf};
+
+use rmpv::Value;
+use salt_proto::{decode, encode};
+
+/// The `minions` bank of the cache.
+#[derive(Clone, Debug)]
+pub struct MinionCache {
+    dir: PathBuf,
+}
+
+impl MinionCache {
+    /// The cache under `cachedir`.
+    pub fn new(cachedir: &Path) -> Self {
+        MinionCache {
+            dir: cachedir.join("minions"),
+        }
+    }
+
+    fn file(&self, id: &str, key: &str) -> Option<PathBuf> {
+        salt_proto::auth_master::valid_id(id).then(|| self.dir.join(id).join(format!("{key}.p")))
+    }
+
+    /// Store `value` under `minions/<id>/<key>.p` (atomically).
+    pub fn store(&self, id: &str, key: &str, value: &Value) -> Result<(), String> {
+        let path = self
+            .file(id, key)
+            .ok_or_else(|| format!("invalid minion id {id:?}"))?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        salt_pki::files::atomic_write(&path, &encode(value), 0o600).map_err(|e| e.to_string())
+    }
+
+    /// The value under `minions/<id>/<key>.p`, if readable.
+    pub fn fetch(&self, id: &str, key: &str) -> Option<Value> {
+        let bytes = std::fs::read(self.file(id, key)?).ok()?;
+        decode(&bytes).ok()
+    }
+
+    /// Remove `minions/<id>/<key>.p`; true when it is gone.
+    pub fn flush(&self, id: &str, key: &str) -> bool {
+        match self.file(id, key) {
+            Some(p) => match std::fs::remove_file(p) {
+                Ok(()) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            },
+            None => false,
+        }
+    }
+
+    /// Cached grains and pillar of `id` (`(None, None)` when nothing is cached).
+    pub fn facts(&self, id: &str) -> (Option<Value>, Option<Value>) {
+        match self.fetch(id, "data") {
+            Some(d) => (
+                salt_matcher::map_lookup(&d, "grains").cloned(),
+                salt_matcher::map_lookup(&d, "pillar").cloned(),
+            ),
+            None => (None, None),
+        }
+    }
+}

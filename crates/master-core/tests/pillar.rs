@@ -1,0 +1,142 @@
+//! Pillar compilation options beyond the golden tree: environments (`__env__`, `pillarenv`,
+//! `pillarenv_from_saltenv`), merge strategies and `pillar_merge_lists`,
+//! `pillar_safe_render_error`, renderer errors in `_errors`, `pillar_override`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use rmpv::Value;
+use salt_config::{LoadOptions, MasterConfig};
+use salt_master_core::convert::{json_to_mp, mp_to_json};
+use salt_master_core::pillar::{Request, compile};
+use serde_json::{Value as Js, json};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn cfg(root: &Path, extra: &str) -> MasterConfig {
+    let yaml = format!(
+        "root_dir: {r}\npillar_roots: {{base: [{r}/base], dev: [{r}/dev], __env__: [{r}/envs/__env__]}}\n{extra}",
+        r = root.display()
+    );
+    MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(root))
+        .unwrap()
+        .config
+}
+
+fn req(saltenv: Option<&str>, pillarenv: Option<&str>, over: Js) -> Request {
+    Request {
+        id: "m1".into(),
+        grains: json_to_mp(&json!({"id": "m1", "os": "Debian"})),
+        saltenv: saltenv.map(str::to_owned),
+        pillarenv: pillarenv.map(str::to_owned),
+        pillar_override: json_to_mp(&over),
+    }
+}
+
+fn tree(root: &Path) {
+    write(root, "base/top.sls", "base:\n  '*': [a, b]\n");
+    write(root, "base/a.sls", "d: {x: 1, l: [1, 2]}\nwho: base\n");
+    write(root, "base/b.sls", "d: {y: 2, l: [2, 3]}\n");
+    write(root, "dev/top.sls", "dev:\n  'G@os:Debian': [c]\n");
+    write(root, "dev/c.sls", "who: dev\n");
+    write(root, "envs/feature1/top.sls", "feature1:\n  m1: [f]\n");
+    write(root, "envs/feature1/f.sls", "who: {{ saltenv }}\n");
+}
+
+fn compile_js(c: &MasterConfig, r: &Request) -> Js {
+    mp_to_json(&compile(c, r))
+}
+
+#[test]
+fn environments_and_merging() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(root);
+    let c = cfg(root, "");
+    // Every environment, base first: dev's `who` wins; lists replaced.
+    let p = compile_js(&c, &req(None, None, Js::Null));
+    assert_eq!(p, json!({"d": {"x": 1, "l": [2, 3], "y": 2}, "who": "dev"}));
+    // pillarenv: only that environment.
+    let p = compile_js(&c, &req(None, Some("base"), Js::Null));
+    assert_eq!(p["who"], "base");
+    // __env__ maps an unknown environment to its directory.
+    let p = compile_js(&c, &req(None, Some("feature1"), Js::Null));
+    assert_eq!(p, json!({"who": "feature1"}));
+    // saltenv counts as pillarenv only with pillarenv_from_saltenv.
+    let p = compile_js(
+        &cfg(root, "pillarenv_from_saltenv: True\n"),
+        &req(Some("base"), None, Js::Null),
+    );
+    assert_eq!(p["who"], "base");
+    // merge_lists and overwrite.
+    let p = compile_js(
+        &cfg(root, "pillar_merge_lists: True\n"),
+        &req(None, Some("base"), Js::Null),
+    );
+    assert_eq!(p["d"]["l"], json!([1, 2, 3]));
+    let p = compile_js(
+        &cfg(root, "pillar_source_merging_strategy: overwrite\n"),
+        &req(None, Some("base"), Js::Null),
+    );
+    assert_eq!(p["d"], json!({"y": 2, "l": [2, 3]}));
+    // pillar_override merges last.
+    let p = compile_js(
+        &c,
+        &req(None, Some("base"), json!({"who": "cli", "d": {"z": 0}})),
+    );
+    assert_eq!(p["who"], "cli");
+    assert_eq!(p["d"]["z"], 0);
+    assert_eq!(p["d"]["x"], 1);
+}
+
+#[test]
+fn render_errors_are_reported_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "base/top.sls",
+        "base:\n  '*': [bad, dup, py, ok, gone]\n",
+    );
+    write(root, "base/bad.sls", "x: {{ salt['cmd.run']('id') }}\n");
+    write(root, "base/dup.sls", "k: 1\nk: 2\n");
+    write(root, "base/py.sls", "#!py\ndef run():\n    return {}\n");
+    write(root, "base/ok.sls", "fine: true\n");
+    let safe = compile(&cfg(root, ""), &req(None, Some("base"), Js::Null));
+    let js = mp_to_json(&safe);
+    assert_eq!(js["fine"], true);
+    let errors: Vec<&str> = js["_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "Rendering SLS 'bad' failed. Please see master log for details.",
+            "Rendering SLS 'dup' failed. Please see master log for details.",
+            "Rendering SLS 'py' failed. Please see master log for details.",
+            "Specified SLS 'gone' in environment 'base' is not available on the salt master",
+        ]
+    );
+    let detailed = compile(
+        &cfg(root, "pillar_safe_render_error: False\n"),
+        &req(None, Some("base"), Js::Null),
+    );
+    let text = format!("{:?}", errors_of(&detailed));
+    assert!(text.contains("salt['cmd.run'] is not supported"), "{text}");
+    assert!(text.contains("conflicting ID 'k'"), "{text}");
+    assert!(
+        text.contains("renderer \\\"py\\\" is not supported"),
+        "{text}"
+    );
+}
+
+fn errors_of(v: &Value) -> Js {
+    mp_to_json(v)["_errors"].clone()
+}

@@ -1,0 +1,374 @@
+//! The single-expression matchers (`salt/matchers/*.py`) and the data helpers they share:
+//!
+//! * `glob`: Python `fnmatch.fnmatch` (case-sensitive on POSIX; `*`, `?`, `[seq]`,
+//!   `[!seq]`; `*` crosses `.` and `/`; no braces, no backslash escapes),
+//! * `pcre`: Python `re.match` (anchored at the start only),
+//! * `list`: a list containing the id, or a comma-separated string containing it,
+//! * `grain` / `grain_pcre` / `pillar` / `pillar_pcre`: Salt's `subdict_match` with a
+//!   delimiter (default `:`) and case-insensitive glob/regex on the values.
+
+use regex::Regex;
+use rmpv::Value;
+
+/// Salt's default delimiter for nested grain keys.
+pub const DEFAULT_DELIMITER: &str = ":";
+
+/// Translate a Python `fnmatch` pattern into an anchored regex source string.
+///
+/// Follows `fnmatch.translate`: `*` → any run, `?` → any one char, `[...]` a set
+/// (`[!...]` negated, `]` first in the set is literal), an unclosed `[` is literal.
+pub fn fnmatch_to_regex(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::from("(?s)\\A(?:");
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            '*' => {
+                // Collapse runs of '*' like Python does.
+                while i < chars.len() && chars[i] == '*' {
+                    i += 1;
+                }
+                out.push_str(".*");
+            }
+            '?' => out.push('.'),
+            '[' => {
+                let mut j = i;
+                if j < chars.len() && chars[j] == '!' {
+                    j += 1;
+                }
+                if j < chars.len() && chars[j] == ']' {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    j += 1;
+                }
+                if j >= chars.len() {
+                    out.push_str("\\[");
+                    continue;
+                }
+                let content = &chars[i..j];
+                i = j + 1;
+                out.push_str(&set_to_regex(content));
+            }
+            other => push_escaped(&mut out, other),
+        }
+    }
+    out.push_str(")\\z");
+    out
+}
+
+/// Build a regex class from the inside of an fnmatch `[...]` set.
+fn set_to_regex(content: &[char]) -> String {
+    let (negate, body) = match content.split_first() {
+        Some(('!', rest)) => (true, rest),
+        _ => (false, content),
+    };
+    let mut items = String::new();
+    let mut any = false;
+    let mut k = 0;
+    while k < body.len() {
+        let lo = body[k];
+        if k + 2 < body.len() && body[k + 1] == '-' {
+            let hi = body[k + 2];
+            k += 3;
+            // Python 3.11 drops reversed ranges.
+            if lo <= hi {
+                items.push_str(&format!("\\x{{{:x}}}-\\x{{{:x}}}", lo as u32, hi as u32));
+                any = true;
+            }
+        } else {
+            items.push_str(&format!("\\x{{{:x}}}", lo as u32));
+            any = true;
+            k += 1;
+        }
+    }
+    match (any, negate) {
+        // An empty set matches nothing; an empty negated set matches any char.
+        (false, false) => "(?:[^\\x{0}-\\x{10FFFF}])".to_owned(),
+        (false, true) => ".".to_owned(),
+        (true, false) => format!("[{items}]"),
+        (true, true) => format!("[^{items}]"),
+    }
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    let mut buf = [0u8; 4];
+    out.push_str(&regex::escape(c.encode_utf8(&mut buf)));
+}
+
+/// Python `fnmatch.fnmatchcase(name, pattern)`.
+pub fn fnmatch(name: &str, pattern: &str) -> bool {
+    match Regex::new(&fnmatch_to_regex(pattern)) {
+        Ok(re) => re.is_match(name),
+        Err(_) => false,
+    }
+}
+
+/// Python `re.match(pattern, text)`: anchored at the start only. An invalid
+/// pattern matches nothing.
+pub fn pcre_match(pattern: &str, text: &str) -> bool {
+    match Regex::new(&format!("\\A(?:{pattern})")) {
+        Ok(re) => re.is_match(text),
+        Err(_) => false,
+    }
+}
+
+/// Salt's `list_match`.
+pub fn list_match(tgt: &Value, id: &str) -> bool {
+    match tgt {
+        Value::String(s) => match s.as_str() {
+            Some(t) => {
+                t.contains(&format!(",{id},"))
+                    || t.starts_with(&format!("{id},"))
+                    || t.ends_with(&format!(",{id}"))
+                    || t == id
+            }
+            None => false,
+        },
+        Value::Array(items) => items.iter().any(|v| v.as_str() == Some(id)),
+        _ => false,
+    }
+}
+
+/// Python `str(value)` for the scalar values grains hold.
+pub fn py_str(v: &Value) -> String {
+    match v {
+        Value::Nil => "None".to_owned(),
+        Value::Boolean(true) => "True".to_owned(),
+        Value::Boolean(false) => "False".to_owned(),
+        Value::Integer(i) => i.to_string(),
+        Value::F32(f) => format!("{f:?}"),
+        Value::F64(f) => format!("{f:?}"),
+        Value::String(s) => s.as_str().map_or_else(
+            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
+            str::to_owned,
+        ),
+        Value::Binary(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(py_repr).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Map(entries) => {
+            let parts: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+        Value::Ext(..) => String::new(),
+    }
+}
+
+fn py_repr(v: &Value) -> String {
+    match v {
+        Value::String(_) => format!("'{}'", py_str(v)),
+        other => py_str(other),
+    }
+}
+
+/// Look a key up in a map value.
+pub fn map_lookup<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
+    match map {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// Salt's `traverse_dict_and_list`: walk `key` split on `delim` through maps and
+/// (by integer index) lists.
+pub fn traverse<'a>(data: &'a Value, key: &str, delim: &str) -> Option<&'a Value> {
+    let mut cur = data;
+    for part in key.split(delim) {
+        cur = match cur {
+            Value::Map(_) => map_lookup(cur, part)?,
+            Value::Array(items) => {
+                let idx: usize = part.parse().ok()?;
+                items.get(idx)?
+            }
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn value_match(target: &Value, pattern: &str, regex: bool) -> bool {
+    let target = py_str(target).to_lowercase();
+    let pattern = pattern.to_lowercase();
+    if regex {
+        pcre_match(&pattern, &target)
+    } else {
+        fnmatch(&target, &pattern)
+    }
+}
+
+fn dict_match(target: &Value, pattern: &str, delim: &str, regex: bool) -> bool {
+    let Value::Map(entries) = target else {
+        return false;
+    };
+    let (wildcard, pattern) = match pattern.strip_prefix("*:") {
+        Some(rest) => (true, rest),
+        None => (false, pattern),
+    };
+    if pattern == "*" || map_lookup(target, pattern).is_some() {
+        return true;
+    }
+    if entries.iter().any(|(k, _)| value_match(k, pattern, regex)) {
+        return true;
+    }
+    if subdict_match(target, pattern, delim, regex) {
+        return true;
+    }
+    if wildcard {
+        for (_, v) in entries {
+            let hit = match v {
+                Value::Map(_) => dict_match(v, pattern, delim, regex),
+                Value::Array(items) => items.iter().any(|i| value_match(i, pattern, regex)),
+                other => value_match(other, pattern, regex),
+            };
+            if hit {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Salt's `subdict_match(data, expr, delimiter, regex_match)`: the deepest key split
+/// is tried first; values match case-insensitively by glob (or regex).
+pub fn subdict_match(data: &Value, expr: &str, delim: &str, regex: bool) -> bool {
+    let splits: Vec<&str> = expr.split(delim).collect();
+    if splits.len() < 2 {
+        return false;
+    }
+    for idx in (1..splits.len()).rev() {
+        let key = splits[..idx].join(delim);
+        let (matchstr, found) = if key == "*" {
+            (expr.to_owned(), Some(data))
+        } else {
+            (splits[idx..].join(delim), traverse(data, &key, delim))
+        };
+        let Some(found) = found else { continue };
+        match found {
+            Value::Map(entries) if entries.is_empty() => continue,
+            Value::Map(_) => {
+                if dict_match(found, &matchstr, delim, regex) {
+                    return true;
+                }
+            }
+            Value::Array(items) => {
+                for member in items {
+                    let hit = match member {
+                        Value::Map(_) => dict_match(member, &matchstr, delim, regex),
+                        Value::Array(_) => false,
+                        other => value_match(other, &matchstr, regex),
+                    };
+                    if hit {
+                        return true;
+                    }
+                }
+            }
+            other => {
+                if value_match(other, &matchstr, regex) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Value {
+        Value::from(v)
+    }
+
+    #[test]
+    fn fnmatch_semantics_like_python() {
+        assert!(fnmatch("web1", "web*"));
+        assert!(fnmatch("web1.example.com", "*.example.com"));
+        assert!(fnmatch("a/b", "a*b"), "* crosses /");
+        assert!(fnmatch("web1", "web?"));
+        assert!(!fnmatch("web10", "web?"));
+        assert!(fnmatch("web1", "web[0-9]"));
+        assert!(!fnmatch("weba", "web[0-9]"));
+        assert!(fnmatch("weba", "web[!0-9]"));
+        assert!(fnmatch("web]", "web[]]"));
+        assert!(!fnmatch("web]", "web[!]a]"));
+        assert!(fnmatch("webx", "web[!]a]"));
+        assert!(fnmatch("web-", "web[a-]"));
+        assert!(fnmatch("web[", "web["), "unclosed [ is literal");
+        assert!(!fnmatch("Web1", "web*"), "case-sensitive");
+        assert!(fnmatch("{a,b}", "{a,b}"), "no brace expansion");
+        assert!(!fnmatch("a", "{a,b}"));
+        assert!(fnmatch("a.b", "a.b"));
+        assert!(!fnmatch("axb", "a.b"), ". is literal");
+        assert!(fnmatch("a\\b", "a\\b"), "backslash literal");
+        assert!(fnmatch("x^$+()|", "x^$+()|"));
+        assert!(fnmatch("line\nbreak", "line*"));
+        assert!(!fnmatch("web1x", "web1"), "anchored at end");
+        assert!(fnmatch("", "*"));
+        assert!(fnmatch("a&&b", "a[&]&b"));
+    }
+
+    #[test]
+    fn negated_set_with_bracket() {
+        // Python: fnmatch('x', '[!]]') is True, fnmatch(']', '[!]]') is False.
+        assert!(fnmatch("x", "[!]]"));
+        assert!(!fnmatch("]", "[!]]"));
+    }
+
+    #[test]
+    fn pcre_is_anchored_at_start_only() {
+        assert!(pcre_match("web", "web1"));
+        assert!(!pcre_match("eb", "web1"));
+        assert!(pcre_match("web\\d+$", "web12"));
+        assert!(!pcre_match("(", "x"), "invalid regex matches nothing");
+    }
+
+    #[test]
+    fn list_matching() {
+        assert!(list_match(&s("a,b,c"), "b"));
+        assert!(list_match(&s("b,c"), "b"));
+        assert!(list_match(&s("a,b"), "b"));
+        assert!(list_match(&s("b"), "b"));
+        assert!(!list_match(&s("bb,c"), "b"));
+        assert!(list_match(&Value::Array(vec![s("x"), s("b")]), "b"));
+        assert!(!list_match(&Value::Array(vec![s("x")]), "b"));
+        assert!(!list_match(&Value::from(3), "b"));
+    }
+
+    /// Grains shared by the matcher tests.
+    pub(crate) fn grains() -> Value {
+        Value::Map(vec![
+            (s("os"), s("Debian")),
+            (s("num_cpus"), Value::from(2)),
+            (s("ipv4"), Value::Array(vec![s("127.0.0.1"), s("10.0.0.5")])),
+            (
+                s("roles"),
+                Value::Map(vec![
+                    (s("web"), Value::Boolean(true)),
+                    (s("tier"), s("front")),
+                ]),
+            ),
+            (s("url"), s("http://x")),
+            (s("virtual"), Value::Boolean(false)),
+        ])
+    }
+
+    #[test]
+    fn traverse_nested() {
+        let g = grains();
+        assert_eq!(traverse(&g, "roles:tier", ":"), Some(&s("front")));
+        assert_eq!(traverse(&g, "ipv4:1", ":"), Some(&s("10.0.0.5")));
+        assert_eq!(traverse(&g, "roles:nope", ":"), None);
+    }
+}

@@ -1,0 +1,324 @@
+//! Compound targets (`-C`, `salt/matchers/compound_match.py`) and node groups
+//! (`salt/utils/minions.py` `nodegroup_comp`).
+//!
+//! Words are split on whitespace; `and`, `or`, `not`, `(`, `)` are operators only as whole
+//! words (as in Salt); `not` right after an operand means `and not`. Each other word is
+//! `X@pattern` (`G`, `P`, `I`, `J`, `L`, `S`, `E`, `N`; `G`/`P`/`I`/`J` may name a delimiter
+//! as `G|@os|Debian`) or a glob on the id. Evaluation is Python's precedence
+//! (`not` > `and` > `or`) over tri-state values.
+
+use rmpv::Value;
+
+use crate::{Facts, NodeGroups, py_str, single};
+
+/// A target that cannot be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompoundError {
+    /// Not a well-formed compound expression.
+    #[error("invalid compound target: {0}")]
+    Invalid(String),
+    /// A target engine or type salt-rs does not implement.
+    #[error("target type {0:?} is not supported by salt-rs")]
+    UnsupportedType(String),
+    /// `N@name` or `-N name` for a node group that is not configured.
+    #[error("unknown nodegroup {0:?}")]
+    UnknownNodegroup(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tok {
+    And,
+    Or,
+    Not,
+    Open,
+    Close,
+    Val(Option<bool>),
+}
+
+/// Evaluate a compound string.
+pub(crate) fn eval(
+    facts: Facts<'_>,
+    tgt: &str,
+    groups: &NodeGroups,
+) -> Result<Option<bool>, CompoundError> {
+    eval_words(
+        facts,
+        tgt.split_whitespace().map(str::to_owned).collect(),
+        groups,
+    )
+}
+
+/// Evaluate a compound expression given as words.
+pub(crate) fn eval_words(
+    facts: Facts<'_>,
+    words: Vec<String>,
+    groups: &NodeGroups,
+) -> Result<Option<bool>, CompoundError> {
+    let invalid = || CompoundError::Invalid(words.join(" "));
+    let mut toks: Vec<Tok> = Vec::new();
+    let mut queue: std::collections::VecDeque<String> = words.iter().cloned().collect();
+    let mut expansions = 0;
+    while let Some(word) = queue.pop_front() {
+        let op = match word.as_str() {
+            "and" => Some(Tok::And),
+            "or" => Some(Tok::Or),
+            "not" => Some(Tok::Not),
+            "(" => Some(Tok::Open),
+            ")" => Some(Tok::Close),
+            _ => None,
+        };
+        if let Some(op) = op {
+            match toks.last() {
+                Some(Tok::Open) if matches!(op, Tok::And | Tok::Or) => return Err(invalid()),
+                Some(last) if op == Tok::Not && !matches!(last, Tok::And | Tok::Or | Tok::Open) => {
+                    toks.push(Tok::And);
+                }
+                Some(_) => {}
+                None if !matches!(op, Tok::Open | Tok::Not) => return Err(invalid()),
+                None => {}
+            }
+            toks.push(op);
+            continue;
+        }
+        let (engine, delim, pattern) = parse_target(&word);
+        let value = match engine {
+            None => single(facts, "glob", pattern, ":"),
+            Some('N') => {
+                expansions += 1;
+                if expansions > 100 {
+                    return Err(invalid());
+                }
+                for w in expand_nodegroup(pattern, groups)?.into_iter().rev() {
+                    queue.push_front(w);
+                }
+                continue;
+            }
+            Some(e) => {
+                let kind = match e {
+                    'G' => "grain",
+                    'P' => "grain_pcre",
+                    'I' => "pillar",
+                    'J' => "pillar_pcre",
+                    'L' => "list",
+                    'S' => "ipcidr",
+                    'E' => "pcre",
+                    other => {
+                        return Err(CompoundError::UnsupportedType(format!("{other}@")));
+                    }
+                };
+                single(facts, kind, pattern, delim.unwrap_or(":"))
+            }
+        };
+        toks.push(Tok::Val(value));
+    }
+    let mut p = Parser {
+        toks: &toks,
+        pos: 0,
+    };
+    let v = p.or().ok_or_else(invalid)?;
+    if p.pos != toks.len() {
+        return Err(invalid());
+    }
+    Ok(v)
+}
+
+/// Salt's `parse_target`: `(engine, delimiter, pattern)`.
+fn parse_target(word: &str) -> (Option<char>, Option<&str>, &str) {
+    let mut chars = word.char_indices();
+    let Some((_, e)) = chars.next() else {
+        return (None, None, word);
+    };
+    if !"GPIJLNSER".contains(e) {
+        return (None, None, word);
+    }
+    match chars.next() {
+        Some((i, '@')) if word.len() > i + 1 => (Some(e), None, &word[i + 1..]),
+        Some((i, d)) if "GPIJ".contains(e) => {
+            let after = i + d.len_utf8();
+            match word[after..].strip_prefix('@') {
+                Some(rest) if !rest.is_empty() => (Some(e), Some(&word[i..after]), rest),
+                _ => (None, None, word),
+            }
+        }
+        _ => (None, None, word),
+    }
+}
+
+/// Expand a node group into compound words, wrapped in parentheses (nested `N@` expanded,
+/// cycles refused). A list of plain ids becomes one `L@` word.
+pub fn expand_nodegroup(name: &str, groups: &NodeGroups) -> Result<Vec<String>, CompoundError> {
+    let mut seen = Vec::new();
+    expand(name, groups, &mut seen)
+}
+
+fn expand(
+    name: &str,
+    groups: &NodeGroups,
+    seen: &mut Vec<String>,
+) -> Result<Vec<String>, CompoundError> {
+    if seen.iter().any(|s| s == name) {
+        return Err(CompoundError::Invalid(format!(
+            "nested nodegroup cycle through {name:?}"
+        )));
+    }
+    let Some((_, def)) = groups.iter().find(|(n, _)| n == name) else {
+        return Err(CompoundError::UnknownNodegroup(name.to_owned()));
+    };
+    let words: Vec<String> = match def {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(py_str).collect();
+            let plain = items
+                .iter()
+                .all(|w| !w.contains('@') && !["and", "or", "not", "(", ")"].contains(&w.as_str()));
+            if plain {
+                vec![format!("L@{}", items.join(","))]
+            } else {
+                items
+            }
+        }
+        other => py_str(other)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+    };
+    seen.push(name.to_owned());
+    let mut out = vec!["(".to_owned()];
+    for w in words {
+        match w.strip_prefix("N@") {
+            Some(inner) if !inner.is_empty() => out.extend(expand(inner, groups, seen)?),
+            _ => out.push(w),
+        }
+    }
+    out.push(")".to_owned());
+    seen.pop();
+    Ok(out)
+}
+
+struct Parser<'t> {
+    toks: &'t [Tok],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<Tok> {
+        self.toks.get(self.pos).copied()
+    }
+
+    fn or(&mut self) -> Option<Option<bool>> {
+        let mut v = self.and()?;
+        while self.peek() == Some(Tok::Or) {
+            self.pos += 1;
+            let r = self.and()?;
+            v = match (v, r) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            };
+        }
+        Some(v)
+    }
+
+    fn and(&mut self) -> Option<Option<bool>> {
+        let mut v = self.not()?;
+        while self.peek() == Some(Tok::And) {
+            self.pos += 1;
+            let r = self.not()?;
+            v = match (v, r) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            };
+        }
+        Some(v)
+    }
+
+    fn not(&mut self) -> Option<Option<bool>> {
+        if self.peek() == Some(Tok::Not) {
+            self.pos += 1;
+            return Some(self.not()?.map(|b| !b));
+        }
+        self.atom()
+    }
+
+    fn atom(&mut self) -> Option<Option<bool>> {
+        match self.peek()? {
+            Tok::Val(v) => {
+                self.pos += 1;
+                Some(v)
+            }
+            Tok::Open => {
+                self.pos += 1;
+                let v = self.or()?;
+                if self.peek() != Some(Tok::Close) {
+                    return None;
+                }
+                self.pos += 1;
+                Some(v)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Value {
+        Value::from(v)
+    }
+
+    fn facts<'a>(id: &'a str, g: &'a Value, p: Option<&'a Value>) -> Facts<'a> {
+        Facts {
+            id,
+            grains: Some(g),
+            pillar: p,
+        }
+    }
+
+    #[test]
+    fn operators_and_precedence() {
+        let g = Value::Map(vec![(s("os"), s("Debian")), (s("role"), s("web"))]);
+        let f = facts("web1", &g, None);
+        let e = |t: &str| eval(f, t, &[]).unwrap();
+        assert_eq!(e("G@os:Debian and web*"), Some(true));
+        assert_eq!(e("G@os:RedHat or E@^web\\d"), Some(true));
+        assert_eq!(e("web* and not G@os:Debian"), Some(false));
+        assert_eq!(e("web* not G@os:RedHat"), Some(true), "implicit and");
+        assert_eq!(e("not ( db* or G@role:db )"), Some(true));
+        assert_eq!(e("db* or web* and G@os:RedHat"), Some(false));
+        assert_eq!(e("L@a,web1,b"), Some(true));
+        assert_eq!(e("G|@role|web"), Some(true));
+        assert_eq!(e("I@x:y"), None, "pillar unknown");
+        assert_eq!(e("I@x:y and db*"), Some(false), "unknown and false");
+        assert!(eval(f, "and web*", &[]).is_err());
+        assert!(eval(f, "( web*", &[]).is_err());
+        assert!(eval(f, "R@%foo", &[]).is_err());
+    }
+
+    #[test]
+    fn nodegroups_expand() {
+        let g = Value::Map(vec![(s("os"), s("Debian"))]);
+        let groups = vec![
+            ("web".to_owned(), s("web* and G@os:Debian")),
+            ("ids".to_owned(), Value::Array(vec![s("db1"), s("db2")])),
+            ("all".to_owned(), s("N@web or N@ids")),
+            ("loop".to_owned(), s("N@loop")),
+        ];
+        assert_eq!(
+            eval(facts("db2", &g, None), "N@all", &groups).unwrap(),
+            Some(true)
+        );
+        assert_eq!(
+            eval(facts("web1", &g, None), "N@ids", &groups).unwrap(),
+            Some(false)
+        );
+        assert_eq!(
+            eval(facts("web1", &g, None), "N@all", &groups).unwrap(),
+            Some(true)
+        );
+        assert!(eval(facts("x", &g, None), "N@loop", &groups).is_err());
+        assert!(eval(facts("x", &g, None), "N@nope", &groups).is_err());
+    }
+}

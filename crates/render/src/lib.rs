@@ -1,0 +1,166 @@
+//! salt-render: Salt's default renderer pipeline, `jinja|yaml`, for pillar (and states).
+//!
+//! [`render`] takes the source of an SLS file, a [`Context`] (grains, pillar, opts, saltenv,
+//! sls) and a [`Loader`] that resolves `salt://` paths (for `{% import %}`, `{% from %}`,
+//! `{% include %}` and `import_yaml`); it returns the data as msgpack values.
+//!
+//! Supported: the `#!yaml`, `#!json`, `#!jinja|yaml`, `#!jinja|json`, `#!jinja` ... shebangs
+//! (`jinja`, `yaml`, `json` stages), Salt's YAML 1.1 loading ([`yaml`]), Jinja through
+//! minijinja with Python's str/dict/list methods, mutable dicts and lists for `{% do %}`,
+//! StrictUndefined (Salt's default), the variables `grains`, `pillar`, `opts`, `saltenv`,
+//! `sls`, `slspath`, `sls_path`, `tpldir`, `tplpath`, `tplfile`, `tpldot`, `tplroot`,
+//! `salt['grains.get' | 'grains.filter_by' | 'pillar.get' | 'config.get' | 'match.glob' ..]`,
+//! and the filters `yaml`, `json`, `yaml_dquote`, `yaml_squote`, `unique`, `sequence`,
+//! `load_yaml`, `load_json`, `to_bool`. Anything else (another renderer, another `salt[...]`
+//! function) is an error that names it; nothing renders silently different.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod jinja;
+pub mod merge;
+mod prepass;
+mod values;
+pub mod yaml;
+
+use std::sync::Arc;
+
+use rmpv::Value;
+
+pub use values::{from_jinja, py_json, to_jinja};
+
+/// What a template sees.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The minion's grains.
+    pub grains: Value,
+    /// The pillar visible while rendering (the minion's `pillar_override` during pillar
+    /// compilation, the compiled pillar for states).
+    pub pillar: Value,
+    /// The options visible as `opts` (and to `config.get`).
+    pub opts: Value,
+    /// The environment rendered.
+    pub saltenv: String,
+    /// The SLS name (`a.b`), empty for a top file.
+    pub sls: String,
+    /// The file's path relative to its root (`a/b.sls`, `a/b/init.sls`).
+    pub tplfile: String,
+    /// The minion id (for `match.*`).
+    pub id: String,
+    /// Extra template variables (a map; pillar `include:` `defaults`).
+    pub vars: Value,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        let empty = Value::Map(Vec::new());
+        Context {
+            grains: empty.clone(),
+            pillar: empty.clone(),
+            opts: empty,
+            saltenv: "base".to_owned(),
+            sls: String::new(),
+            tplfile: String::new(),
+            id: String::new(),
+            vars: Value::Map(Vec::new()),
+        }
+    }
+}
+
+/// Resolves `salt://` paths for the templates.
+pub trait Loader: Send + Sync {
+    /// The text of `path` (relative to the environment's roots, no `salt://`) in `saltenv`;
+    /// `Ok(None)` when it does not exist.
+    fn load(&self, path: &str, saltenv: &str) -> Result<Option<String>, String>;
+}
+
+/// A render failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// The Jinja stage failed.
+    #[error("Jinja error: {0}")]
+    Jinja(String),
+    /// The YAML stage failed.
+    #[error("YAML error: {0}")]
+    Yaml(String),
+    /// The JSON stage failed.
+    #[error("JSON error: {0}")]
+    Json(String),
+    /// The shebang names a renderer salt-rs does not have.
+    #[error("renderer {0:?} is not supported by salt-rs (supported: jinja, yaml, json)")]
+    Unsupported(String),
+}
+
+/// Render `source` with the pipeline of its shebang, or `default` (`jinja|yaml`).
+pub fn render(
+    source: &str,
+    ctx: &Context,
+    loader: Arc<dyn Loader>,
+    default: &str,
+) -> Result<Value, RenderError> {
+    let (pipeline, body) = match source.strip_prefix("#!") {
+        Some(rest) => {
+            let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
+            (line.trim().to_owned(), body.to_owned())
+        }
+        None => (default.to_owned(), source.to_owned()),
+    };
+    let stages: Vec<&str> = pipeline.split('|').map(str::trim).collect();
+    for s in &stages {
+        if !matches!(*s, "jinja" | "yaml" | "json") {
+            return Err(RenderError::Unsupported((*s).to_owned()));
+        }
+    }
+    let mut text = body;
+    let mut data: Option<Value> = None;
+    for stage in stages {
+        match stage {
+            "jinja" => {
+                if data.is_some() {
+                    return Err(RenderError::Unsupported(
+                        "jinja after a data renderer".into(),
+                    ));
+                }
+                text = jinja::render(&text, ctx, loader.clone())?;
+            }
+            "yaml" => {
+                data = Some(
+                    yaml::load(&text)
+                        .map_err(|e| RenderError::Yaml(e.0))?
+                        .unwrap_or(Value::Map(Vec::new())),
+                );
+            }
+            _ => {
+                let v: serde_json::Value = if text.trim().is_empty() {
+                    serde_json::Value::Object(Default::default())
+                } else {
+                    serde_json::from_str(&text).map_err(|e| RenderError::Json(e.to_string()))?
+                };
+                data = Some(json_to_msgpack(&v));
+            }
+        }
+    }
+    data.ok_or_else(|| {
+        RenderError::Unsupported(format!("{pipeline} (ends without a data renderer)"))
+    })
+}
+
+/// serde_json -> msgpack, order kept.
+pub fn json_to_msgpack(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Nil,
+        serde_json::Value::Bool(b) => Value::Boolean(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::from(i),
+            (None, Some(u)) => Value::from(u),
+            _ => Value::F64(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        serde_json::Value::Array(a) => Value::Array(a.iter().map(json_to_msgpack).collect()),
+        serde_json::Value::Object(m) => Value::Map(
+            m.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), json_to_msgpack(v)))
+                .collect(),
+        ),
+    }
+}

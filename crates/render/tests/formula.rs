@@ -1,0 +1,149 @@
+//! A formula-style tree rendered end to end: map.jinja with filter_by, import_yaml, do,
+//! import of salt:// files, Salt's filters and YAML 1.1 scalars.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmpv::Value;
+use salt_render::{Context, Loader, RenderError, render, yaml};
+
+struct Files(HashMap<&'static str, &'static str>);
+
+impl Loader for Files {
+    fn load(&self, path: &str, _saltenv: &str) -> Result<Option<String>, String> {
+        Ok(self.0.get(path).map(|s| (*s).to_owned()))
+    }
+}
+
+fn files() -> Arc<dyn Loader> {
+    Arc::new(Files(HashMap::from([
+        (
+            "nginx/map.jinja",
+            r#"{% import_yaml "nginx/defaults.yaml" as defaults %}
+{% set os_map = salt['grains.filter_by']({
+    'Debian': {'pkg': 'nginx-full', 'user': 'www-data'},
+    'RedHat': {'pkg': 'nginx', 'user': 'nginx'},
+}, grain='os_family', merge=salt['pillar.get']('nginx:lookup')) %}
+{% do defaults.nginx.update(os_map) %}
+{% set nginx = defaults.nginx %}"#,
+        ),
+        (
+            "nginx/defaults.yaml",
+            "nginx:\n  port: 80\n  mode: 0644\n  workers: {{ grains['num_cpus'] }}\n",
+        ),
+    ])))
+}
+
+fn ctx() -> Context {
+    let g = yaml::load("id: web1\nos_family: Debian\nnum_cpus: 4\nroles: [web, db, web]\n")
+        .unwrap()
+        .unwrap();
+    Context {
+        grains: g,
+        pillar: yaml::load("nginx: {lookup: {user: custom}}")
+            .unwrap()
+            .unwrap(),
+        sls: "nginx".into(),
+        tplfile: "nginx/init.sls".into(),
+        id: "web1".into(),
+        ..Context::default()
+    }
+}
+
+fn y(t: &str) -> Value {
+    yaml::load(t).unwrap().unwrap()
+}
+
+#[test]
+fn formula_tree_renders_like_salt() {
+    let src = r#"{% from "nginx/map.jinja" import nginx with context %}
+{% set extra = [] %}
+{% for r in grains['roles']|unique %}{% do extra.append(r ~ '-x') %}{% endfor %}
+{% set d = {} %}{% do d.update({'k': 'v'}) %}
+nginx: {{ nginx|yaml }}
+extra: {{ extra|json }}
+d: {{ d|yaml }}
+owner: owner-of-{{ grains["id"] }}
+path: {{ slspath }}/{{ tpldir }}
+seq: {{ 'one'|sequence|json }}
+quoted: {{ 'yes'|yaml_dquote }}
+enabled: on
+"#;
+    let out = render(src, &ctx(), files(), "jinja|yaml").unwrap();
+    let want = y(r#"
+nginx: {port: 80, mode: 644, workers: 4, pkg: nginx-full, user: custom}
+extra: [web-x, db-x]
+d: {k: v}
+owner: owner-of-web1
+path: nginx/nginx
+seq: [one]
+quoted: "yes"
+enabled: true
+"#);
+    assert_eq!(sorted(out), sorted(want));
+}
+
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Map(mut m) => {
+            m.sort_by_key(|(k, _)| salt_matcher_key(k));
+            Value::Map(m.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        other => other,
+    }
+}
+
+fn salt_matcher_key(k: &Value) -> String {
+    k.as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn shebangs_and_errors_name_what_is_missing() {
+    let c = ctx();
+    assert_eq!(
+        render("#!yaml\na: '{{ x }}'\n", &c, files(), "jinja|yaml").unwrap(),
+        y("a: '{{ x }}'")
+    );
+    assert_eq!(
+        render("#!json\n{\"a\": 1}", &c, files(), "jinja|yaml").unwrap(),
+        y("a: 1")
+    );
+    assert_eq!(
+        render(
+            "#!jinja|json\n{\"a\": \"{{ grains.id }}\"}",
+            &c,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("a: web1")
+    );
+    assert!(matches!(
+        render("#!py\ndef run(): pass", &c, files(), "jinja|yaml"),
+        Err(RenderError::Unsupported(r)) if r == "py"
+    ));
+    let e = render("a: {{ salt['cmd.run']('id') }}", &c, files(), "jinja|yaml").unwrap_err();
+    assert!(
+        e.to_string().contains("salt['cmd.run'] is not supported"),
+        "{e}"
+    );
+    let e = render("a: {{ nope }}", &c, files(), "jinja|yaml").unwrap_err();
+    assert!(matches!(e, RenderError::Jinja(_)), "strict undefined: {e}");
+    let e = render("a: 1\na: 2\n", &c, files(), "jinja|yaml").unwrap_err();
+    assert!(e.to_string().contains("conflicting ID"), "{e}");
+    assert_eq!(
+        render("", &c, files(), "jinja|yaml").unwrap(),
+        Value::Map(vec![])
+    );
+    assert_eq!(
+        render(
+            "{% load_yaml as v %}x: [1, 2]{% endload %}v: {{ v.x|json }}",
+            &c,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("v: [1, 2]")
+    );
+}

@@ -1,0 +1,3 @@
+app:
+  pkg: from-sub
+  sub_only: true
