@@ -2,7 +2,10 @@
 # The failover lab (needs root: network namespaces and nftables). Prints the measured table.
 #
 #   scripts/failover-lab.sh              each fault mode once (tests/tests/failover_lab.rs)
-#   scripts/failover-lab.sh --soak [N]   N random faults with failback (default 100)
+#   scripts/failover-lab.sh --soak [N]   N rounds of random faults with failback (default 100);
+#                                        prints min/median/p95/max per fault type and fails if
+#                                        any failover was over its bound (SIGSTOP and black
+#                                        hole: master_alive_interval; SIGTERM, SIGKILL: 1 s)
 #
 # Env passed through: LAB_ALIVE_INTERVAL (default 3), LAB_MINION (path or salt:VENV),
 # LAB_SEED, LAB_FAULT_LIMIT, SALT_TEST_KEEP=1 (keep the temp root).

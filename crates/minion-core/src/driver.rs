@@ -463,6 +463,10 @@ impl Driver {
         let body = salt_proto::encode(&req);
         let tx = self.ev_tx.clone();
         let mid = self.s.id.clone();
+        // In failover mode a master whose port is closed is skipped at once (the next one
+        // may be up); with one master (`str`), a sign-in sent before the master is up waits
+        // for it, as Salt's does, instead of failing into a backoff.
+        let fail_fast = self.s.failover.master_type == crate::failover::MasterType::Failover;
         tokio::spawn(async move {
             let ip = match tokio::net::lookup_host((addr.host.as_str(), addr.port)).await {
                 Ok(mut it) => match it.next() {
@@ -478,7 +482,7 @@ impl Driver {
                 }
             };
             let uri = net::tcp_uri(&ip, addr.port);
-            let result = net::request_once(&mid, &uri, body, timeout).await;
+            let result = net::request_once(&mid, &uri, body, timeout, fail_fast).await;
             let _ = tx
                 .send(Ev::Auth {
                     idx,
@@ -1073,7 +1077,7 @@ async fn fetch_pillar(
 /// it timed out, `Some(false)` when it failed early (refused, dropped, socket error).
 async fn ping(id: &str, uri: &str, timeout: Duration) -> Option<bool> {
     let body = clear_request(Value::Map(vec![("cmd".into(), "ping".into())]));
-    match net::request_once(id, uri, body, timeout).await {
+    match net::request_once(id, uri, body, timeout, true).await {
         Ok(_) => Some(true),
         Err(NetError::Timeout) => None,
         Err(_) => Some(false),

@@ -94,8 +94,10 @@ pub enum Event {
         /// The id from [`Action::SendAliveCheck`].
         id: CheckId,
     },
-    /// Alive check `id` failed before its timeout (e.g. socket error). No event is needed for
-    /// a check that gets no answer: the state machine times it out itself.
+    /// Alive check `id` failed before its timeout: the connection was refused or dropped (the
+    /// master's port is closed), or a socket error. With the SUB down since before the check
+    /// was sent, this loses the master at once. No event is needed for a check that gets no
+    /// answer: the state machine times it out itself.
     AliveCheckFailed {
         /// Master index.
         idx: usize,

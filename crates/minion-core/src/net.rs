@@ -53,17 +53,19 @@ fn identity(id: &str) -> Vec<u8> {
 }
 
 /// One request on a fresh REQ socket to `uri` (sign-in, alive check, failback ping), waiting
-/// at most `timeout` for the reply; a refused or dropped connection fails at once
-/// ([`NetError::Unreachable`]).
+/// at most `timeout` for the reply. With `fail_fast`, a refused or dropped connection fails
+/// at once ([`NetError::Unreachable`]); without it, the request waits for the master to come
+/// up within `timeout` (libzmq reconnects and delivers it).
 pub async fn request_once(
     id: &str,
     uri: &str,
     body: Vec<u8>,
     timeout: Duration,
+    fail_fast: bool,
 ) -> Result<Vec<u8>, NetError> {
     let opts = ReqOptions {
         identity: Some(identity(id)),
-        fail_fast: true,
+        fail_fast,
         ..ReqOptions::default()
     };
     Ok(salt_transport::request_once(uri, opts, body, timeout).await?)

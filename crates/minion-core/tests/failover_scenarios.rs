@@ -511,15 +511,20 @@ fn single_master_auth_tries_then_backoff() {
     assert_eq!(tries, vec![0, 5, 11]);
 }
 
-/// A master whose port refuses connections fails each sign-in at once (fail-fast client),
-/// but the minion still never spins: `auth_tries` back to back, then at least 1 s of backoff.
+/// In failover mode a master whose port refuses connections fails each sign-in at once
+/// (fail-fast client), but the minion still never spins: one round over the list, then at
+/// least 1 s of backoff.
 #[test]
 fn refused_sign_ins_back_off_and_never_spin() {
-    let master = FakeMaster::accept().at(Duration::ZERO, Health::Exited);
-    let mut sim = Sim::new(single_cfg(), vec![master], 1);
+    let masters = vec![
+        FakeMaster::accept().at(Duration::ZERO, Health::Exited),
+        FakeMaster::accept().at(Duration::ZERO, Health::Exited),
+    ];
+    let mut sim = Sim::new(failover_cfg(2), masters, 1);
     sim.drive_bounded(s(60), 10_000).unwrap();
     let tries = sim.count(s(6), s(60), |a| matches!(a, Action::SignIn { .. }));
     assert!(tries <= 2 * 54 + 2, "{tries} sign-ins in 54 s");
+    assert!(tries >= 2, "still trying: {tries}");
 }
 
 #[test]

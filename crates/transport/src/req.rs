@@ -16,6 +16,8 @@ type Reply = Result<Vec<u8>, TransportError>;
 struct Job {
     body: Vec<u8>,
     deadline: Instant,
+    /// The deadline was already extended once because this thread ran late.
+    extended: bool,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -89,6 +91,7 @@ impl ReqClient {
         let job = Job {
             body,
             deadline: Instant::now() + timeout,
+            extended: false,
             reply: tx,
         };
         self.inner
@@ -137,6 +140,11 @@ impl Drop for RingOnDrop<'_> {
         self.0.ring();
     }
 }
+
+/// Waking this long after a deadline means the thread was not running meanwhile.
+const LATE_SLACK: Duration = Duration::from_millis(250);
+/// The most a late deadline is extended (once).
+const MAX_LATE_GRACE: Duration = Duration::from_secs(1);
 
 /// Process-wide slot counter for REQ identities: every socket gets a slot never used before.
 static NEXT_SLOT: AtomicU64 = AtomicU64::new(0);
@@ -358,7 +366,24 @@ impl Runner {
                 },
             }
         }
-        if Instant::now() >= job.deadline {
+        let now = Instant::now();
+        if now >= job.deadline {
+            // Woken long after the deadline: this process was not running (descheduled,
+            // stopped), and a reply that arrived meanwhile may still be in libzmq's I/O
+            // thread. Give it as long as we were late (once, at most MAX_LATE_GRACE) instead
+            // of calling a request that was answered in time a timeout.
+            let late = now.saturating_duration_since(job.deadline);
+            if !job.extended && late > LATE_SLACK {
+                let mut job = job;
+                job.extended = true;
+                job.deadline = now + late.min(MAX_LATE_GRACE);
+                tracing::debug!(
+                    endpoint = %self.endpoint,
+                    late_ms = late.as_millis() as u64,
+                    "REQ thread ran late; extending the deadline once"
+                );
+                return Some((job, phase));
+            }
             return self.fail(job, TransportError::Timeout);
         }
         Some((job, phase))

@@ -342,9 +342,11 @@ impl Sim {
                     self.push(Duration::ZERO, Event::DnsFailed(idx), None);
                     return;
                 }
-                // An exited master's port refuses the connection: the driver's fail-fast
-                // client reports it at once.
-                if self.health[idx] == Health::Exited {
+                // An exited master's port refuses the connection: in failover mode the
+                // driver's fail-fast client reports it at once (with one master it waits).
+                if self.health[idx] == Health::Exited
+                    && self.st.config().master_type == super::MasterType::Failover
+                {
                     self.push(self.latency * 2, Event::SignInFailed(idx), None);
                     return;
                 }
