@@ -92,7 +92,7 @@ impl Compiler {
         Compiler {
             client,
             opts,
-            iorder: 0,
+            iorder: 10000,
             mods: HashSet::new(),
             processed: Vec::new(),
         }

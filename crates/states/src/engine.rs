@@ -524,7 +524,7 @@ impl<'a> Engine<'a> {
                 (
                     "comment",
                     Value::from(format!(
-                        "State '{full}' was not found in SLS '{}'\nReason: '{full}' is not available in salt-rs.\n",
+                        "State '{full}' was not found in SLS '{}'\nReason: '{full}' is not available.\n",
                         get_str(low, "__sls__").unwrap_or("")
                     )),
                 ),
