@@ -1,0 +1,147 @@
+//! States, masterless: the formula-style tree `tests/data/states-formula` (top with a compound
+//! match, map.jinja with `grains.filter_by`, relative and absolute includes, `extend`,
+//! `names`, `order`, every requisite salt-rs has and their `_in` forms, `mod_watch`,
+//! `unless`/`onlyif`/`creates`, a missing requisite, an unavailable state) applied by the
+//! Python 3007.17 `salt-call --local` and by ours, each in its own throwaway root, four
+//! times: `test=True`, apply, apply again (nothing to do), `test=True` again.
+//!
+//! Each step: the `--out json` output is identical once the roots, `start_time`,
+//! `duration` and `pid` are blanked; same `--retcode-passthrough` code; same files, modes,
+//! symlink targets and contents after the run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+
+fn conf(root: &Path) {
+    let tree = workspace_root().join("tests/data/states-formula");
+    std::fs::create_dir_all(root.join("conf")).unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    std::fs::write(
+        root.join("conf/minion"),
+        format!(
+            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
+             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\n",
+            r = root.display(),
+            t = tree.display()
+        ),
+    )
+    .unwrap();
+    // States that change something existing: a diff and a removal.
+    std::fs::write(root.join("out/c.txt"), "old\n").unwrap();
+    std::fs::write(root.join("out/gone"), "").unwrap();
+}
+
+/// Blank what differs between two runs by nature.
+fn normalize(text: &str, root: &Path) -> String {
+    let root = root.display().to_string();
+    text.replace(&root, "ROOT")
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            for key in ["\"start_time\": ", "\"duration\": ", "\"pid\": "] {
+                if t.starts_with(key) {
+                    let comma = if t.ends_with(',') { "," } else { "" };
+                    return format!("{}{key}X{comma}", &l[..l.len() - t.len()]);
+                }
+            }
+            l.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn files(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.join("out")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            let what = if m.file_type().is_symlink() {
+                let t = std::fs::read_link(&p).unwrap().display().to_string();
+                format!("link -> {}", t.replace(&root.display().to_string(), "ROOT"))
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".into()
+            } else {
+                format!("file {:?}", std::fs::read_to_string(&p).unwrap())
+            };
+            out.push(format!("{rel} {:o} {what}", m.mode() & 0o7777));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn salt_call(bin: &Path, root: &Path, extra: &[&str]) -> (String, Option<i32>) {
+    let mut c = Command::new(bin);
+    c.current_dir(root)
+        .args(["-c", "conf", "--local", "--out", "json", "--retcode-passthrough", "state.apply"])
+        .args(extra);
+    let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+    (out.stdout, out.status.and_then(|s| s.code()))
+}
+
+#[test]
+fn formula_tree_same_as_python_3007() {
+    let Some(venv) = venv_for("3007.17") else {
+        return;
+    };
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
+    conf(&py_root);
+    conf(&rs_root);
+    for (step, extra) in [["test=True"], [""], [""], ["test=True"]].iter().enumerate() {
+        let extra: Vec<&str> = extra.iter().copied().filter(|s| !s.is_empty()).collect();
+        let (py_out, py_rc) = salt_call(&venv.bin("salt-call"), &py_root, &extra);
+        let (rs_out, rs_rc) = salt_call(&ours, &rs_root, &extra);
+        assert!(py_out.contains("\"__run_num__\": 24"), "step {step}: Salt's run is not the expected one:\n{py_out}");
+        assert_eq!(
+            normalize(&rs_out, &rs_root),
+            normalize(&py_out, &py_root),
+            "step {step} ({extra:?}): our salt-call --out json differs from Salt 3007.17's"
+        );
+        assert_eq!(rs_rc, py_rc, "step {step}: retcode");
+        assert_eq!(files(&rs_root), files(&py_root), "step {step}: files");
+        println!("step {} {:?}: same output, retcode {:?}, files", step + 1, extra, rs_rc);
+    }
+}
+
+#[test]
+fn no_top_match_and_render_error() {
+    let tmp = TempRoot::new().unwrap();
+    let root = tmp.path();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    std::fs::create_dir_all(root.join("srv")).unwrap();
+    std::fs::write(root.join("srv/top.sls"), "base:\n  'other':\n    - x\n").unwrap();
+    std::fs::write(root.join("srv/bad.sls"), "a: {{ nope }}\n").unwrap();
+    std::fs::create_dir_all(root.join("conf")).unwrap();
+    std::fs::write(
+        root.join("conf/minion"),
+        format!("id: t1\nfile_roots:\n  base: [{}/srv]\n", root.display()),
+    )
+    .unwrap();
+    let (out, rc) = salt_call(&ours, root, &[]);
+    assert!(out.contains("\"no_|-states_|-states_|-None\""), "{out}");
+    assert!(out.contains("No Top file or master_tops data matches found."), "{out}");
+    assert_eq!(rc, Some(2));
+    let mut c = Command::new(&ours);
+    c.current_dir(root).args(["-c", "conf", "--local", "--out", "json", "state.sls", "bad"]);
+    let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
+    assert!(res.stdout.contains("Rendering SLS 'base:bad' failed"), "{}", res.stdout);
+    assert_eq!(res.status.and_then(|s| s.code()), Some(1));
+    let mut c = Command::new(&ours);
+    c.current_dir(root).args(["-c", "conf", "--out", "highstate", "state.apply"]);
+    let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
+    assert!(res.stderr.contains("outputter 'highstate' is not supported"), "{}", res.stderr);
+}
