@@ -556,6 +556,8 @@ pub fn verify(high: &High) -> Vec<String> {
                             ak,
                             "prereq"
                                 | "prereq_in"
+                                | "listen"
+                                | "listen_in"
                                 | "use"
                                 | "use_in"
                                 | "require_any"
