@@ -84,7 +84,15 @@ fn files(root: &Path) -> Vec<String> {
 fn salt_call(bin: &Path, root: &Path, extra: &[&str]) -> (String, Option<i32>) {
     let mut c = Command::new(bin);
     c.current_dir(root)
-        .args(["-c", "conf", "--local", "--out", "json", "--retcode-passthrough", "state.apply"])
+        .args([
+            "-c",
+            "conf",
+            "--local",
+            "--out",
+            "json",
+            "--retcode-passthrough",
+            "state.apply",
+        ])
         .args(extra);
     let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
     (out.stdout, out.status.and_then(|s| s.code()))
@@ -101,11 +109,17 @@ fn formula_tree_same_as_python_3007() {
     let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
     conf(&py_root);
     conf(&rs_root);
-    for (step, extra) in [["test=True"], [""], [""], ["test=True"]].iter().enumerate() {
+    for (step, extra) in [["test=True"], [""], [""], ["test=True"]]
+        .iter()
+        .enumerate()
+    {
         let extra: Vec<&str> = extra.iter().copied().filter(|s| !s.is_empty()).collect();
         let (py_out, py_rc) = salt_call(&venv.bin("salt-call"), &py_root, &extra);
         let (rs_out, rs_rc) = salt_call(&ours, &rs_root, &extra);
-        assert!(py_out.contains("\"__run_num__\": 24"), "step {step}: Salt's run is not the expected one:\n{py_out}");
+        assert!(
+            py_out.contains("\"__run_num__\": 24"),
+            "step {step}: Salt's run is not the expected one:\n{py_out}"
+        );
         assert_eq!(
             normalize(&rs_out, &rs_root),
             normalize(&py_out, &py_root),
@@ -113,7 +127,12 @@ fn formula_tree_same_as_python_3007() {
         );
         assert_eq!(rs_rc, py_rc, "step {step}: retcode");
         assert_eq!(files(&rs_root), files(&py_root), "step {step}: files");
-        println!("step {} {:?}: same output, retcode {:?}, files", step + 1, extra, rs_rc);
+        println!(
+            "step {} {:?}: same output, retcode {:?}, files",
+            step + 1,
+            extra,
+            rs_rc
+        );
     }
 }
 
@@ -133,15 +152,29 @@ fn no_top_match_and_render_error() {
     .unwrap();
     let (out, rc) = salt_call(&ours, root, &[]);
     assert!(out.contains("\"no_|-states_|-states_|-None\""), "{out}");
-    assert!(out.contains("No Top file or master_tops data matches found."), "{out}");
+    assert!(
+        out.contains("No Top file or master_tops data matches found."),
+        "{out}"
+    );
     assert_eq!(rc, Some(2));
     let mut c = Command::new(&ours);
-    c.current_dir(root).args(["-c", "conf", "--local", "--out", "json", "state.sls", "bad"]);
+    c.current_dir(root)
+        .args(["-c", "conf", "--local", "--out", "json", "state.sls", "bad"]);
     let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
-    assert!(res.stdout.contains("Rendering SLS 'base:bad' failed"), "{}", res.stdout);
+    assert!(
+        res.stdout.contains("Rendering SLS 'base:bad' failed"),
+        "{}",
+        res.stdout
+    );
     assert_eq!(res.status.and_then(|s| s.code()), Some(1));
     let mut c = Command::new(&ours);
-    c.current_dir(root).args(["-c", "conf", "--out", "highstate", "state.apply"]);
+    c.current_dir(root)
+        .args(["-c", "conf", "--out", "highstate", "state.apply"]);
     let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
-    assert!(res.stderr.contains("outputter 'highstate' is not supported"), "{}", res.stderr);
+    assert!(
+        res.stderr
+            .contains("outputter 'highstate' is not supported"),
+        "{}",
+        res.stderr
+    );
 }

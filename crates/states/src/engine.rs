@@ -161,6 +161,9 @@ pub struct Engine<'a> {
     processed: Vec<String>,
 }
 
+/// Requisite kind -> the chunks it names.
+type Reqs = Vec<(String, Vec<Value>)>;
+
 enum Status {
     Met,
     Unmet,
@@ -214,7 +217,7 @@ impl<'a> Engine<'a> {
         low: &Value,
         running: &Running,
         chunks: &[Value],
-    ) -> Result<(Status, Vec<(String, Vec<Value>)>), ()> {
+    ) -> Result<(Status, Reqs), ()> {
         let mut low = low.clone();
         // watch without mod_watch becomes require
         if get(&low, "watch").is_some()
@@ -431,16 +434,16 @@ impl<'a> Engine<'a> {
                 let mut failed: Vec<String> = Vec::new();
                 for (_, rl) in &reqs {
                     for rlow in rl {
-                        if let Some(r) = running.get(&gen_tag(rlow)) {
-                            if get(r, "result") == Some(&Value::Boolean(false)) {
-                                let k = format!(
-                                    "{}.{}",
-                                    get_str(rlow, "__sls__").unwrap_or("None"),
-                                    py_str(get(rlow, "__id__").unwrap_or(&Value::Nil))
-                                );
-                                if !failed.contains(&k) {
-                                    failed.push(k);
-                                }
+                        if let Some(r) = running.get(&gen_tag(rlow))
+                            && get(r, "result") == Some(&Value::Boolean(false))
+                        {
+                            let k = format!(
+                                "{}.{}",
+                                get_str(rlow, "__sls__").unwrap_or("None"),
+                                py_str(get(rlow, "__id__").unwrap_or(&Value::Nil))
+                            );
+                            if !failed.contains(&k) {
+                                failed.push(k);
                             }
                         }
                     }

@@ -14,6 +14,7 @@
 pub mod compile;
 pub mod engine;
 pub mod fileclient;
+pub mod lowstate;
 pub mod mods;
 pub mod output;
 
@@ -154,12 +155,12 @@ fn run_high(
     client: std::sync::Arc<dyn FileClient>,
     opts: &Opts,
 ) -> Outcome {
-    errors.extend(compile::reconcile(&mut high));
-    errors.extend(compile::verify(&high));
+    errors.extend(lowstate::reconcile(&mut high));
+    errors.extend(lowstate::verify(&high));
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut chunks = compile::compile_high_data(&high);
+    let mut chunks = lowstate::compile_high_data(&high);
     engine::requisite_in(&mut chunks);
     let mut eng = engine::Engine::new(opts, client, compiler.processed);
     Ok(eng.call_chunks(&chunks).into_value())
@@ -189,7 +190,7 @@ pub fn show_sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[Str
     let mut compiler = compile::Compiler::new(client, opts.clone());
     let matches = vec![(opts.saltenv.clone(), mods.to_vec())];
     let (mut high, mut errors) = compiler.render_highstate(&matches);
-    errors.extend(compile::reconcile(&mut high));
+    errors.extend(lowstate::reconcile(&mut high));
     if !errors.is_empty() {
         return Err(errors);
     }

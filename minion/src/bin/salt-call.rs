@@ -187,7 +187,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
         };
         return Ok(match outcome {
             Ok(v) => {
-                let failed = cli.fun.starts_with("state.show") == false && !salt_states::all_ok(&v);
+                let failed = !cli.fun.starts_with("state.show") && !salt_states::all_ok(&v);
                 (v, if failed { 2 } else { 0 })
             }
             Err(errs) => (Value::Array(errs.into_iter().map(Value::from).collect()), 1),

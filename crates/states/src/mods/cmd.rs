@@ -63,17 +63,17 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
         return r;
     }
     let cwd = get_str(low, "cwd");
-    if let Some(d) = cwd {
-        if !std::path::Path::new(d).is_dir() {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!(
-                    "Desired working directory \"{d}\" is not available"
-                )),
-            );
-            return r;
-        }
+    if let Some(d) = cwd
+        && !std::path::Path::new(d).is_dir()
+    {
+        set(
+            &mut r,
+            "comment",
+            Value::from(format!(
+                "Desired working directory \"{d}\" is not available"
+            )),
+        );
+        return r;
     }
     match run_all(&name, cwd) {
         Ok(all) => {

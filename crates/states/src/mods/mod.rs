@@ -3,6 +3,7 @@
 pub mod checks;
 pub mod cmd;
 pub mod file;
+mod file_link;
 pub mod test;
 
 use rmpv::Value;
