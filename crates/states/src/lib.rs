@@ -14,6 +14,7 @@
 pub mod compile;
 pub mod engine;
 pub mod fileclient;
+pub mod highstate_out;
 pub mod lowstate;
 pub mod mods;
 pub mod output;

@@ -30,13 +30,14 @@ fn scalar(v: &Value, out: &mut String) {
         Value::Nil => out.push_str("null"),
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Integer(i) => out.push_str(&i.to_string()),
-        Value::F32(f) => out.push_str(&salt_render_py_float(f64::from(*f))),
-        Value::F64(f) => out.push_str(&salt_render_py_float(*f)),
+        Value::F32(f) => out.push_str(&py_float(f64::from(*f))),
+        Value::F64(f) => out.push_str(&py_float(*f)),
         other => json_str(&crate::py_str(other), out),
     }
 }
 
-fn salt_render_py_float(f: f64) -> String {
+/// Python `repr(float)`.
+pub fn py_float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }

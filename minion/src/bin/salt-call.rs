@@ -55,6 +55,7 @@ fn parse_cli() -> Result<Cli, String> {
                 val("--log-level")?;
             }
             "--retcode-passthrough" => cli.retcode_passthrough = true,
+            "--no-color" | "--no-colour" => {}
             "--id" => cli.id = Some(val("--id")?),
             "-h" | "--help" => return Err(USAGE.into()),
             f if f.starts_with('-') && cli.fun.is_empty() => {
@@ -72,9 +73,9 @@ fn parse_cli() -> Result<Cli, String> {
     if cli.fun.is_empty() {
         return Err(USAGE.into());
     }
-    if cli.out != "json" {
+    if cli.out != "json" && cli.out != "highstate" {
         return Err(format!(
-            "outputter '{}' is not supported by salt-rs salt-call (supported: json)",
+            "outputter '{}' is not supported by salt-rs salt-call (supported: json, highstate)",
             cli.out
         ));
     }
@@ -212,6 +213,8 @@ fn main() -> ExitCode {
         }
     };
     let passthrough = cli.retcode_passthrough;
+    let cli_out = cli.out.clone();
+    let is_state = cli.fun.starts_with("state.") && !cli.fun.starts_with("state.show");
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -225,7 +228,11 @@ fn main() -> ExitCode {
     match rt.block_on(run(cli)) {
         Ok((ret, rc)) => {
             let whole = Value::Map(vec![(Value::from("local"), ret)]);
-            println!("{}", output::json_indent(&whole));
+            if cli_out == "highstate" && is_state {
+                println!("{}", salt_states::highstate_out::highstate(&whole));
+            } else {
+                println!("{}", output::json_indent(&whole));
+            }
             // Salt: a failed state is retcode 2 with --retcode-passthrough, 1 otherwise.
             let code = match (rc, passthrough) {
                 (0, _) => 0,
