@@ -1,7 +1,8 @@
 //! States, masterless: the formula-style tree `tests/data/states-formula` (top with a compound
 //! match, map.jinja with `grains.filter_by`, relative and absolute includes, `extend`,
 //! `names`, `order`, every requisite salt-rs has and their `_in` forms, `mod_watch`,
-//! `unless`/`onlyif`/`creates`, a missing requisite, an unavailable state) applied by the
+//! `unless`/`onlyif`/`creates`, a missing requisite, an unavailable state, pillar from
+//! `pillar_roots` through `salt['pillar.get']` and `pillar[...]`) applied by the
 //! Python 3007.17 `salt-call --local` and by ours, each in its own throwaway root, four
 //! times: `test=True`, apply, apply again (nothing to do), `test=True` again.
 //!
@@ -19,15 +20,17 @@ use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
 fn conf(root: &Path) {
     let tree = workspace_root().join("tests/data/states-formula");
+    let pillar = workspace_root().join("tests/data/states-formula-pillar");
     std::fs::create_dir_all(root.join("conf")).unwrap();
     std::fs::create_dir_all(root.join("out")).unwrap();
     std::fs::write(
         root.join("conf/minion"),
         format!(
             "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\n",
+             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{p}]\n",
             r = root.display(),
-            t = tree.display()
+            t = tree.display(),
+            p = pillar.display()
         ),
     )
     .unwrap();
@@ -147,7 +150,10 @@ fn no_top_match_and_render_error() {
     std::fs::create_dir_all(root.join("conf")).unwrap();
     std::fs::write(
         root.join("conf/minion"),
-        format!("id: t1\nfile_roots:\n  base: [{}/srv]\n", root.display()),
+        format!(
+            "id: t1\nfile_roots:\n  base: [{r}/srv]\npillar_roots:\n  base: [{r}/nopillar]\n",
+            r = root.display()
+        ),
     )
     .unwrap();
     let (out, rc) = salt_call(&ours, root, &[]);
@@ -167,6 +173,24 @@ fn no_top_match_and_render_error() {
         res.stdout
     );
     assert_eq!(res.status.and_then(|s| s.code()), Some(1));
+    // A pillar that fails to render stops states, as in Salt.
+    std::fs::create_dir_all(root.join("pillar")).unwrap();
+    std::fs::write(root.join("pillar/top.sls"), "base:\n  '*':\n    - broken\n").unwrap();
+    std::fs::write(root.join("pillar/broken.sls"), "a: {{ nope }}\n").unwrap();
+    std::fs::write(
+        root.join("conf/minion"),
+        format!(
+            "id: t1\nfile_roots:\n  base: [{r}/srv]\npillar_roots:\n  base: [{r}/pillar]\n",
+            r = root.display()
+        ),
+    )
+    .unwrap();
+    let (out, rc) = salt_call(&ours, root, &[]);
+    assert!(
+        out.contains("Pillar failed to render with the following messages:"),
+        "{out}"
+    );
+    assert_eq!(rc, Some(5));
     // No master support yet: said so. Unknown outputters: refused by name.
     let mut c = Command::new(&ours);
     c.current_dir(root).args(["-c", "conf", "state.apply"]);

@@ -101,6 +101,43 @@ fn roots(conf: &Value, key: &str, default: &str) -> Vec<(String, Vec<PathBuf>)> 
     }
 }
 
+/// The masterless pillar: `pillar_roots` and the pillar options of the minion config, compiled
+/// by the master's pillar compiler (the same code our master runs for `_pillar`).
+fn local_pillar(
+    conf: &Value,
+    cli: &Cli,
+    id: &str,
+    grains: &Value,
+    saltenv: Option<String>,
+) -> Result<Value, String> {
+    let mut text = String::new();
+    for key in [
+        "pillar_roots",
+        "pillarenv",
+        "pillarenv_from_saltenv",
+        "pillar_source_merging_strategy",
+        "pillar_merge_lists",
+        "top_file_merging_strategy",
+        "nodegroups",
+    ] {
+        if let Some(v) = get(conf, key) {
+            text.push_str(&format!("{key}: {}\n", salt_render::yaml::dump_flow(v)));
+        }
+    }
+    let opts = salt_config::LoadOptions::new(&cli.config_dir);
+    let cfg = salt_config::MasterConfig::from_yaml_str(&text, &opts)
+        .map_err(|e| format!("pillar options: {e}"))?
+        .config;
+    let req = salt_master_core::pillar::Request {
+        id: id.to_owned(),
+        grains: grains.clone(),
+        saltenv,
+        pillarenv: None,
+        pillar_override: Value::Nil,
+    };
+    Ok(salt_master_core::pillar::compile(&cfg, &req))
+}
+
 fn yamlify(v: &str) -> Value {
     match salt_render::yaml::load(v) {
         Ok(Some(x)) if !matches!(x, Value::Map(_) | Value::Array(_)) => x,
@@ -141,7 +178,38 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
         }
     }
     let kw = |k: &str| kwargs.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+    let saltenv_kw = kw("saltenv").map(salt_states::py_str);
+    let pillar = local_pillar(&conf, &cli, &id, &grains, saltenv_kw.clone())?;
+    match cli.fun.as_str() {
+        "pillar.items" | "pillar.raw" => return Ok((pillar, 0)),
+        "pillar.get" => {
+            let key = positional
+                .first()
+                .cloned()
+                .or_else(|| kw("key").map(salt_states::py_str))
+                .unwrap_or_default();
+            let default = positional
+                .get(1)
+                .map(|d| yamlify(d))
+                .or_else(|| kw("default").cloned())
+                .unwrap_or_else(|| Value::from(""));
+            let mut cur = Some(&pillar);
+            for part in key.split(':') {
+                cur = cur.and_then(|c| get(c, part));
+            }
+            return Ok((cur.cloned().unwrap_or(default), 0));
+        }
+        _ => {}
+    }
     if cli.fun.starts_with("state.") {
+        // Salt refuses to apply states on a pillar that failed to render.
+        if let Some(Value::Array(errs)) = get(&pillar, "_errors") {
+            let mut lines = vec![Value::from(
+                "Pillar failed to render with the following messages:",
+            )];
+            lines.extend(errs.iter().cloned());
+            return Ok((Value::Array(lines), 5));
+        }
         for (k, _) in &kwargs {
             if !matches!(k.as_str(), "test" | "saltenv" | "mods") {
                 return Err(format!(
@@ -158,7 +226,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
         let opts = Opts {
             id: id.clone(),
             grains,
-            pillar: Value::Map(Vec::new()),
+            pillar,
             test: kw("test").is_some_and(salt_states::truthy)
                 || get(&conf, "test").is_some_and(salt_states::truthy),
             failhard: get(&conf, "failhard").is_some_and(salt_states::truthy),

@@ -273,7 +273,11 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
                 return fail(r, format!("Failed to change ownership of {name}: {e}"));
             }
             set(&mut changes, "diff", Value::from("New file"));
-            set(&mut changes, "mode", Value::from(mode_str(m)));
+            // Salt reports the mode of a new file when one was asked for or the file came
+            // from a `source` (the cached copy's mode); not for `contents` alone.
+            if mode.is_some() || get(low, "source").is_some() {
+                set(&mut changes, "mode", Value::from(mode_str(m)));
+            }
         }
         Some(m) => {
             let cur = fs::read(path).unwrap_or_default();

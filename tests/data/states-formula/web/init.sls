@@ -84,3 +84,7 @@ extend:
 
 not_here:
   pkgx.installed: []
+
+{{ out }}/motd:
+  file.managed:
+    - contents: "{{ salt['pillar.get']('web:motd', 'none') }} on {{ pillar['web']['port'] }}"
