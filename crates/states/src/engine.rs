@@ -511,6 +511,12 @@ impl<'a> Engine<'a> {
         false
     }
 
+    /// `state.single`: one low chunk, no requisites.
+    pub fn call_single(&mut self, low: &Value) -> Value {
+        let running = Running::default();
+        self.call(low, &running, None)
+    }
+
     /// Call one state function (`State.call`).
     fn call(&mut self, low: &Value, running: &Running, watch: Option<&[Value]>) -> Value {
         let start = Instant::now();

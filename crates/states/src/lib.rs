@@ -203,6 +203,66 @@ pub fn show_sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[Str
     ))
 }
 
+/// `state.single state.fun name=... key=value...`: `{tag: return}`.
+pub fn single(
+    client: std::sync::Arc<dyn FileClient>,
+    opts: &Opts,
+    fun: &str,
+    kwargs: &[(String, Value)],
+) -> Outcome {
+    let Some((state, f)) = fun.split_once('.') else {
+        return Err(vec![format!("Invalid function passed: {fun}")]);
+    };
+    let name = kwargs
+        .iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| vec!["state.single needs a name=...".to_owned()])?;
+    let mut low = map(vec![]);
+    for (k, v) in kwargs {
+        set(&mut low, k, v.clone());
+    }
+    set(&mut low, "state", Value::from(state));
+    set(&mut low, "fun", Value::from(f));
+    set(&mut low, "__id__", name.clone());
+    set(&mut low, "name", name);
+    let mut probe = compile::High::default();
+    let mut body = map(vec![
+        ("__sls__", Value::from("")),
+        ("__env__", Value::from("base")),
+    ]);
+    let args: Vec<Value> = kwargs
+        .iter()
+        .map(|(k, v)| map(vec![(k.as_str(), v.clone())]))
+        .chain(std::iter::once(Value::from(f)))
+        .collect();
+    set(&mut body, state, Value::Array(args));
+    probe.ids.push(("single".into(), body));
+    let errors = lowstate::verify(&probe);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let tag = engine::gen_tag(&low);
+    let mut eng = engine::Engine::new(opts, client, Vec::new());
+    let ret = eng.call_single(&low);
+    Ok(Value::Map(vec![(Value::from(tag), ret)]))
+}
+
+/// `state.show_lowstate`: the highstate's low chunks in run order.
+pub fn show_lowstate(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
+    let mut compiler = compile::Compiler::new(client, opts.clone());
+    let matches = compiler.top_matches()?;
+    let (mut high, mut errors) = compiler.render_highstate(&matches);
+    errors.extend(lowstate::reconcile(&mut high));
+    errors.extend(lowstate::verify(&high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut chunks = lowstate::compile_high_data(&high);
+    engine::requisite_in(&mut chunks);
+    Ok(Value::Array(chunks))
+}
+
 /// `state.show_top`: `{saltenv: [sls...]}`.
 pub fn show_top(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
     let compiler = compile::Compiler::new(client, opts.clone());

@@ -109,6 +109,7 @@ fn local_pillar(
     id: &str,
     grains: &Value,
     saltenv: Option<String>,
+    pillar_override: Value,
 ) -> Result<Value, String> {
     let mut text = String::new();
     for key in [
@@ -133,7 +134,7 @@ fn local_pillar(
         grains: grains.clone(),
         saltenv,
         pillarenv: None,
-        pillar_override: Value::Nil,
+        pillar_override,
     };
     Ok(salt_master_core::pillar::compile(&cfg, &req))
 }
@@ -179,7 +180,25 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
     }
     let kw = |k: &str| kwargs.iter().find(|(key, _)| key == k).map(|(_, v)| v);
     let saltenv_kw = kw("saltenv").map(salt_states::py_str);
-    let pillar = local_pillar(&conf, &cli, &id, &grains, saltenv_kw.clone())?;
+    // `pillar=` on the command line: a YAML/JSON map merged last (Salt's pillar_override).
+    let pillar_override = match cli.args.iter().find_map(|a| a.strip_prefix("pillar=")) {
+        Some(text) => match salt_render::yaml::load(text) {
+            Ok(Some(m @ Value::Map(_))) => m,
+            _ => return Err(
+                "Pillar data must be formatted as a dictionary, unless pillar_enc is specified."
+                    .into(),
+            ),
+        },
+        None => Value::Nil,
+    };
+    let pillar = local_pillar(
+        &conf,
+        &cli,
+        &id,
+        &grains,
+        saltenv_kw.clone(),
+        pillar_override,
+    )?;
     match cli.fun.as_str() {
         "pillar.items" | "pillar.raw" => return Ok((pillar, 0)),
         "pillar.get" => {
@@ -211,7 +230,9 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
             return Ok((Value::Array(lines), 5));
         }
         for (k, _) in &kwargs {
-            if !matches!(k.as_str(), "test" | "saltenv" | "mods") {
+            if cli.fun != "state.single"
+                && !matches!(k.as_str(), "test" | "saltenv" | "mods" | "pillar")
+            {
                 return Err(format!(
                     "{}: argument '{k}' is not supported by salt-rs",
                     cli.fun
@@ -252,6 +273,23 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
             "state.apply" | "state.sls" => salt_states::sls(client, &opts, &mods),
             "state.show_sls" => salt_states::show_sls(client, &opts, &mods),
             "state.show_top" => salt_states::show_top(client, &opts),
+            "state.show_lowstate" => salt_states::show_lowstate(client, &opts),
+            "state.single" => {
+                let Some(f) = positional.first() else {
+                    return Err("state.single needs a state function (e.g. file.managed)".into());
+                };
+                let mut kw: Vec<(String, Value)> = kwargs
+                    .iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "test" | "saltenv" | "pillar"))
+                    .cloned()
+                    .collect();
+                if let Some(n) = positional.get(1)
+                    && !kw.iter().any(|(k, _)| k == "name")
+                {
+                    kw.insert(0, ("name".into(), Value::from(n.as_str())));
+                }
+                salt_states::single(client, &opts, f, &kw)
+            }
             other => return Err(format!("'{other}' is not available.")),
         };
         return Ok(match outcome {
