@@ -58,6 +58,13 @@ fn parse_cli() -> Result<Cli, String> {
             "--no-color" | "--no-colour" => {}
             "--id" => cli.id = Some(val("--id")?),
             "-h" | "--help" => return Err(USAGE.into()),
+            "-V" | "--version" => {
+                println!(
+                    "salt-call {} (salt-rs; wire-compatible with Salt 3006, 3007 and 3008)",
+                    env!("CARGO_PKG_VERSION")
+                );
+                std::process::exit(0);
+            }
             f if f.starts_with('-') && cli.fun.is_empty() => {
                 return Err(format!("salt-call option {f} is not supported by salt-rs"));
             }
