@@ -3,6 +3,8 @@
 
 use rmpv::Value;
 
+use std::collections::HashMap;
+
 use crate::compile::{High, REQUISITES};
 use crate::{get, get_str, map, pop, set};
 
@@ -99,6 +101,8 @@ pub fn reconcile(high: &mut High) -> Vec<String> {
 /// Check the high data (`verify_high`, the parts salt-rs enforces).
 pub fn verify(high: &High) -> Vec<String> {
     let mut errors = Vec::new();
+    // id -> (its state, requisite target -> requisite kind): Salt's direct-cycle check.
+    let mut reqs = ReqIndex::new();
     for (id, body) in &high.ids {
         let sls = get_str(body, "__sls__").unwrap_or("");
         let Value::Map(entries) = body else { continue };
@@ -128,6 +132,7 @@ pub fn verify(high: &High) -> Vec<String> {
             }
             for a in args {
                 if let Value::Map(m) = a {
+                    direct_cycle(&mut reqs, &mut errors, (id, state, sls), m);
                     for (ak, av) in m {
                         let ak = ak.as_str().unwrap_or("");
                         if ak == "parallel" && crate::truthy(av) {
@@ -301,4 +306,50 @@ fn order_chunks(mut chunks: Vec<Value>) -> Vec<Value> {
     }
     keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     keyed.into_iter().map(|(_, _, c)| c).collect()
+}
+
+/// id -> (its state, requisite target -> requisite kind).
+type ReqIndex = HashMap<String, (String, Vec<(String, String)>)>;
+
+/// Salt's `verify_high` check for two states requiring each other.
+fn direct_cycle(
+    reqs: &mut ReqIndex,
+    errors: &mut Vec<String>,
+    (id, state, sls): (&str, &str, &str),
+    arg: &[(Value, Value)],
+) {
+    let Some((k, Value::Array(list))) = arg.first() else {
+        return;
+    };
+    if !matches!(
+        k.as_str(),
+        Some("require" | "watch" | "prereq" | "onchanges")
+    ) {
+        return;
+    }
+    let entry = reqs
+        .entry(id.to_owned())
+        .or_insert_with(|| (state.to_owned(), Vec::new()));
+    entry.0 = state.to_owned();
+    for req in list {
+        let (rk, rv) = match req {
+            Value::String(s) => ("id".to_owned(), s.as_str().unwrap_or("").to_owned()),
+            Value::Map(m) if !m.is_empty() => (crate::py_str(&m[0].0), crate::py_str(&m[0].1)),
+            _ => continue,
+        };
+        if let Some(e) = reqs.get_mut(id) {
+            match e.1.iter_mut().find(|(v, _)| *v == rv) {
+                Some(slot) => slot.1.clone_from(&rk),
+                None => e.1.push((rv.clone(), rk.clone())),
+            }
+        }
+        if let Some((other_state, other_reqs)) = reqs.get(&rv)
+            && other_reqs.iter().any(|(v, kind)| v == id && kind == state)
+            && *other_state == rk
+        {
+            errors.push(format!(
+                "A recursive requisite was found, SLS \"{sls}\" ID \"{id}\" ID \"{rv}\""
+            ));
+        }
+    }
 }

@@ -182,3 +182,25 @@ fn diff_like_difflib() {
         "--- \n+++ \n@@ -1 +1,2 @@\n-old\n+line1\n+line2\n"
     );
 }
+
+#[test]
+fn requisite_cycles() {
+    // Two states requiring each other: Salt's compile error.
+    let two = "a:\n  test.nop:\n    - require:\n      - test: b\nb:\n  test.nop:\n    - require:\n      - test: a\n".to_owned();
+    let errs = salt_states::sls(
+        Arc::new(Mem(vec![("s.sls", two)])),
+        &opts(false),
+        &["s".into()],
+    )
+    .unwrap_err();
+    assert_eq!(
+        errs,
+        [r#"A recursive requisite was found, SLS "s" ID "b" ID "a""#]
+    );
+    // A longer cycle: found at run time, as Salt does.
+    let three = "a:\n  test.nop:\n    - require:\n      - test: b\nb:\n  test.nop:\n    - require:\n      - test: c\nc:\n  test.nop:\n    - require:\n      - test: a\n".to_owned();
+    let ret = run(vec![("s.sls", three)], &["s"], false);
+    let c = get(&ret, "test_|-c_|-c_|-nop").unwrap();
+    assert_eq!(get_str(c, "comment"), Some("Recursive requisite found"));
+    assert!(!salt_states::all_ok(&ret));
+}
