@@ -85,6 +85,10 @@ fn files(root: &Path) -> Vec<String> {
 }
 
 fn salt_call(bin: &Path, root: &Path, extra: &[&str]) -> (String, Option<i32>) {
+    salt_call_out(bin, root, "json", extra)
+}
+
+fn salt_call_out(bin: &Path, root: &Path, out: &str, extra: &[&str]) -> (String, Option<i32>) {
     let mut c = Command::new(bin);
     c.current_dir(root)
         .args([
@@ -92,10 +96,10 @@ fn salt_call(bin: &Path, root: &Path, extra: &[&str]) -> (String, Option<i32>) {
             "conf",
             "--local",
             "--out",
-            "json",
+            out,
             "--retcode-passthrough",
-            "state.apply",
         ])
+        .arg("state.apply")
         .args(extra);
     let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
     (out.stdout, out.status.and_then(|s| s.code()))
@@ -137,6 +141,64 @@ fn formula_tree_same_as_python_3007() {
             rs_rc
         );
     }
+    // `--out highstate` (no terminal: no colours), a test run that would change things.
+    std::fs::write(py_root.join("out/c.txt"), "changed\n").unwrap();
+    std::fs::write(rs_root.join("out/c.txt"), "changed\n").unwrap();
+    let (py_out, _) = salt_call_out(
+        &venv.bin("salt-call"),
+        &py_root,
+        "highstate",
+        &["test=True"],
+    );
+    let (rs_out, _) = salt_call_out(&ours, &rs_root, "highstate", &["test=True"]);
+    assert!(py_out.contains("Summary for local"), "{py_out}");
+    assert_eq!(
+        normalize_highstate(&rs_out, &rs_root),
+        normalize_highstate(&py_out, &py_root),
+        "--out highstate differs from Salt 3007.17's"
+    );
+    println!("--out highstate: same");
+    // state.single: a new file from `contents`, with and without Salt's temp-file mode.
+    for mode in ["mode=600", "mode=644"] {
+        let mut outs = Vec::new();
+        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+            let target = root.join("out/single.txt");
+            let mut c = Command::new(bin);
+            c.current_dir(root)
+                .args(["-c", "conf", "--local", "--out", "json"])
+                .args(["state.single", "file.managed"])
+                .arg(format!("name={}", target.display()))
+                .args(["contents=hey", mode]);
+            let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+            outs.push(normalize(&out.stdout, root));
+            std::fs::remove_file(&target).unwrap();
+        }
+        assert_eq!(outs[1], outs[0], "state.single file.managed {mode}");
+        println!("state.single {mode}: same");
+    }
+}
+
+/// Blank roots, start times, durations and pids in `--out highstate` text.
+fn normalize_highstate(text: &str, root: &Path) -> String {
+    let text = text.replace(&root.display().to_string(), "ROOT");
+    let mut out = Vec::new();
+    let mut after_pid = false;
+    for l in text.lines() {
+        let t = l.trim_start();
+        let line = if after_pid {
+            "PID".to_owned()
+        } else if let Some(k) = ["Started:", "Duration:", "Total run time:"]
+            .iter()
+            .find(|k| t.starts_with(**k))
+        {
+            format!("{k} X")
+        } else {
+            l.to_owned()
+        };
+        after_pid = t == "pid:";
+        out.push(line);
+    }
+    out.join("\n")
 }
 
 #[test]

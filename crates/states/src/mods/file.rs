@@ -273,9 +273,10 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
                 return fail(r, format!("Failed to change ownership of {name}: {e}"));
             }
             set(&mut changes, "diff", Value::from("New file"));
-            // Salt reports the mode of a new file when one was asked for or the file came
-            // from a `source` (the cached copy's mode); not for `contents` alone.
-            if mode.is_some() || get(low, "source").is_some() {
+            // Salt reports the mode of a new file from a `source` (the cached copy's mode)
+            // always; from `contents` (written to a 0600 temp file first) only when a mode
+            // other than 0600 was asked for.
+            if get(low, "source").is_some() || mode.is_some_and(|m| m != 0o600) {
                 set(&mut changes, "mode", Value::from(mode_str(m)));
             }
         }
