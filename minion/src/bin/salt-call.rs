@@ -4,7 +4,8 @@
 //! `salt://` files come from `file_roots`. Supported: `state.apply`, `state.sls`,
 //! `state.highstate`, `state.show_sls`, `state.show_top`, and the execution modules of
 //! the minion (`test.*`, `cmd.*`, `grains.*`, `sys.*`). Output: `--out json` (the default
-//! here). Anything else is refused by name.
+//! for everything but state runs, which default to `highstate` as in Salt). Anything else
+//! is refused by name.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use rmpv::Value;
 use salt_states::{LocalFileClient, Opts, get, output};
 
-const USAGE: &str = "usage: salt-call [-c CONFIG_DIR] [--local] [--out json] [-l LEVEL] [--retcode-passthrough] [--id ID] FUNCTION [ARG ...]";
+const USAGE: &str = "usage: salt-call [-c CONFIG_DIR] [--local] [--out json|highstate] [-l LEVEL] [--retcode-passthrough] [--id ID] FUNCTION [ARG ...]";
 
 struct Cli {
     config_dir: PathBuf,
@@ -29,7 +30,7 @@ fn parse_cli() -> Result<Cli, String> {
     let mut cli = Cli {
         config_dir: PathBuf::from("/etc/salt"),
         local: false,
-        out: "json".into(),
+        out: String::new(),
         retcode_passthrough: false,
         id: None,
         fun: String::new(),
@@ -79,6 +80,12 @@ fn parse_cli() -> Result<Cli, String> {
     }
     if cli.fun.is_empty() {
         return Err(USAGE.into());
+    }
+    if cli.out.is_empty() {
+        // Salt's defaults: the highstate outputter for state runs; ours has no `nested`
+        // yet, so everything else prints as JSON.
+        let state_run = cli.fun.starts_with("state.") && !cli.fun.starts_with("state.show");
+        cli.out = if state_run { "highstate" } else { "json" }.into();
     }
     if cli.out != "json" && cli.out != "highstate" {
         return Err(format!(
