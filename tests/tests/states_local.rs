@@ -158,6 +158,18 @@ fn formula_tree_same_as_python_3007() {
         "--out highstate differs from Salt 3007.17's"
     );
     println!("--out highstate: same");
+    // `exclude=` (applied after `extend`, as in Salt) and `pillarenv=`.
+    let extra = ["exclude=web.conf", "pillarenv=base", "test=True"];
+    let (py_out, py_rc) = salt_call(&venv.bin("salt-call"), &py_root, &extra);
+    let (rs_out, rs_rc) = salt_call(&ours, &rs_root, &extra);
+    assert!(!py_out.contains("web.conf"), "{py_out}");
+    assert_eq!(
+        normalize(&rs_out, &rs_root),
+        normalize(&py_out, &py_root),
+        "{extra:?}"
+    );
+    assert_eq!(rs_rc, py_rc);
+    println!("{extra:?}: same");
     // state.single: a new file from `contents`, with and without Salt's temp-file mode.
     for mode in ["mode=600", "mode=644"] {
         let mut outs = Vec::new();

@@ -40,6 +40,8 @@ pub struct Opts {
     pub saltenv: String,
     /// The minion options visible as `opts` in templates.
     pub opts: Value,
+    /// `exclude=`: SLS names or `{sls: x}`/`{id: x}` entries removed before the run.
+    pub exclude: Vec<Value>,
 }
 
 impl Default for Opts {
@@ -52,6 +54,7 @@ impl Default for Opts {
             failhard: false,
             saltenv: "base".into(),
             opts: Value::Map(Vec::new()),
+            exclude: Vec::new(),
         }
     }
 }
@@ -156,6 +159,7 @@ fn run_high(
     client: std::sync::Arc<dyn FileClient>,
     opts: &Opts,
 ) -> Outcome {
+    high.exclude.extend(opts.exclude.iter().cloned());
     errors.extend(lowstate::reconcile(&mut high));
     errors.extend(lowstate::verify(&high));
     if !errors.is_empty() {

@@ -15,21 +15,9 @@ fn first_key(v: &Value) -> Option<&str> {
     }
 }
 
-/// Apply `exclude` and `extend` to the high data (`reconcile_extend`).
+/// Apply `extend`, then `exclude`, to the high data (`reconcile_extend`, `apply_exclude`).
 pub fn reconcile(high: &mut High) -> Vec<String> {
     let mut errors = Vec::new();
-    for ex in std::mem::take(&mut high.exclude) {
-        let (kind, val) = match &ex {
-            Value::Map(m) if m.len() == 1 => (crate::py_str(&m[0].0), crate::py_str(&m[0].1)),
-            other => ("sls".to_owned(), crate::py_str(other)),
-        };
-        if kind == "id" {
-            high.ids.retain(|(id, _)| *id != val);
-        } else {
-            high.ids
-                .retain(|(_, b)| get_str(b, "__sls__") != Some(val.as_str()));
-        }
-    }
     for (name, ext) in std::mem::take(&mut high.extend) {
         let Some(i) = high.find(&name) else {
             errors.push(format!(
@@ -93,6 +81,19 @@ pub fn reconcile(high: &mut High) -> Vec<String> {
                 }
             }
             set(body, &state, Value::Array(target));
+        }
+    }
+    // Salt applies `exclude` after `extend` (`State.apply_exclude` in `call_high`).
+    for ex in std::mem::take(&mut high.exclude) {
+        let (kind, val) = match &ex {
+            Value::Map(m) if m.len() == 1 => (crate::py_str(&m[0].0), crate::py_str(&m[0].1)),
+            other => ("sls".to_owned(), crate::py_str(other)),
+        };
+        if kind == "id" {
+            high.ids.retain(|(id, _)| *id != val);
+        } else {
+            high.ids
+                .retain(|(_, b)| get_str(b, "__sls__") != Some(val.as_str()));
         }
     }
     errors

@@ -123,6 +123,7 @@ fn local_pillar(
     id: &str,
     grains: &Value,
     saltenv: Option<String>,
+    pillarenv: Option<String>,
     pillar_override: Value,
 ) -> Result<Value, String> {
     let mut text = String::new();
@@ -147,7 +148,7 @@ fn local_pillar(
         id: id.to_owned(),
         grains: grains.clone(),
         saltenv,
-        pillarenv: None,
+        pillarenv,
         pillar_override,
     };
     Ok(salt_master_core::pillar::compile(&cfg, &req))
@@ -211,6 +212,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
         &id,
         &grains,
         saltenv_kw.clone(),
+        kw("pillarenv").map(salt_states::py_str),
         pillar_override,
     )?;
     match cli.fun.as_str() {
@@ -245,7 +247,10 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
         }
         for (k, _) in &kwargs {
             if cli.fun != "state.single"
-                && !matches!(k.as_str(), "test" | "saltenv" | "mods" | "pillar")
+                && !matches!(
+                    k.as_str(),
+                    "test" | "saltenv" | "mods" | "pillar" | "pillarenv" | "exclude"
+                )
             {
                 return Err(format!(
                     "{}: argument '{k}' is not supported by salt-rs",
@@ -269,6 +274,20 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
                 .map(salt_states::py_str)
                 .unwrap_or_else(|| "base".into()),
             opts: conf.clone(),
+            exclude: match kw("exclude") {
+                None => Vec::new(),
+                Some(Value::Array(a)) => a.clone(),
+                Some(Value::String(x)) => match salt_render::yaml::load(x.as_str().unwrap_or("")) {
+                    Ok(Some(Value::Array(a))) => a,
+                    _ => x
+                        .as_str()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(Value::from)
+                        .collect(),
+                },
+                Some(other) => vec![other.clone()],
+            },
         };
         let client = Arc::new(LocalFileClient {
             roots: roots(&conf, "file_roots", "/srv/salt"),
@@ -294,7 +313,9 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
                 };
                 let mut kw: Vec<(String, Value)> = kwargs
                     .iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "test" | "saltenv" | "pillar"))
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "test" | "saltenv" | "pillar" | "pillarenv")
+                    })
                     .cloned()
                     .collect();
                 if let Some(n) = positional.get(1)
