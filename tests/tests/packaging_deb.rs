@@ -57,6 +57,7 @@ const PKGS: [Pkg; 3] = [
         files: &[
             ("./etc/salt/minion", "-rw-r--r--"),
             ("./lib/systemd/system/salt-minion.service", "-rw-r--r--"),
+            ("./usr/bin/salt-call", "-rwxr-xr-x"),
             ("./usr/bin/salt-minion", "-rwxr-xr-x"),
             (
                 "./usr/share/doc/salt-rs-minion/changelog.Debian.gz",
@@ -287,6 +288,7 @@ fn debian_packages() {
     for (bin, version) in [
         ("salt-master", format!("salt-master {VERSION} (salt-rs;")),
         ("salt-minion", format!("salt-minion {VERSION} (salt-rs;")),
+        ("salt-call", format!("salt-call {VERSION} (salt-rs;")),
         ("salt-key", format!("salt-key {VERSION} (salt-rs;")),
         ("salt", format!("salt {VERSION} (salt-rs;")),
     ] {

@@ -145,6 +145,15 @@ pub fn render(
     })
 }
 
+/// Render `source` through the Jinja stage only (a `template: jinja` file), returning text.
+pub fn render_jinja_text(
+    source: &str,
+    ctx: &Context,
+    loader: Arc<dyn Loader>,
+) -> Result<String, RenderError> {
+    jinja::render(source, ctx, loader)
+}
+
 /// serde_json -> msgpack, order kept.
 pub fn json_to_msgpack(v: &serde_json::Value) -> Value {
     match v {

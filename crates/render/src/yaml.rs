@@ -292,7 +292,8 @@ fn is_float(v: &str) -> bool {
     };
     let frac_ok = frac.chars().all(|c| c.is_ascii_digit() || c == '_');
     if int_part.is_empty() {
-        return exp.is_none() || !frac.is_empty();
+        // PyYAML: `\.[0-9_]+([eE][-+][0-9]+)?` (`.conf`, a relative include, is a string)
+        return frac_ok && !frac.is_empty();
     }
     if int_part.contains(':') {
         let parts: Vec<&str> = int_part.split(':').collect();

@@ -1,0 +1,595 @@
+//! Runs low chunks with Salt's requisite rules (`State.call_chunks`/`call_chunk`/
+//! `check_requisite`/`call`), building each return as Salt does, key order included.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmpv::Value;
+
+use crate::fileclient::FileClient;
+use crate::{Opts, empty, get, get_str, map, py_str, set, truthy};
+
+/// Ordered `running` dict: tag -> return.
+#[derive(Debug, Default, Clone)]
+pub struct Running {
+    order: Vec<String>,
+    map: HashMap<String, Value>,
+}
+
+impl Running {
+    fn insert(&mut self, tag: String, v: Value) {
+        if !self.map.contains_key(&tag) {
+            self.order.push(tag.clone());
+        }
+        self.map.insert(tag, v);
+    }
+    fn get(&self, tag: &str) -> Option<&Value> {
+        self.map.get(tag)
+    }
+    fn contains(&self, tag: &str) -> bool {
+        self.map.contains_key(tag)
+    }
+    /// The returns as one map, in insertion order.
+    pub fn into_value(mut self) -> Value {
+        Value::Map(
+            self.order
+                .iter()
+                .filter_map(|t| self.map.remove(t).map(|v| (Value::from(t.as_str()), v)))
+                .collect(),
+        )
+    }
+}
+
+/// What a state function sees besides its low chunk.
+pub struct Ctx<'a> {
+    /// Options (`test`, grains, pillar...).
+    pub opts: &'a Opts,
+    /// `salt://` sources.
+    pub client: Arc<dyn FileClient>,
+    /// The returns so far (for `mod_watch`).
+    pub running: &'a Running,
+}
+
+/// `state_|-id_|-name_|-fun`.
+pub fn gen_tag(low: &Value) -> String {
+    format!(
+        "{}_|-{}_|-{}_|-{}",
+        get_str(low, "state").unwrap_or(""),
+        py_str(get(low, "__id__").unwrap_or(&Value::Nil)),
+        py_str(get(low, "name").unwrap_or(&Value::Nil)),
+        get_str(low, "fun").unwrap_or("")
+    )
+}
+
+/// Python `datetime.time().isoformat()` of now (local time).
+pub fn now_iso() -> String {
+    let now = chrono::Local::now();
+    let micros = now.timestamp_subsec_micros() % 1_000_000;
+    if micros == 0 {
+        now.format("%H:%M:%S").to_string()
+    } else {
+        format!("{}.{micros:06}", now.format("%H:%M:%S"))
+    }
+}
+
+/// Milliseconds with microsecond precision, as Salt's `duration`.
+pub fn duration_ms(start: Instant) -> Value {
+    let us = start.elapsed().as_micros() as f64;
+    Value::F64(us / 1000.0)
+}
+
+fn fake_duration() -> (Value, Value) {
+    let st = Instant::now();
+    (Value::from(now_iso()), duration_ms(st))
+}
+
+const REQ_KINDS: &[&str] = &["require", "watch", "onfail", "onchanges"];
+
+fn req_list(low: &Value, key: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(Value::Array(items)) = get(low, key) {
+        for r in items {
+            match r {
+                Value::String(s) => out.push(("id".into(), s.as_str().unwrap_or("").to_owned())),
+                Value::Map(m) if !m.is_empty() => {
+                    out.push((py_str(&m[0].0), py_str(&m[0].1)));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn chunk_matches(chunk: &Value, key: &str, val: &str) -> bool {
+    if key == "sls" {
+        let sls = get_str(chunk, "__sls__").unwrap_or("");
+        let inc = matches!(get(chunk, "__sls_included_from__"), Some(Value::Array(a)) if a.iter().any(|x| x.as_str() == Some(val)));
+        return salt_matcher::fnmatch(sls, val) || inc;
+    }
+    let name = py_str(get(chunk, "name").unwrap_or(&Value::Nil));
+    let id = py_str(get(chunk, "__id__").unwrap_or(&Value::Nil));
+    (salt_matcher::fnmatch(&name, val) || salt_matcher::fnmatch(&id, val))
+        && (key == "id" || get_str(chunk, "state") == Some(key))
+}
+
+/// Turn `require_in`/`watch_in`/`onchanges_in`/`onfail_in` into requisites on their targets.
+pub fn requisite_in(chunks: &mut [Value]) {
+    let mut adds: Vec<(usize, String, Value)> = Vec::new();
+    for c in chunks.iter() {
+        for kind in REQ_KINDS {
+            let key = format!("{kind}_in");
+            for (rk, rv) in req_list(c, &key) {
+                for (j, t) in chunks.iter().enumerate() {
+                    if chunk_matches(t, &rk, &rv) {
+                        let req = map(vec![(
+                            get_str(c, "state").unwrap_or(""),
+                            get(c, "__id__").cloned().unwrap_or(Value::Nil),
+                        )]);
+                        adds.push((j, (*kind).to_owned(), req));
+                    }
+                }
+            }
+        }
+    }
+    for (j, kind, req) in adds {
+        let t = &mut chunks[j];
+        match get(t, &kind).cloned() {
+            Some(Value::Array(mut a)) => {
+                if !a.contains(&req) {
+                    a.push(req);
+                }
+                set(t, &kind, Value::Array(a));
+            }
+            _ => set(t, &kind, Value::Array(vec![req])),
+        }
+    }
+    for c in chunks.iter_mut() {
+        for kind in REQ_KINDS {
+            crate::pop(c, &format!("{kind}_in"));
+        }
+    }
+}
+
+/// The state runner.
+pub struct Engine<'a> {
+    opts: &'a Opts,
+    client: Arc<dyn FileClient>,
+    run_num: i64,
+    active: HashSet<String>,
+    processed: Vec<String>,
+}
+
+/// Requisite kind -> the chunks it names.
+type Reqs = Vec<(String, Vec<Value>)>;
+
+enum Status {
+    Met,
+    Unmet,
+    Fail,
+    Change,
+    OnFail,
+    OnChanges,
+}
+
+impl<'a> Engine<'a> {
+    /// An engine; `processed` are the SLS names rendered (for `sls` requisites).
+    pub fn new(opts: &'a Opts, client: Arc<dyn FileClient>, processed: Vec<String>) -> Self {
+        Engine {
+            opts,
+            client,
+            run_num: 0,
+            active: HashSet::new(),
+            processed,
+        }
+    }
+
+    /// Run every chunk (`call_chunks`).
+    pub fn call_chunks(&mut self, chunks: &[Value]) -> Running {
+        let mut running = Running::default();
+        for low in chunks {
+            let tag = gen_tag(low);
+            if !running.contains(&tag) {
+                let failhard = self.call_chunk(low, &mut running, chunks, 0);
+                if failhard || self.check_failhard(low, &running) {
+                    return running;
+                }
+            }
+            self.active.clear();
+        }
+        running
+    }
+
+    fn check_failhard(&self, low: &Value, running: &Running) -> bool {
+        if self.opts.test {
+            return false;
+        }
+        let fh = get(low, "failhard").map_or(self.opts.failhard, truthy);
+        match running.get(&gen_tag(low)) {
+            Some(r) if fh => get(r, "result") == Some(&Value::Boolean(false)),
+            _ => false,
+        }
+    }
+
+    fn check_requisite(
+        &self,
+        low: &Value,
+        running: &Running,
+        chunks: &[Value],
+    ) -> Result<(Status, Reqs), ()> {
+        let mut low = low.clone();
+        // watch without mod_watch becomes require
+        if get(&low, "watch").is_some()
+            && !crate::mods::has_mod_watch(get_str(&low, "state").unwrap_or(""))
+        {
+            let w = crate::pop(&mut low, "watch");
+            if let Some(Value::Array(w)) = w {
+                let mut r = match get(&low, "require") {
+                    Some(Value::Array(a)) => a.clone(),
+                    _ => Vec::new(),
+                };
+                r.extend(w);
+                set(&mut low, "require", Value::Array(r));
+            }
+        }
+        if !REQ_KINDS.iter().any(|k| get(&low, k).is_some()) {
+            return Ok((Status::Met, Vec::new()));
+        }
+        let mut reqs: Vec<(String, Vec<Value>)> = Vec::new();
+        for kind in REQ_KINDS {
+            let mut found_chunks = Vec::new();
+            for (rk, rv) in req_list(&low, kind) {
+                let mut found = false;
+                for c in chunks {
+                    if chunk_matches(c, &rk, &rv) {
+                        found = true;
+                        found_chunks.push(c.clone());
+                    }
+                }
+                if !found
+                    && rk == "sls"
+                    && self.processed.iter().any(|p| salt_matcher::fnmatch(p, &rv))
+                {
+                    found = true;
+                }
+                if !found {
+                    return Err(());
+                }
+            }
+            reqs.push(((*kind).to_owned(), found_chunks));
+        }
+        let mut stats: HashSet<&str> = HashSet::new();
+        for (kind, rchunks) in &reqs {
+            let mut req_stats: HashSet<&str> = HashSet::new();
+            for c in rchunks {
+                let Some(r) = running.get(&gen_tag(c)) else {
+                    req_stats.insert("unmet");
+                    continue;
+                };
+                let result = get(r, "result");
+                let changed = get(r, "changes").is_some_and(truthy);
+                if kind == "onfail" {
+                    if result == Some(&Value::Boolean(true)) {
+                        req_stats.insert("onfail");
+                        continue;
+                    }
+                } else if kind == "onchanges" {
+                    if result == Some(&Value::Boolean(false)) || !changed {
+                        req_stats.insert("onchanges");
+                    } else {
+                        req_stats.insert("onchangesmet");
+                    }
+                    continue;
+                } else if result == Some(&Value::Boolean(false)) {
+                    req_stats.insert("fail");
+                    continue;
+                }
+                if kind == "watch" && changed {
+                    req_stats.insert("change");
+                    continue;
+                }
+                if get(r, "__state_ran__") != Some(&Value::Boolean(false)) {
+                    req_stats.insert("met");
+                }
+            }
+            if kind == "onfail" {
+                if (req_stats.contains("met") || req_stats.contains("change"))
+                    && req_stats.contains("fail")
+                {
+                    req_stats.remove("fail");
+                }
+                if req_stats.contains("onchangesmet") {
+                    req_stats.remove("onchanges");
+                    req_stats.remove("fail");
+                }
+                if req_stats.contains("onfail") && req_stats.contains("met") {
+                    req_stats.remove("onfail");
+                }
+            }
+            stats.extend(req_stats);
+        }
+        let status = if stats.contains("unmet") {
+            Status::Unmet
+        } else if stats.contains("fail") {
+            Status::Fail
+        } else if stats.contains("onfail") && !stats.contains("onchangesmet") {
+            Status::OnFail
+        } else if stats.contains("onchanges") && !stats.contains("onchangesmet") {
+            Status::OnChanges
+        } else if stats.contains("change") {
+            Status::Change
+        } else if stats.contains("onfail") {
+            Status::OnFail
+        } else {
+            Status::Met
+        };
+        Ok((status, reqs))
+    }
+
+    fn tail(&self, mut v: Value, low: &Value) -> Value {
+        for key in ["__sls__", "__id__", "name"] {
+            set(&mut v, key, get(low, key).cloned().unwrap_or(Value::Nil));
+        }
+        v
+    }
+
+    /// Returns true when failhard stops the run.
+    fn call_chunk(
+        &mut self,
+        low: &Value,
+        running: &mut Running,
+        chunks: &[Value],
+        depth: usize,
+    ) -> bool {
+        let tag = gen_tag(low);
+        self.active.insert(tag.clone());
+        let checked = self.check_requisite(low, running, chunks);
+        match checked {
+            Err(()) | Ok((Status::Unmet, _)) => {
+                // find what is missing, else run what is required first
+                let mut lost: Vec<(String, String, String)> = Vec::new();
+                let mut to_run: Vec<Value> = Vec::new();
+                for kind in ["require", "watch", "onfail", "onchanges"] {
+                    for (rk, rv) in req_list(low, kind) {
+                        let mut found = false;
+                        for c in chunks {
+                            if chunk_matches(c, &rk, &rv) {
+                                found = true;
+                                to_run.push(c.clone());
+                            }
+                        }
+                        if !found
+                            && rk == "sls"
+                            && self.processed.iter().any(|p| salt_matcher::fnmatch(p, &rv))
+                        {
+                            found = true;
+                        }
+                        if !found {
+                            lost.push((kind.to_owned(), rk, rv));
+                        }
+                    }
+                }
+                if !lost.is_empty() {
+                    let mut comment = String::from("The following requisites were not found:\n");
+                    let mut last = String::new();
+                    for (kind, rk, rv) in &lost {
+                        if *kind != last {
+                            comment.push_str(&format!("{}{kind}:\n", " ".repeat(19)));
+                            last.clone_from(kind);
+                        }
+                        comment.push_str(&format!("{}{rk}: {rv}\n", " ".repeat(23)));
+                    }
+                    let (st, du) = fake_duration();
+                    let v = map(vec![
+                        ("changes", empty()),
+                        ("result", Value::Boolean(false)),
+                        ("duration", du),
+                        ("start_time", st),
+                        ("comment", Value::from(comment)),
+                        ("__run_num__", Value::from(self.run_num)),
+                    ]);
+                    running.insert(tag, self.tail(v, low));
+                    self.run_num += 1;
+                    return false;
+                }
+                for c in &to_run {
+                    let ctag = gen_tag(c);
+                    if running.contains(&ctag) {
+                        continue;
+                    }
+                    if self.active.contains(&ctag) {
+                        let v = map(vec![
+                            ("changes", empty()),
+                            ("result", Value::Boolean(false)),
+                            ("comment", Value::from("Recursive requisite found")),
+                            ("__run_num__", Value::from(self.run_num)),
+                        ]);
+                        running.insert(tag.clone(), self.tail(v, low));
+                        self.run_num += 1;
+                        return false;
+                    }
+                    if self.call_chunk(c, running, chunks, 0) || self.check_failhard(c, running) {
+                        return true;
+                    }
+                }
+                if depth + 1 >= 20 {
+                    let v = map(vec![
+                        ("changes", empty()),
+                        ("result", Value::Boolean(false)),
+                        ("comment", Value::from("Recursive requisite found")),
+                        ("__run_num__", Value::from(self.run_num)),
+                    ]);
+                    running.insert(tag.clone(), self.tail(v, low));
+                } else if self.call_chunk(low, running, chunks, depth + 1) {
+                    return true;
+                }
+                return self.check_failhard(low, running);
+            }
+            Ok((Status::Met, _)) => {
+                let r = self.call(low, running, None);
+                running.insert(tag, r);
+            }
+            Ok((Status::Fail, reqs)) => {
+                let mut failed: Vec<String> = Vec::new();
+                for (_, rl) in &reqs {
+                    for rlow in rl {
+                        if let Some(r) = running.get(&gen_tag(rlow))
+                            && get(r, "result") == Some(&Value::Boolean(false))
+                        {
+                            let k = format!(
+                                "{}.{}",
+                                get_str(rlow, "__sls__").unwrap_or("None"),
+                                py_str(get(rlow, "__id__").unwrap_or(&Value::Nil))
+                            );
+                            if !failed.contains(&k) {
+                                failed.push(k);
+                            }
+                        }
+                    }
+                }
+                let (st, du) = fake_duration();
+                let v = map(vec![
+                    ("changes", empty()),
+                    ("result", Value::Boolean(false)),
+                    ("duration", du),
+                    ("start_time", st),
+                    (
+                        "comment",
+                        Value::from(format!(
+                            "One or more requisite failed: {}",
+                            failed.join(", ")
+                        )),
+                    ),
+                    ("__run_num__", Value::from(self.run_num)),
+                ]);
+                running.insert(tag, self.tail(v, low));
+                self.run_num += 1;
+            }
+            Ok((Status::Change, reqs)) => {
+                let ret = self.call(low, running, None);
+                let skip = get(&ret, "skip_watch").is_some_and(truthy);
+                if !get(&ret, "changes").is_some_and(truthy) && !skip {
+                    let mut l = low.clone();
+                    set(
+                        &mut l,
+                        "sfun",
+                        get(low, "fun").cloned().unwrap_or(Value::Nil),
+                    );
+                    set(&mut l, "fun", Value::from("mod_watch"));
+                    let watch: Vec<Value> = reqs
+                        .into_iter()
+                        .filter(|(k, _)| k == "watch")
+                        .flat_map(|(_, v)| v)
+                        .collect();
+                    let r = self.call(&l, running, Some(&watch));
+                    running.insert(tag, r);
+                } else {
+                    running.insert(tag, ret);
+                }
+            }
+            Ok((Status::OnFail, _)) | Ok((Status::OnChanges, _)) => {
+                let comment = if matches!(checked, Ok((Status::OnFail, _))) {
+                    "State was not run because onfail req did not change"
+                } else {
+                    "State was not run because none of the onchanges reqs changed"
+                };
+                let (st, du) = fake_duration();
+                let v = map(vec![
+                    ("changes", empty()),
+                    ("result", Value::Boolean(true)),
+                    ("duration", du),
+                    ("start_time", st),
+                    ("comment", Value::from(comment)),
+                    ("__state_ran__", Value::Boolean(false)),
+                    ("__run_num__", Value::from(self.run_num)),
+                ]);
+                running.insert(tag, self.tail(v, low));
+                self.run_num += 1;
+            }
+        }
+        false
+    }
+
+    /// `state.single`: one low chunk, no requisites.
+    pub fn call_single(&mut self, low: &Value) -> Value {
+        let running = Running::default();
+        self.call(low, &running, None)
+    }
+
+    /// Call one state function (`State.call`).
+    fn call(&mut self, low: &Value, running: &Running, watch: Option<&[Value]>) -> Value {
+        let start = Instant::now();
+        let start_time = now_iso();
+        let state = get_str(low, "state").unwrap_or("");
+        let fun = get_str(low, "fun").unwrap_or("");
+        let name = get(low, "name").cloned().unwrap_or(Value::Nil);
+        let full = format!("{state}.{fun}");
+        if !crate::mods::available(&full) {
+            let v = map(vec![
+                ("result", Value::Boolean(false)),
+                ("name", name),
+                ("changes", empty()),
+                (
+                    "comment",
+                    Value::from(format!(
+                        "State '{full}' was not found in SLS '{}'\nReason: '{full}' is not available.\n",
+                        get_str(low, "__sls__").unwrap_or("")
+                    )),
+                ),
+                ("__run_num__", Value::from(self.run_num)),
+            ]);
+            self.run_num += 1;
+            return v;
+        }
+        let mut ret = map(vec![
+            ("result", Value::Boolean(false)),
+            ("name", name),
+            ("changes", empty()),
+        ]);
+        if ["unless", "onlyif", "creates"]
+            .iter()
+            .any(|k| get(low, k).is_some())
+        {
+            let chk = crate::mods::checks::run_check(low);
+            if let Value::Map(entries) = chk {
+                for (k, v) in entries {
+                    set(&mut ret, k.as_str().unwrap_or(""), v);
+                }
+            }
+        }
+        if get(&ret, "result") == Some(&Value::Boolean(false)) {
+            let ctx = Ctx {
+                opts: self.opts,
+                client: self.client.clone(),
+                running,
+            };
+            ret = crate::mods::call(&ctx, &full, low, watch);
+        }
+        set(
+            &mut ret,
+            "__sls__",
+            get(low, "__sls__").cloned().unwrap_or(Value::Nil),
+        );
+        set(&mut ret, "__run_num__", Value::from(self.run_num));
+        self.run_num += 1;
+        set(&mut ret, "start_time", Value::from(start_time));
+        set(&mut ret, "duration", duration_ms(start));
+        set(
+            &mut ret,
+            "__id__",
+            get(low, "__id__").cloned().unwrap_or(Value::Nil),
+        );
+        ret
+    }
+}
+
+impl Ctx<'_> {
+    /// Whether the return at `tag` has changes.
+    pub fn running_changes(&self, tag: &str) -> bool {
+        self.running
+            .get(tag)
+            .and_then(|r| get(r, "changes"))
+            .is_some_and(truthy)
+    }
+}

@@ -1,0 +1,294 @@
+//! salt-states: Salt's state system for the salt-rs minion.
+//!
+//! [`compile`] turns a top file and SLS files (rendered with `salt-render`'s `jinja|yaml`)
+//! into high data (`include`, `extend`, `exclude`, auto-order) and then into ordered low
+//! chunks, as `salt.state.BaseHighState`/`State.compile_high_data` do. [`engine`] runs the
+//! chunks with Salt's requisite rules (`require`, `watch` + `mod_watch`, `onchanges`,
+//! `onfail`, `prereq` refused, the `_in` forms, `listen`) and the `unless`/`onlyif`/`creates`
+//! checks, and builds the return dict key for key as Salt does (`file_|-id_|-name_|-managed`,
+//! `__run_num__`, `__sls__`, `start_time`, `duration`, `__id__`). [`mods`] holds the state
+//! functions; a state function salt-rs does not have answers `'x.y' is not available.`
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod compile;
+pub mod engine;
+pub mod fileclient;
+pub mod lowstate;
+pub mod mods;
+pub mod output;
+
+use rmpv::Value;
+
+pub use fileclient::{FileClient, LocalFileClient};
+
+/// Options a state run sees (the minion's `__opts__` subset).
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// The minion id.
+    pub id: String,
+    /// The grains.
+    pub grains: Value,
+    /// The pillar.
+    pub pillar: Value,
+    /// `test=True`.
+    pub test: bool,
+    /// `failhard` (config default).
+    pub failhard: bool,
+    /// The saltenv rendered (`base` by default).
+    pub saltenv: String,
+    /// The minion options visible as `opts` in templates.
+    pub opts: Value,
+    /// `exclude=`: SLS names or `{sls: x}`/`{id: x}` entries removed before the run.
+    pub exclude: Vec<Value>,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            id: String::new(),
+            grains: Value::Map(Vec::new()),
+            pillar: Value::Map(Vec::new()),
+            test: false,
+            failhard: false,
+            saltenv: "base".into(),
+            opts: Value::Map(Vec::new()),
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// A value in a map by string key.
+pub fn get<'a>(m: &'a Value, key: &str) -> Option<&'a Value> {
+    match m {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// Set `key` in a map (in place when present, like a Python dict; appended otherwise).
+pub fn set(m: &mut Value, key: &str, val: Value) {
+    if let Value::Map(entries) = m {
+        match entries.iter_mut().find(|(k, _)| k.as_str() == Some(key)) {
+            Some(slot) => slot.1 = val,
+            None => entries.push((Value::from(key), val)),
+        }
+    }
+}
+
+/// Remove `key` from a map, returning its value.
+pub fn pop(m: &mut Value, key: &str) -> Option<Value> {
+    if let Value::Map(entries) = m {
+        let pos = entries.iter().position(|(k, _)| k.as_str() == Some(key))?;
+        return Some(entries.remove(pos).1);
+    }
+    None
+}
+
+/// A string value of `key`.
+pub fn get_str<'a>(m: &'a Value, key: &str) -> Option<&'a str> {
+    get(m, key).and_then(Value::as_str)
+}
+
+/// Python truthiness.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Nil => false,
+        Value::Boolean(b) => *b,
+        Value::Integer(i) => i.as_i64() != Some(0) && i.as_u64() != Some(0),
+        Value::F64(f) => *f != 0.0,
+        Value::F32(f) => *f != 0.0,
+        Value::String(s) => !s.as_bytes().is_empty(),
+        Value::Binary(b) => !b.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Map(m) => !m.is_empty(),
+        Value::Ext(..) => true,
+    }
+}
+
+/// Python `str()` of a value.
+pub fn py_str(v: &Value) -> String {
+    salt_matcher::py_str(v)
+}
+
+/// An ordered map literal.
+pub fn map(entries: Vec<(&str, Value)>) -> Value {
+    Value::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    )
+}
+
+/// `{}`.
+pub fn empty() -> Value {
+    Value::Map(Vec::new())
+}
+
+/// The answer when the top file gives this minion nothing (Salt's `no_|-states_|-states_|-None`).
+pub fn no_states() -> Value {
+    map(vec![(
+        "no_|-states_|-states_|-None",
+        map(vec![
+            ("result", Value::Boolean(false)),
+            (
+                "comment",
+                Value::from(
+                    "No Top file or master_tops data matches found. Please see master log for details.",
+                ),
+            ),
+            ("name", Value::from("No States")),
+            ("changes", empty()),
+            ("__run_num__", Value::from(0)),
+        ]),
+    )])
+}
+
+/// What a state run returns: the running dict, or Salt's list of compile errors.
+pub type Outcome = Result<Value, Vec<String>>;
+
+fn run_high(
+    compiler: compile::Compiler,
+    mut high: compile::High,
+    mut errors: Vec<String>,
+    client: std::sync::Arc<dyn FileClient>,
+    opts: &Opts,
+) -> Outcome {
+    high.exclude.extend(opts.exclude.iter().cloned());
+    errors.extend(lowstate::reconcile(&mut high));
+    errors.extend(lowstate::verify(&high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut chunks = lowstate::compile_high_data(&high);
+    engine::requisite_in(&mut chunks);
+    let mut eng = engine::Engine::new(opts, client, compiler.processed);
+    Ok(eng.call_chunks(&chunks).into_value())
+}
+
+/// `state.highstate` / `state.apply` without mods.
+pub fn highstate(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
+    let mut compiler = compile::Compiler::new(client.clone(), opts.clone());
+    let matches = compiler.top_matches()?;
+    if matches.iter().all(|(_, s)| s.is_empty()) {
+        return Ok(no_states());
+    }
+    let (high, errors) = compiler.render_highstate(&matches);
+    run_high(compiler, high, errors, client, opts)
+}
+
+/// `state.sls mods` / `state.apply mods`.
+pub fn sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String]) -> Outcome {
+    let mut compiler = compile::Compiler::new(client.clone(), opts.clone());
+    let matches = vec![(opts.saltenv.clone(), mods.to_vec())];
+    let (high, errors) = compiler.render_highstate(&matches);
+    run_high(compiler, high, errors, client, opts)
+}
+
+/// `state.show_sls mods`: the high data (Python's dict form, `__sls__`/`__env__` kept).
+pub fn show_sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String]) -> Outcome {
+    let mut compiler = compile::Compiler::new(client, opts.clone());
+    let matches = vec![(opts.saltenv.clone(), mods.to_vec())];
+    let (mut high, mut errors) = compiler.render_highstate(&matches);
+    errors.extend(lowstate::reconcile(&mut high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Value::Map(
+        high.ids
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    ))
+}
+
+/// `state.single state.fun name=... key=value...`: `{tag: return}`.
+pub fn single(
+    client: std::sync::Arc<dyn FileClient>,
+    opts: &Opts,
+    fun: &str,
+    kwargs: &[(String, Value)],
+) -> Outcome {
+    let Some((state, f)) = fun.split_once('.') else {
+        return Err(vec![format!("Invalid function passed: {fun}")]);
+    };
+    let name = kwargs
+        .iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| vec!["state.single needs a name=...".to_owned()])?;
+    let mut low = map(vec![]);
+    for (k, v) in kwargs {
+        set(&mut low, k, v.clone());
+    }
+    set(&mut low, "state", Value::from(state));
+    set(&mut low, "fun", Value::from(f));
+    set(&mut low, "__id__", name.clone());
+    set(&mut low, "name", name);
+    let mut probe = compile::High::default();
+    let mut body = map(vec![
+        ("__sls__", Value::from("")),
+        ("__env__", Value::from("base")),
+    ]);
+    let args: Vec<Value> = kwargs
+        .iter()
+        .map(|(k, v)| map(vec![(k.as_str(), v.clone())]))
+        .chain(std::iter::once(Value::from(f)))
+        .collect();
+    set(&mut body, state, Value::Array(args));
+    probe.ids.push(("single".into(), body));
+    let errors = lowstate::verify(&probe);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let tag = engine::gen_tag(&low);
+    let mut eng = engine::Engine::new(opts, client, Vec::new());
+    let ret = eng.call_single(&low);
+    Ok(Value::Map(vec![(Value::from(tag), ret)]))
+}
+
+/// `state.show_lowstate`: the highstate's low chunks in run order.
+pub fn show_lowstate(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
+    let mut compiler = compile::Compiler::new(client, opts.clone());
+    let matches = compiler.top_matches()?;
+    let (mut high, mut errors) = compiler.render_highstate(&matches);
+    errors.extend(lowstate::reconcile(&mut high));
+    errors.extend(lowstate::verify(&high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut chunks = lowstate::compile_high_data(&high);
+    engine::requisite_in(&mut chunks);
+    Ok(Value::Array(chunks))
+}
+
+/// `state.show_top`: `{saltenv: [sls...]}`.
+pub fn show_top(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
+    let compiler = compile::Compiler::new(client, opts.clone());
+    let matches = compiler.top_matches()?;
+    Ok(Value::Map(
+        matches
+            .into_iter()
+            .map(|(e, s)| {
+                (
+                    Value::from(e),
+                    Value::Array(s.into_iter().map(Value::from).collect()),
+                )
+            })
+            .collect(),
+    ))
+}
+
+/// Whether every state in a run succeeded (`result` not `False`).
+pub fn all_ok(ret: &Value) -> bool {
+    match ret {
+        Value::Map(entries) => entries
+            .iter()
+            .all(|(_, r)| get(r, "result") != Some(&Value::Boolean(false))),
+        _ => false,
+    }
+}

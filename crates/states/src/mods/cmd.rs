@@ -1,0 +1,131 @@
+//! `cmd.run`, `cmd.wait`, `cmd.mod_watch` (`salt/states/cmd.py`).
+
+use std::process::{Command, Stdio};
+
+use rmpv::Value;
+
+use super::{base_ret, name_of};
+use crate::engine::Ctx;
+use crate::{get, get_str, map, set};
+
+/// `cmd.run_all` as the state uses it: `{pid, retcode, stdout, stderr}`.
+pub fn run_all(cmd: &str, cwd: Option<&str>) -> Result<Value, String> {
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+    c.current_dir(cwd.unwrap_or(&home));
+    let child = c
+        .spawn()
+        .map_err(|e| format!("Unable to run command '{cmd}': {e}"))?;
+    let pid = child.id();
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let trim = |b: &[u8]| String::from_utf8_lossy(b).trim_end().to_owned();
+    Ok(map(vec![
+        ("pid", Value::from(pid)),
+        (
+            "retcode",
+            Value::from(i64::from(out.status.code().unwrap_or(-1))),
+        ),
+        ("stdout", Value::from(trim(&out.stdout))),
+        ("stderr", Value::from(trim(&out.stderr))),
+    ]))
+}
+
+fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
+    let mut r = base_ret(low);
+    let name = name_of(low);
+    for unsupported in [
+        "runas", "root", "stateful", "use_vt", "env", "shell", "password",
+    ] {
+        if get(low, unsupported).is_some() {
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!(
+                    "cmd.run option '{unsupported}' is not supported by salt-rs"
+                )),
+            );
+            return r;
+        }
+    }
+    if ctx.opts.test {
+        set(&mut r, "result", Value::Nil);
+        set(
+            &mut r,
+            "comment",
+            Value::from(format!("Command \"{name}\" would have been executed")),
+        );
+        set(&mut r, "changes", map(vec![("cmd", Value::from(name))]));
+        return r;
+    }
+    let cwd = get_str(low, "cwd");
+    if let Some(d) = cwd
+        && !std::path::Path::new(d).is_dir()
+    {
+        set(
+            &mut r,
+            "comment",
+            Value::from(format!(
+                "Desired working directory \"{d}\" is not available"
+            )),
+        );
+        return r;
+    }
+    match run_all(&name, cwd) {
+        Ok(all) => {
+            let rc = get(&all, "retcode").and_then(Value::as_i64).unwrap_or(1);
+            set(&mut r, "changes", all);
+            set(&mut r, "result", Value::Boolean(rc == 0));
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!("Command \"{name}\" run")),
+            );
+        }
+        Err(e) => set(&mut r, "comment", Value::from(e)),
+    }
+    r
+}
+
+/// Dispatch `cmd.<fun>`.
+pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
+    match fun {
+        "run" => run(ctx, low),
+        "wait" => {
+            let mut r = base_ret(low);
+            set(&mut r, "result", Value::Boolean(true));
+            r
+        }
+        "mod_watch" => match get_str(low, "sfun") {
+            Some("run" | "wait" | "watch") => run(ctx, low),
+            other => {
+                let mut r = base_ret(low);
+                crate::pop(&mut r, "result");
+                crate::pop(&mut r, "comment");
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from(format!(
+                        "cmd.{} does not work with the watch requisite, please use cmd.wait or cmd.wait_script",
+                        other.unwrap_or("")
+                    )),
+                );
+                set(&mut r, "result", Value::Boolean(false));
+                r
+            }
+        },
+        other => {
+            let mut r = base_ret(low);
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!("'cmd.{other}' is not available.")),
+            );
+            r
+        }
+    }
+}

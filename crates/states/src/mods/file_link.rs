@@ -1,0 +1,226 @@
+//! `file.absent` and `file.symlink` (`salt/states/file.py`).
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rmpv::Value;
+
+use super::file::fail;
+use crate::engine::Ctx;
+use crate::{empty, get, get_str, map, py_str, set, truthy};
+
+pub(crate) fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
+    let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name = py_str(&name_v);
+    let mut r = map(vec![
+        ("name", name_v),
+        ("changes", empty()),
+        ("result", Value::Boolean(true)),
+        ("comment", Value::from("")),
+    ]);
+    if !name.starts_with('/') {
+        return fail(r, format!("Specified file {name} is not an absolute path"));
+    }
+    if name == "/" {
+        return fail(r, "Refusing to make \"/\" absent".to_owned());
+    }
+    let path = Path::new(&name);
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        set(
+            &mut r,
+            "comment",
+            Value::from(format!("File {name} is not present")),
+        );
+        return r;
+    };
+    let is_dir = meta.is_dir();
+    if ctx.opts.test {
+        set(&mut r, "result", Value::Nil);
+        set(
+            &mut r,
+            "changes",
+            map(vec![("removed", Value::from(name.as_str()))]),
+        );
+        let what = if is_dir { "Directory" } else { "File" };
+        set(
+            &mut r,
+            "comment",
+            Value::from(format!("{what} {name} is set for removal")),
+        );
+        return r;
+    }
+    let res = if is_dir {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    match res {
+        Ok(()) => {
+            set(
+                &mut r,
+                "changes",
+                map(vec![("removed", Value::from(name.as_str()))]),
+            );
+            let what = if is_dir { "directory" } else { "file" };
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!("Removed {what} {name}")),
+            );
+            r
+        }
+        Err(e) => fail(r, format!("{e}")),
+    }
+}
+
+fn owner_names(m: &fs::Metadata) -> (String, String) {
+    let u = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(m.uid()))
+        .ok()
+        .flatten()
+        .map_or_else(|| m.uid().to_string(), |u| u.name);
+    let g = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(m.gid()))
+        .ok()
+        .flatten()
+        .map_or_else(|| m.gid().to_string(), |g| g.name);
+    (u, g)
+}
+
+pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
+    let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name = py_str(&name_v);
+    let mut r = map(vec![
+        ("name", name_v),
+        ("changes", empty()),
+        ("result", Value::Boolean(true)),
+        ("comment", Value::from("")),
+    ]);
+    for unsupported in [
+        "force",
+        "backupname",
+        "user",
+        "group",
+        "mode",
+        "win_owner",
+        "atomic",
+        "disallow_copy_and_unlink",
+        "inherit_user_and_group",
+        "follow_symlinks",
+    ] {
+        if get(low, unsupported).is_some() {
+            return fail(
+                r,
+                format!("file.symlink option '{unsupported}' is not supported by salt-rs"),
+            );
+        }
+    }
+    let Some(target) = get_str(low, "target").map(str::to_owned) else {
+        return fail(r, "file.symlink needs a 'target'".to_owned());
+    };
+    if !name.starts_with('/') {
+        return fail(r, format!("Specified file {name} is not an absolute path"));
+    }
+    let path = Path::new(&name);
+    let cur = fs::read_link(path).ok();
+    let present = cur.as_deref() == Some(Path::new(&target));
+    if ctx.opts.test {
+        if present {
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!("The symlink {name} is present")),
+            );
+        } else {
+            set(&mut r, "result", Value::Nil);
+            if cur.is_some() {
+                set(
+                    &mut r,
+                    "changes",
+                    map(vec![("change", Value::from(name.as_str()))]),
+                );
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from(format!(
+                        "Symlink {name} target is set to be changed to {target}"
+                    )),
+                );
+            } else {
+                set(
+                    &mut r,
+                    "changes",
+                    map(vec![("new", Value::from(name.as_str()))]),
+                );
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from(format!("Symlink {name} to {target} is set for creation")),
+                );
+            }
+        }
+        return r;
+    }
+    if present {
+        let (u, g) = fs::symlink_metadata(path)
+            .map(|m| owner_names(&m))
+            .unwrap_or_default();
+        set(
+            &mut r,
+            "comment",
+            Value::from(format!("Symlink {name} is present and owned by {u}:{g}")),
+        );
+        return r;
+    }
+    if cur.is_none() && fs::symlink_metadata(path).is_ok() {
+        return fail(r, format!("File exists where the symlink {name} should be"));
+    }
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if !parent.is_dir() {
+        if !get(low, "makedirs").is_some_and(truthy) {
+            return fail(
+                r,
+                format!("Directory {} for symlink is not present", parent.display()),
+            );
+        }
+        if let Err(e) = fs::create_dir_all(parent) {
+            return fail(r, format!("{e}"));
+        }
+    }
+    if cur.is_some()
+        && let Err(e) = fs::remove_file(path)
+    {
+        return fail(r, format!("{e}"));
+    }
+    match std::os::unix::fs::symlink(&target, path) {
+        Ok(()) => {
+            if cur.is_some() {
+                set(
+                    &mut r,
+                    "changes",
+                    map(vec![("new", Value::from(name.as_str()))]),
+                );
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from(format!("Set symlink {name} to {target}")),
+                );
+            } else {
+                set(
+                    &mut r,
+                    "changes",
+                    map(vec![("new", Value::from(name.as_str()))]),
+                );
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from(format!("Created new symlink {name} -> {target}")),
+                );
+            }
+            r
+        }
+        Err(e) => fail(
+            r,
+            format!("Unable to create new symlink {name} -> {target}: {e}"),
+        ),
+    }
+}

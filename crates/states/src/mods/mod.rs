@@ -1,0 +1,76 @@
+//! State functions. Each returns Salt's return dict with Salt's key order.
+
+pub mod checks;
+pub mod cmd;
+pub mod file;
+mod file_link;
+pub mod test;
+
+use rmpv::Value;
+
+use crate::engine::Ctx;
+use crate::{empty, map};
+
+/// Every state function salt-rs has.
+pub const STATES: &[&str] = &[
+    "cmd.run",
+    "cmd.wait",
+    "cmd.mod_watch",
+    "file.managed",
+    "file.directory",
+    "file.absent",
+    "file.symlink",
+    "test.nop",
+    "test.succeed_without_changes",
+    "test.succeed_with_changes",
+    "test.fail_without_changes",
+    "test.fail_with_changes",
+    "test.show_notification",
+    "test.mod_watch",
+];
+
+/// Whether `state.fun` exists here.
+pub fn available(full: &str) -> bool {
+    STATES.contains(&full)
+}
+
+/// Whether a state module has `mod_watch`.
+pub fn has_mod_watch(state: &str) -> bool {
+    available(&format!("{state}.mod_watch"))
+}
+
+/// The `name` argument as text.
+pub fn name_of(low: &Value) -> String {
+    crate::py_str(crate::get(low, "name").unwrap_or(&Value::Nil))
+}
+
+/// `{name, changes, result, comment}` (the common initial return).
+pub fn base_ret(low: &Value) -> Value {
+    map(vec![
+        (
+            "name",
+            crate::get(low, "name").cloned().unwrap_or(Value::Nil),
+        ),
+        ("changes", empty()),
+        ("result", Value::Boolean(false)),
+        ("comment", Value::from("")),
+    ])
+}
+
+/// Call `full` (`state.fun`) for `low`; `watch` are the watched chunks for `mod_watch`.
+pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> Value {
+    match full.split_once('.') {
+        Some(("test", f)) => test::call(ctx, f, low, watch),
+        Some(("cmd", f)) => cmd::call(ctx, f, low),
+        Some(("file", f)) => file::call(ctx, f, low),
+        _ => {
+            let mut r = base_ret(low);
+            crate::set(
+                &mut r,
+                "comment",
+                Value::from(format!("'{full}' is not available.")),
+            );
+            r
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! `test.*` states (`salt/states/test.py`).
+
+use rmpv::Value;
+
+use super::base_ret;
+use crate::engine::{Ctx, gen_tag};
+use crate::{get, get_str, map, set, truthy};
+
+fn changes() -> Value {
+    map(vec![(
+        "testing",
+        map(vec![
+            ("old", Value::from("Unchanged")),
+            ("new", Value::from("Something pretended to change")),
+        ]),
+    )])
+}
+
+/// Dispatch `test.<fun>`.
+pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> Value {
+    let test = ctx.opts.test;
+    let comment = |d: &str| {
+        get(low, "comment")
+            .cloned()
+            .unwrap_or_else(|| Value::from(d))
+    };
+    let mut r = base_ret(low);
+    match fun {
+        "nop" => {
+            set(&mut r, "result", Value::Boolean(true));
+            set(&mut r, "comment", Value::from("Success!"));
+        }
+        "succeed_without_changes" => {
+            set(&mut r, "result", Value::Boolean(true));
+            set(&mut r, "comment", comment("Success!"));
+        }
+        "fail_without_changes" => {
+            set(&mut r, "comment", comment("Failure!"));
+            if test {
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from("If we weren't testing, this would be a failure!"),
+                );
+            }
+        }
+        "succeed_with_changes" => {
+            set(&mut r, "result", Value::Boolean(true));
+            set(&mut r, "comment", comment("Success!"));
+            set(&mut r, "changes", changes());
+            if test {
+                set(&mut r, "result", Value::Nil);
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from("If we weren't testing, this would be successful with changes"),
+                );
+            }
+        }
+        "fail_with_changes" => {
+            set(&mut r, "comment", comment("Failure!"));
+            set(&mut r, "changes", changes());
+            if test {
+                set(&mut r, "result", Value::Nil);
+                set(
+                    &mut r,
+                    "comment",
+                    Value::from("If we weren't testing, this would be failed with changes"),
+                );
+            }
+        }
+        "show_notification" => {
+            set(&mut r, "result", Value::Boolean(true));
+            set(
+                &mut r,
+                "comment",
+                get(low, "text").cloned().unwrap_or(Value::Nil),
+            );
+        }
+        "mod_watch" => {
+            let mut has = Vec::new();
+            for w in watch.unwrap_or(&[]) {
+                if ctx.running_changes(&gen_tag(w)) {
+                    has.push(Value::from(format!(
+                        "{}: {}",
+                        get_str(w, "state").unwrap_or(""),
+                        crate::py_str(get(w, "__id__").unwrap_or(&Value::Nil))
+                    )));
+                }
+            }
+            return map(vec![
+                ("name", get(low, "name").cloned().unwrap_or(Value::Nil)),
+                (
+                    "result",
+                    get(low, "result").cloned().unwrap_or(Value::Boolean(true)),
+                ),
+                (
+                    "comment",
+                    get(low, "comment")
+                        .cloned()
+                        .unwrap_or_else(|| Value::from("Watch statement fired.")),
+                ),
+                (
+                    "changes",
+                    get(low, "changes").cloned().unwrap_or_else(|| {
+                        map(vec![("Requisites with changes", Value::Array(has))])
+                    }),
+                ),
+            ]);
+        }
+        other => {
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!("'test.{other}' is not available.")),
+            );
+        }
+    }
+    let _ = truthy;
+    r
+}

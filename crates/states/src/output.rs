@@ -1,0 +1,93 @@
+//! `--out json` as Salt's `json` outputter prints it (`json.dumps(data, indent=4)`, ASCII).
+
+use rmpv::Value;
+
+fn json_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn scalar(v: &Value, out: &mut String) {
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Integer(i) => out.push_str(&i.to_string()),
+        Value::F32(f) => out.push_str(&py_float(f64::from(*f))),
+        Value::F64(f) => out.push_str(&py_float(*f)),
+        other => json_str(&crate::py_str(other), out),
+    }
+}
+
+/// Python `repr(float)`.
+pub fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let s = format!("{f:?}");
+    if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+fn write(v: &Value, level: usize, out: &mut String) {
+    let pad = |n: usize| " ".repeat(4 * n);
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(if i == 0 { "\n" } else { ",\n" });
+                out.push_str(&pad(level + 1));
+                write(item, level + 1, out);
+            }
+            out.push('\n');
+            out.push_str(&pad(level));
+            out.push(']');
+        }
+        Value::Map(entries) if !entries.is_empty() => {
+            out.push('{');
+            for (i, (k, val)) in entries.iter().enumerate() {
+                out.push_str(if i == 0 { "\n" } else { ",\n" });
+                out.push_str(&pad(level + 1));
+                json_str(&crate::py_str(k), out);
+                out.push_str(": ");
+                write(val, level + 1, out);
+            }
+            out.push('\n');
+            out.push_str(&pad(level));
+            out.push('}');
+        }
+        Value::Array(_) => out.push_str("[]"),
+        Value::Map(_) => out.push_str("{}"),
+        other => scalar(other, out),
+    }
+}
+
+/// `json.dumps(v, indent=4)`.
+pub fn json_indent(v: &Value) -> String {
+    let mut out = String::new();
+    write(v, 0, &mut out);
+    out
+}

@@ -1,0 +1,206 @@
+//! The compiler and runner on in-memory trees (no Python needed).
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use rmpv::Value;
+use salt_states::{FileClient, Opts, get, get_str};
+
+struct Mem(Vec<(&'static str, String)>);
+
+impl FileClient for Mem {
+    fn get_file(&self, path: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String> {
+        if saltenv != "base" {
+            return Ok(None);
+        }
+        Ok(self
+            .0
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, t)| t.clone().into_bytes()))
+    }
+    fn envs(&self) -> Vec<String> {
+        vec!["base".into()]
+    }
+}
+
+fn opts(test: bool) -> Opts {
+    Opts {
+        id: "m1".into(),
+        test,
+        ..Opts::default()
+    }
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    match v {
+        Value::Map(m) => m
+            .iter()
+            .map(|(k, _)| k.as_str().unwrap().to_owned())
+            .collect(),
+        _ => vec![],
+    }
+}
+
+fn run(files: Vec<(&'static str, String)>, mods: &[&str], test: bool) -> Value {
+    let mods: Vec<String> = mods.iter().map(|s| (*s).to_owned()).collect();
+    salt_states::sls(Arc::new(Mem(files)), &opts(test), &mods).unwrap()
+}
+
+#[test]
+fn requisites_order_and_keys() {
+    let sls = r"
+b:
+  test.succeed_with_changes:
+    - require:
+      - test: a
+a:
+  test.succeed_without_changes: []
+c:
+  test.nop:
+    - onchanges:
+      - test: a
+d:
+  test.nop:
+    - watch:
+      - test: b
+e:
+  test.nop:
+    - require_in:
+      - test: a
+"
+    .to_owned();
+    let ret = run(vec![("s.sls", sls)], &["s"], false);
+    assert_eq!(
+        keys(&ret),
+        [
+            "test_|-e_|-e_|-nop",
+            "test_|-a_|-a_|-succeed_without_changes",
+            "test_|-b_|-b_|-succeed_with_changes",
+            "test_|-c_|-c_|-nop",
+            "test_|-d_|-d_|-nop",
+        ]
+    );
+    let c = get(&ret, "test_|-c_|-c_|-nop").unwrap();
+    assert_eq!(
+        get_str(c, "comment"),
+        Some("State was not run because none of the onchanges reqs changed")
+    );
+    let d = get(&ret, "test_|-d_|-d_|-nop").unwrap();
+    // test.nop has no changes of its own: the watch fires mod_watch
+    assert_eq!(get_str(d, "comment"), Some("Watch statement fired."));
+    let b = get(&ret, "test_|-b_|-b_|-succeed_with_changes").unwrap();
+    assert_eq!(
+        keys(b),
+        [
+            "name",
+            "changes",
+            "result",
+            "comment",
+            "__sls__",
+            "__run_num__",
+            "start_time",
+            "duration",
+            "__id__"
+        ]
+    );
+}
+
+#[test]
+fn include_extend_names_and_order() {
+    let files = vec![
+        ("top.sls", "base:\n  'm*':\n    - a\n".to_owned()),
+        ("a/init.sls", "include:\n  - .b\nx:\n  test.nop:\n    - order: last\nextend:\n  y:\n    test:\n      - comment: extended\n".to_owned()),
+        ("a/b.sls", "y:\n  test.succeed_without_changes:\n    - names:\n      - n2\n      - n1\n".to_owned()),
+    ];
+    let ret = salt_states::highstate(Arc::new(Mem(files)), &opts(false)).unwrap();
+    assert_eq!(
+        keys(&ret),
+        [
+            "test_|-y_|-n2_|-succeed_without_changes",
+            "test_|-y_|-n1_|-succeed_without_changes",
+            "test_|-x_|-x_|-nop",
+        ]
+    );
+    let n1 = get(&ret, "test_|-y_|-n1_|-succeed_without_changes").unwrap();
+    assert_eq!(get_str(n1, "comment"), Some("extended"));
+    assert_eq!(get_str(n1, "__sls__"), Some("a.b"));
+}
+
+#[test]
+fn failures_and_refusals() {
+    let sls = "f:\n  test.fail_without_changes: []\ng:\n  test.nop:\n    - require:\n      - test: f\nh:\n  pkg.installed: []\n".to_owned();
+    let ret = run(vec![("s.sls", sls)], &["s"], false);
+    let g = get(&ret, "test_|-g_|-g_|-nop").unwrap();
+    assert_eq!(
+        get_str(g, "comment"),
+        Some("One or more requisite failed: s.f")
+    );
+    let h = get(&ret, "pkg_|-h_|-h_|-installed").unwrap();
+    assert!(
+        get_str(h, "comment")
+            .unwrap()
+            .contains("'pkg.installed' is not available.")
+    );
+    let bad = "p:\n  test.nop:\n    - prereq:\n      - test: q\nq:\n  test.nop: []\n".to_owned();
+    let errs = salt_states::sls(
+        Arc::new(Mem(vec![("s.sls", bad)])),
+        &opts(false),
+        &["s".into()],
+    )
+    .unwrap_err();
+    assert!(
+        errs[0].contains("'prereq' requisite, which salt-rs does not support"),
+        "{errs:?}"
+    );
+    let missing =
+        salt_states::sls(Arc::new(Mem(vec![])), &opts(false), &["nope".into()]).unwrap_err();
+    assert_eq!(missing, ["No matching sls found for 'nope' in env 'base'"]);
+}
+
+#[test]
+fn file_managed_test_mode_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.txt");
+    let sls = format!("{}:\n  file.managed:\n    - contents: hi\n", path.display());
+    let ret = run(vec![("s.sls", sls.clone())], &["s"], true);
+    let (_, r) = match &ret {
+        Value::Map(m) => m[0].clone(),
+        _ => panic!(),
+    };
+    assert_eq!(get(&r, "result"), Some(&Value::Nil));
+    assert!(!path.exists());
+    let ret = run(vec![("s.sls", sls)], &["s"], false);
+    assert!(salt_states::all_ok(&ret));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hi\n");
+}
+
+#[test]
+fn diff_like_difflib() {
+    assert_eq!(
+        salt_states::mods::file::unified_diff("old\n", "line1\nline2\n"),
+        "--- \n+++ \n@@ -1 +1,2 @@\n-old\n+line1\n+line2\n"
+    );
+}
+
+#[test]
+fn requisite_cycles() {
+    // Two states requiring each other: Salt's compile error.
+    let two = "a:\n  test.nop:\n    - require:\n      - test: b\nb:\n  test.nop:\n    - require:\n      - test: a\n".to_owned();
+    let errs = salt_states::sls(
+        Arc::new(Mem(vec![("s.sls", two)])),
+        &opts(false),
+        &["s".into()],
+    )
+    .unwrap_err();
+    assert_eq!(
+        errs,
+        [r#"A recursive requisite was found, SLS "s" ID "b" ID "a""#]
+    );
+    // A longer cycle: found at run time, as Salt does.
+    let three = "a:\n  test.nop:\n    - require:\n      - test: b\nb:\n  test.nop:\n    - require:\n      - test: c\nc:\n  test.nop:\n    - require:\n      - test: a\n".to_owned();
+    let ret = run(vec![("s.sls", three)], &["s"], false);
+    let c = get(&ret, "test_|-c_|-c_|-nop").unwrap();
+    assert_eq!(get_str(c, "comment"), Some("Recursive requisite found"));
+    assert!(!salt_states::all_ok(&ret));
+}

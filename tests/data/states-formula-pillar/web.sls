@@ -1,0 +1,3 @@
+web:
+  motd: welcome from pillar
+  port: 8080

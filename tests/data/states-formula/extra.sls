@@ -1,0 +1,3 @@
+extra_state:
+  test.show_notification:
+    - text: "grain matched on {{ grains['id'] }}"

@@ -1,0 +1,8 @@
+base:
+  '*':
+    - web
+  'G@os_family:Debian':
+    - match: compound
+    - extra
+  'nomatch*':
+    - missing

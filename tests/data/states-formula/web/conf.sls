@@ -1,0 +1,4 @@
+{% from "web/map.jinja" import out with context %}
+{{ out }}/d:
+  file.directory:
+    - mode: 755
