@@ -7,9 +7,12 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, BufRead, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use salt_config::{LoadOptions, MasterConfig};
 use salt_keystore::{AcceptFrom, KeyState, KeyStore, KeyStoreError, OpenOptions, RejectFrom};
+
+use crate::group::Opened;
 use salt_pki::{HashType, PrivateKey, PublicKey, SigAlgo};
 
 use crate::cli::{self, Args, Parsed, StrBool};
@@ -240,14 +243,18 @@ impl Cli {
 
     // ------------------------------------------------------------ store
 
-    fn open_store(&self) -> Result<KeyStore> {
+    fn open_store(&self) -> Result<Opened> {
         let pki = &self.cfg.pki_dir;
         // Refuse (rather than silently chmod) a pki_dir others can read: salt-key is an
         // operator tool, the master fixes the mode at start as Salt does.
-        OpenOptions::new()
-            .fix_permissions(false)
-            .open(pki)
-            .map_err(Error::Store)
+        let store = Arc::new(
+            OpenOptions::new()
+                .fix_permissions(false)
+                .open(pki)
+                .map_err(Error::Store)?,
+        );
+        let group = crate::group::open(&self.cfg, &store, self.rotate_aes_key().truthy())?;
+        Ok(Opened { store, group })
     }
 
     /// Salt's `name_match(match, full)`: statuses (in `list_keys` order, then `local`)
@@ -486,6 +493,7 @@ impl Cli {
         }
 
         let ids = unique_ids(&selected);
+        let changes = store.changes()?;
         let (inc_acc, inc_rej, inc_den) = self.include_flags(action);
         let mut errors: Vec<KeyStoreError> = Vec::new();
         match action {
@@ -501,7 +509,7 @@ impl Cli {
                 };
                 // Validated just above: the store need not read every file again.
                 self.batched(&ids, "accepting keys", &mut errors, |chunk| {
-                    store.accept_many_prevalidated(chunk, from)
+                    changes.accept_many(chunk, from)
                 })?;
             }
             Action::Reject => {
@@ -510,12 +518,12 @@ impl Cli {
                     include_denied: inc_den,
                 };
                 self.batched(&ids, "rejecting keys", &mut errors, |chunk| {
-                    store.reject_many(chunk, from)
+                    changes.reject_many(chunk, from)
                 })?;
             }
             Action::Delete => {
                 self.batched(&ids, "deleting keys", &mut errors, |chunk| {
-                    store.delete_many(chunk)
+                    changes.delete_many(chunk)
                 })?;
             }
         }
@@ -532,7 +540,8 @@ impl Cli {
                 Vec::new()
             };
             self.check_minion_cache(&store, &preserve);
-            if self.rotate_aes_key().truthy() {
+            // A group rotates its publish key in the change's own transaction.
+            if self.rotate_aes_key().truthy() && store.group.is_none() {
                 self.dropfile()?;
             }
         }

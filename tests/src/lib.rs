@@ -26,6 +26,7 @@ pub mod interop_support;
 pub mod keys;
 pub mod lab;
 pub mod netns;
+pub mod pg;
 pub mod ports;
 pub mod process;
 pub mod root;

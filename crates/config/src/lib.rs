@@ -23,6 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod cluster;
 mod error;
 mod master;
 mod minion;
@@ -31,6 +32,7 @@ mod reader;
 mod source;
 mod types;
 
+pub use cluster::{ClusterConfig, KeyDriver, PostgresConfig};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use master::MasterConfig;
 pub use minion::MinionConfig;

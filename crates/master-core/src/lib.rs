@@ -15,6 +15,7 @@
 pub mod acl;
 pub mod aes;
 pub mod convert;
+mod group;
 pub mod jid;
 pub mod jobs;
 pub mod keys;

@@ -35,7 +35,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         .config;
     std::fs::create_dir_all(Shared::jobs_dir(&cfg)).unwrap();
     std::fs::create_dir_all(Shared::sessions_dir(&cfg)).unwrap();
-    let store = KeyStore::open(&cfg.pki_dir).unwrap();
+    let store = std::sync::Arc::new(KeyStore::open(&cfg.pki_dir).unwrap());
     let keys = MasterKeys::load(&cfg).unwrap();
     let aes = AesState::new(PublishKey::generate(&keys.key).unwrap());
     let (acl, acl_blacklist) = Shared::acl_from(&cfg);
@@ -52,6 +52,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         verified_toks: Mutex::new(Default::default()),
         metrics: Default::default(),
         store,
+        group: None,
         keys,
         aes,
         cfg,
