@@ -17,6 +17,7 @@ use crate::wait::wait_until;
 /// A running PostgreSQL server.
 pub struct Postgres {
     proc: Proc,
+    data: PathBuf,
     sock: PathBuf,
     port: u16,
 }
@@ -116,6 +117,7 @@ impl Postgres {
         );
         let pg = Self {
             proc: Proc::spawn(spec)?,
+            data,
             sock,
             port,
         };
@@ -156,16 +158,68 @@ impl Postgres {
         )
     }
 
-    /// SIGKILL the server's process group (a crash).
+    /// SIGKILL the postmaster (pid from its `postmaster.pid`) and its children, by pid: a
+    /// crash. (`runuser` may put the server in a session of its own, out of our group.)
     pub fn kill(&mut self) {
+        let pid = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<i32>().ok()));
+        if let Some(pid) = pid {
+            let mut pids = vec![pid];
+            pids.extend(children(pid));
+            for p in &pids {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p), Signal::SIGKILL);
+            }
+            let _ = wait_until("the postmaster to die", Duration::from_secs(10), || {
+                !Path::new(&format!("/proc/{pid}")).exists()
+                    || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .is_ok_and(|s| s.contains(") Z "))
+            });
+        }
         self.proc.signal(Signal::SIGKILL);
         let _ = self.proc.wait_exit(Duration::from_secs(10));
-        let _ = std::fs::remove_file(self.sock.join(format!(".s.PGSQL.{}", self.port)));
+        // What a crash leaves: the socket, its lock, the postmaster's lock file (every
+        // process of this server is gone, so removing them is safe).
+        let sock = self.sock.join(format!(".s.PGSQL.{}", self.port));
+        let _ = std::fs::remove_file(&sock);
+        let _ = std::fs::remove_file(self.sock.join(format!(".s.PGSQL.{}.lock", self.port)));
+        let _ = std::fs::remove_file(self.data.join("postmaster.pid"));
     }
 
     /// Start it again on the same data (crash recovery).
     pub fn restart(&mut self) -> Result<(), HarnessError> {
         self.proc.restart()?;
         self.wait_ready()
+    }
+}
+
+/// Pids whose parent is `pid` (from /proc).
+fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<i32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.kill();
     }
 }

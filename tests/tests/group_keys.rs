@@ -183,6 +183,7 @@ fn group_keys_on_postgres() {
 
     // PostgreSQL killed: changes refused by name, the masters keep their keys and run.
     pg.kill();
+    let t = Instant::now();
     let out = cli::salt_key(
         &b.key,
         &conf_a,
@@ -190,6 +191,10 @@ fn group_keys_on_postgres() {
         Duration::from_secs(60),
     )
     .unwrap();
+    println!(
+        "group: salt-key -d with the database down refused in {:?}",
+        t.elapsed()
+    );
     assert!(!out.success(), "a change with the database down must fail");
     assert!(
         out.stderr.contains("unreachable") || out.stdout.contains("unreachable"),
@@ -209,6 +214,7 @@ fn group_keys_on_postgres() {
 
     // Back: a change made after the restart reaches both masters (they reconnected).
     pg.restart().unwrap();
+    let t = Instant::now();
     assert!(
         wait_until("cond", Duration::from_secs(30), || writer.sync().is_ok()).is_ok(),
         "writer never reconnected"
@@ -228,6 +234,10 @@ fn group_keys_on_postgres() {
         "masters did not catch up after the restart:\n{}\n{}",
         ma.output(),
         mb.output()
+    );
+    println!(
+        "group: both masters caught up {:?} after the restart",
+        t.elapsed()
     );
     ma.stop(Duration::from_secs(10));
     mb.stop(Duration::from_secs(10));

@@ -189,3 +189,46 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{KeyDriver, LoadOptions, MasterConfig};
+
+    fn load(yaml: &str) -> Result<MasterConfig, crate::ConfigErrors> {
+        MasterConfig::from_yaml_str(yaml, &LoadOptions::new("/nonexistent")).map(|l| l.config)
+    }
+
+    #[test]
+    fn group_in_salts_words_with_pgjsonb_aliases() {
+        let c = load(
+            "cluster_id: prod\nkeys.cache_driver: postgres\npostgres.host: /run/pg\n\
+             returner.pgjsonb.port: 5433\nreturner.pgjsonb.passwd: s3\npostgres.db: keys\n",
+        )
+        .unwrap();
+        let g = c.cluster_id.expect("group");
+        assert_eq!(g.cluster_id, "prod");
+        assert_eq!(g.keys_driver, KeyDriver::Postgres);
+        assert_eq!(g.postgres.host, "/run/pg");
+        assert_eq!(g.postgres.port, 5433);
+        assert_eq!(g.postgres.pass.expose(), "s3");
+        assert_eq!(g.postgres.db, "keys");
+        assert_eq!(g.postgres.user, "salt");
+        assert!(load("").unwrap().cluster_id.is_none());
+    }
+
+    #[test]
+    fn unsupported_group_options_are_refused_by_name() {
+        let e = load("keys.cache_driver: postgres\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs `cluster_id`"), "{e}");
+        let e = load("keys.cache_driver: redis\n").unwrap_err().to_string();
+        assert!(e.contains("redis"), "{e}");
+        let e = load("master_job_cache: pgjsonb\n").unwrap_err().to_string();
+        assert!(e.contains("not implemented yet"), "{e}");
+        let e = load("cluster_id: g\npostgres.sslmode: require\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without TLS"), "{e}");
+    }
+}
