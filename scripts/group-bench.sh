@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GROUP_KEYS="${GROUP_KEYS:-1000}"
-cargo test -p salt-integration-tests --test group_keys -- --nocapture 2>&1 | grep -E "^group:|SKIPPED|test result"
+cargo test -p salt-integration-tests --test group_keys -- --nocapture --include-ignored 2>&1 | grep -E "^group:|SKIPPED|test result"

@@ -458,6 +458,8 @@ impl Cli {
             say(&self.no_match_message(action, glob));
             return Ok(0);
         }
+        // A group whose database is down refuses before anything is asked.
+        let changes = store.changes()?;
         say(&format!(
             "The following keys are going to be {}:",
             action.past()
@@ -493,7 +495,6 @@ impl Cli {
         }
 
         let ids = unique_ids(&selected);
-        let changes = store.changes()?;
         let (inc_acc, inc_rej, inc_den) = self.include_flags(action);
         let mut errors: Vec<KeyStoreError> = Vec::new();
         match action {

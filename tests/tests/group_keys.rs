@@ -19,6 +19,7 @@ use salt_integration_tests::wait::{scaled, wait_until};
 use salt_integration_tests::{MasterConf, bins, cli, ports};
 use salt_keystore::{AcceptFrom, KeyChanges, KeyState, KeyStore};
 
+#[allow(clippy::unwrap_used)] // test set-up: a failure is the test failing
 fn master(
     root: &Path,
     name: &str,
@@ -241,4 +242,84 @@ fn group_keys_on_postgres() {
     );
     ma.stop(Duration::from_secs(10));
     mb.stop(Duration::from_secs(10));
+}
+
+/// `GROUP_SCALE` keys (default 100,000) loaded into the database in one statement, then:
+/// a master started on an empty `pki_dir` (copies every key), started again (its copy is
+/// current), and `salt-key -L` through the group. Figures printed for docs/group.md; run by
+/// `scripts/group-bench.sh` (ignored in the default test run: it writes 100k files).
+#[test]
+#[ignore = "benchmark: scripts/group-bench.sh"]
+fn group_scale() {
+    let root = TempRoot::new().unwrap();
+    let Some(pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
+        println!("SKIPPED: group_scale: PostgreSQL (Debian's postgresql) or root missing");
+        return;
+    };
+    let b = bins().unwrap();
+    let n: usize = std::env::var("GROUP_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
+    let wdir = root.dir("writer").unwrap();
+    let wstore = Arc::new(KeyStore::open(&wdir).unwrap());
+    let settings = salt_pgstore::Settings {
+        cluster_id: "g1".into(),
+        master: "writer".into(),
+        host: pg.host().display().to_string(),
+        port: pg.port(),
+        user: "postgres".into(),
+        pass: String::new(),
+        db: "postgres".into(),
+        rotate_on_revoke: true,
+    };
+    let writer = salt_pgstore::Group::new(settings, wstore).unwrap();
+    writer.sync().unwrap();
+    let pem = salt_pki::PrivateKey::generate(2048)
+        .unwrap()
+        .public_key()
+        .to_pem();
+    let sql = format!(
+        "INSERT INTO salt_minion_keys (cluster_id, minion_id, state, pem) \
+         SELECT 'g1', 'minion-' || i, 'accepted', '{pem}' FROM generate_series(1, {n}) i; \
+         UPDATE salt_groups SET seq = seq + 1 WHERE cluster_id = 'g1';"
+    );
+    let bin = salt_integration_tests::pg::bin_dir().unwrap();
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(bin.join("psql"))
+        .arg("-h")
+        .arg(pg.host())
+        .arg("-p")
+        .arg(pg.port().to_string())
+        .args(["-d", "postgres", "-q", "-c", &sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (mut ma, conf_a, _pki_a) = master(root.path(), "ma", &pg);
+    let t0 = ma.started();
+    salt_integration_tests::wait::wait_for_log(&ma, "worker threads", Duration::from_secs(300))
+        .unwrap();
+    let first = t0.elapsed();
+    ma.restart().unwrap();
+    let t0 = ma.started();
+    salt_integration_tests::wait::wait_for_log(&ma, "worker threads", Duration::from_secs(300))
+        .unwrap();
+    let again = t0.elapsed();
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let out = cli::salt_key(&b.key, &conf_a, &["-L"], Duration::from_secs(120)).unwrap();
+        assert!(out.stdout.contains(&format!("minion-{n}")));
+        best = best.min(out.elapsed);
+    }
+    println!(
+        "group: {n} keys: master start on an empty pki_dir {first:?}, start with a current copy \
+         {again:?}, salt-key -L {best:?} (best of 3)"
+    );
+    ma.stop(Duration::from_secs(10));
 }

@@ -111,7 +111,7 @@ fn one<'a>(
 pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let driver_entry = r.entry("keys.cache_driver");
     let keys_driver = r.convert(driver_entry, KeyDriver::Files, key_driver);
-    let _ = r.get("master_job_cache", (), job_cache);
+    r.get("master_job_cache", (), job_cache);
     let cluster_id = r.opt("cluster_id", string);
     let host = one(r, CONN_KEYS[0].0, CONN_KEYS[0].1);
     let host = r.convert(host, "salt".to_owned(), string);

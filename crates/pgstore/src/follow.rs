@@ -15,12 +15,16 @@ use crate::{Inner, POLL};
 const RETRY: Duration = Duration::from_millis(500);
 
 pub(crate) async fn run(inner: Arc<Inner>) {
-    let mut was_up = true;
+    // Warn once per outage: at the first failed attempt, and whenever a followed
+    // connection is lost.
+    let mut warned = false;
     loop {
-        match follow_once(&inner).await {
+        let mut connected = false;
+        match follow_once(&inner, &mut connected).await {
             Ok(()) => {}
             Err(e) => {
-                if was_up {
+                if connected || !warned {
+                    warned = true;
                     tracing::warn!(
                         "group {}: database unreachable ({e}); serving the keys already \
                          known, key changes refused until it returns",
@@ -29,12 +33,12 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 }
             }
         }
-        was_up = inner.up.swap(false, Ordering::Relaxed);
+        inner.up.store(false, Ordering::Relaxed);
         tokio::time::sleep(RETRY).await;
     }
 }
 
-async fn follow_once(inner: &Arc<Inner>) -> Result<(), crate::Error> {
+async fn follow_once(inner: &Arc<Inner>, connected: &mut bool) -> Result<(), crate::Error> {
     let (client, mut conn) = inner
         .settings
         .pg_config()
@@ -57,6 +61,7 @@ async fn follow_once(inner: &Arc<Inner>) -> Result<(), crate::Error> {
     let result = async {
         client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let seq = inner.catch_up().await?;
+        *connected = true;
         tracing::info!(
             "group {}: following the database from change {seq}",
             inner.settings.cluster_id
