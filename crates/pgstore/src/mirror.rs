@@ -73,6 +73,8 @@ pub(crate) fn apply_id(store: &KeyStore, id: &str, want: &Keys) -> Result<bool, 
 }
 
 /// Make the whole mirror equal `all` (after a first start, or a mirror of another group).
+/// Ids the local index does not know at all are written straight away (a first start
+/// writes every key once, without the per-id checks).
 pub(crate) fn full_sync(
     store: &KeyStore,
     all: &BTreeMap<String, Keys>,
@@ -80,13 +82,22 @@ pub(crate) fn full_sync(
     store.refresh()?;
     let mut changed = 0;
     let empty = Keys::new();
+    let mut local: std::collections::HashSet<String> = std::collections::HashSet::new();
     for id in store.list_all().into_values().flatten() {
         if !all.contains_key(&id) && apply_id(store, &id, &empty)? {
             changed += 1;
         }
+        local.insert(id);
     }
     for (id, want) in all {
-        if apply_id(store, id, want)? {
+        if !local.contains(id) {
+            let mut order: Vec<(&KeyState, &String)> = want.iter().collect();
+            order.sort_by_key(|(s, _)| **s == KeyState::Denied);
+            for (state, pem) in order {
+                store.put(*state, id, pem)?;
+            }
+            changed += 1;
+        } else if apply_id(store, id, want)? {
             changed += 1;
         }
     }
