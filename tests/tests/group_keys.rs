@@ -6,9 +6,10 @@
 //! second (p99 over `GROUP_KEYS` accepts, default 100, printed); `salt-key -d` on master B
 //! removes the key A's sign-ins read; with PostgreSQL killed, `salt-key` refuses changes
 //! with a clear error while every master keeps its keys; after a restart the masters
-//! catch up on the changes made meanwhile... by a member that reconnected first.
+//! catch up on the changes made meanwhile; a real minion signing in at A is accepted by
+//! `salt-key` on B, answers at A, and is shut out at A when B deletes its key.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,12 +20,13 @@ use salt_integration_tests::wait::{scaled, wait_until};
 use salt_integration_tests::{MasterConf, bins, cli, ports};
 use salt_keystore::{AcceptFrom, KeyChanges, KeyState, KeyStore};
 
+fn master(root: &Path, name: &str, pg: &Postgres) -> (Proc, PathBuf, PathBuf) {
+    let (proc, conf, pki, _, _) = master_on(root, name, pg);
+    (proc, conf, pki)
+}
+
 #[allow(clippy::unwrap_used)] // test set-up: a failure is the test failing
-fn master(
-    root: &Path,
-    name: &str,
-    pg: &Postgres,
-) -> (Proc, std::path::PathBuf, std::path::PathBuf) {
+fn master_on(root: &Path, name: &str, pg: &Postgres) -> (Proc, PathBuf, PathBuf, u16, u16) {
     let (publish, ret) = ports::free_port_pair().unwrap();
     let conf = MasterConf::new(root.join(name))
         .id(name)
@@ -40,7 +42,7 @@ fn master(
         .args(["-l", "info"])
         .spawn()
         .unwrap();
-    (proc, conf_dir, conf.pki_dir())
+    (proc, conf_dir, conf.pki_dir(), publish, ret)
 }
 
 fn has(pki: &Path, state: KeyState, id: &str) -> bool {
@@ -330,4 +332,96 @@ fn group_scale() {
          {copied:?}), start with a current copy {again:?}, salt-key -L {best:?} (best of 3)"
     );
     ma.stop(Duration::from_secs(10));
+}
+
+/// A real minion signs in at master A; `salt-key -a` on master B lets it in at A; `salt-key
+/// -d` on B shuts it out at A (the group's publish key rotates, its next sign-in finds no
+/// key and is recorded as pending again).
+#[test]
+fn group_minion_accepted_on_b_served_by_a() {
+    let root = TempRoot::new().unwrap();
+    let Some(pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
+        println!("SKIPPED: group_minion_accepted_on_b_served_by_a: PostgreSQL or root missing");
+        return;
+    };
+    let b = bins().unwrap();
+    let (mut ma, conf_a, _pki_a, pub_a, ret_a) = master_on(root.path(), "ma", &pg);
+    let (mut mb, conf_b, pki_b, _, _) = master_on(root.path(), "mb", &pg);
+    salt_integration_tests::wait::wait_for_log(&ma, "worker threads", Duration::from_secs(60))
+        .unwrap();
+    salt_integration_tests::wait::wait_for_log(&mb, "worker threads", Duration::from_secs(60))
+        .unwrap();
+    let mconf = salt_integration_tests::MinionConf::new(root.path().join("m1"), "m1")
+        .master("127.0.0.1")
+        .ports(pub_a, ret_a)
+        .set("auth_timeout", 5u32)
+        .set("acceptance_wait_time", 1u32);
+    let mdir = mconf.write().unwrap();
+    let mut minion = ProcSpec::new("m1", &b.minion, mconf.dir())
+        .args(["-c".into(), mdir.into_os_string()])
+        .args(["-l", "debug"])
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until("m1 pending at B", Duration::from_secs(60), || has(
+            &pki_b,
+            KeyState::Pending,
+            "m1"
+        ))
+        .is_ok(),
+        "the minion's sign-in at A never reached B:\n{}",
+        ma.output()
+    );
+    let out = cli::salt_key(
+        &b.key,
+        &conf_b,
+        &["-a", "m1", "-y"],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert!(out.success(), "{}{}", out.stdout, out.stderr);
+    let ping = || {
+        cli::salt(
+            &b.salt,
+            None,
+            &conf_a,
+            &["m1", "test.ping", "-t", "5"],
+            Duration::from_secs(30),
+        )
+        .is_ok_and(|o| cli::ping_answered(&o, "m1"))
+    };
+    assert!(
+        wait_until("m1 answers at A", Duration::from_secs(90), ping).is_ok(),
+        "accepted on B, never served by A:\n{}\n{}",
+        ma.output(),
+        minion.output()
+    );
+    let out = cli::salt_key(
+        &b.key,
+        &conf_b,
+        &["-d", "m1", "-y"],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert!(out.success(), "{}{}", out.stdout, out.stderr);
+    // A no longer targets m1 (its copy lost the key; the group's publish key rotated),
+    // and m1's next sign-in at A is that of an unknown key: pending again, not accepted.
+    assert!(
+        wait_until("m1 gone at A", Duration::from_secs(10), || !ping()).is_ok(),
+        "m1 still answers at A after its key was deleted on B"
+    );
+    minion.restart().unwrap();
+    let shut_out = wait_until("m1 pending again", Duration::from_secs(60), || {
+        has(&pki_b, KeyState::Pending, "m1")
+    });
+    assert!(
+        shut_out.is_ok(),
+        "deleted on B, A did not treat m1 as unknown:\n{}\n{}",
+        ma.output(),
+        minion.output()
+    );
+    assert!(!ping(), "m1 answers at A with a deleted key");
+    minion.stop(Duration::from_secs(10));
+    ma.stop(Duration::from_secs(10));
+    mb.stop(Duration::from_secs(10));
 }
