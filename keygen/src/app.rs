@@ -7,9 +7,12 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, BufRead, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use salt_config::{LoadOptions, MasterConfig};
 use salt_keystore::{AcceptFrom, KeyState, KeyStore, KeyStoreError, OpenOptions, RejectFrom};
+
+use crate::group::Opened;
 use salt_pki::{HashType, PrivateKey, PublicKey, SigAlgo};
 
 use crate::cli::{self, Args, Parsed, StrBool};
@@ -240,15 +243,19 @@ impl Cli {
 
     // ------------------------------------------------------------ store
 
-    fn open_store(&self) -> Result<KeyStore> {
+    fn open_store(&self) -> Result<Opened> {
         let pki = &self.cfg.pki_dir;
         // As Salt's verify_env (which the master runs on the same directory): a pki_dir
         // that is not 0700/0750 is set to 0700; refused, naming the mode, only when that
         // chmod fails ("Unable to securely set the permissions").
-        OpenOptions::new()
-            .fix_permissions(true)
-            .open(pki)
-            .map_err(Error::Store)
+        let store = Arc::new(
+            OpenOptions::new()
+                .fix_permissions(true)
+                .open(pki)
+                .map_err(Error::Store)?,
+        );
+        let group = crate::group::open(&self.cfg, &store, self.rotate_aes_key().truthy())?;
+        Ok(Opened { store, group })
     }
 
     /// Salt's `name_match(match, full)`: statuses (in `list_keys` order, then `local`)
@@ -452,6 +459,8 @@ impl Cli {
             say(&self.no_match_message(action, glob));
             return Ok(0);
         }
+        // A group whose database is down refuses before anything is asked.
+        let changes = store.changes()?;
         say(&format!(
             "The following keys are going to be {}:",
             action.past()
@@ -507,7 +516,7 @@ impl Cli {
                 };
                 // Validated just above: the store need not read every file again.
                 self.batched(&ids, "accepting keys", &mut errors, |chunk| {
-                    store.accept_many_prevalidated(chunk, from)
+                    changes.accept_many(chunk, from)
                 })?;
             }
             Action::Reject => {
@@ -516,12 +525,12 @@ impl Cli {
                     include_denied: inc_den,
                 };
                 self.batched(&ids, "rejecting keys", &mut errors, |chunk| {
-                    store.reject_many(chunk, from)
+                    changes.reject_many(chunk, from)
                 })?;
             }
             Action::Delete => {
                 self.batched(&ids, "deleting keys", &mut errors, |chunk| {
-                    store.delete_many(chunk)
+                    changes.delete_many(chunk)
                 })?;
             }
         }
@@ -538,7 +547,8 @@ impl Cli {
                 Vec::new()
             };
             self.check_minion_cache(&store, &preserve);
-            if self.rotate_aes_key().truthy() {
+            // A group rotates its publish key in the change's own transaction.
+            if self.rotate_aes_key().truthy() && store.group.is_none() {
                 self.dropfile()?;
             }
         }

@@ -12,6 +12,7 @@
 pub mod app;
 pub mod cli;
 pub mod error;
+mod group;
 pub mod output;
 pub mod progress;
 pub mod validate;

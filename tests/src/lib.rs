@@ -27,6 +27,7 @@ pub mod interop_support;
 pub mod keys;
 pub mod lab;
 pub mod netns;
+pub mod pg;
 pub mod pillar_support;
 pub mod ports;
 pub mod process;

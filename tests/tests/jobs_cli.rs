@@ -185,6 +185,15 @@ fn find_job_async_verbose_batch_and_missing() {
             .contains("Minion m3 did not respond. No job will be sent."),
         "{out:?}"
     );
+    let out = c
+        .salt_run(&["manage.down", "removekeys=True", "timeout=2"])
+        .unwrap();
+    assert_eq!(out.stdout, "- m3\n", "{out:?}");
+    assert!(
+        !c.key_path(KeyDir::Accepted, "m3").exists(),
+        "m3's key deleted"
+    );
+    assert!(c.key_path(KeyDir::Accepted, "m1").exists());
 }
 
 #[test]

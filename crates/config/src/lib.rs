@@ -24,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod cluster;
 mod error;
 mod fileserver;
 mod known;
@@ -34,6 +35,7 @@ mod reader;
 mod source;
 mod types;
 
+pub use cluster::{ClusterConfig, KeyDriver, PostgresConfig};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};
 pub use master::MasterConfig;

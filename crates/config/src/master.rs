@@ -225,6 +225,10 @@ salt_options! {
         /// Keepalive probe interval (seconds; `-1`: OS default).
         #[salt_default = "-1"]
         pub tcp_keepalive_intvl: Option<Duration>,
+        /// The master group this master belongs to (`cluster_id`, with `keys.cache_driver`
+        /// and the `postgres.*` connection; docs/group.md). `None`: a single master.
+        #[salt_default = "None"]
+        pub cluster_id: Option<crate::cluster::ClusterConfig>,
         /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
         #[salt_default = "None (salt-rs only)"]
         pub metrics_port: Option<u16>,
@@ -435,6 +439,7 @@ impl MasterConfig {
             ),
             tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
             tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
+            cluster_id: crate::cluster::read(r),
             metrics_port: r.opt("metrics_port", port),
             metrics_host: r.get("metrics_host", IpAddr::from([127, 0, 0, 1]), word(parse_ip)),
             fileserver: FileServerConfig::read(r),
@@ -459,7 +464,8 @@ impl MasterConfig {
 
 /// Options read by the loader that are not fields of [`MasterConfig`].
 fn extra_docs() -> Vec<OptionDoc> {
-    vec![
+    let mut v = crate::cluster::docs();
+    v.extend([
         OptionDoc {
             name: "keep_jobs",
             default: "24",
@@ -484,7 +490,8 @@ fn extra_docs() -> Vec<OptionDoc> {
             default: "master.d/*.conf",
             doc: "Glob of drop-in files merged in sorted order after the main file.".to_owned(),
         },
-    ]
+    ]);
+    v
 }
 
 /// Salt's default `pillar_roots`.

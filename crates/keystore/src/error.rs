@@ -53,6 +53,16 @@ pub enum KeyStoreError {
         tried: bool,
     },
 
+    /// The group's key store (a database) refused or could not take the change; nothing
+    /// changed.
+    #[error("{driver} key store: {message}")]
+    Backend {
+        /// The driver (`postgres`).
+        driver: &'static str,
+        /// What went wrong, for the operator.
+        message: String,
+    },
+
     /// A path that must be a directory (pki_dir or one of its key dirs) is something else.
     #[error("{path}: exists but is not a directory", path = .path.display())]
     NotADirectory {

@@ -71,6 +71,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod changes;
 pub mod dropfile;
 mod error;
 mod fsutil;
@@ -79,6 +80,7 @@ mod id;
 mod pem;
 mod store;
 
+pub use changes::KeyChanges;
 pub use dropfile::{DropfileCheck, check_dropfile, clear_dropfile, take_dropfile, write_dropfile};
 pub use error::{KeyStoreError, Result};
 pub use glob::{GlobList, fnmatch};

@@ -29,7 +29,15 @@ impl std::fmt::Debug for PublishKey {
 impl PublishKey {
     /// Generate a key and its signature.
     pub fn generate(master: &PrivateKey) -> Result<Self, salt_pki::Error> {
-        let crypticle = Crypticle::generate();
+        Self::sign(master, Crypticle::generate())
+    }
+
+    /// The key a master group agreed on (its Crypticle key string), signed by this master.
+    pub fn from_key_string(master: &PrivateKey, key: &str) -> Result<Self, salt_pki::Error> {
+        Self::sign(master, Crypticle::from_key_string(key)?)
+    }
+
+    fn sign(master: &PrivateKey, crypticle: Crypticle) -> Result<Self, salt_pki::Error> {
         let digest = hex::encode(Sha256::digest(crypticle.key_string().as_bytes()));
         let sig = master.x931_sign(digest.as_bytes())?;
         Ok(PublishKey {

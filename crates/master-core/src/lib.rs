@@ -19,6 +19,7 @@ pub mod aes;
 pub mod convert;
 pub mod events;
 pub mod gather;
+mod group;
 pub mod jid;
 pub mod jobs;
 pub mod jobs_clean;

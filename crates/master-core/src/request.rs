@@ -289,15 +289,26 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         Act::Invalid => "refused",
     });
     let id = &req.id;
-    match decision.action {
-        KeyAction::None => {}
-        KeyAction::WritePending => shared.store.put_pending(id, &req.pub_key)?,
-        KeyAction::WriteDenied => shared.store.put_denied(id, &req.pub_key)?,
-        KeyAction::WriteRejected | KeyAction::MovePendingToRejected => {
-            shared.store.put_rejected(id, &req.pub_key)?;
-        }
-        KeyAction::WriteAccepted | KeyAction::PendingToAccepted => {
-            shared.store.put_accepted(id, &req.pub_key)?;
+    let write = match decision.action {
+        KeyAction::None => None,
+        KeyAction::WritePending => Some(KeyState::Pending),
+        KeyAction::WriteDenied => Some(KeyState::Denied),
+        KeyAction::WriteRejected | KeyAction::MovePendingToRejected => Some(KeyState::Rejected),
+        KeyAction::WriteAccepted | KeyAction::PendingToAccepted => Some(KeyState::Accepted),
+    };
+    if let Some(state) = write {
+        match shared.key_changes().put(state, id, &req.pub_key) {
+            Ok(()) => {}
+            // A group whose database is down: a pending or denied record waits for the
+            // minion's next sign-in; granting access does not.
+            Err(e @ salt_keystore::KeyStoreError::Backend { .. })
+                if matches!(state, KeyState::Pending | KeyState::Denied) =>
+            {
+                if shared.log_limit.allow("group-write") {
+                    tracing::warn!("{state} key of {id} not recorded: {e}");
+                }
+            }
+            Err(e) => return Err(e.into()),
         }
     }
     match (decision.act, decision.outcome) {

@@ -108,7 +108,7 @@ pub async fn run_with_ready(
     mkdir(&Shared::sessions_dir(&cfg), 0o700)?;
     // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
     // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
-    let store = KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?;
+    let store = Arc::new(KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?);
     let keys = {
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || MasterKeys::load(&cfg))
@@ -120,9 +120,11 @@ pub async fn run_with_ready(
     };
     // A fresh start makes a fresh publish key: a leftover rotation request is moot.
     let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
-    let aes = AesState::new(PublishKey::generate(&keys.key)?);
+    let (group, first_key) = crate::group::open(&cfg, &keys, &store).await?;
+    let aes = AesState::new(first_key);
     let (acl, acl_blacklist) = Shared::acl_from(&cfg);
     let shared = Arc::new(Shared {
+        group,
         sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
         jobs: Jobs::new(Shared::jobs_dir(&cfg)),
         jids: JidGenerator::new(),
@@ -141,6 +143,7 @@ pub async fn run_with_ready(
         aes,
         cfg,
     });
+    crate::group::follow(&shared);
     let cfg = &shared.cfg;
     let host = cfg.interface.to_string();
     let ipv6 = cfg.ipv6.unwrap_or(cfg.interface.is_ipv6());
@@ -339,7 +342,19 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
             clean_jobs(&s);
             let aged = !cfg.publish_session.is_zero()
                 && s.aes.current().created.elapsed() >= cfg.publish_session;
-            if dropfile || aged {
+            if (dropfile || aged)
+                && let Some(group) = &s.group
+            {
+                // The group's key rotates for every master, through the change log.
+                match group.rotate_aes() {
+                    Ok(()) => s.metrics.rotation(if dropfile {
+                        "dropfile"
+                    } else {
+                        "publish_session"
+                    }),
+                    Err(e) => tracing::warn!("group AES key rotation refused: {e}"),
+                }
+            } else if dropfile || aged {
                 match PublishKey::generate(&s.keys.key) {
                     Ok(k) => {
                         s.aes.rotate(k);

@@ -23,8 +23,10 @@ pub struct Shared {
     pub cfg: MasterConfig,
     /// master.pem / pub_sig.
     pub keys: MasterKeys,
-    /// Minion keys.
-    pub store: KeyStore,
+    /// Minion keys (with a group: the local mirror of the group's keys).
+    pub store: std::sync::Arc<KeyStore>,
+    /// The master group on PostgreSQL (`keys.cache_driver: postgres`), if any.
+    pub group: Option<std::sync::Arc<salt_pgstore::Group>>,
     /// The publish AES key.
     pub aes: AesState,
     /// Per-minion session keys.
@@ -72,6 +74,14 @@ impl Shared {
             cfg.hash_type,
             cfg.cachedir.clone(),
         )
+    }
+
+    /// Where key changes go: the group's database, or the files.
+    pub fn key_changes(&self) -> &dyn salt_keystore::KeyChanges {
+        match &self.group {
+            Some(g) => g.as_ref(),
+            None => self.store.as_ref(),
+        }
     }
 
     /// `{cachedir}/jobs`.

@@ -35,7 +35,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         .config;
     std::fs::create_dir_all(Shared::jobs_dir(&cfg)).unwrap();
     std::fs::create_dir_all(Shared::sessions_dir(&cfg)).unwrap();
-    let store = KeyStore::open(&cfg.pki_dir).unwrap();
+    let store = std::sync::Arc::new(KeyStore::open(&cfg.pki_dir).unwrap());
     let keys = MasterKeys::load(&cfg).unwrap();
     let aes = AesState::new(PublishKey::generate(&keys.key).unwrap());
     let (acl, acl_blacklist) = Shared::acl_from(&cfg);
@@ -54,6 +54,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
         events: Default::default(),
         files: Shared::file_server(&cfg),
         store,
+        group: None,
         keys,
         aes,
         cfg,

@@ -70,12 +70,19 @@ pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Resul
         "manage.down" => {
             // down(removekeys=False, tgt, tgt_type, timeout, gather_job_timeout)
             let (_, down) = ping(ctx, a, timeout).await?;
-            if a.flag(0, "removekeys", false) {
-                for id in &down {
-                    match ctx.shared.store.delete(id) {
-                        Ok(_) => tracing::info!("manage.down: deleted the key of {id}"),
-                        Err(e) => tracing::warn!("manage.down: cannot delete the key of {id}: {e}"),
-                    }
+            if a.flag(0, "removekeys", false) && !down.is_empty() {
+                // As Salt's wheel `key.delete`: through the key store in use (the files, or
+                // the group's database), then the AES key rotates (the dropfile salt-key
+                // writes, taken by the maintenance loop).
+                match ctx.shared.key_changes().delete_many(&down) {
+                    Ok(_) => tracing::info!("manage.down: deleted the keys of {}", down.join(", ")),
+                    Err(e) => return Err(format!("manage.down: cannot delete keys: {e}")),
+                }
+                let cfg = &ctx.shared.cfg;
+                if cfg.rotate_aes_key
+                    && let Err(e) = salt_keystore::write_dropfile(&cfg.cachedir, Some(&cfg.id))
+                {
+                    tracing::warn!("manage.down: cannot request the AES key rotation: {e}");
                 }
             }
             Ok(json!(down))

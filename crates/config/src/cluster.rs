@@ -1,0 +1,234 @@
+//! A master group (docs/group.md): `cluster_id`, `keys.cache_driver`, `master_job_cache` and
+//! the PostgreSQL connection, in Salt's words (`postgres.*`, with the `pgjsonb` returner's
+//! `returner.pgjsonb.*` keys as aliases).
+
+use crate::OptionDoc;
+use crate::error::Problem;
+use crate::reader::{Reader, port, string};
+use crate::types::{Secret, invalid};
+
+/// Where the minion keys live (`keys.cache_driver`, Salt 3008's key-cache option).
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum KeyDriver {
+    /// `localfs_key` (Salt's default): the files of `pki_dir`.
+    #[default]
+    Files,
+    /// `postgres`: the group's PostgreSQL database, mirrored into `pki_dir`.
+    Postgres,
+}
+
+/// The PostgreSQL connection (Salt's `postgres.*` keys; defaults of Salt's `pgjsonb`
+/// returner).
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct PostgresConfig {
+    /// A host name, or a directory holding the server's Unix socket (starts with `/`).
+    pub host: String,
+    /// TCP port, also the suffix of the socket file (`.s.PGSQL.<port>`).
+    pub port: u16,
+    /// Role name.
+    pub user: String,
+    /// Password.
+    pub pass: Secret,
+    /// Database name.
+    pub db: String,
+    /// `disable` or `prefer` (no TLS is offered by salt-rs yet).
+    pub sslmode: String,
+}
+
+/// A master group: the masters sharing one `cluster_id` and one database.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct ClusterConfig {
+    /// The group's name (`cluster_id`).
+    pub cluster_id: String,
+    /// `keys.cache_driver`.
+    pub keys_driver: KeyDriver,
+    /// The database.
+    pub postgres: PostgresConfig,
+}
+
+impl ClusterConfig {
+    /// True when the keys live in PostgreSQL.
+    pub fn keys_in_postgres(&self) -> bool {
+        self.keys_driver == KeyDriver::Postgres
+    }
+}
+
+/// `(salt key, pgjsonb alias, default)`.
+const CONN_KEYS: [(&str, &str, &str); 6] = [
+    ("postgres.host", "returner.pgjsonb.host", "salt"),
+    ("postgres.port", "returner.pgjsonb.port", "5432"),
+    ("postgres.user", "returner.pgjsonb.user", "salt"),
+    ("postgres.pass", "returner.pgjsonb.passwd", "salt"),
+    ("postgres.db", "returner.pgjsonb.db", "salt"),
+    ("postgres.sslmode", "returner.pgjsonb.sslmode", "prefer"),
+];
+
+fn key_driver(node: &crate::node::Node) -> Result<KeyDriver, Problem> {
+    match string(node)?.as_str() {
+        "localfs_key" | "localfs" => Ok(KeyDriver::Files),
+        "postgres" => Ok(KeyDriver::Postgres),
+        other => Err(invalid(
+            other,
+            "salt-rs supports `localfs_key` (files, the default) and `postgres`",
+        )),
+    }
+}
+
+fn job_cache(node: &crate::node::Node) -> Result<(), Problem> {
+    match string(node)?.as_str() {
+        "local_cache" => Ok(()),
+        other => Err(invalid(
+            other,
+            "salt-rs supports only `local_cache` here; `pgjsonb` (the group job cache) is not \
+             implemented yet (docs/group.md)",
+        )),
+    }
+}
+
+fn sslmode(node: &crate::node::Node) -> Result<String, Problem> {
+    let s = string(node)?;
+    match s.as_str() {
+        "disable" | "allow" | "prefer" => Ok(s),
+        _ => Err(invalid(
+            &s,
+            "salt-rs connects without TLS: use `disable` or `prefer` (a Unix socket or a \
+             trusted network)",
+        )),
+    }
+}
+
+fn one<'a>(
+    r: &mut Reader<'a>,
+    key: &'static str,
+    alias: &'static str,
+) -> Option<&'a crate::source::Entry> {
+    let main = r.entry(key);
+    let alt = r.entry(alias);
+    main.or(alt)
+}
+
+/// Reads the group options; `None` unless `cluster_id` or `keys.cache_driver: postgres` is set.
+pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
+    let driver_entry = r.entry("keys.cache_driver");
+    let keys_driver = r.convert(driver_entry, KeyDriver::Files, key_driver);
+    r.get("master_job_cache", (), job_cache);
+    let cluster_id = r.opt("cluster_id", string);
+    let host = one(r, CONN_KEYS[0].0, CONN_KEYS[0].1);
+    let host = r.convert(host, "salt".to_owned(), string);
+    let p = one(r, CONN_KEYS[1].0, CONN_KEYS[1].1);
+    let port = r.convert(p, 5432, port);
+    let u = one(r, CONN_KEYS[2].0, CONN_KEYS[2].1);
+    let user = r.convert(u, "salt".to_owned(), string);
+    let pw = one(r, CONN_KEYS[3].0, CONN_KEYS[3].1);
+    let pass = r.convert(pw, Secret::new("salt".to_owned()), |n| {
+        string(n).map(Secret::new)
+    });
+    let d = one(r, CONN_KEYS[4].0, CONN_KEYS[4].1);
+    let db = r.convert(d, "salt".to_owned(), string);
+    let s = one(r, CONN_KEYS[5].0, CONN_KEYS[5].1);
+    let sslmode = r.convert(s, "prefer".to_owned(), sslmode);
+    let cluster_id = match (cluster_id, keys_driver) {
+        (Some(c), _) => c,
+        (None, KeyDriver::Files) => return None,
+        (None, KeyDriver::Postgres) => {
+            if let Some(e) = driver_entry {
+                r.fail(
+                    e,
+                    invalid(
+                        "postgres",
+                        "`keys.cache_driver: postgres` needs `cluster_id` (the group's name)",
+                    ),
+                );
+            }
+            return None;
+        }
+    };
+    Some(ClusterConfig {
+        cluster_id,
+        keys_driver,
+        postgres: PostgresConfig {
+            host,
+            port,
+            user,
+            pass,
+            db,
+            sslmode,
+        },
+    })
+}
+
+/// Option-table rows for the keys read here but not fields of `MasterConfig`.
+pub(crate) fn docs() -> Vec<OptionDoc> {
+    let mut v = vec![
+        OptionDoc {
+            name: "keys.cache_driver",
+            default: "localfs_key",
+            doc: "Where minion keys live: `localfs_key` (the files of `pki_dir`) or `postgres` \
+                  (the group's database, needs `cluster_id`; docs/group.md)."
+                .to_owned(),
+        },
+        OptionDoc {
+            name: "master_job_cache",
+            default: "local_cache",
+            doc: "Only `local_cache` (the files of `cachedir/jobs`); `pgjsonb` is refused by \
+                  name until the group job cache lands."
+                .to_owned(),
+        },
+    ];
+    for (key, alias, default) in CONN_KEYS {
+        v.push(OptionDoc {
+            name: key,
+            default,
+            doc: format!("Group database connection (docs/group.md); alias `{alias}`."),
+        });
+        v.push(OptionDoc {
+            name: alias,
+            default,
+            doc: format!("Alias of `{key}` (Salt's pgjsonb returner)."),
+        });
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{KeyDriver, LoadOptions, MasterConfig};
+
+    fn load(yaml: &str) -> Result<MasterConfig, crate::ConfigErrors> {
+        MasterConfig::from_yaml_str(yaml, &LoadOptions::new("/nonexistent")).map(|l| l.config)
+    }
+
+    #[test]
+    fn group_in_salts_words_with_pgjsonb_aliases() {
+        let c = load(
+            "cluster_id: prod\nkeys.cache_driver: postgres\npostgres.host: /run/pg\n\
+             returner.pgjsonb.port: 5433\nreturner.pgjsonb.passwd: s3\npostgres.db: keys\n",
+        )
+        .unwrap();
+        let g = c.cluster_id.expect("group");
+        assert_eq!(g.cluster_id, "prod");
+        assert_eq!(g.keys_driver, KeyDriver::Postgres);
+        assert_eq!(g.postgres.host, "/run/pg");
+        assert_eq!(g.postgres.port, 5433);
+        assert_eq!(g.postgres.pass.expose(), "s3");
+        assert_eq!(g.postgres.db, "keys");
+        assert_eq!(g.postgres.user, "salt");
+        assert!(load("").unwrap().cluster_id.is_none());
+    }
+
+    #[test]
+    fn unsupported_group_options_are_refused_by_name() {
+        let e = load("keys.cache_driver: postgres\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs `cluster_id`"), "{e}");
+        let e = load("keys.cache_driver: redis\n").unwrap_err().to_string();
+        assert!(e.contains("redis"), "{e}");
+        let e = load("master_job_cache: pgjsonb\n").unwrap_err().to_string();
+        assert!(e.contains("not implemented yet"), "{e}");
+        let e = load("cluster_id: g\npostgres.sslmode: require\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without TLS"), "{e}");
+    }
+}

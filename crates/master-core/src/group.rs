@@ -1,0 +1,85 @@
+//! The master's side of a master group (docs/group.md): open the group store over the
+//! local key mirror, agree on the group's publish key, follow the change log.
+
+use std::sync::{Arc, Weak};
+
+use salt_config::MasterConfig;
+use salt_keystore::KeyStore;
+use salt_pgstore::{Group, Settings};
+
+use crate::aes::PublishKey;
+use crate::keys::MasterKeys;
+use crate::server::MasterError;
+use crate::state::Shared;
+
+/// With `keys.cache_driver: postgres`: the group, and the publish key to start with (the
+/// group's, or a fresh local one when the database cannot be reached now).
+pub(crate) async fn open(
+    cfg: &MasterConfig,
+    keys: &MasterKeys,
+    store: &Arc<KeyStore>,
+) -> Result<(Option<Arc<Group>>, PublishKey), MasterError> {
+    let local = PublishKey::generate(&keys.key)?;
+    let Some(c) = cfg.cluster_id.as_ref().filter(|c| c.keys_in_postgres()) else {
+        return Ok((None, local));
+    };
+    let settings = Settings::from_config(c, &cfg.id, cfg.rotate_aes_key);
+    let group = Group::new(settings, store.clone()).map_err(|e| MasterError::Io {
+        what: "group database".into(),
+        source: std::io::Error::other(e),
+    })?;
+    let group = Arc::new(group);
+    let key = local.crypticle.key_string().to_owned();
+    let g = group.clone();
+    let master_key = keys.key.clone();
+    let first = tokio::task::spawn_blocking(move || {
+        let seq = g.sync()?;
+        let (generation, aes) = g.ensure_aes(&key)?;
+        Ok::<_, salt_pgstore::Error>((seq, generation, aes))
+    })
+    .await
+    .map_err(|e| MasterError::Io {
+        what: "group database".into(),
+        source: std::io::Error::other(e),
+    })?;
+    let publish = match first {
+        Ok((seq, generation, aes)) => {
+            tracing::info!(
+                "group {}: keys up to change {seq}, publish key generation {generation}",
+                c.cluster_id
+            );
+            PublishKey::from_key_string(&master_key, &aes)?
+        }
+        Err(e) => {
+            tracing::warn!(
+                "group {}: database unreachable at start ({e}); serving the keys of the local \
+                 mirror, key changes refused until it returns",
+                c.cluster_id
+            );
+            local
+        }
+    };
+    Ok((Some(group), publish))
+}
+
+/// Adopt every new group publish key, and start following the change log.
+pub(crate) fn follow(shared: &Arc<Shared>) {
+    let Some(group) = &shared.group else {
+        return;
+    };
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    group.on_aes(Box::new(move |generation, key| {
+        let Some(s) = weak.upgrade() else {
+            return;
+        };
+        match PublishKey::from_key_string(&s.keys.key, key) {
+            Ok(k) => {
+                s.aes.rotate(k);
+                s.metrics.rotation("group");
+                tracing::info!("Rotating master AES key (group generation {generation})");
+            }
+            Err(e) => tracing::error!("group publish key unusable: {e}"),
+        }
+    }));
+    group.start_follower();
+}

@@ -1,0 +1,225 @@
+//! A real PostgreSQL from Debian's packages for the master-group tests (docs/group.md):
+//! `initdb` as the `postgres` user in a temp dir, the server on a Unix socket only
+//! (`listen_addresses=''`, `fsync=off`), in its own process group, killed by pid with the
+//! test. [`Postgres::start`] returns `None` (the caller prints `SKIPPED:`) where
+//! PostgreSQL is not installed or we are not root.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::error::HarnessError;
+use crate::process::{Proc, ProcSpec};
+use crate::wait::wait_until;
+
+/// A running PostgreSQL server.
+pub struct Postgres {
+    proc: Proc,
+    data: PathBuf,
+    sock: PathBuf,
+    port: u16,
+}
+
+/// `/usr/lib/postgresql/<newest>/bin`, if installed.
+pub fn bin_dir() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|p| p.join("postgres").exists() && p.join("initdb").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+fn chown_postgres(path: &Path) -> Result<(), HarnessError> {
+    let st = Command::new("chown")
+        .arg("-R")
+        .arg("postgres:postgres")
+        .arg(path)
+        .status()
+        .map_err(|e| HarnessError::io("chown", e))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(HarnessError::io(
+            "chown",
+            std::io::Error::other("chown failed"),
+        ))
+    }
+}
+
+impl Postgres {
+    /// Start a server in `dir` (must be reachable by the `postgres` user). `Ok(None)`:
+    /// PostgreSQL or root is missing.
+    pub fn start(dir: &Path) -> Result<Option<Self>, HarnessError> {
+        let Some(bin) = bin_dir() else {
+            return Ok(None);
+        };
+        if !nix::unistd::geteuid().is_root() {
+            return Ok(None);
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        let mut p = dir.to_path_buf();
+        // Every parent must be traversable by `postgres`.
+        while let Some(parent) = p.parent() {
+            if let Ok(m) = std::fs::metadata(&p) {
+                let mut perm = m.permissions();
+                if perm.mode() & 0o001 == 0 {
+                    perm.set_mode(perm.mode() | 0o711);
+                    let _ = std::fs::set_permissions(&p, perm);
+                }
+            }
+            p = parent.to_path_buf();
+        }
+        let data = dir.join("pgdata");
+        let sock = dir.join("pgsock");
+        for d in [&data, &sock] {
+            std::fs::create_dir_all(d).map_err(|e| HarnessError::io(d.display().to_string(), e))?;
+        }
+        chown_postgres(dir)?;
+        let out = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(bin.join("initdb"))
+            .args(["-A", "trust", "--no-sync", "-U", "postgres", "-D"])
+            .arg(&data)
+            .output()
+            .map_err(|e| HarnessError::io("initdb", e))?;
+        if !out.status.success() {
+            return Err(HarnessError::io(
+                "initdb",
+                std::io::Error::other(String::from_utf8_lossy(&out.stderr).into_owned()),
+            ));
+        }
+        let port = crate::ports::free_port()?;
+        let spec = ProcSpec::new("postgres", "runuser", dir).args(
+            [
+                "-u".to_owned(),
+                "postgres".to_owned(),
+                "--".to_owned(),
+                bin.join("postgres").display().to_string(),
+                "-D".to_owned(),
+                data.display().to_string(),
+                "-k".to_owned(),
+                sock.display().to_string(),
+                "-p".to_owned(),
+                port.to_string(),
+                "-c".to_owned(),
+                "listen_addresses=".to_owned(),
+                "-c".to_owned(),
+                "fsync=off".to_owned(),
+                "-c".to_owned(),
+                "max_connections=200".to_owned(),
+            ]
+            .iter(),
+        );
+        let pg = Self {
+            proc: Proc::spawn(spec)?,
+            data,
+            sock,
+            port,
+        };
+        pg.wait_ready()?;
+        Ok(Some(pg))
+    }
+
+    fn wait_ready(&self) -> Result<(), HarnessError> {
+        let socket = self.sock.join(format!(".s.PGSQL.{}", self.port));
+        if let Err(e) = wait_until("the PostgreSQL socket", Duration::from_secs(30), || {
+            socket.exists()
+        }) {
+            eprintln!("postgres output:\n{}", self.proc.output());
+            return Err(e);
+        }
+        // The socket appears a little before the server accepts queries.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    }
+
+    /// The socket directory (`postgres.host`).
+    pub fn host(&self) -> &Path {
+        &self.sock
+    }
+
+    /// `postgres.port`.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The master config lines of a group member.
+    pub fn group_conf(&self, cluster: &str) -> String {
+        format!(
+            "cluster_id: {cluster}\nkeys.cache_driver: postgres\npostgres.host: {}\n\
+             postgres.port: {}\npostgres.user: postgres\npostgres.db: postgres\n",
+            self.sock.display(),
+            self.port
+        )
+    }
+
+    /// SIGKILL the postmaster (pid from its `postmaster.pid`) and its children, by pid: a
+    /// crash. (`runuser` may put the server in a session of its own, out of our group.)
+    pub fn kill(&mut self) {
+        let pid = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<i32>().ok()));
+        if let Some(pid) = pid {
+            let mut pids = vec![pid];
+            pids.extend(children(pid));
+            for p in &pids {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p), Signal::SIGKILL);
+            }
+            let _ = wait_until("the postmaster to die", Duration::from_secs(10), || {
+                !Path::new(&format!("/proc/{pid}")).exists()
+                    || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .is_ok_and(|s| s.contains(") Z "))
+            });
+        }
+        self.proc.signal(Signal::SIGKILL);
+        let _ = self.proc.wait_exit(Duration::from_secs(10));
+        // What a crash leaves: the socket, its lock, the postmaster's lock file (every
+        // process of this server is gone, so removing them is safe).
+        let sock = self.sock.join(format!(".s.PGSQL.{}", self.port));
+        let _ = std::fs::remove_file(&sock);
+        let _ = std::fs::remove_file(self.sock.join(format!(".s.PGSQL.{}.lock", self.port)));
+        let _ = std::fs::remove_file(self.data.join("postmaster.pid"));
+    }
+
+    /// Start it again on the same data (crash recovery).
+    pub fn restart(&mut self) -> Result<(), HarnessError> {
+        self.proc.restart()?;
+        self.wait_ready()
+    }
+}
+
+/// Pids whose parent is `pid` (from /proc).
+fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<i32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
