@@ -231,7 +231,16 @@ fn run(version: &str) {
     // A job longer than `-t`: Salt's CLI asks `saltutil.find_job` and keeps waiting while the
     // job runs, for our minion as for Python's. `cmd.run` keyword arguments answer alike.
     let (v, _) = cli
-        .salt_json(&["*", "cmd.run", "sleep 6; echo done"], 3)
+        .salt_json(
+            &[
+                "--gather-job-timeout",
+                "10",
+                "*",
+                "cmd.run",
+                "sleep 6; echo done",
+            ],
+            3,
+        )
         .unwrap();
     assert_eq!(v, json!({"rmin1": "done", "pymin1": "done"}));
     let (v, _) = cli

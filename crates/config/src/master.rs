@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::error::{ConfigErrors, Problem};
 use crate::fileserver::FileServerConfig;
 use crate::reader::{
-    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,
-    port, string, string_list_map, word,
+    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, path, port,
+    string, string_list_map, word,
 };
 use crate::source::Sources;
 use crate::types::{
@@ -256,9 +256,6 @@ salt_options! {
         /// Master-wide `pillarenv` (`None`: every environment).
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
-        /// Node groups: name -> compound expression (or list of ids).
-        #[salt_default = "{}"]
-        pub nodegroups: serde_json::Map<String, serde_json::Value>,
         /// Keep each minion's grains and pillar in `cachedir/minions/<id>/data.p`.
         #[salt_default = "True"]
         pub minion_data_cache: bool,
@@ -454,7 +451,6 @@ impl MasterConfig {
             pillar_includes_override_sls: r.get("pillar_includes_override_sls", false, boolean),
             pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
             pillarenv: r.opt("pillarenv", string),
-            nodegroups: r.get("nodegroups", serde_json::Map::new(), json_map),
             minion_data_cache: r.get("minion_data_cache", true, boolean),
             mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),
             root_dir,

@@ -125,9 +125,11 @@ impl Target {
     }
 }
 
-/// `nodegroups:` from the config as matcher input.
+/// `nodegroups:` from the config as matcher input (read with the file server's options,
+/// which `_master_opts` also sends).
 pub fn nodegroups(cfg: &salt_config::MasterConfig) -> Vec<(String, Value)> {
-    cfg.nodegroups
+    cfg.fileserver
+        .nodegroups
         .iter()
         .map(|(k, v)| (k.clone(), crate::convert::json_to_mp(v)))
         .collect()

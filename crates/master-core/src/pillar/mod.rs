@@ -281,12 +281,7 @@ impl Compiler<'_> {
 
     /// `top_matches`: per environment, the SLS names this minion gets.
     fn top_matches(&mut self, top: &[TopEntry]) -> Vec<(String, Vec<String>)> {
-        let groups: Vec<(String, Value)> = self
-            .cfg
-            .nodegroups
-            .iter()
-            .map(|(k, v)| (k.clone(), crate::convert::json_to_mp(v)))
-            .collect();
+        let groups: Vec<(String, Value)> = crate::target::nodegroups(self.cfg);
         let ov = self.override_map();
         let facts = salt_matcher::Facts {
             id: &self.req.id,
