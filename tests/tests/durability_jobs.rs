@@ -199,10 +199,15 @@ fn accepted_keys(dir: &Path) -> BTreeMap<String, String> {
 /// The minion's log line when its publish channel is connected again.
 const RECONNECTED: &str = "Publish channel to master 127.0.0.1 reconnected";
 
+/// Publish channels back: a SUB that reconnected, or (a minion that took the killed master for
+/// lost, as a refused alive check says at once) a new sign-in and subscription.
 fn reconnects(minions: &[Proc]) -> Vec<usize> {
     minions
         .iter()
-        .map(|m| m.output().matches(RECONNECTED).count())
+        .map(|m| {
+            let out = m.output();
+            out.matches(RECONNECTED).count() + out.matches(MINION_READY).count()
+        })
         .collect()
 }
 

@@ -79,6 +79,61 @@ impl EventBus {
         }
     }
 
+    /// `salt/auth`, as Salt's request server fires it for each sign-in decision.
+    pub fn fire_auth(&self, id: &str, act: &str, result: bool, pub_key: &str) {
+        if self.wanted() {
+            self.fire(
+                "salt/auth",
+                serde_json::json!({"result": result, "act": act, "id": id, "pub": pub_key}),
+            );
+        }
+    }
+
+    /// Salt's `masterapi._minion_event`: each event of `events` under its own tag, or the
+    /// load itself under `tag`.
+    pub fn fire_minion_events(&self, load: &rmpv::Value) {
+        if !self.wanted() {
+            return;
+        }
+        let get = salt_proto::map_get;
+        let text =
+            |v: &rmpv::Value, k: &str| get(v, k).and_then(rmpv::Value::as_str).map(str::to_owned);
+        match get(load, "events") {
+            Some(rmpv::Value::Array(evs)) => {
+                for ev in evs {
+                    let Some(tag) = text(ev, "tag") else {
+                        continue;
+                    };
+                    let data = get(ev, "data").unwrap_or(ev);
+                    self.fire_mp(tag.as_str(), data);
+                    if let Some(pre) = text(load, "pretag") {
+                        self.fire_mp(format!("{pre}/{tag}"), data);
+                    }
+                }
+            }
+            _ => {
+                if let Some(tag) = text(load, "tag") {
+                    self.fire_mp(tag, load);
+                }
+            }
+        }
+    }
+
+    /// `salt/job/<jid>/ret/<id>`: the return load as Salt's master fires it (`cmd` first, `id`).
+    pub fn fire_return(&self, jid: &str, id: &str, load: &rmpv::Value) {
+        if !self.wanted() {
+            return;
+        }
+        let mut ev = load.clone();
+        if let rmpv::Value::Map(m) = &mut ev {
+            m.insert(0, (rmpv::Value::from("cmd"), rmpv::Value::from("_return")));
+            if !m.iter().any(|(k, _)| k.as_str() == Some("id")) {
+                m.push((rmpv::Value::from("id"), rmpv::Value::from(id)));
+            }
+        }
+        self.fire_mp(format!("salt/job/{jid}/ret/{id}"), &ev);
+    }
+
     /// Listen from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.tx.subscribe()

@@ -342,7 +342,7 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
             Act::Full => "full",
             Act::Accept | Act::Invalid => "refused",
         };
-        fire_auth(shared, id, act, false, &req.pub_key);
+        shared.events.fire_auth(id, act, false, &req.pub_key);
         return Ok(fail_reply(shared, req, ret)?);
     }
     let session = shared.sessions.get_or_create(id)?;
@@ -378,7 +378,7 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         .unwrap_or_else(|e| e.into_inner())
         .insert(id.clone());
     tracing::info!("Authentication accepted from {id}");
-    fire_auth(shared, id, "accept", true, &req.pub_key);
+    shared.events.fire_auth(id, "accept", true, &req.pub_key);
     Ok(reply)
 }
 
@@ -486,7 +486,7 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
         }
         Some("_minion_event") => {
             log_event(&id, &load);
-            fire_minion_events(shared, &load);
+            shared.events.fire_minion_events(&load);
             Value::Nil
         }
         Some(cmd @ ("_mine" | "_mine_get" | "_mine_delete" | "_mine_flush")) => {
@@ -556,64 +556,13 @@ fn log_event(id: &str, load: &Value) {
     tracing::debug!("Event from {id}: {}", tags.join(", "));
 }
 
-/// `salt/auth`, as Salt's request server fires it for each sign-in decision.
-fn fire_auth(shared: &Shared, id: &str, act: &str, result: bool, pub_key: &str) {
-    if shared.events.wanted() {
-        shared.events.fire(
-            "salt/auth",
-            serde_json::json!({"result": result, "act": act, "id": id, "pub": pub_key}),
-        );
-    }
-}
-
-/// Salt's `masterapi._minion_event`: each event of `events` under its own tag, or the load
-/// itself under `tag`.
-fn fire_minion_events(shared: &Shared, load: &Value) {
-    if !shared.events.wanted() {
-        return;
-    }
-    match get(load, "events") {
-        Some(Value::Array(evs)) => {
-            for ev in evs {
-                let Some(tag) = get_str(ev, "tag") else {
-                    continue;
-                };
-                shared.events.fire_mp(tag, get(ev, "data").unwrap_or(ev));
-                if let Some(pre) = get_str(load, "pretag") {
-                    shared
-                        .events
-                        .fire_mp(format!("{pre}/{tag}"), get(ev, "data").unwrap_or(ev));
-                }
-            }
-        }
-        _ => {
-            if let Some(tag) = get_str(load, "tag") {
-                shared.events.fire_mp(tag, load);
-            }
-        }
-    }
-}
-
 fn handle_return(shared: &Shared, id: &str, mut load: Value) {
     pop(&mut load, "cmd");
     let jid = match get_str(&load, "jid") {
         Some("req") | None => shared.jids.next(),
         Some(j) => j.to_owned(),
     };
-    if shared.events.wanted() {
-        let mut ev = load.clone();
-        if let Value::Map(m) = &mut ev {
-            m.insert(0, (text("cmd"), text("_return")));
-            if get(&ev, "id").is_none()
-                && let Value::Map(m) = &mut ev
-            {
-                m.push((text("id"), text(id)));
-            }
-        }
-        shared
-            .events
-            .fire_mp(format!("salt/job/{jid}/ret/{id}"), &ev);
-    }
+    shared.events.fire_return(&jid, id, &load);
     shared.metrics.returns.inc();
     if !shared.cfg.job_cache {
         shared.jobs.deliver(&jid, id, &load);

@@ -15,6 +15,13 @@ use clap::Parser;
 
 #[path = "../cli/batch.rs"]
 mod batch;
+#[path = "../cli/progress.rs"]
+mod progress;
+#[path = "../cli/unsupported.rs"]
+mod unsupported;
+
+use progress::Progress;
+use unsupported::unsupported_flag;
 #[path = "../cli/args.rs"]
 mod cli_args;
 
@@ -133,86 +140,6 @@ fn no_response(jid: &str) -> String {
          any remaining minions will return upon completion. To look up the return data for this \
          job later, run the following command:\n\nsalt-run jobs.lookup_jid {jid}"
     )
-}
-
-/// Salt's `salt` flags salt-rs does not support yet, with the Salt feature each one needs.
-/// Checked before clap, so the user reads the feature's name rather than clap's
-/// "unexpected argument". Remove a row when its feature lands.
-const UNSUPPORTED: &[(&[&str], &str)] = &[
-    (&["-R", "--range"], "range targeting"),
-    (&["--subset"], "subset targeting"),
-    (
-        &["--batch-safe-limit", "--batch-safe-size"],
-        "batch safe limits",
-    ),
-    (
-        &[
-            "-a",
-            "--auth",
-            "--eauth",
-            "--external-auth",
-            "-T",
-            "--make-token",
-        ],
-        "external authentication (eauth)",
-    ),
-    (
-        &["-d", "--doc", "--documentation"],
-        "function documentation (-d, sys.doc)",
-    ),
-    (
-        &[
-            "--return_config",
-            "--return-config",
-            "--return_kwargs",
-            "--return-kwargs",
-        ],
-        "returner options",
-    ),
-    (
-        &[
-            "--failhard",
-            "--summary",
-            "--hide-timeout",
-            "--preview-target",
-            "--metadata",
-            "--output-diff",
-        ],
-        "this job output option",
-    ),
-    (
-        &["--module-executors", "--executor-opts"],
-        "module executors",
-    ),
-];
-
-/// The first unsupported flag in `argv` (before a `--`) and its feature, as a message.
-fn unsupported_flag(argv: &[String]) -> Option<String> {
-    for a in argv.iter().skip(1) {
-        if a == "--" {
-            return None;
-        }
-        if !a.starts_with('-') {
-            continue;
-        }
-        for (flags, feature) in UNSUPPORTED {
-            for f in *flags {
-                // `--batch=10`, `-b10`, `-b 10`: the flag and its value.
-                let hit = a == f
-                    || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
-                    || (f.len() == 2
-                        && !f.starts_with("--")
-                        && a.starts_with(f)
-                        && !a.starts_with("--"));
-                if hit {
-                    return Some(format!(
-                        "salt: {f}: {feature} is not supported yet by salt-rs (see docs/migration.md, Known differences)"
-                    ));
-                }
-            }
-        }
-    }
-    None
 }
 
 fn main() -> ExitCode {
@@ -551,77 +478,9 @@ async fn run(
     ExitCode::SUCCESS
 }
 
-/// The progress line on a terminal, `[returned/expected] waiting for returns...` on stderr,
-/// rewritten in place (`\r`) as returns arrive and erased before the final output; nothing
-/// when stderr is not a terminal (pipes, files, tests).
-struct Progress {
-    on: bool,
-    expected: Option<usize>,
-    returned: usize,
-    shown: bool,
-}
-
-impl Progress {
-    fn new(on: bool) -> Self {
-        Progress {
-            on,
-            expected: None,
-            returned: 0,
-            shown: false,
-        }
-    }
-
-    fn expect(&mut self, n: Option<usize>) {
-        self.expected = n;
-        self.draw();
-    }
-
-    fn returned(&mut self) {
-        self.returned += 1;
-        self.draw();
-    }
-
-    fn line(&self) -> String {
-        match self.expected {
-            Some(n) => format!("[{}/{n}] waiting for returns...", self.returned),
-            None => format!("[{}/?] waiting for returns...", self.returned),
-        }
-    }
-
-    fn draw(&mut self) {
-        if self.on {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K{}", self.line());
-            let _ = err.flush();
-            self.shown = true;
-        }
-    }
-
-    /// Erase the line so returns print on a clean line.
-    fn clear(&mut self) {
-        if self.shown {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
-            self.shown = false;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn progress_line_counts_returns_and_stays_quiet_off_a_terminal() {
-        let mut p = Progress::new(false);
-        p.expect(Some(3));
-        p.returned();
-        assert_eq!(p.line(), "[1/3] waiting for returns...");
-        assert!(!p.shown, "not drawn when off");
-        p.expect(None);
-        assert_eq!(p.line(), "[1/?] waiting for returns...");
-    }
 
     /// packaging/man/salt.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
     #[test]
@@ -631,39 +490,6 @@ mod tests {
             Args::command(),
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/man/salt.1"),
         );
-    }
-
-    #[test]
-    fn unsupported_flags_name_their_feature() {
-        let argv = |a: &[&str]| {
-            std::iter::once("salt")
-                .chain(a.iter().copied())
-                .map(String::from)
-                .collect::<Vec<_>>()
-        };
-        let m = unsupported_flag(&argv(&["-R", "%cluster", "test.ping"])).unwrap();
-        assert!(
-            m.contains("-R: range targeting is not supported yet"),
-            "{m}"
-        );
-        assert_eq!(
-            unsupported_flag(&argv(&["-C", "G@os:Debian and web*", "test.ping"])),
-            None
-        );
-        let m = unsupported_flag(&argv(&["--batch-safe-limit=10", "*", "test.ping"])).unwrap();
-        assert!(m.contains("batch safe limits"), "{m}");
-        let m = unsupported_flag(&argv(&["-a", "pam", "*", "test.ping"])).unwrap();
-        assert!(m.contains("external authentication"), "{m}");
-        // Implemented since: batches, --async, -v.
-        assert_eq!(unsupported_flag(&argv(&["-b10", "*", "test.ping"])), None);
-        assert_eq!(
-            unsupported_flag(&argv(&["--async", "*", "test.ping"])),
-            None
-        );
-        assert_eq!(unsupported_flag(&argv(&["-v", "*", "test.ping"])), None);
-        assert_eq!(unsupported_flag(&argv(&["-L", "a,b", "test.ping"])), None);
-        assert_eq!(unsupported_flag(&argv(&["*", "cmd.run", "ls -N"])), None);
-        assert_eq!(unsupported_flag(&argv(&["--", "*", "cmd.run", "-v"])), None);
     }
 
     #[test]
