@@ -87,6 +87,8 @@ fn run(version: &str) {
         .master_sign_pubkey(true)
         .set("loop_interval", 1u32)
         .set("worker_threads", 2u32)
+        // Salt's default: find_job answers after `-t` may take a while on a loaded machine.
+        .set("gather_job_timeout", 10u32)
         // Salt 3008 masters send ZMTP heartbeats on both sockets (default every 10 s, peer
         // dropped after 30 s without an answer); shortened so the run crosses many heartbeat
         // timeouts. 3006/3007 ignore these options.
@@ -231,16 +233,7 @@ fn run(version: &str) {
     // A job longer than `-t`: Salt's CLI asks `saltutil.find_job` and keeps waiting while the
     // job runs, for our minion as for Python's. `cmd.run` keyword arguments answer alike.
     let (v, _) = cli
-        .salt_json(
-            &[
-                "--gather-job-timeout",
-                "10",
-                "*",
-                "cmd.run",
-                "sleep 6; echo done",
-            ],
-            3,
-        )
+        .salt_json(&["*", "cmd.run", "sleep 6; echo done"], 3)
         .unwrap();
     assert_eq!(v, json!({"rmin1": "done", "pymin1": "done"}));
     let (v, _) = cli
