@@ -255,6 +255,7 @@ impl MasterConf {
         if self.flavor == Flavor::Salt {
             let srv = self.dir.join("srv");
             let roots = doc.get("file_roots").cloned();
+            let pillar_roots = doc.get("pillar_roots").cloned();
             doc.set(
                 "file_roots",
                 Yaml::Raw(format!(
@@ -270,9 +271,12 @@ impl MasterConf {
                 )),
             );
             doc.set("open_mode", false.into());
-            // A test that serves files sets its own roots.
+            // A test that serves files or pillar sets its own roots.
             if let Some(r) = roots {
                 doc.set("file_roots", r);
+            }
+            if let Some(r) = pillar_roots {
+                doc.set("pillar_roots", r);
             }
         }
         doc.render()

@@ -7,7 +7,8 @@
 //!    3 MiB file served in several chunks, `file.recurse`): same return (state ids, results,
 //!    comments, changes; durations and times left out) and the same files written (content
 //!    and mode); a second `state.apply` changes nothing on both;
-//! 3. `state.sls extra` (an sls named on the command line);
+//! 3. `state.sls extra` (an sls named on the command line; one of its states renders pillar
+//!    values the master compiled from `pillar_roots`);
 //! 4. `cp.list_master`, `cp.list_master_dirs`, `cp.hash_file`, `cp.get_file` (the big file,
 //!    byte for byte).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -69,9 +70,18 @@ fn make_tree(srv: &Path, out: &Path) {
         "extra.sls",
         format!(
             "extra-dir:\n  file.directory:\n    - name: {o}/{{{{ grains['id'] }}}}/extra\n    - makedirs: True\n\
-             extra-file:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/extra/note\n    - contents: note\n"
+             extra-file:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/extra/note\n    - contents: note\n\
+             extra-pillar:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/extra/pillar.txt\n    - contents: {{{{ pillar['color'] }}}}-{{{{ salt['pillar.get']('app:port') }}}}\n"
         )
         .as_bytes(),
+    );
+    // Pillar (served by each master from its own pillar_roots): used inside a state.
+    let pillar = srv.parent().unwrap_or(srv).join("pillar");
+    write(&pillar, "top.sls", b"base:\n  'fs-*':\n    - common\n");
+    write(
+        &pillar,
+        "common.sls",
+        b"{% set port = 8000 + 80 %}\ncolor: blue\napp:\n  port: {{ port }}\n",
     );
     write(srv, "files/index.html", b"<h1>hello</h1>\n");
     write(srv, "files/web.conf.j2", b"answer={{ 6 * 7 }}\n");
@@ -158,6 +168,10 @@ fn run(version: &str) {
     let outdir = root.path().join("out");
     make_tree(&srv, &outdir);
     let roots = Yaml::Raw(format!("{{base: ['{}']}}", srv.display()));
+    let proots = Yaml::Raw(format!(
+        "{{base: ['{}']}}",
+        root.path().join("pillar").display()
+    ));
     let py = Side::Salt(venv);
     let ours = Side::Ours(bins().unwrap());
     // Both masters start at once (Salt's takes the longest), then both minions.
@@ -168,7 +182,8 @@ fn run(version: &str) {
             .ports(ports.0, ports.1)
             .auto_accept(true)
             .set("worker_threads", 2u32)
-            .set("file_roots", roots.clone());
+            .set("file_roots", roots.clone())
+            .set("pillar_roots", proots.clone());
         started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
     }
     let mut masters = Vec::new();
@@ -249,11 +264,20 @@ fn run(version: &str) {
 
     // 3. state.sls.
     let sls = both(&["state.sls", "extra"], 120);
-    assert_eq!(sls.as_object().unwrap().len(), 2, "{sls:#}");
+    assert_eq!(sls.as_object().unwrap().len(), 3, "{sls:#}");
     assert_eq!(
         std::fs::read(outdir.join(ours_run.id).join("extra/note")).unwrap(),
         b"note\n"
     );
+    // Pillar inside a state: `{{ pillar[...] }}` and `salt['pillar.get']` rendered by the
+    // Python minion from the pillar our master compiled, as from Salt's.
+    for id in [ours_run.id, salt_run.id] {
+        assert_eq!(
+            std::fs::read(outdir.join(id).join("extra/pillar.txt")).unwrap(),
+            b"blue-8080\n",
+            "{id}"
+        );
+    }
     step(t0, "state.sls");
 
     // 4. cp.*
