@@ -93,6 +93,13 @@ fn find_job_async_verbose_batch_and_missing() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
     assert_eq!(v["Result"]["m1"]["return"], true, "{v:#}");
+    // The minion data cache (written on each minion's `_pillar`).
+    let out = c
+        .salt_run(&["cache.grains", "m1", "--out", "json"])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect(&out.stdout);
+    assert_eq!(v["m1"]["id"], "m1", "{v:#}");
+    assert!(v.get("m2").is_none(), "{v:#}");
     let out = c.salt_run(&["manage.up"]).unwrap();
     assert_eq!(out.stdout, "- m1\n- m2\n- m3\n", "{out:?}");
     let out = c.salt_run(&["foo.bar"]).unwrap();
