@@ -140,19 +140,10 @@ impl EventBus {
     }
 }
 
-/// Python's `json.dumps(data)` spacing (`", "`, `": "`), as `state.event` prints payloads.
+/// Python's `json.dumps(data)` (`", "`, `": "`, ASCII-escaped), as `state.event` prints
+/// payloads: the renderer's one implementation.
 pub fn py_json(v: &Value) -> String {
-    match v {
-        Value::Array(a) => format!("[{}]", a.iter().map(py_json).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), py_json(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => other.to_string(),
-    }
+    salt_render::py_json(&crate::convert::json_to_mp(v), false)
 }
 
 #[cfg(test)]
