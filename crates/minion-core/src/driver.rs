@@ -102,6 +102,9 @@ pub enum DriverError {
     /// The failover configuration is invalid.
     #[error("master configuration: {0}")]
     Config(#[from] crate::failover::ConfigError),
+    /// A start-up step's thread failed (panicked).
+    #[error("start-up: {0}")]
+    Startup(String),
 }
 
 /// Salt's exit code for a master fingerprint mismatch.
@@ -211,6 +214,26 @@ pub fn asctime(unix: u64) -> String {
         .to_string()
 }
 
+/// The minion key (generated and written if missing), the cached master key and the
+/// master's signing key: the start-up steps that touch the disk.
+fn load_keys(
+    pki_dir: &std::path::Path,
+    keysize: u32,
+    sign_key_name: &str,
+) -> Result<(PrivateKey, Option<String>, Option<salt_pki::PublicKey>), salt_pki::Error> {
+    crate::startup::step("load or generate the minion key");
+    let key = salt_pki::files::load_or_generate(pki_dir, "minion", keysize)?;
+    debug!(
+        "Loaded minion key: {}",
+        pki_dir.join("minion.pem").display()
+    );
+    crate::startup::step("read the cached master keys");
+    let cached = std::fs::read_to_string(pki_dir.join("minion_master.pub")).ok();
+    let sign_pub =
+        salt_pki::files::read_public_key(&pki_dir.join(format!("{sign_key_name}.pub"))).ok();
+    Ok((key, cached, sign_pub))
+}
+
 fn clear_request(load: Value) -> Vec<u8> {
     salt_proto::encode(&Value::Map(vec![
         ("enc".into(), "clear".into()),
@@ -224,21 +247,24 @@ pub async fn run(
     settings: MinionSettings,
     shutdown: impl Future<Output = ()>,
 ) -> Result<RunOutcome, DriverError> {
-    crate::startup::step("load or generate the minion key");
-    let key = salt_pki::files::load_or_generate(&settings.pki_dir, "minion", settings.keysize)?;
-    debug!(
-        "Loaded minion key: {}",
-        settings.pki_dir.join("minion.pem").display()
-    );
-    crate::startup::step("read the cached master keys");
+    // Key generation (CPU) and its durable write (fsync: seconds, at worst minutes, while
+    // other processes flush gigabytes) run on a blocking thread: the runtime keeps handling
+    // SIGTERM, and the start-up watchdog reports that thread's state if it stalls.
+    tokio::pin!(shutdown);
+    let load = tokio::task::spawn_blocking({
+        let pki_dir = settings.pki_dir.clone();
+        let (keysize, sign_key) = (settings.keysize, settings.auth.master_sign_key_name.clone());
+        move || load_keys(&pki_dir, keysize, &sign_key)
+    });
+    let (key, cached, sign_pub) = tokio::select! {
+        biased;
+        () = &mut shutdown => {
+            info!("Shutting down the Salt Minion");
+            return Ok(RunOutcome::Shutdown);
+        }
+        r = load => r.map_err(|e| DriverError::Startup(e.to_string()))??,
+    };
     let tok = Arc::new(minion_tok(&key)?);
-    let cached = std::fs::read_to_string(settings.pki_dir.join("minion_master.pub")).ok();
-    let sign_pub = salt_pki::files::read_public_key(
-        &settings
-            .pki_dir
-            .join(format!("{}.pub", settings.auth.master_sign_key_name)),
-    )
-    .ok();
     let auth = AuthClient::new(settings.auth.clone(), key.clone(), cached, sign_pub);
     let st = FailoverState::new(settings.failover.clone(), settings.rng_seed, now_std())?;
     let (ev_tx, mut ev_rx) = mpsc::channel(64);
@@ -268,7 +294,6 @@ pub async fn run(
         rekey,
         exit: None,
     };
-    tokio::pin!(shutdown);
     let mut settle_until: Option<std::time::Instant> = None;
     crate::startup::step("send the first sign-in");
     d.drain_actions();
