@@ -5,8 +5,8 @@
 //! lost. It has no sockets, never reads the clock (every input carries `now`), and its only
 //! randomness (Salt's `random_master` shuffle and the exit delay after a rejection) comes from
 //! a seed given to [`FailoverState::new`]. A driver (the minion's tokio loop, or the
-//! `sim::Sim` used by the tests, behind the `sim` feature) turns its [`Action`]s into socket work and feeds the
-//! outcomes back as [`Event`]s.
+//! `sim::Sim` used by the tests, behind the `sim` feature) turns its [`Action`]s into socket
+//! work and feeds the outcomes back as [`Event`]s.
 //!
 //! The semantics are Salt's (`salt/minion.py` `eval_master` and the `__master_disconnected`
 //! handler, and the "Multiple Master Failover Tutorial"), with the differences listed in
