@@ -235,6 +235,8 @@ fn main() -> ExitCode {
         }
         r
     });
+    // Blocking start-up work (a key write stuck in fsync) must not hold up a SIGTERM exit.
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
     drop(pidfile);
     match outcome {
         Ok(RunOutcome::Shutdown) => ExitCode::SUCCESS,

@@ -34,6 +34,9 @@ pub const READY_LINE: &str = "Minion is ready to receive requests!";
 pub const LOST_LINE: &str = "considered lost";
 /// The log line of a sign-in that timed out or failed.
 pub const UNREACHABLE_LINE: &str = "could not be reached";
+/// The log line of a publish channel (SUB) that dropped: on a healthy master, issue #15's
+/// shape 2.
+pub const SUB_DROP_LINE: &str = "disconnected; confirming with an alive check";
 /// The log line of a successful sign-in.
 pub const SIGNED_IN_LINE: &str = "Authentication with master at ";
 
@@ -64,6 +67,8 @@ pub struct MinionReport {
     pub losses: usize,
     /// "could not be reached" lines.
     pub unreachable: usize,
+    /// Publish channel drops ([`SUB_DROP_LINE`]).
+    pub sub_drops: usize,
     /// Its log file.
     pub log: PathBuf,
 }
@@ -92,6 +97,11 @@ impl RoundReport {
     /// Total "considered lost" lines.
     pub fn losses(&self) -> usize {
         self.minions.iter().map(|m| m.losses).sum()
+    }
+
+    /// Total publish channel drops.
+    pub fn sub_drops(&self) -> usize {
+        self.minions.iter().map(|m| m.sub_drops).sum()
     }
 
     /// The slowest ready time (`None` if a minion never got ready).
@@ -234,6 +244,7 @@ impl Fleet {
                 sign_ins: count(&text, SIGNED_IN_LINE),
                 losses: count(&text, LOST_LINE),
                 unreachable: count(&text, UNREACHABLE_LINE),
+                sub_drops: count(&text, SUB_DROP_LINE),
                 log,
                 id,
             });

@@ -16,7 +16,7 @@ use salt_integration_tests::cli::ping_answered;
 use salt_integration_tests::e2e_support::{
     Cluster, KeyDir, MINION_READY, has_salt_key, minion_program, proc_status_kib, vm_rss_kib,
 };
-use salt_integration_tests::{CmdOutput, Proc, Yaml, wait_for_log, wait_until};
+use salt_integration_tests::{CmdOutput, Proc, ProcSpec, Yaml, wait_for_log, wait_until};
 
 const START: Duration = Duration::from_secs(30);
 /// The minion's log line when its publish channel is connected again.
@@ -521,4 +521,51 @@ fn minion_start_time_and_idle_rss() {
     println!("  minion VmRSS when ready: {rss_ready} KiB; idle (max of samples): {idle} KiB");
     println!("  (RssAnon {anon} KiB, RssFile {file} KiB, VmHWM {hwm} KiB, {threads} threads)");
     assert!(idle > 0 && idle < 200 * 1024, "idle RSS {idle} KiB");
+}
+
+/// Issue #15, shape 3: a start-up step that blocks (here the read of a cached master key that
+/// is a FIFO nobody writes: deterministic, like a disk flush that takes minutes) is named at
+/// the default log level, with what the kernel says its thread is doing, long before anyone
+/// would give up on the minion.
+#[test]
+fn a_stalled_start_up_step_is_named_at_the_default_log_level() {
+    let c = Cluster::new(|m| m).unwrap();
+    let conf = c.minion_conf("stall");
+    let cfg_dir = conf.write().unwrap();
+    let pki = conf.pki_dir();
+    std::fs::create_dir_all(&pki).unwrap();
+    let fifo = pki.join("minion_master.pub");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let mut m = ProcSpec::new("stall", minion_program(c.bins()), conf.dir())
+        .args(["-c".into(), cfg_dir.into_os_string()])
+        .args(["-l", "warning"])
+        .spawn()
+        .unwrap();
+    wait_for_log(
+        &m,
+        "Start-up step 'read the cached master keys' has taken",
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let out = m.output();
+    let line = out
+        .lines()
+        .find(|l| l.contains("has taken"))
+        .unwrap_or_default();
+    println!("{line}");
+    assert!(line.contains("WARNING"), "{line}");
+    assert!(line.contains("(thread state "), "{line}");
+    // SIGTERM ends it although the step's thread is still blocked.
+    let t = Instant::now();
+    m.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = m.wait_exit(Duration::from_secs(20));
+    println!("exit {:.2?} after SIGTERM: {status:?}", t.elapsed());
+    assert!(
+        status.is_some(),
+        "a minion stalled in start-up did not exit on SIGTERM"
+    );
 }

@@ -47,6 +47,7 @@ fn startup_soak_short() {
          master_alive_interval {interval} s, ready limit {limit} s"
     );
     let (mut spurious, mut unclean_rounds, mut worst) = (0usize, 0usize, 0f64);
+    let mut sub_drops = 0usize;
     let mut failures = Vec::new();
     for round in 0..rounds {
         let r = fleet
@@ -54,15 +55,27 @@ fn startup_soak_short() {
             .expect("round");
         let unclean = r.unclean(limit);
         spurious += r.losses();
+        sub_drops += r.sub_drops();
         worst = worst.max(r.max_ready().unwrap_or(f64::INFINITY));
         println!(
-            "round {round}: considered lost {}, max ready {} s, per master {:?}, unclean {}",
+            "round {round}: considered lost {}, SUB drops {}, max ready {} s, per master {:?}, unclean {}",
             r.losses(),
+            r.sub_drops(),
             r.max_ready()
                 .map_or_else(|| "never".into(), |s| format!("{s:.2}")),
             r.per_master(),
             unclean.len()
         );
+        // A publish channel drop on a healthy master (issue #15 shape 2) is reported with its
+        // log, even when the confirming check kept the master.
+        for m in r.minions.iter().filter(|m| m.sub_drops > 0) {
+            println!(
+                "  {}: SUB drops {} ({})",
+                m.id,
+                m.sub_drops,
+                m.log.display()
+            );
+        }
         if !unclean.is_empty() {
             unclean_rounds += 1;
             for m in &unclean {
@@ -82,7 +95,7 @@ fn startup_soak_short() {
     }
     println!(
         "\nstart-up soak summary: rounds {rounds}, spurious leaves (\"considered lost\" lines) {spurious}, \
-         unclean rounds {unclean_rounds}, slowest ready {worst:.2} s (limit {limit} s)"
+         SUB drops {sub_drops}, unclean rounds {unclean_rounds}, slowest ready {worst:.2} s (limit {limit} s)"
     );
     if !failures.is_empty() {
         let kept = fleet.keep_root();

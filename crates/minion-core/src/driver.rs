@@ -38,6 +38,11 @@ use crate::modules::ExecContext;
 use crate::net::{self, NetError, SubNote, SubOptions};
 use crate::rekey::ReauthSpread;
 
+mod auth;
+mod session;
+
+use session::{log_at, ping};
+
 /// Everything the driver needs, already validated (the binary maps salt-config onto it).
 #[derive(Debug, Clone)]
 pub struct MinionSettings {
@@ -97,6 +102,9 @@ pub enum DriverError {
     /// The failover configuration is invalid.
     #[error("master configuration: {0}")]
     Config(#[from] crate::failover::ConfigError),
+    /// A start-up step's thread failed (panicked).
+    #[error("start-up: {0}")]
+    Startup(String),
 }
 
 /// Salt's exit code for a master fingerprint mismatch.
@@ -198,26 +206,32 @@ fn unix_now() -> u64 {
 
 /// Python `time.asctime()` for a unix time (UTC): `Sun Nov 22 02:50:41 2026`.
 pub fn asctime(unix: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = unix / 86_400;
-    let rem = unix % 86_400;
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    // Civil from days (Howard Hinnant's algorithm), days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    let wd = DAYS.get((days % 7) as usize).copied().unwrap_or("Mon");
-    let mon = MONTHS.get((mo - 1) as usize).copied().unwrap_or("Jan");
-    format!("{wd} {mon} {d:>2} {h:02}:{m:02}:{s:02} {y}")
+    i64::try_from(unix)
+        .ok()
+        .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+        .unwrap_or_default()
+        .format("%a %b %e %H:%M:%S %Y")
+        .to_string()
+}
+
+/// The minion key (generated and written if missing), the cached master key and the
+/// master's signing key: the start-up steps that touch the disk.
+fn load_keys(
+    pki_dir: &std::path::Path,
+    keysize: u32,
+    sign_key_name: &str,
+) -> Result<(PrivateKey, Option<String>, Option<salt_pki::PublicKey>), salt_pki::Error> {
+    crate::startup::step("load or generate the minion key");
+    let key = salt_pki::files::load_or_generate(pki_dir, "minion", keysize)?;
+    debug!(
+        "Loaded minion key: {}",
+        pki_dir.join("minion.pem").display()
+    );
+    crate::startup::step("read the cached master keys");
+    let cached = std::fs::read_to_string(pki_dir.join("minion_master.pub")).ok();
+    let sign_pub =
+        salt_pki::files::read_public_key(&pki_dir.join(format!("{sign_key_name}.pub"))).ok();
+    Ok((key, cached, sign_pub))
 }
 
 fn clear_request(load: Value) -> Vec<u8> {
@@ -233,21 +247,24 @@ pub async fn run(
     settings: MinionSettings,
     shutdown: impl Future<Output = ()>,
 ) -> Result<RunOutcome, DriverError> {
-    crate::startup::step("load or generate the minion key");
-    let key = salt_pki::files::load_or_generate(&settings.pki_dir, "minion", settings.keysize)?;
-    debug!(
-        "Loaded minion key: {}",
-        settings.pki_dir.join("minion.pem").display()
-    );
-    crate::startup::step("read the cached master keys");
+    // Key generation (CPU) and its durable write (fsync: seconds, at worst minutes, while
+    // other processes flush gigabytes) run on a blocking thread: the runtime keeps handling
+    // SIGTERM, and the start-up watchdog reports that thread's state if it stalls.
+    tokio::pin!(shutdown);
+    let load = tokio::task::spawn_blocking({
+        let pki_dir = settings.pki_dir.clone();
+        let (keysize, sign_key) = (settings.keysize, settings.auth.master_sign_key_name.clone());
+        move || load_keys(&pki_dir, keysize, &sign_key)
+    });
+    let (key, cached, sign_pub) = tokio::select! {
+        biased;
+        () = &mut shutdown => {
+            info!("Shutting down the Salt Minion");
+            return Ok(RunOutcome::Shutdown);
+        }
+        r = load => r.map_err(|e| DriverError::Startup(e.to_string()))??,
+    };
     let tok = Arc::new(minion_tok(&key)?);
-    let cached = std::fs::read_to_string(settings.pki_dir.join("minion_master.pub")).ok();
-    let sign_pub = salt_pki::files::read_public_key(
-        &settings
-            .pki_dir
-            .join(format!("{}.pub", settings.auth.master_sign_key_name)),
-    )
-    .ok();
     let auth = AuthClient::new(settings.auth.clone(), key.clone(), cached, sign_pub);
     let st = FailoverState::new(settings.failover.clone(), settings.rng_seed, now_std())?;
     let (ev_tx, mut ev_rx) = mpsc::channel(64);
@@ -277,7 +294,6 @@ pub async fn run(
         rekey,
         exit: None,
     };
-    tokio::pin!(shutdown);
     let mut settle_until: Option<std::time::Instant> = None;
     crate::startup::step("send the first sign-in");
     d.drain_actions();
@@ -537,559 +553,6 @@ impl Driver {
                 self.start_refresh();
             }
         }
-    }
-
-    fn auth_reply(
-        &mut self,
-        idx: usize,
-        epoch: u64,
-        purpose: Purpose,
-        pending: &PendingAuth,
-        ip: String,
-        result: Result<Vec<u8>, NetError>,
-    ) {
-        let now = now_std();
-        let current = match purpose {
-            Purpose::SignIn => self.signing_in == Some((idx, epoch)),
-            Purpose::Refresh => self
-                .conn
-                .as_ref()
-                .is_some_and(|c| c.idx == idx && c.epoch == epoch),
-        };
-        if !current {
-            return;
-        }
-        let outcome = match result {
-            Ok(bytes) => match salt_proto::decode(&bytes) {
-                Ok(v) => self.auth.handle_reply(pending, &v),
-                Err(_) => Err(AuthError::Malformed),
-            },
-            Err(NetError::Unreachable) => {
-                info!("Master {ip} refused the connection or dropped it");
-                match purpose {
-                    Purpose::SignIn => self.st.handle(Event::SignInFailed(idx), now),
-                    Purpose::Refresh => self.refresh_failed(),
-                }
-                return;
-            }
-            Err(NetError::Timeout) => {
-                warn!("SaltReqTimeoutError: Message timed out");
-                if purpose == Purpose::Refresh {
-                    self.refresh_failed();
-                }
-                return; // the state machine times the sign-in out itself
-            }
-            Err(e) => {
-                error!("Sign-in attempt failed: {e}");
-                match purpose {
-                    Purpose::SignIn => self.st.handle(Event::SignInFailed(idx), now),
-                    Purpose::Refresh => self.refresh_failed(),
-                }
-                return;
-            }
-        };
-        let event = match outcome {
-            Ok(AuthOutcome::Accepted(creds)) => {
-                for note in &creds.notes {
-                    match note {
-                        AuthNote::PubSigVerified => debug!(
-                            "Successfully verified signature of master public key with verification public key {}.pub",
-                            self.s.auth.master_sign_key_name
-                        ),
-                        AuthNote::SignedPubkeyReceived => {
-                            info!("Received signed and verified master pubkey from master {ip}");
-                        }
-                        AuthNote::DecryptingAes => debug!("Decrypting the current master AES key"),
-                        #[allow(unreachable_patterns)]
-                        _ => {}
-                    }
-                }
-                for action in &creds.actions {
-                    if let AuthAction::WriteMasterPub(text) = action {
-                        // Durable writes wait for the disk (seconds under I/O load): never on
-                        // the loop that times alive checks.
-                        let path = self.s.pki_dir.join("minion_master.pub");
-                        let text = text.clone();
-                        tokio::task::spawn_blocking(move || {
-                            if let Err(e) =
-                                salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
-                            {
-                                error!("Unable to write {}: {e}", path.display());
-                            }
-                        });
-                    }
-                }
-                info!("Authentication with master at {ip} successful!");
-                let session = Session {
-                    id: self.s.id.clone(),
-                    aes: creds.aes.clone(),
-                    session: creds.session.clone(),
-                    master_pub: creds.master_pub.clone(),
-                    tok: self.tok.clone(),
-                    enc_algo: self.s.auth.enc_algo,
-                    sig_algo: self.s.auth.sig_algo,
-                };
-                match purpose {
-                    Purpose::SignIn => {
-                        let port = self.addr(idx).map_or(4506, |a| a.port);
-                        self.close();
-                        let req = match net::req_client(&self.s.id, &net::tcp_uri(&ip, port)) {
-                            Ok(r) => r,
-                            Err(e) => {
-                                error!("Unable to create the request channel: {e}");
-                                self.st.handle(Event::SignInFailed(idx), now);
-                                return;
-                            }
-                        };
-                        self.serial = 0;
-                        self.conn = Some(Conn {
-                            idx,
-                            epoch,
-                            ip,
-                            port,
-                            session,
-                            publish_port: creds.publish_port,
-                            req,
-                            sub: None,
-                        });
-                        self.signing_in = None;
-                        Event::SignInAccepted(idx)
-                    }
-                    Purpose::Refresh => {
-                        if let Some(c) = &mut self.conn {
-                            if c.session.aes.key_string() != session.aes.key_string() {
-                                debug!("The master's aes key has changed.");
-                                self.serial = 0;
-                            }
-                            c.session = session;
-                        }
-                        self.refresh_done();
-                        return;
-                    }
-                }
-            }
-            Ok(AuthOutcome::Retry) => {
-                // The state machine logs Salt's "has cached the public key" line.
-                if purpose == Purpose::Refresh {
-                    self.refresh_failed();
-                    return;
-                }
-                Event::SignInPending(idx)
-            }
-            Ok(_) => Event::SignInFailed(idx),
-            Err(e) => {
-                self.log_auth_error(&e);
-                if purpose == Purpose::Refresh {
-                    self.refresh_failed();
-                    if e == AuthError::Rejected {
-                        // The key was deleted or rejected while connected: treat as a lost
-                        // master so the state machine signs in again (and exits if rejected).
-                        if let Some(c) = &self.conn {
-                            let idx = c.idx;
-                            self.st.handle(Event::SubDisconnected(idx), now);
-                        }
-                    }
-                    return;
-                }
-                match e {
-                    AuthError::Rejected => Event::SignInRejected(idx),
-                    AuthError::Full => Event::SignInFull(idx),
-                    AuthError::FingerMismatch { .. } => {
-                        self.exit = Some(EXIT_FINGER_MISMATCH);
-                        return;
-                    }
-                    _ => Event::SignInFailed(idx),
-                }
-            }
-        };
-        self.st.handle(event, now);
-    }
-
-    fn log_auth_error(&self, e: &AuthError) {
-        let mpub = self.s.pki_dir.join("minion_master.pub");
-        match e {
-            _ if e.is_master_key_failure() => {
-                match e {
-                    AuthError::PubSigInvalid => debug!("Failed to verify signature of public key"),
-                    AuthError::SignKeyMissing(name) => error!(
-                        "Verification public key {name}.pub does not exist. You need to copy it from the master to the minions pki directory"
-                    ),
-                    AuthError::AuthDeps {
-                        master_signs: true, ..
-                    } => error!(
-                        "The masters sent its public-key signature, but signature verification is not enabled on the minion. Either enable signature verification on the minion or disable signing the public key on the master!"
-                    ),
-                    AuthError::AuthDeps { .. } => error!(
-                        "The master did not send its public-key signature, but signature verification is enabled on the minion. Either disable signature verification on the minion or enable signing the public on the master!"
-                    ),
-                    AuthError::MasterKeyChanged => error!(
-                        "The master key has changed, the salt master could have been subverted, verify salt master's public key"
-                    ),
-                    AuthError::TokenMismatch => {
-                        error!("The master failed to decrypt the random minion token");
-                    }
-                    other => debug!("{other}"),
-                }
-                error!(
-                    critical = true,
-                    "The Salt Master server's public key did not authenticate!\nThe master may need to be updated if it is a version of Salt lower than {}, or\nIf you are confident that you are connecting to a valid Salt Master, then remove the master public key and restart the Salt Minion.\nThe master public key can be found at:\n{}",
-                    crate::grains::SALT_VERSION,
-                    mpub.display()
-                );
-            }
-            AuthError::Signature => {
-                error!(critical = true, "The payload signature did not validate.")
-            }
-            AuthError::Nonce => error!(critical = true, "The payload nonce did not validate."),
-            // The state machine logs Salt's rejection lines (it knows about rejected_retry).
-            AuthError::Rejected => {}
-            AuthError::BadEncAlgo => error!(
-                "This minion is using a encryption algorithm that is not supported by it's Master. Please check your minion configutation."
-            ),
-            AuthError::BadSigAlgo => error!(
-                "This minion is using a signing algorithm that is not supported by it's Master. Please check your minion configutation."
-            ),
-            AuthError::FingerMismatch { expected, actual } => error!(
-                critical = true,
-                "The specified fingerprint in the master configuration file:\n{expected}\nDoes not match the authenticating master's key:\n{actual}\nVerify that the configured fingerprint matches the fingerprint of the correct master and that this minion is not subject to a man-in-the-middle attack."
-            ),
-            other => error!("Sign-in attempt failed: {other}"),
-        }
-    }
-
-    fn start_refresh(&mut self) {
-        if self.refreshing {
-            return;
-        }
-        let Some(c) = &self.conn else {
-            self.retry_publishes.clear();
-            self.retry_requests.clear();
-            return;
-        };
-        self.refreshing = true;
-        debug!("Re-authenticating with the master to refresh the AES keys");
-        let addr = MasterAddr::new(c.ip.clone(), c.port);
-        self.spawn_auth(
-            c.idx,
-            c.epoch,
-            addr,
-            self.s.failover.auth_timeout,
-            Purpose::Refresh,
-        );
-    }
-
-    fn refresh_done(&mut self) {
-        self.refreshing = false;
-        for frames in std::mem::take(&mut self.retry_publishes) {
-            self.handle_publish(&frames, false);
-        }
-        for load in std::mem::take(&mut self.retry_requests) {
-            self.send_request(load, false);
-        }
-    }
-
-    fn refresh_failed(&mut self) {
-        self.refreshing = false;
-        if !self.retry_publishes.is_empty() || !self.retry_requests.is_empty() {
-            warn!("Re-authentication failed: dropping messages that need the new keys");
-        }
-        self.retry_publishes.clear();
-        self.retry_requests.clear();
-    }
-
-    fn subscribe(&mut self, idx: usize) {
-        let heartbeat = self.st.sub_heartbeat();
-        let Some(c) = self.conn.as_mut().filter(|c| c.idx == idx) else {
-            return;
-        };
-        // Salt: a configured publish_port other than 4506 wins over the reply's.
-        let port = match self.s.publish_port {
-            Some(p) if p != 4506 => p,
-            _ => c.publish_port,
-        };
-        let topics = if self.s.zmq_filtering {
-            vec![b"broadcast".to_vec(), self.topic.as_bytes().to_vec()]
-        } else {
-            vec![Vec::new()]
-        };
-        let opts = SubOptions {
-            uri: net::tcp_uri(&c.ip, port),
-            topics,
-            heartbeat,
-            identity: self.s.id.as_bytes().to_vec(),
-        };
-        debug!(
-            "Connecting the Minion to the Master publish port, using the URI: {}",
-            opts.uri
-        );
-        match net::spawn_sub(opts, c.epoch, self.sub_tx.clone()) {
-            Ok(h) => c.sub = Some(h),
-            Err(e) => {
-                error!("Unable to connect to the master publish port: {e}");
-                self.st.handle(Event::SubDisconnected(idx), now_std());
-            }
-        }
-    }
-
-    fn connected(&mut self, idx: usize) {
-        let Some(c) = self.conn.as_ref().filter(|c| c.idx == idx) else {
-            return;
-        };
-        let session = c.session.clone();
-        let req = c.req.clone();
-        let s = self.s.clone();
-        let key = self.key.clone();
-        let tx = self.ev_tx.clone();
-        tokio::spawn(async move {
-            if s.request_pillar {
-                fetch_pillar(&s, &key, &session, &req).await;
-            }
-            let data = format!("Minion {} started at {}", s.id, asctime(unix_now()));
-            let mut tags = Vec::new();
-            if s.legacy_start_event {
-                tags.push("minion_start".to_owned());
-            }
-            tags.push(format!("salt/minion/{}/start", s.id));
-            for tag in tags {
-                let load = Value::Map(vec![
-                    ("id".into(), s.id.as_str().into()),
-                    ("cmd".into(), "_minion_event".into()),
-                    ("pretag".into(), Value::Nil),
-                    ("tok".into(), Value::Binary(session.tok.as_ref().clone())),
-                    ("data".into(), data.as_str().into()),
-                    ("tag".into(), tag.into()),
-                ]);
-                if let Err(RequestError::Channel(
-                    ChannelError::Decrypt | ChannelError::MasterError(_),
-                )) = send_aes(&session, &req, &load, s.return_timeout, s.return_tries).await
-                {
-                    let _ = tx.send(Ev::NeedsReauth(load)).await;
-                }
-            }
-            info!("Minion is ready to receive requests!");
-        });
-    }
-
-    fn handle_sub(&mut self, epoch: u64, note: SubNote) {
-        let Some(idx) = self
-            .conn
-            .as_ref()
-            .filter(|c| c.epoch == epoch)
-            .map(|c| c.idx)
-        else {
-            return;
-        };
-        match note {
-            SubNote::Message(frames) => self.handle_publish(&frames, true),
-            SubNote::Connected => self.st.handle(Event::SubConnected(idx), now_std()),
-            SubNote::Disconnected => self.st.handle(Event::SubDisconnected(idx), now_std()),
-        }
-    }
-
-    fn handle_publish(&mut self, frames: &[Vec<u8>], may_retry: bool) {
-        let Some(c) = &self.conn else { return };
-        let load = match c.session.open_publish(
-            frames,
-            &self.topic,
-            self.s.sign_pub_messages,
-            &mut self.serial,
-        ) {
-            Ok(Some(load)) => load,
-            Ok(None) => return,
-            Err(ChannelError::Decrypt) if may_retry => {
-                if self.retry_publishes.len() < MAX_HELD_PUBLISHES {
-                    self.retry_publishes.push(frames.to_vec());
-                }
-                if !self.refreshing
-                    && let Some(delay) = self.rekey.handle_stale_key(now_std())
-                {
-                    debug!(
-                        "Publish did not decrypt: the master AES key may have rotated; \
-                         re-authenticating in {:.3}s",
-                        delay.as_secs_f64()
-                    );
-                }
-                return;
-            }
-            Err(ChannelError::Replay(s)) => {
-                error!(
-                    critical = true,
-                    "A message with an invalid serial was received.\nthis serial: {s}\nlast serial: {}\nThe minion will not honor this request.",
-                    self.serial
-                );
-                return;
-            }
-            Err(e) => {
-                debug!("Dropping publish: {e}");
-                return;
-            }
-        };
-        let job = match Job::from_load(load) {
-            Ok(j) => j,
-            Err(e) => {
-                debug!("Ignoring publish: {e}");
-                return;
-            }
-        };
-        let pillar = self
-            .s
-            .pillar
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if !job.targets(&self.s.id, &self.s.grains, pillar.as_ref()) {
-            debug!("Publish target does not match this minion");
-            return;
-        }
-        if !self.jids.insert(&job.jid) {
-            debug!("jid {} already executed, ignoring", job.jid);
-            return;
-        }
-        info!(
-            "User {} Executing command {} with jid {}",
-            job.user
-                .as_ref()
-                .map_or_else(|| "UNKNOWN".to_owned(), crate::matcher::py_str),
-            job.fun,
-            job.jid
-        );
-        let ctx = ExecContext {
-            id: self.s.id.clone(),
-            grains: self.s.grains.clone(),
-        };
-        let tx = self.ev_tx.clone();
-        tokio::spawn(async move {
-            if let Some(ret) = crate::job::run(&job, &ctx).await {
-                let _ = tx.send(Ev::JobDone(ret)).await;
-            }
-        });
-    }
-
-    /// Send an AES request (a return or an event) to the current master.
-    fn send_request(&mut self, load: Value, may_retry: bool) {
-        let Some(c) = &self.conn else {
-            warn!("Not connected to a master: dropping a return");
-            return;
-        };
-        let session = c.session.clone();
-        let req = c.req.clone();
-        let (timeout, tries) = (self.s.return_timeout, self.s.return_tries);
-        let tx = self.ev_tx.clone();
-        tokio::spawn(async move {
-            let jid = crate::matcher::map_lookup(&load, "jid").map(crate::matcher::py_str);
-            if let Some(j) = &jid {
-                info!("Returning information for job: {j}");
-            }
-            match send_aes(&session, &req, &load, timeout, tries).await {
-                Ok(_) => {}
-                Err(RequestError::Channel(
-                    ChannelError::Decrypt | ChannelError::MasterError(_),
-                )) if may_retry => {
-                    let _ = tx.send(Ev::NeedsReauth(load)).await;
-                }
-                Err(RequestError::Timeout) => warn!(
-                    "The minion failed to return the job information for job {}. This is often due to the master being shut down or overloaded. If the master is running, consider increasing the worker_threads value.",
-                    jid.unwrap_or_default()
-                ),
-                Err(e) => error!("Request to the master failed: {e}"),
-            }
-        });
-    }
-}
-
-/// Failure of an AES request.
-#[derive(Debug, thiserror::Error)]
-enum RequestError {
-    #[error("request timed out")]
-    Timeout,
-    #[error("{0}")]
-    Net(NetError),
-    #[error("{0}")]
-    Channel(ChannelError),
-}
-
-/// Send one AES request with `tries` attempts (new nonce each), return the opened reply.
-async fn send_aes(
-    session: &Session,
-    req: &salt_transport::ReqClient,
-    load: &Value,
-    timeout: Duration,
-    tries: u32,
-) -> Result<Value, RequestError> {
-    let mut last = RequestError::Timeout;
-    for _ in 0..tries.max(1) {
-        let n = nonce();
-        let body = session.aes_request(load, &n, unix_now());
-        match net::request(req, body, timeout).await {
-            Ok(reply) => {
-                return session
-                    .open_reply(&reply, &n)
-                    .map_err(RequestError::Channel);
-            }
-            Err(NetError::Timeout) => last = RequestError::Timeout,
-            Err(e) => last = RequestError::Net(e),
-        }
-    }
-    Err(last)
-}
-
-async fn fetch_pillar(
-    s: &MinionSettings,
-    key: &PrivateKey,
-    session: &Session,
-    req: &salt_transport::ReqClient,
-) {
-    let load = Value::Map(vec![
-        ("cmd".into(), "_pillar".into()),
-        ("id".into(), s.id.as_str().into()),
-        ("grains".into(), (*s.grains).clone()),
-        ("saltenv".into(), Value::Nil),
-        ("pillarenv".into(), Value::Nil),
-        ("pillar_override".into(), Value::Map(vec![])),
-        ("extra_minion_data".into(), Value::Map(vec![])),
-        ("ver".into(), "2".into()),
-    ]);
-    let n = nonce();
-    let body = session.aes_request(&load, &n, unix_now());
-    match net::request(req, body, s.return_timeout).await {
-        Ok(reply) => match open_pillar(
-            &reply,
-            &n,
-            key,
-            &session.master_pub,
-            s.auth.enc_algo,
-            s.auth.sig_algo,
-        ) {
-            Ok(p) => {
-                debug!(
-                    "Received pillar with {} top-level keys",
-                    p.as_map().map_or(0, Vec::len)
-                );
-                *s.pillar.write().unwrap_or_else(|e| e.into_inner()) = Some(p);
-            }
-            Err(e) => warn!("Pillar request failed: {e}"),
-        },
-        Err(e) => warn!("Pillar request failed: {e}"),
-    }
-}
-
-/// Salt's clear `ping` (alive check / `status.ping_master`): any reply counts. `None` when
-/// it timed out, `Some(false)` when it failed early (refused, dropped, socket error).
-async fn ping(id: &str, uri: &str, timeout: Duration) -> Option<bool> {
-    let body = clear_request(Value::Map(vec![("cmd".into(), "ping".into())]));
-    match net::request_once(id, uri, body, timeout, true).await {
-        Ok(_) => Some(true),
-        Err(NetError::Timeout) => None,
-        Err(_) => Some(false),
-    }
-}
-
-fn log_at(level: tracing::Level, message: &str) {
-    match level {
-        tracing::Level::ERROR => error!("{message}"),
-        tracing::Level::WARN => warn!("{message}"),
-        tracing::Level::INFO => info!("{message}"),
-        _ => debug!("{message}"),
     }
 }
 

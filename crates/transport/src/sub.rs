@@ -85,9 +85,15 @@ impl SubClient {
             &ctx,
             &sock,
             "submon",
+            // The handshake failures and retries are only logged (debug): they say why a
+            // connection never came up or went down (issue #15).
             &[
                 zmq::SocketEvent::HANDSHAKE_SUCCEEDED,
                 zmq::SocketEvent::DISCONNECTED,
+                zmq::SocketEvent::HANDSHAKE_FAILED_NO_DETAIL,
+                zmq::SocketEvent::HANDSHAKE_FAILED_PROTOCOL,
+                zmq::SocketEvent::HANDSHAKE_FAILED_AUTH,
+                zmq::SocketEvent::CONNECT_RETRIED,
             ],
         )?;
         sock.connect(endpoint)
@@ -156,6 +162,8 @@ struct State {
     /// libzmq's `RCVHWM` bounds the rest.
     backlog: VecDeque<SubEvent>,
     up: bool,
+    /// When the current connection's handshake succeeded (for the debug log).
+    up_since: Option<std::time::Instant>,
     receiver_gone: bool,
 }
 
@@ -194,9 +202,17 @@ impl State {
         );
         if ev.is(zmq::SocketEvent::HANDSHAKE_SUCCEEDED) && !self.up {
             self.up = true;
+            self.up_since = Some(std::time::Instant::now());
             self.push(SubEvent::Connected);
         } else if ev.is(zmq::SocketEvent::DISCONNECTED) && self.up {
             self.up = false;
+            if let Some(t) = self.up_since.take() {
+                tracing::debug!(
+                    fd = ev.value,
+                    "SUB connection lost {} ms after its handshake",
+                    t.elapsed().as_millis()
+                );
+            }
             self.push(SubEvent::Disconnected);
         }
     }
@@ -214,6 +230,7 @@ fn run(
         events,
         backlog: VecDeque::new(),
         up: false,
+        up_since: None,
         receiver_gone: false,
     };
     while !bell.stopping() && !st.receiver_gone {
