@@ -216,7 +216,9 @@ fn pkg_states_same_as_python_3007() {
         for (out, args) in &steps {
             let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
             a.push(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
+            let t0 = std::time::Instant::now();
             let (text, rc) = salt_call(&bin, root, &apt, out, &a);
+            println!("{} {args:?}: {:?}", bin.display(), t0.elapsed());
             mine.push((normalize(&text, root), rc, installed()));
         }
         outs.push(mine);

@@ -198,7 +198,7 @@ pub fn is_true(v: &Value) -> bool {
 }
 
 /// Salt's `salt.utils.data.compare_dicts` on string maps: `{key: {old, new}}` for each key
-/// whose value differs, keys sorted.
+/// whose value differs, keys sorted; a removed key gives `{new, old}` (Salt's order).
 pub fn compare_dicts(old: &[(String, String)], new: &[(String, String)]) -> Value {
     let mut keys: Vec<&String> = old.iter().chain(new.iter()).map(|(k, _)| k).collect();
     keys.sort();
@@ -213,11 +213,14 @@ pub fn compare_dicts(old: &[(String, String)], new: &[(String, String)]) -> Valu
         keys.into_iter()
             .filter_map(|k| {
                 let (o, n) = (look(old, k), look(new, k));
+                let gone = !new.iter().any(|(x, _)| x == k);
                 (o != n).then(|| {
-                    (
-                        Value::from(k.as_str()),
-                        map(vec![("old", Value::from(o)), ("new", Value::from(n))]),
-                    )
+                    let pair = if gone {
+                        vec![("new", Value::from(n)), ("old", Value::from(o))]
+                    } else {
+                        vec![("old", Value::from(o)), ("new", Value::from(n))]
+                    };
+                    (Value::from(k.as_str()), map(pair))
                 })
             })
             .collect(),

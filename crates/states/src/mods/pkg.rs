@@ -37,6 +37,11 @@ fn kwargs(low: &Value) -> Vec<(String, Value)> {
     }
 }
 
+/// `{new, old}` as `_get_installable_versions` builds it.
+fn new_old(new: Value, old: &str) -> Value {
+    map(vec![("new", new), ("old", Value::from(old))])
+}
+
 fn fail(mut r: Value, msg: String) -> Value {
     set(&mut r, "comment", Value::from(msg));
     r
@@ -152,7 +157,7 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
             .collect();
         if !latest.is_empty() {
             for (n, v) in ex::latest(&exctx(ctx), &latest, true)? {
-                changes.push((n, Value::from(v)));
+                changes.push((n, new_old(Value::from(v), "")));
             }
         }
         for (n, v) in targets.iter().filter(|(_, v)| v.is_some()) {
@@ -361,15 +366,7 @@ fn latest(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         }
         let changes = map(targets
             .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str(),
-                    map(vec![
-                        ("old", Value::from(cur_of(n))),
-                        ("new", Value::from(v.clone())),
-                    ]),
-                )
-            })
+            .map(|(n, v)| (n.as_str(), new_old(Value::from(v.clone()), &cur_of(n))))
             .collect());
         set(&mut r, "changes", changes);
         set(&mut r, "result", Value::Nil);
