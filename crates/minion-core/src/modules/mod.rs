@@ -10,11 +10,13 @@
 //! `tokio::process`), or blocking (state runs, file transfers: on a blocking thread, so a long
 //! state job never holds up the driver).
 //!
-//! Modules from another crate (the state/exec modules crate) plug in with
-//! [`set_provider`]; their functions are listed and called like the built-in ones.
+//! The state/exec modules crate (`salt-execmods`: `pkg`, `service`, `user`, `file`, ...) is
+//! the default [`Provider`] ([`ext`]); another can be plugged in with [`set_provider`]. Its
+//! functions are listed and called like the built-in ones (on a blocking thread).
 
 pub mod basic;
 pub mod cp;
+pub mod ext;
 pub mod pillar;
 pub mod state;
 #[cfg(test)]
@@ -222,9 +224,14 @@ pub trait Provider: Send + Sync {
 
 static PROVIDER: OnceLock<Arc<dyn Provider>> = OnceLock::new();
 
-/// Plug in another crate's functions (once per process; later calls are ignored).
+/// Plug in another crate's functions instead of the default ([`ext::Execmods`]); only before
+/// the first call (later calls are ignored).
 pub fn set_provider(p: Arc<dyn Provider>) {
     let _ = PROVIDER.set(p);
+}
+
+fn provider() -> &'static Arc<dyn Provider> {
+    PROVIDER.get_or_init(|| Arc::new(ext::Execmods))
 }
 
 /// The built-in functions, every module.
@@ -243,11 +250,9 @@ fn lookup(fun: &str) -> Option<&'static Func> {
 /// Every function this minion provides, sorted (the `sys.list_functions` answer).
 pub fn function_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = builtin().map(|f| f.name).collect();
-    if let Some(p) = PROVIDER.get() {
-        for f in p.functions() {
-            if !names.contains(&f) {
-                names.push(f);
-            }
+    for f in provider().functions() {
+        if !names.contains(&f) {
+            names.push(f);
         }
     }
     names.sort_unstable();
@@ -325,8 +330,8 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
                 }),
         };
     }
-    if let Some(p) = PROVIDER.get().filter(|p| p.functions().contains(&fun)) {
-        let (p, fun_s, ctx) = (p.clone(), fun.to_owned(), ctx.clone());
+    if provider().functions().contains(&fun) {
+        let (p, fun_s, ctx) = (provider().clone(), fun.to_owned(), ctx.clone());
         let done =
             tokio::task::spawn_blocking(move || p.call(&fun_s, &args.args, &args.kwargs, &ctx))
                 .await;
@@ -364,7 +369,7 @@ pub fn call_blocking(
     kwargs: &[(String, Value)],
     ctx: &ExecContext,
 ) -> Option<CallOutcome> {
-    if lookup(fun).is_none() && !PROVIDER.get().is_some_and(|p| p.functions().contains(&fun)) {
+    if lookup(fun).is_none() && !provider().functions().contains(&fun) {
         return None;
     }
     let mut raw: Vec<Value> = args.to_vec();
