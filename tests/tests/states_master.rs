@@ -6,7 +6,7 @@
 //!    to ours. `state.apply` (highstate, then again: nothing to do) and `state.sls extra`
 //!    give the same returns (ids, results, comments, changes; times and pids left out), the
 //!    same files (content, mode) and the same `--out highstate` text; `cp.list_master`,
-//!    `cp.get_file`, `pillar.items` answer the same; `salt-call state.apply` against our
+//!    `cp.get_file`, `cp.hash_file`, `cp.push`, `pillar.items`, `pillar.get` answer the same; `salt-call state.apply` against our
 //!    master (no `--local`) applies the same tree with our minion's keys.
 //! 2. `ours_on_salt_master`: our minion applies the tree published by Salt 3007.17's master.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -180,8 +180,11 @@ fn ours_and_python_on_our_master() {
     let ours = Side::Ours(bins().unwrap());
     let py = Side::Salt(venv);
     let ports = free_port_pair().unwrap();
-    let mut master =
-        Daemon::start_master(&ours, &master_conf(root.path(), "master", ports)).unwrap();
+    let mut master = Daemon::start_master(
+        &ours,
+        &master_conf(root.path(), "master", ports).set("file_recv", true),
+    )
+    .unwrap();
     master
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
         .unwrap();
@@ -310,7 +313,21 @@ fn ours_and_python_on_our_master() {
     }
     assert_eq!(got[0], got[1]);
     both(&["cp.hash_file", "salt://files/index.html"], 60);
-    step(t0, "cp.list_master, cp.get_file, cp.hash_file");
+    // cp.push: the file lands in the master's cachedir/minions/<id>/files/<path>.
+    let pushed = root.path().join("push.txt");
+    std::fs::write(&pushed, "pushed\n").unwrap();
+    let arg = pushed.display().to_string();
+    assert_eq!(both(&["cp.push", &arg], 60), json!(true));
+    for id in [rs_id, py_id] {
+        let got = root
+            .path()
+            .join("master/cache/minions")
+            .join(id)
+            .join("files")
+            .join(arg.trim_start_matches('/'));
+        assert_eq!(std::fs::read(&got).unwrap(), b"pushed\n", "{id}");
+    }
+    step(t0, "cp.list_master, cp.get_file, cp.hash_file, cp.push");
 
     // salt-call against our master with our minion's config and keys.
     std::fs::remove_dir_all(out.join(rs_id)).unwrap();

@@ -212,3 +212,53 @@ async fn unknown_function_and_listing() {
     let globbed = list_functions(&[Value::from("cmd.run*")]);
     assert_eq!(globbed.as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn registry_lists_every_module() {
+    let names = function_names();
+    for f in [
+        "state.apply",
+        "state.show_highstate",
+        "cp.get_file",
+        "cp.push",
+        "pillar.items",
+        "saltutil.refresh_pillar",
+        "pkg.version",
+        "service.status",
+    ] {
+        assert!(names.contains(&f), "{f} missing from {names:?}");
+    }
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted, names, "sorted, no duplicates");
+    let mods = list_modules();
+    for m in ["cp", "pillar", "pkg", "state", "test"] {
+        assert!(mods.contains(&m), "{m}");
+    }
+}
+
+#[tokio::test]
+async fn state_and_cp_without_a_master_say_so() {
+    for fun in ["state.apply", "cp.list_master"] {
+        let out = run(fun, vec![]).await;
+        assert_eq!(out.retcode, 1);
+        assert!(
+            out.ret
+                .as_str()
+                .unwrap()
+                .contains("not connected to a master"),
+            "{:?}",
+            out.ret
+        );
+    }
+    let out = run("state.sls", vec![]).await;
+    assert_eq!(
+        out.ret,
+        Value::from(
+            "Passed invalid arguments to state.sls: sls() missing 1 required positional argument: 'mods'\n"
+        )
+    );
+    let out = run("pillar.get", vec![Value::from("a"), Value::from("d")]).await;
+    assert_eq!(out.ret, Value::from("d"));
+}
