@@ -58,6 +58,11 @@ fn make_tree(root: &Path) {
             "extra-note:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/note\n    - contents: {{{{ salt['pillar.get']('app:name') }}}}\n    - makedirs: True\n"
         ),
     );
+    write(
+        &srv,
+        "slow.sls",
+        "slow-sleep:\n  cmd.run:\n    - name: sleep 5\n",
+    );
     write(&srv, "files/index.html", "<h1>hello</h1>\n");
     write(
         &srv,
@@ -328,6 +333,61 @@ fn ours_and_python_on_our_master() {
         assert_eq!(std::fs::read(&got).unwrap(), b"pushed\n", "{id}");
     }
     step(t0, "cp.list_master, cp.get_file, cp.hash_file, cp.push");
+
+    // A long state job does not hold up the minion: test.ping answers meanwhile.
+    let slow = std::thread::scope(|sc| {
+        let job = sc.spawn(|| answer(&cli, rs_id, &["state.sls", "slow"], 60));
+        std::thread::sleep(Duration::from_millis(1500));
+        let t = Instant::now();
+        assert_eq!(answer(&cli, rs_id, &["test.ping"], 20), json!(true));
+        let ping = t.elapsed();
+        let ret = job.join().unwrap();
+        assert!(
+            ping < Duration::from_secs(4),
+            "test.ping took {ping:?} during a state run"
+        );
+        ret
+    });
+    assert!(all_true(&slow), "{slow:#}");
+    step(t0, "test.ping answers during a 5 s state run");
+
+    // salt-call (no --local) output, ours and Salt's, each with its minion's config.
+    for args in [
+        &["cp.list_master"][..],
+        &["pillar.items"],
+        &["--out", "json", "pillar.get", "app"],
+    ] {
+        let mut texts = Vec::new();
+        for (bin, conf) in [
+            (
+                bins().unwrap().minion.with_file_name("salt-call"),
+                rs_conf.conf_dir(),
+            ),
+            (
+                venv_for("3007.17").unwrap().bin("salt-call"),
+                root.path().join(py_id).join("conf"),
+            ),
+        ] {
+            let mut c = Command::new(bin);
+            c.arg("-c").arg(&conf).args(args);
+            let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
+            assert_eq!(
+                res.status.and_then(|s| s.code()),
+                Some(0),
+                "{args:?}: {}",
+                res.stderr
+            );
+            texts.push(res.stdout);
+        }
+        assert_eq!(
+            texts[0], texts[1],
+            "salt-call {args:?}: ours (left) and Salt's differ"
+        );
+    }
+    step(
+        t0,
+        "salt-call cp.list_master, pillar.items, pillar.get: same output as Salt's",
+    );
 
     // salt-call against our master with our minion's config and keys.
     std::fs::remove_dir_all(out.join(rs_id)).unwrap();
