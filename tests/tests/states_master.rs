@@ -318,6 +318,9 @@ fn ours_and_python_on_our_master() {
     }
     assert_eq!(got[0], got[1]);
     both(&["cp.hash_file", "salt://files/index.html"], 60);
+    both(&["cp.stat_file", "salt://files/index.html"], 60);
+    both(&["cp.list_master_dirs"], 60);
+    both(&["cp.envs"], 60);
     // cp.push: the file lands in the master's cachedir/minions/<id>/files/<path>.
     let pushed = root.path().join("push.txt");
     std::fs::write(&pushed, "pushed\n").unwrap();

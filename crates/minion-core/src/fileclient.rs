@@ -111,6 +111,19 @@ impl RemoteFileClient {
         Ok(hsum.zip(ht).filter(|(h, _)| !h.is_empty()))
     }
 
+    /// `_file_find`: the master's `os.stat` list of the file (`None` when absent).
+    pub fn stat_file(&self, path: &str, saltenv: &str) -> Result<Option<Vec<Value>>, String> {
+        let r = self.send(vec![
+            ("path", Value::from(path)),
+            ("saltenv", Value::from(saltenv)),
+            ("cmd", Value::from("_file_find")),
+        ])?;
+        Ok(match map_lookup(&r, "stat") {
+            Some(Value::Array(a)) => Some(a.clone()),
+            _ => None,
+        })
+    }
+
     /// `_file_list`, `_file_list_emptydirs` or `_dir_list` of `saltenv` under `prefix`.
     pub fn list(&self, cmd: &str, saltenv: &str, prefix: &str) -> Result<Vec<String>, String> {
         let r = self.send(vec![

@@ -1,6 +1,6 @@
 //! `cp.*`: files from and to the master, as Salt's `salt/modules/cp.py` with the remote
 //! file client (`get_file`, `get_dir`, `cache_file`, `list_master`, `list_master_dirs`,
-//! `hash_file`, `envs`, `push` -> `_file_recv`). `template=` renders paths in Salt; here it
+//! `hash_file`, `stat_file` (`_file_find`), `envs`, `push` -> `_file_recv`). `template=` renders paths in Salt; here it
 //! is refused by name, as are http(s) sources.
 
 use std::io::Read as _;
@@ -42,6 +42,7 @@ pub const FUNCS: &[Func] = &[
     f("cp.list_master", Spec::of(&["saltenv", "prefix"], 0)),
     f("cp.list_master_dirs", Spec::of(&["saltenv", "prefix"], 0)),
     f("cp.hash_file", Spec::of(&["path", "saltenv"], 1)),
+    f("cp.stat_file", Spec::of(&["path", "saltenv", "octal"], 1)),
     f("cp.envs", Spec::NONE),
     f(
         "cp.push",
@@ -154,6 +155,28 @@ fn inner(c: &Call) -> Result<CallOutcome, CallOutcome> {
                     ("hash_type", Value::from(t)),
                 ])),
                 None => ok(Value::from("")),
+            }
+        }
+        "cp.stat_file" => {
+            let (path, env) = split_url(
+                c,
+                &text(arg(0, "path").unwrap_or(&Value::Nil)),
+                &saltenv_at(1),
+            )?;
+            let octal = arg(2, "octal").is_none_or(|v| *v == Value::Boolean(true));
+            match client.stat_file(&path, &env).map_err(err)? {
+                None => ok(Value::Nil),
+                Some(st) => {
+                    let mode = st.first().cloned().unwrap_or(Value::Nil);
+                    if !octal {
+                        return ok(mode);
+                    }
+                    // Python's oct(mode)[-4:].
+                    let o = mode
+                        .as_u64()
+                        .map_or_else(String::new, |m| format!("0o{m:o}"));
+                    ok(Value::from(&o[o.len().saturating_sub(4)..]))
+                }
             }
         }
         "cp.envs" => ok(Value::Array(
