@@ -225,8 +225,22 @@ fn ours_and_python_on_our_master() {
     };
     let out = root.path().join("out");
 
-    // Highstate: same returns, same files.
-    let hs = both(&["state.apply"], 120);
+    // Highstate: same returns, same files (wall time of each `salt` call printed).
+    let timed = |id: &str| {
+        let t = Instant::now();
+        let r = normalize(&answer(&cli, id, &["state.apply"], 120), id);
+        (r, t.elapsed())
+    };
+    let ((hs, rs_t), (py_hs, py_t)) = (timed(rs_id), timed(py_id));
+    assert_eq!(
+        hs, py_hs,
+        "state.apply: ours (left) and the Python minion (right) differ"
+    );
+    println!(
+        "first state.apply through `salt`: ours {:.2} s, Python minion {:.2} s",
+        rs_t.as_secs_f64(),
+        py_t.as_secs_f64()
+    );
     assert!(all_true(&hs), "{hs:#}");
     assert_eq!(hs.as_object().unwrap().len(), 4, "{hs:#}");
     let (rs_files, py_files) = (files_under(&out.join(rs_id)), files_under(&out.join(py_id)));
@@ -249,6 +263,12 @@ fn ours_and_python_on_our_master() {
             .join("cache/files/base/web/init.sls")
             .is_file(),
         "SLS files are cached under cachedir/files/<saltenv>/"
+    );
+    let rss = |d: &Daemon| salt_integration_tests::e2e_support::vm_rss_kib(d.proc.pid());
+    println!(
+        "minion RSS after state.apply: ours {:?} KiB, Python minion {:?} KiB (main process)",
+        rss(&minions[0]),
+        rss(&minions[1])
     );
     step(t0, "state.apply: same returns and files");
 
