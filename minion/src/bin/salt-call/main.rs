@@ -264,11 +264,6 @@ async fn run(cli: Cli) -> Result<Ran, String> {
                 ));
             }
         }
-        if get(&conf, "pillar_roots").is_some() {
-            tracing::warn!(
-                "local pillar is not compiled by salt-rs salt-call yet: pillar is empty"
-            );
-        }
         let mut hook_ctx =
             salt_minion_core::modules::ExecContext::new(&id, Arc::new(grains.clone()));
         hook_ctx.pillar = Arc::new(std::sync::RwLock::new(Some(pillar.clone())));
