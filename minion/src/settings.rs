@@ -170,6 +170,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
             .metrics_port
             .filter(|p| *p != 0)
             .map(|_| Arc::new(salt_minion_core::metrics::MinionMetrics::default())),
+        cachedir: cfg.cachedir.clone(),
     })
 }
 

@@ -254,7 +254,7 @@ fn no_top_match_and_render_error() {
     std::fs::write(
         root.join("conf/minion"),
         format!(
-            "id: t1\nfile_roots:\n  base: [{r}/srv]\npillar_roots:\n  base: [{r}/pillar]\n",
+            "id: t1\npki_dir: {r}/pki\ncachedir: {r}/cache\nfile_roots:\n  base: [{r}/srv]\npillar_roots:\n  base: [{r}/pillar]\n",
             r = root.display()
         ),
     )
@@ -265,17 +265,22 @@ fn no_top_match_and_render_error() {
         "{out}"
     );
     assert_eq!(rc, Some(5));
-    // No master support yet: said so. Unknown outputters: refused by name.
+    // Without --local: signs in to the configured master (here none answers: said so).
+    // Unknown outputters: refused by name.
     let mut c = Command::new(&ours);
     c.current_dir(root).args(["-c", "conf", "state.apply"]);
     let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
-    assert!(res.stderr.contains("use --local"), "{}", res.stderr);
+    assert!(
+        res.stderr.contains("Unable to sign in to a master"),
+        "{}",
+        res.stderr
+    );
     let mut c = Command::new(&ours);
     c.current_dir(root)
-        .args(["-c", "conf", "--local", "--out", "yaml", "state.apply"]);
+        .args(["-c", "conf", "--local", "--out", "bogus", "state.apply"]);
     let res = run_with_timeout(c, Duration::from_secs(60)).unwrap();
     assert!(
-        res.stderr.contains("outputter 'yaml' is not supported"),
+        res.stderr.contains("outputter 'bogus' is not supported"),
         "{}",
         res.stderr
     );

@@ -81,6 +81,8 @@ pub struct MinionSettings {
     pub random_reauth_delay: Duration,
     /// Prometheus metrics to keep up to date (`metrics_port`), if any.
     pub metrics: Option<Arc<crate::metrics::MinionMetrics>>,
+    /// `cachedir` (the remote file client's cache is `cachedir/files/`).
+    pub cachedir: PathBuf,
 }
 
 /// How [`run`] ended.

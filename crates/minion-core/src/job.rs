@@ -228,10 +228,7 @@ mod tests {
     #[tokio::test]
     async fn ping_return_load_shape() {
         let j = Job::from_load(load("test.ping", "m1")).unwrap();
-        let ctx = ExecContext {
-            id: "m1".into(),
-            grains: Arc::new(Value::Map(vec![])),
-        };
+        let ctx = ExecContext::new("m1", Arc::new(Value::Map(vec![])));
         let r = run(&j, &ctx).await.unwrap();
         let Value::Map(m) = &r else { panic!() };
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str().unwrap()).collect();

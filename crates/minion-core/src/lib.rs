@@ -2,7 +2,9 @@
 //!
 //! * [`matcher`]: does a job target this minion (glob, pcre, list, grain)?
 //! * [`grains`]: facts about the host.
-//! * [`modules`]: execution functions (`test.*`, `cmd.*`, `grains.*`, `sys.*`).
+//! * [`modules`]: the execution-function registry (`test`, `cmd`, `grains`, `sys`, `state`,
+//!   `cp`, `pillar`, `saltutil`); [`fileclient`]: `salt://` from the master;
+//!   [`master_link`]: the AES request channel modules use.
 //! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
 //! * [`rekey`]: when to re-authenticate after an AES key rotation (spread, no stampede).
 #![forbid(unsafe_code)]
@@ -11,12 +13,15 @@ pub mod channel;
 pub mod cmdmod;
 pub mod driver;
 pub mod failover;
+pub mod fileclient;
 pub mod grains;
 pub mod job;
+pub mod master_link;
 pub mod matcher;
 pub mod metrics;
 pub mod modules;
 pub mod net;
 pub mod rekey;
 pub mod running;
+pub mod signin;
 pub mod startup;

@@ -17,10 +17,7 @@ fn kw(pairs: &[(&str, Value)]) -> Value {
 }
 
 async fn run(fun: &str, cmd: &str, kwargs: &[(&str, Value)]) -> CallOutcome {
-    let ctx = ExecContext {
-        id: "m1".into(),
-        grains: Arc::new(Value::Map(vec![])),
-    };
+    let ctx = ExecContext::new("m1", Arc::new(Value::Map(vec![])));
     let args = vec![Value::from(cmd), kw(kwargs)];
     let job = Value::Map(vec![(
         Value::from("jid"),

@@ -10,10 +10,7 @@ use salt_minion_core::job::{self, Job};
 use salt_minion_core::modules::{ExecContext, call};
 
 fn ctx() -> ExecContext {
-    ExecContext {
-        id: "m1".into(),
-        grains: Arc::new(Value::Map(vec![])),
-    }
+    ExecContext::new("m1", Arc::new(Value::Map(vec![])))
 }
 
 fn load(jid: &str, fun: &str, arg: Vec<Value>) -> Value {

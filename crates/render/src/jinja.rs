@@ -295,10 +295,30 @@ fn call(ctx: &Context, name: &str, pos: &[Mj], kw: &Kwargs) -> Result<Mj, Error>
         "match.grain" => matcher("grain"),
         "match.list" => matcher("list"),
         "match.compound" => matcher("compound"),
-        other => Err(err(
-            ErrorKind::UnknownFunction,
-            format!("salt['{other}'] is not supported by salt-rs's renderer"),
-        )),
+        other => {
+            let hooked = ctx.salt.0.as_ref().and_then(|h| {
+                let args: Vec<Value> = pos.iter().map(from_jinja).collect();
+                let kwargs: Vec<(String, Value)> = kw
+                    .args()
+                    .filter_map(|k| {
+                        let v = kw.get::<Mj>(k).ok()?;
+                        Some((k.to_owned(), from_jinja(&v)))
+                    })
+                    .collect();
+                h.call(other, &args, &kwargs)
+            });
+            match hooked {
+                Some(Ok(v)) => Ok(to_jinja(&v)),
+                Some(Err(e)) => Err(err(
+                    ErrorKind::InvalidOperation,
+                    format!("salt['{other}'] failed: {e}"),
+                )),
+                None => Err(err(
+                    ErrorKind::UnknownFunction,
+                    format!("'{other}' is not available."),
+                )),
+            }
+        }
     }
 }
 

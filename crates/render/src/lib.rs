@@ -11,8 +11,10 @@
 //! `sls`, `slspath`, `sls_path`, `tpldir`, `tplpath`, `tplfile`, `tpldot`, `tplroot`,
 //! `salt['grains.get' | 'grains.filter_by' | 'pillar.get' | 'config.get' | 'match.glob' ..]`,
 //! and the filters `yaml`, `json`, `yaml_dquote`, `yaml_squote`, `unique`, `sequence`,
-//! `load_yaml`, `load_json`, `to_bool`. Anything else (another renderer, another `salt[...]`
-//! function) is an error that names it; nothing renders silently different.
+//! `load_yaml`, `load_json`, `to_bool`. Other `salt[...]` functions go to the
+//! [`Context::salt`] hook (the minion's execution modules) when one is set. Anything else
+//! (another renderer, a `salt[...]` function nobody has) is an error that names it; nothing
+//! renders silently different.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -48,6 +50,34 @@ pub struct Context {
     pub id: String,
     /// Extra template variables (a map; pillar `include:` `defaults`).
     pub vars: Value,
+    /// The minion's execution modules for `salt[...]` beyond the built-in ones.
+    pub salt: SaltHook,
+}
+
+/// Execution functions a template's `salt['mod.fun'](...)` reaches (the minion's modules).
+pub trait SaltFunctions: Send + Sync {
+    /// Call `fun` with positional `args` and keyword `kwargs`; `None` when the minion has no
+    /// such function.
+    fn call(
+        &self,
+        fun: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Option<Result<Value, String>>;
+}
+
+/// An optional [`SaltFunctions`] (none: only the renderer's built-in functions).
+#[derive(Clone, Default)]
+pub struct SaltHook(pub Option<Arc<dyn SaltFunctions>>);
+
+impl std::fmt::Debug for SaltHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "SaltHook(Some)"
+        } else {
+            "SaltHook(None)"
+        })
+    }
 }
 
 impl Default for Context {
@@ -62,6 +92,7 @@ impl Default for Context {
             tplfile: String::new(),
             id: String::new(),
             vars: Value::Map(Vec::new()),
+            salt: SaltHook::default(),
         }
     }
 }

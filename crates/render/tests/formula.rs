@@ -124,10 +124,46 @@ fn shebangs_and_errors_name_what_is_missing() {
         Err(RenderError::Unsupported(r)) if r == "py"
     ));
     let e = render("a: {{ salt['cmd.run']('id') }}", &c, files(), "jinja|yaml").unwrap_err();
+    assert!(e.to_string().contains("'cmd.run' is not available."), "{e}");
+    // With the minion's modules behind the hook: its functions answer, others are named.
+    struct Echo;
+    impl salt_render::SaltFunctions for Echo {
+        fn call(
+            &self,
+            fun: &str,
+            args: &[Value],
+            kwargs: &[(String, Value)],
+        ) -> Option<Result<Value, String>> {
+            match fun {
+                "test.echo" => Some(Ok(args
+                    .first()
+                    .or(kwargs.first().map(|(_, v)| v))
+                    .cloned()
+                    .unwrap_or(Value::Nil))),
+                "test.fail" => Some(Err("boom".into())),
+                _ => None,
+            }
+        }
+    }
+    let mut h = c.clone();
+    h.salt = salt_render::SaltHook(Some(Arc::new(Echo)));
+    assert_eq!(
+        render(
+            "a: {{ salt['test.echo']('x') }}\nb: {{ salt['test.echo'](text='y') }}",
+            &h,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("a: x\nb: y")
+    );
+    let e = render("a: {{ salt['test.fail']() }}", &h, files(), "jinja|yaml").unwrap_err();
     assert!(
-        e.to_string().contains("salt['cmd.run'] is not supported"),
+        e.to_string().contains("salt['test.fail'] failed: boom"),
         "{e}"
     );
+    let e = render("a: {{ salt['nope.x']() }}", &h, files(), "jinja|yaml").unwrap_err();
+    assert!(e.to_string().contains("'nope.x' is not available."), "{e}");
     let e = render("a: {{ nope }}", &c, files(), "jinja|yaml").unwrap_err();
     assert!(matches!(e, RenderError::Jinja(_)), "strict undefined: {e}");
     let e = render("a: 1\na: 2\n", &c, files(), "jinja|yaml").unwrap_err();

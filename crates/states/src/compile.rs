@@ -108,6 +108,7 @@ impl Compiler {
             tplfile: tplfile.to_owned(),
             id: self.opts.id.clone(),
             vars: Value::Map(Vec::new()),
+            salt: self.opts.salt.clone(),
         }
     }
 

@@ -41,6 +41,8 @@ pub struct Opts {
     pub opts: Value,
     /// `exclude=`: SLS names or `{sls: x}`/`{id: x}` entries removed before the run.
     pub exclude: Vec<Value>,
+    /// The minion's execution modules for templates' `salt[...]`.
+    pub salt: salt_render::SaltHook,
 }
 
 impl Default for Opts {
@@ -54,6 +56,7 @@ impl Default for Opts {
             saltenv: "base".into(),
             opts: Value::Map(Vec::new()),
             exclude: Vec::new(),
+            salt: salt_render::SaltHook::default(),
         }
     }
 }

@@ -129,18 +129,18 @@ fn include_extend_names_and_order() {
 
 #[test]
 fn failures_and_refusals() {
-    let sls = "f:\n  test.fail_without_changes: []\ng:\n  test.nop:\n    - require:\n      - test: f\nh:\n  pkg.installed: []\n".to_owned();
+    let sls = "f:\n  test.fail_without_changes: []\ng:\n  test.nop:\n    - require:\n      - test: f\nh:\n  mycustom.installed: []\n".to_owned();
     let ret = run(vec![("s.sls", sls)], &["s"], false);
     let g = get(&ret, "test_|-g_|-g_|-nop").unwrap();
     assert_eq!(
         get_str(g, "comment"),
         Some("One or more requisite failed: s.f")
     );
-    let h = get(&ret, "pkg_|-h_|-h_|-installed").unwrap();
+    let h = get(&ret, "mycustom_|-h_|-h_|-installed").unwrap();
     assert!(
         get_str(h, "comment")
             .unwrap()
-            .contains("'pkg.installed' is not available.")
+            .contains("'mycustom.installed' is not available.")
     );
     let bad = "p:\n  test.nop:\n    - prereq:\n      - test: q\nq:\n  test.nop: []\n".to_owned();
     let errs = salt_states::sls(

@@ -160,10 +160,18 @@ impl Driver {
             job.fun,
             job.jid
         );
-        let ctx = ExecContext {
-            id: self.s.id.clone(),
-            grains: self.s.grains.clone(),
-        };
+        let mut ctx = ExecContext::new(&self.s.id, self.s.grains.clone());
+        ctx.pillar = self.s.pillar.clone();
+        ctx.cachedir = self.s.cachedir.clone();
+        ctx.master = self.conn.as_ref().map(|c| crate::master_link::MasterLink {
+            session: c.session.clone(),
+            req: c.req.clone(),
+            key: Arc::new(self.key.clone()),
+            enc_algo: self.s.auth.enc_algo,
+            sig_algo: self.s.auth.sig_algo,
+            timeout: self.s.return_timeout.max(Duration::from_secs(30)),
+            tries: self.s.return_tries,
+        });
         let tx = self.ev_tx.clone();
         tokio::spawn(async move {
             if let Some(ret) = crate::job::run(&job, &ctx).await {

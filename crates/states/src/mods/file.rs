@@ -174,6 +174,7 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
                 tplfile: String::new(),
                 id: ctx.opts.id.clone(),
                 vars,
+                salt: ctx.opts.salt.clone(),
             };
             let loader = Arc::new(RenderLoader(ctx.client.clone()));
             let src = String::from_utf8_lossy(&text).into_owned();

@@ -4,6 +4,7 @@ pub mod checks;
 pub mod cmd;
 pub mod file;
 mod file_link;
+pub mod pkg;
 pub mod test;
 
 use rmpv::Value;
@@ -20,6 +21,10 @@ pub const STATES: &[&str] = &[
     "file.directory",
     "file.absent",
     "file.symlink",
+    "pkg.installed",
+    "pkg.latest",
+    "pkg.removed",
+    "pkg.purged",
     "test.nop",
     "test.succeed_without_changes",
     "test.succeed_with_changes",
@@ -63,6 +68,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("test", f)) => test::call(ctx, f, low, watch),
         Some(("cmd", f)) => cmd::call(ctx, f, low),
         Some(("file", f)) => file::call(ctx, f, low),
+        Some(("pkg", f)) => pkg::call(ctx, f, low),
         _ => {
             let mut r = base_ret(low);
             crate::set(

@@ -1,11 +1,15 @@
 //! `salt-call` for the salt-rs minion: run a function locally and print its return.
 //!
-//! Masterless only (`--local`, or `file_client: local` in the minion config): SLS and
-//! `salt://` files come from `file_roots`. Supported: `state.apply`, `state.sls`,
-//! `state.highstate`, `state.show_sls`, `state.show_top`, and the execution modules of
-//! the minion (`test.*`, `cmd.*`, `grains.*`, `sys.*`). Output: `--out json` (the default
-//! for everything but state runs, which default to `highstate` as in Salt). Anything else
-//! is refused by name.
+//! * Against a master (the default): signs in with the minion's keys as `salt-minion` does,
+//!   takes the pillar from the master (`_pillar`), runs the function with the minion's
+//!   execution modules (`state.*` through the remote file client, `cp.*`, `pillar.*` ...),
+//!   sends the return to the master (`_return` with `jid: req`, as Salt's `salt-call`) and
+//!   prints it.
+//! * Masterless (`--local`, or `file_client: local`): SLS and `salt://` files from
+//!   `file_roots`, the pillar compiled from `pillar_roots`.
+//!
+//! Output: every outputter of `salt-output` (`--out nested|json|yaml|txt|raw|highstate`);
+//! the default is the function's (`highstate` for state runs) else `nested`, as Salt's.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,13 +18,19 @@ use std::sync::Arc;
 use rmpv::Value;
 use salt_states::{LocalFileClient, Opts, get, output};
 
-const USAGE: &str = "usage: salt-call [-c CONFIG_DIR] [--local] [--out json|highstate] [-l LEVEL] [--retcode-passthrough] [--id ID] FUNCTION [ARG ...]";
+mod master;
+#[path = "../../settings.rs"]
+#[allow(dead_code)]
+mod settings;
+
+const USAGE: &str = "usage: salt-call [-c CONFIG_DIR] [--local] [--out nested|json|yaml|txt|raw|highstate] [-l LEVEL] [--retcode-passthrough] [--id ID] FUNCTION [ARG ...]";
 
 struct Cli {
     config_dir: PathBuf,
     local: bool,
     out: String,
     retcode_passthrough: bool,
+    log_level: String,
     id: Option<String>,
     fun: String,
     args: Vec<String>,
@@ -32,6 +42,7 @@ fn parse_cli() -> Result<Cli, String> {
         local: false,
         out: String::new(),
         retcode_passthrough: false,
+        log_level: "warning".into(),
         id: None,
         fun: String::new(),
         args: Vec::new(),
@@ -52,9 +63,7 @@ fn parse_cli() -> Result<Cli, String> {
             "-c" | "--config-dir" => cli.config_dir = PathBuf::from(val("--config-dir")?),
             "--local" => cli.local = true,
             "--out" | "--output" => cli.out = val("--out")?,
-            "-l" | "--log-level" => {
-                val("--log-level")?;
-            }
+            "-l" | "--log-level" => cli.log_level = val("--log-level")?,
             "--retcode-passthrough" => cli.retcode_passthrough = true,
             "--no-color" | "--no-colour" => {}
             "--id" => cli.id = Some(val("--id")?),
@@ -81,15 +90,9 @@ fn parse_cli() -> Result<Cli, String> {
     if cli.fun.is_empty() {
         return Err(USAGE.into());
     }
-    if cli.out.is_empty() {
-        // Salt's defaults: the highstate outputter for state runs; ours has no `nested`
-        // yet, so everything else prints as JSON.
-        let state_run = cli.fun.starts_with("state.") && !cli.fun.starts_with("state.show");
-        cli.out = if state_run { "highstate" } else { "json" }.into();
-    }
-    if cli.out != "json" && cli.out != "highstate" {
+    if !cli.out.is_empty() && salt_output::OutputFormat::from_name(&cli.out).is_none() {
         return Err(format!(
-            "outputter '{}' is not supported by salt-rs salt-call (supported: json, highstate)",
+            "outputter '{}' is not supported by salt-rs salt-call (supported: nested, json, yaml, txt, raw, highstate)",
             cli.out
         ));
     }
@@ -161,7 +164,10 @@ fn yamlify(v: &str) -> Value {
     }
 }
 
-async fn run(cli: Cli) -> Result<(Value, i32), String> {
+/// A return, its retcode and the function's outputter (`None`: nested).
+type Ran = (Value, i32, Option<&'static str>);
+
+async fn run(cli: Cli) -> Result<Ran, String> {
     let conf_path = cli.config_dir.join("minion");
     let conf = match std::fs::read_to_string(&conf_path) {
         Ok(t) => salt_render::yaml::load(&t)
@@ -171,7 +177,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
     };
     let local = cli.local || salt_states::get_str(&conf, "file_client") == Some("local");
     if !local {
-        return Err("salt-call against a master is not supported by salt-rs yet: use --local (file_client: local)".into());
+        return master::run(&cli.config_dir, cli.id.as_deref(), &cli.fun, &cli.args).await;
     }
     let id = cli
         .id
@@ -216,7 +222,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
         pillar_override,
     )?;
     match cli.fun.as_str() {
-        "pillar.items" | "pillar.raw" => return Ok((pillar, 0)),
+        "pillar.items" | "pillar.raw" => return Ok((pillar, 0, None)),
         "pillar.get" => {
             let key = positional
                 .first()
@@ -232,7 +238,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
             for part in key.split(':') {
                 cur = cur.and_then(|c| get(c, part));
             }
-            return Ok((cur.cloned().unwrap_or(default), 0));
+            return Ok((cur.cloned().unwrap_or(default), 0, None));
         }
         _ => {}
     }
@@ -243,7 +249,7 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
                 "Pillar failed to render with the following messages:",
             )];
             lines.extend(errs.iter().cloned());
-            return Ok((Value::Array(lines), 5));
+            return Ok((Value::Array(lines), 5, Some("highstate")));
         }
         for (k, _) in &kwargs {
             if cli.fun != "state.single"
@@ -258,12 +264,12 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
                 ));
             }
         }
-        if get(&conf, "pillar_roots").is_some() {
-            tracing::warn!(
-                "local pillar is not compiled by salt-rs salt-call yet: pillar is empty"
-            );
-        }
+        let mut hook_ctx =
+            salt_minion_core::modules::ExecContext::new(&id, Arc::new(grains.clone()));
+        hook_ctx.pillar = Arc::new(std::sync::RwLock::new(Some(pillar.clone())));
+        hook_ctx.opts = Arc::new(conf.clone());
         let opts = Opts {
+            salt: salt_minion_core::modules::state::salt_hook(&hook_ctx),
             id: id.clone(),
             grains,
             pillar,
@@ -327,22 +333,27 @@ async fn run(cli: Cli) -> Result<(Value, i32), String> {
             }
             other => return Err(format!("'{other}' is not available.")),
         };
+        let show = cli.fun.starts_with("state.show");
+        let out = (!show).then_some("highstate");
         return Ok(match outcome {
             Ok(v) => {
-                let failed = !cli.fun.starts_with("state.show") && !salt_states::all_ok(&v);
-                (v, if failed { 2 } else { 0 })
+                let failed = !show && !salt_states::all_ok(&v);
+                (v, if failed { 2 } else { 0 }, out)
             }
-            Err(errs) => (Value::Array(errs.into_iter().map(Value::from).collect()), 1),
+            Err(errs) => (
+                Value::Array(errs.into_iter().map(Value::from).collect()),
+                1,
+                out,
+            ),
         });
     }
-    let ctx = salt_minion_core::modules::ExecContext {
-        id: id.clone(),
-        grains: Arc::new(grains),
-    };
-    let raw: Vec<Value> = cli.args.iter().map(|a| Value::from(a.as_str())).collect();
+    let mut ctx = salt_minion_core::modules::ExecContext::new(&id, Arc::new(grains));
+    ctx.pillar = Arc::new(std::sync::RwLock::new(Some(pillar)));
+    ctx.opts = Arc::new(conf.clone());
+    let raw = master::raw_args(&cli.args);
     let out = salt_minion_core::modules::call(&cli.fun, &raw, &Value::Map(Vec::new()), &ctx).await;
     let rc = i32::try_from(out.retcode).unwrap_or(1);
-    Ok((out.ret, rc))
+    Ok((out.ret, rc, out.out))
 }
 
 fn main() -> ExitCode {
@@ -353,10 +364,23 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let filter = tracing_subscriber::EnvFilter::try_new(match cli.log_level.as_str() {
+        "garbage" | "trace" | "all" => "trace",
+        "debug" | "profile" => "debug",
+        "info" => "info",
+        "error" | "critical" | "quiet" => "error",
+        _ => "warn",
+    })
+    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
     let passthrough = cli.retcode_passthrough;
     let cli_out = cli.out.clone();
-    let is_state = cli.fun.starts_with("state.") && !cli.fun.starts_with("state.show");
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -367,14 +391,21 @@ fn main() -> ExitCode {
         }
     };
     match rt.block_on(run(cli)) {
-        Ok((ret, rc)) => {
-            let whole = Value::Map(vec![(Value::from("local"), ret)]);
-            if cli_out == "highstate" && is_state {
-                let json = salt_master_core::convert::mp_to_json(&whole);
-                let opts = salt_output::highstate::Options::default();
-                println!("{}", salt_output::highstate::render(&json, &opts));
+        Ok((ret, rc, fun_out)) => {
+            let out = if cli_out.is_empty() {
+                fun_out.unwrap_or("nested")
             } else {
+                cli_out.as_str()
+            };
+            let whole = Value::Map(vec![(Value::from("local"), ret)]);
+            if out == "json" {
+                // Salt's json outputter keeps the return's order.
                 println!("{}", output::json_indent(&whole));
+            } else {
+                let format = salt_output::OutputFormat::from_name(out)
+                    .unwrap_or(salt_output::OutputFormat::Nested);
+                let json = salt_master_core::convert::mp_to_json(&whole);
+                println!("{}", salt_output::render(format, &json));
             }
             // Salt: a failed state is retcode 2 with --retcode-passthrough, 1 otherwise.
             let code = match (rc, passthrough) {

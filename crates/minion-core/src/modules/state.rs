@@ -1,0 +1,293 @@
+//! `state.*` on the minion daemon (and `salt-call` against a master): the state system of
+//! `salt-states` with the remote file client and the master's pillar.
+//!
+//! Each run compiles a fresh pillar from the master (`_pillar` with grains, `saltenv`,
+//! `pillarenv` and `pillar=` overrides) when asked for another environment or an override,
+//! else uses the minion's pillar; a pillar with `_errors` stops the run with Salt's
+//! "Pillar failed to render" list and retcode 5. Returns carry Salt's retcodes (0, 1 for
+//! compile errors, 2 for a failed state) and `out: highstate` like Salt's `__outputter__`.
+
+use std::sync::Arc;
+
+use rmpv::Value;
+use salt_states::{FileClient, Opts};
+
+use super::{Call, CallOutcome, Func, Run, Spec, text};
+use crate::fileclient::RemoteFileClient;
+
+const RUN: Spec = Spec::of(&["mods"], 0).kw();
+
+const fn f(name: &'static str, spec: Spec) -> Func {
+    Func {
+        name,
+        spec,
+        run: Run::Blocking(run),
+    }
+}
+
+/// The functions of this file.
+pub const FUNCS: &[Func] = &[
+    f("state.apply", RUN),
+    f("state.sls", Spec::of(&["mods"], 1).kw()),
+    f("state.highstate", Spec::NONE.kw()),
+    f("state.single", Spec::of(&["fun", "name"], 1).kw()),
+    f("state.show_sls", Spec::of(&["mods"], 1).kw()),
+    f("state.show_top", Spec::NONE.kw()),
+    f("state.show_lowstate", Spec::NONE.kw()),
+    f("state.show_highstate", Spec::NONE.kw()),
+];
+
+/// Salt's exit codes of the state system.
+const EX_STATE_COMPILER_ERROR: i64 = 1;
+const EX_STATE_FAILURE: i64 = 2;
+const EX_PILLAR_FAILURE: i64 = 5;
+
+/// Keyword arguments the state functions take (others are refused by name).
+const KNOWN: &[&str] = &[
+    "mods",
+    "test",
+    "saltenv",
+    "pillarenv",
+    "pillar",
+    "exclude",
+    "queue",
+    "fun",
+    "name",
+];
+
+/// The templates' `salt[...]`: this minion's execution modules.
+struct MinionSalt(super::ExecContext);
+
+impl salt_render::SaltFunctions for MinionSalt {
+    fn call(
+        &self,
+        fun: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Option<Result<Value, String>> {
+        let out = super::call_blocking(fun, args, kwargs, &self.0)?;
+        Some(if out.success() {
+            Ok(out.ret)
+        } else {
+            Err(text(&out.ret))
+        })
+    }
+}
+
+/// The hook that gives templates this minion's modules.
+pub fn salt_hook(ctx: &super::ExecContext) -> salt_render::SaltHook {
+    salt_render::SaltHook(Some(Arc::new(MinionSalt(ctx.clone()))))
+}
+
+/// The remote file client of a call (`None`: not connected to a master).
+pub fn remote_client(c: &Call) -> Result<Arc<RemoteFileClient>, CallOutcome> {
+    match &c.ctx.master {
+        Some(link) => Ok(Arc::new(RemoteFileClient::new(
+            link.clone(),
+            c.ctx.cachedir.clone(),
+        ))),
+        None => Err(CallOutcome::error(format!(
+            "{}: this salt-rs minion is not connected to a master (no file server)",
+            c.fun
+        ))),
+    }
+}
+
+/// The pillar a run sees: the minion's, or a fresh `_pillar` for another environment or an
+/// override.
+pub fn run_pillar(c: &Call) -> Result<Value, String> {
+    let kw_str = |k: &str| c.args.kw(k).filter(|v| !v.is_nil()).map(text);
+    let override_ = match c.args.kw("pillar") {
+        None | Some(Value::Nil) => None,
+        Some(m @ Value::Map(_)) => Some(m.clone()),
+        Some(_) => {
+            return Err(
+                "Pillar data must be formatted as a dictionary, unless pillar_enc is specified."
+                    .into(),
+            );
+        }
+    };
+    let (saltenv, pillarenv) = (kw_str("saltenv"), kw_str("pillarenv"));
+    let cached = c
+        .ctx
+        .pillar
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if let (Some(p), None, None, None) = (&cached, &override_, &saltenv, &pillarenv) {
+        return Ok(p.clone());
+    }
+    let Some(link) = &c.ctx.master else {
+        return Ok(cached.unwrap_or_else(|| Value::Map(Vec::new())));
+    };
+    let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+    handle.block_on(link.pillar(
+        &c.ctx.grains,
+        saltenv.as_deref(),
+        pillarenv.as_deref(),
+        override_.unwrap_or_else(|| Value::Map(Vec::new())),
+    ))
+}
+
+fn exclude(v: Option<&Value>) -> Vec<Value> {
+    match v {
+        None | Some(Value::Nil) => Vec::new(),
+        Some(Value::Array(a)) => a.clone(),
+        Some(Value::String(x)) => {
+            let s = x.as_str().unwrap_or("");
+            match salt_render::yaml::load(s) {
+                Ok(Some(Value::Array(a))) => a,
+                _ => s.split(',').map(Value::from).collect(),
+            }
+        }
+        Some(other) => vec![other.clone()],
+    }
+}
+
+fn mods(c: &Call) -> Vec<String> {
+    let raw = match c.args.param(0, "mods") {
+        None | Some(Value::Nil) => return Vec::new(),
+        Some(Value::Array(a)) => a.iter().map(text).collect::<Vec<_>>(),
+        Some(v) => vec![text(v)],
+    };
+    raw.iter()
+        .flat_map(|m| {
+            m.split(',')
+                .map(|s| s.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+fn run(c: &Call) -> CallOutcome {
+    if c.fun != "state.single" {
+        let bad: Vec<&str> = c
+            .args
+            .kwargs
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !KNOWN.contains(k))
+            .collect();
+        if !bad.is_empty() {
+            return CallOutcome::error(format!(
+                "{}: argument(s) {} not supported by salt-rs",
+                c.fun,
+                bad.join(", ")
+            ));
+        }
+    }
+    if c.args.kw("queue").is_some_and(salt_states::truthy) {
+        return CallOutcome::error(format!("{}: queue=True is not supported by salt-rs", c.fun));
+    }
+    let client = match remote_client(c) {
+        Ok(cl) => cl,
+        Err(e) => return e,
+    };
+    let pillar = match run_pillar(c) {
+        Ok(p) => p,
+        Err(e) => return CallOutcome::error(e),
+    };
+    if let Some(Value::Array(errs)) = salt_states::get(&pillar, "_errors") {
+        let mut lines = vec![Value::from(
+            "Pillar failed to render with the following messages:",
+        )];
+        lines.extend(errs.iter().cloned());
+        return CallOutcome {
+            ret: Value::Array(lines),
+            retcode: EX_PILLAR_FAILURE,
+            out: Some("highstate"),
+        };
+    }
+    let opts_map = &*c.ctx.opts;
+    let opts = Opts {
+        id: c.ctx.id.clone(),
+        grains: (*c.ctx.grains).clone(),
+        pillar,
+        test: c
+            .args
+            .kw("test")
+            .or_else(|| salt_states::get(opts_map, "test"))
+            .is_some_and(salt_states::truthy),
+        failhard: salt_states::get(opts_map, "failhard").is_some_and(salt_states::truthy),
+        saltenv: c
+            .args
+            .kw("saltenv")
+            .filter(|v| !v.is_nil())
+            .map_or_else(|| "base".to_owned(), text),
+        opts: opts_map.clone(),
+        exclude: exclude(c.args.kw("exclude")),
+        salt: salt_hook(&c.ctx),
+    };
+    let client: Arc<dyn FileClient> = client;
+    let mods = mods(c);
+    let outcome = match c.fun.as_str() {
+        "state.apply" if mods.is_empty() => salt_states::highstate(client, &opts),
+        "state.highstate" => salt_states::highstate(client, &opts),
+        "state.apply" | "state.sls" => salt_states::sls(client, &opts, &mods),
+        "state.show_sls" => salt_states::show_sls(client, &opts, &mods),
+        "state.show_top" => salt_states::show_top(client, &opts),
+        "state.show_lowstate" => salt_states::show_lowstate(client, &opts),
+        "state.show_highstate" => show_highstate(client, &opts),
+        "state.single" => {
+            let fun = c.args.param(0, "fun").map(text).unwrap_or_default();
+            let mut kw: Vec<(String, Value)> = c
+                .args
+                .kwargs
+                .iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "test" | "saltenv" | "pillar" | "pillarenv" | "queue" | "fun"
+                    )
+                })
+                .cloned()
+                .collect();
+            if let Some(n) = c.args.args.get(1)
+                && !kw.iter().any(|(k, _)| k == "name")
+            {
+                kw.insert(0, ("name".into(), n.clone()));
+            }
+            salt_states::single(client, &opts, &fun, &kw)
+        }
+        other => return super::not_available(other),
+    };
+    let show = c.fun.starts_with("state.show");
+    let out = (!show).then_some("highstate");
+    match outcome {
+        Ok(v) => {
+            let retcode = if !show && !salt_states::all_ok(&v) {
+                EX_STATE_FAILURE
+            } else {
+                0
+            };
+            CallOutcome {
+                ret: v,
+                retcode,
+                out,
+            }
+        }
+        Err(errs) => CallOutcome {
+            ret: Value::Array(errs.into_iter().map(Value::from).collect()),
+            retcode: EX_STATE_COMPILER_ERROR,
+            out,
+        },
+    }
+}
+
+/// `state.show_highstate`: the high data of the top file's SLS (Python's dict form).
+fn show_highstate(client: Arc<dyn FileClient>, opts: &Opts) -> salt_states::Outcome {
+    let mut compiler = salt_states::compile::Compiler::new(client, opts.clone());
+    let matches = compiler.top_matches()?;
+    let (mut high, mut errors) = compiler.render_highstate(&matches);
+    errors.extend(salt_states::lowstate::reconcile(&mut high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Value::Map(
+        high.ids
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    ))
+}
