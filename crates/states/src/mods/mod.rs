@@ -5,6 +5,7 @@ pub mod cmd;
 pub mod file;
 mod file_link;
 pub mod pkg;
+pub mod service;
 pub mod test;
 
 use rmpv::Value;
@@ -25,6 +26,11 @@ pub const STATES: &[&str] = &[
     "pkg.latest",
     "pkg.removed",
     "pkg.purged",
+    "service.running",
+    "service.dead",
+    "service.enabled",
+    "service.disabled",
+    "service.mod_watch",
     "test.nop",
     "test.succeed_without_changes",
     "test.succeed_with_changes",
@@ -69,6 +75,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("cmd", f)) => cmd::call(ctx, f, low),
         Some(("file", f)) => file::call(ctx, f, low),
         Some(("pkg", f)) => pkg::call(ctx, f, low),
+        Some(("service", f)) => service::call(ctx, f, low),
         _ => {
             let mut r = base_ret(low);
             crate::set(
