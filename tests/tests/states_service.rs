@@ -78,10 +78,16 @@ fn actions(root: &Path) -> Vec<String> {
 
 fn normalize(text: &str, root: &Path) -> String {
     let root = root.display().to_string();
+    let mut after_pid = false;
     text.replace(&root, "ROOT")
         .lines()
         .map(|l| {
             let t = l.trim_start();
+            let pid_line = after_pid;
+            after_pid = t == "pid:";
+            if pid_line {
+                return "PID".to_owned();
+            }
             for key in [
                 "\"start_time\": ",
                 "\"duration\": ",
@@ -193,6 +199,51 @@ fn service_states_same_as_python_3007() {
             rs.1,
             rs.2,
             rs.3
+        );
+    }
+}
+
+/// `retry` (test mode note, attempts merged into one return, `__run_num__` of the last
+/// attempt) and `check_cmd` (a failing and a passing check), as Salt 3007.17.
+#[test]
+fn retry_and_check_cmd_same_as_python_3007() {
+    let Some(venv) = venv_for("3007.17") else {
+        return;
+    };
+    if nix::unistd::geteuid().as_raw() != 0 || !Path::new("/run/systemd").is_dir() {
+        println!("skipped: needs root (unshare -m) and /run/systemd");
+        return;
+    }
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
+    setup(&py_root);
+    setup(&rs_root);
+    for (out, test) in [("json", true), ("json", false), ("highstate", false)] {
+        let mut res = Vec::new();
+        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+            let _ = std::fs::remove_file(root.join("out/count"));
+            let mut a = vec!["state.apply".to_owned(), "checks".to_owned()];
+            if test {
+                a.push("test=True".into());
+            }
+            a.push(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
+            let (text, rc) = salt_call(&bin, root, out, &a);
+            let count = std::fs::read_to_string(root.join("out/count")).unwrap_or_default();
+            res.push((normalize(&text, root), rc, count));
+        }
+        assert!(res[0].0.contains("retry-until-second"), "{}", res[0].0);
+        assert_eq!(
+            res[1].0, res[0].0,
+            "checks test={test}: --out {out} differs from Salt's"
+        );
+        assert_eq!(res[1].1, res[0].1, "checks test={test}: retcode");
+        assert_eq!(res[1].2, res[0].2, "checks test={test}: attempts made");
+        println!(
+            "checks test={test} --out {out}: same output, retcode {:?}, attempts {:?}",
+            res[1].1,
+            res[1].2.trim()
         );
     }
 }

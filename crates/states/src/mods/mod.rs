@@ -5,6 +5,7 @@ pub mod cmd;
 pub mod file;
 mod file_link;
 pub mod pkg;
+pub mod retry;
 pub mod service;
 pub mod test;
 
