@@ -3,6 +3,7 @@
 pub mod checks;
 pub mod cmd;
 pub mod file;
+mod file_edit;
 mod file_link;
 pub mod pkg;
 pub mod retry;
@@ -23,6 +24,9 @@ pub const STATES: &[&str] = &[
     "file.directory",
     "file.absent",
     "file.symlink",
+    "file.append",
+    "file.replace",
+    "file.touch",
     "pkg.installed",
     "pkg.latest",
     "pkg.removed",

@@ -1,0 +1,73 @@
+{% set out = pillar['outdir'] %}
+{{ out }}/app.conf:
+  file.managed:
+    - contents: |
+        # app
+        port = 80
+        debug = true
+        name  =  app
+
+append-lines:
+  file.append:
+    - name: {{ out }}/app.conf
+    - text:
+      - "name = app"
+      - "workers = 4"
+      - |
+        [extra]
+        a = 1
+    - require:
+      - file: {{ out }}/app.conf
+
+set-port:
+  file.replace:
+    - name: {{ out }}/app.conf
+    - pattern: '^port = \d+'
+    - repl: 'port = {{ pillar.get('port', 8080) }}'
+    - require:
+      - file: append-lines
+
+add-missing:
+  file.replace:
+    - name: {{ out }}/app.conf
+    - pattern: '^timeout = .*$'
+    - repl: 'timeout = 30'
+    - append_if_not_found: True
+    - backup: False
+
+group-ref:
+  file.replace:
+    - name: {{ out }}/app.conf
+    - pattern: '^debug = (\w+)'
+    - repl: 'debug = \1-checked'
+    - count: 1
+    - backup: False
+    - show_changes: False
+
+new-file-append:
+  file.append:
+    - name: {{ out }}/new.txt
+    - text: hello
+
+touched:
+  file.touch:
+    - name: {{ out }}/touched
+
+missing-file:
+  file.replace:
+    - name: {{ out }}/nope.conf
+    - pattern: x
+    - repl: y
+
+missing-ok:
+  file.replace:
+    - name: {{ out }}/nope.conf
+    - pattern: x
+    - repl: y
+    - ignore_if_missing: True
+
+after-edit:
+  cmd.run:
+    - name: grep -c . {{ out }}/app.conf
+    - onchanges:
+      - file: set-port
