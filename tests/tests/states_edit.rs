@@ -1,4 +1,5 @@
-//! `file.append`, `file.replace`, `file.touch` states against Python 3007.17's
+//! `file.append`, `file.replace`, `file.touch`, `host.present`/`absent` (on a `hosts.file`
+//! in the root) states against Python 3007.17's
 //! `salt-call --local`, each in its own throwaway root: `test=True`, apply, apply again,
 //! apply with a changed pillar, and `--out highstate`. Each step: same `--out json` (times,
 //! pids, roots blanked), same retcode, same files (names, modes, contents, backups).
@@ -18,10 +19,15 @@ fn setup(root: &Path) {
         root.join("conf/minion"),
         format!(
             "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
+             log_file: {r}/minion.log\nhosts.file: {r}/out/hosts\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
             r = root.display(),
             t = workspace_root().join("tests/data/states-edit").display(),
         ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("out/hosts"),
+        "127.0.0.1\tlocalhost\n# a comment\n10.0.0.5\told-alias web.example  # old one\n",
     )
     .unwrap();
 }

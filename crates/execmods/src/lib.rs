@@ -88,6 +88,7 @@ pub const FUNCTIONS: &[&str] = &[
     "hosts.has_pair",
     "hosts.list_hosts",
     "hosts.rm_host",
+    "hosts.set_comment",
     "hosts.set_host",
     "network.hw_addr",
     "network.interfaces",

@@ -1,6 +1,7 @@
 {% set out = pillar['outdir'] %}
-{{ out }}/app.conf:
+app-conf:
   file.managed:
+    - name: {{ out }}/app.conf
     - contents: |
         # app
         port = 80
@@ -17,7 +18,7 @@ append-lines:
         [extra]
         a = 1
     - require:
-      - file: {{ out }}/app.conf
+      - file: app-conf
 
 set-port:
   file.replace:
@@ -71,3 +72,25 @@ after-edit:
     - name: grep -c . {{ out }}/app.conf
     - onchanges:
       - file: set-port
+
+web-host:
+  host.present:
+    - name: web.example
+    - ip: 10.0.0.9
+    - clean: True
+
+db-host:
+  host.present:
+    - name: db.example
+    - ip: 10.0.0.7
+    - comment: database
+
+stale:
+  host.absent:
+    - name: old-alias
+    - ip: 10.0.0.5
+
+warn-host:
+  host.present:
+    - name: localhost
+    - ip: 127.0.1.1

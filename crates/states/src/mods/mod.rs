@@ -5,6 +5,7 @@ pub mod cmd;
 pub mod file;
 mod file_edit;
 mod file_link;
+pub mod host;
 pub mod pkg;
 pub mod retry;
 pub mod service;
@@ -27,6 +28,8 @@ pub const STATES: &[&str] = &[
     "file.append",
     "file.replace",
     "file.touch",
+    "host.present",
+    "host.absent",
     "pkg.installed",
     "pkg.latest",
     "pkg.removed",
@@ -80,6 +83,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("cmd", f)) => cmd::call(ctx, f, low),
         Some(("file", f)) => file::call(ctx, f, low),
         Some(("pkg", f)) => pkg::call(ctx, f, low),
+        Some(("host", f)) => host::call(ctx, f, low),
         Some(("service", f)) => service::call(ctx, f, low),
         _ => {
             let mut r = base_ret(low);
