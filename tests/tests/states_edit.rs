@@ -1,4 +1,4 @@
-//! `file.append`, `file.replace`, `file.touch`, `host.present`/`absent` (on a `hosts.file`
+//! `file.append`, `file.replace`, `file.touch`, `cmd.script`, `host.present`/`absent` (on a `hosts.file`
 //! in the root) states against Python 3007.17's
 //! `salt-call --local`, each in its own throwaway root: `test=True`, apply, apply again,
 //! apply with a changed pillar, and `--out highstate`. Each step: same `--out json` (times,

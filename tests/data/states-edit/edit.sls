@@ -94,3 +94,24 @@ warn-host:
   host.present:
     - name: localhost
     - ip: 127.0.1.1
+
+run-script:
+  cmd.script:
+    - name: salt://scripts/hello.sh world
+    - cwd: /
+
+script-args:
+  cmd.script:
+    - name: greet
+    - source: salt://scripts/hello.sh
+    - args: "a b"
+
+missing-script:
+  cmd.script:
+    - name: salt://scripts/nope.sh
+
+script-name-args:
+  cmd.script:
+    - name: hello.sh from-name
+    - source: salt://scripts/hello.sh
+    - cwd: /

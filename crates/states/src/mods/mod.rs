@@ -2,6 +2,7 @@
 
 pub mod checks;
 pub mod cmd;
+mod cmd_script;
 pub mod file;
 mod file_edit;
 mod file_link;
@@ -21,6 +22,7 @@ pub const STATES: &[&str] = &[
     "cmd.run",
     "cmd.wait",
     "cmd.mod_watch",
+    "cmd.script",
     "file.managed",
     "file.directory",
     "file.absent",
