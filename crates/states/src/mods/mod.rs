@@ -11,6 +11,7 @@ pub mod pkg;
 pub mod retry;
 pub mod service;
 pub mod test;
+pub mod user;
 
 use rmpv::Value;
 
@@ -41,6 +42,10 @@ pub const STATES: &[&str] = &[
     "service.enabled",
     "service.disabled",
     "service.mod_watch",
+    "user.present",
+    "user.absent",
+    "group.present",
+    "group.absent",
     "test.nop",
     "test.succeed_without_changes",
     "test.succeed_with_changes",
@@ -86,6 +91,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("file", f)) => file::call(ctx, f, low),
         Some(("pkg", f)) => pkg::call(ctx, f, low),
         Some(("host", f)) => host::call(ctx, f, low),
+        Some(("user" | "group", _)) => user::call(ctx, full, low),
         Some(("service", f)) => service::call(ctx, f, low),
         _ => {
             let mut r = base_ret(low);
