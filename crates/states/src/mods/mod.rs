@@ -6,6 +6,7 @@ mod cmd_script;
 pub mod file;
 mod file_edit;
 mod file_link;
+pub mod group;
 pub mod host;
 pub mod pkg;
 pub mod retry;
