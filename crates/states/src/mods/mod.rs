@@ -3,6 +3,7 @@
 pub mod checks;
 pub mod cmd;
 mod cmd_script;
+pub mod cron;
 pub mod file;
 mod file_edit;
 mod file_link;
@@ -25,6 +26,8 @@ pub const STATES: &[&str] = &[
     "cmd.wait",
     "cmd.mod_watch",
     "cmd.script",
+    "cron.present",
+    "cron.absent",
     "file.managed",
     "file.directory",
     "file.absent",
@@ -92,6 +95,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("file", f)) => file::call(ctx, f, low),
         Some(("pkg", f)) => pkg::call(ctx, f, low),
         Some(("host", f)) => host::call(ctx, f, low),
+        Some(("cron", f)) => cron::call(ctx, f, low),
         Some(("user" | "group", _)) => user::call(ctx, full, low),
         Some(("service", f)) => service::call(ctx, f, low),
         _ => {
