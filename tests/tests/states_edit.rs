@@ -1,4 +1,4 @@
-//! `file.append`, `file.replace`, `file.touch`, `cmd.script`, `host.present`/`absent` (on a `hosts.file`
+//! `file.append`, `file.replace`, `file.touch`, `file.line`, `cmd.script`, `host.present`/`absent` (on a `hosts.file`
 //! in the root) states against Python 3007.17's
 //! `salt-call --local`, each in its own throwaway root: `test=True`, apply, apply again,
 //! apply with a changed pillar, and `--out highstate`. Each step: same `--out json` (times,
@@ -28,6 +28,11 @@ fn setup(root: &Path) {
     std::fs::write(
         root.join("out/hosts"),
         "127.0.0.1\tlocalhost\n# a comment\n10.0.0.5\told-alias web.example  # old one\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("out/lines.conf"),
+        "[main]\n    key = 1\nfoo=bar\n# end\n",
     )
     .unwrap();
 }

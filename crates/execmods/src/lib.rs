@@ -66,6 +66,7 @@ pub const FUNCTIONS: &[&str] = &[
     "file.file_exists",
     "file.get_hash",
     "file.get_mode",
+    "file.line",
     "file.mkdir",
     "file.readlink",
     "file.remove",

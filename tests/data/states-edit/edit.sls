@@ -115,3 +115,49 @@ script-name-args:
     - name: hello.sh from-name
     - source: salt://scripts/hello.sh
     - cwd: /
+
+line-replace:
+  file.line:
+    - name: {{ out }}/lines.conf
+    - mode: replace
+    - match: '^\s*key ='
+    - content: 'key = {{ pillar.get("port", 8080) }}'
+
+line-ensure-after:
+  file.line:
+    - name: {{ out }}/lines.conf
+    - mode: ensure
+    - after: '^\[main\]'
+    - content: 'enabled = true'
+
+line-ensure-before:
+  file.line:
+    - name: {{ out }}/lines.conf
+    - mode: ensure
+    - before: '^\[main\]'
+    - content: '# managed'
+
+line-delete:
+  file.line:
+    - name: {{ out }}/lines.conf
+    - mode: delete
+    - match: '^foo='
+
+line-insert-before:
+  file.line:
+    - name: {{ out }}/lines.conf
+    - mode: insert
+    - before: '^# end'
+    - content: 'last = yes'
+
+line-new-file:
+  file.line:
+    - name: {{ out }}/created.conf
+    - mode: insert
+    - location: end
+    - content: 'first line'
+
+line-no-mode:
+  file.line:
+    - name: {{ out }}/lines.conf
+    - content: x

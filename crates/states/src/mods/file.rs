@@ -24,6 +24,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "append" => super::file_edit::append(ctx, low),
         "replace" => super::file_edit::replace(ctx, low),
         "touch" => super::file_edit::touch(ctx, low),
+        "line" => super::file_edit::line(ctx, low),
         other => {
             let mut r = super::base_ret(low);
             set(

@@ -35,6 +35,7 @@ pub const STATES: &[&str] = &[
     "file.append",
     "file.replace",
     "file.touch",
+    "file.line",
     "host.present",
     "host.absent",
     "pkg.installed",
