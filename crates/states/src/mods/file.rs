@@ -25,6 +25,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "replace" => super::file_edit::replace(ctx, low),
         "touch" => super::file_edit::touch(ctx, low),
         "line" => super::file_edit::line(ctx, low),
+        "recurse" => super::file_recurse::recurse(ctx, low),
         other => {
             let mut r = super::base_ret(low);
             set(

@@ -7,6 +7,7 @@ pub mod cron;
 pub mod file;
 mod file_edit;
 mod file_link;
+mod file_recurse;
 pub mod group;
 pub mod host;
 pub mod pkg;
@@ -36,6 +37,7 @@ pub const STATES: &[&str] = &[
     "file.replace",
     "file.touch",
     "file.line",
+    "file.recurse",
     "host.present",
     "host.absent",
     "pkg.installed",
