@@ -187,6 +187,7 @@ impl<'a> Engine<'a> {
 
     /// Run every chunk (`call_chunks`).
     pub fn call_chunks(&mut self, chunks: &[Value]) -> Running {
+        crate::mods::pkg::new_run();
         let mut running = Running::default();
         for low in chunks {
             let tag = gen_tag(low);
