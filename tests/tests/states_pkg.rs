@@ -140,10 +140,16 @@ fn conf(root: &Path) {
 
 fn normalize(text: &str, root: &Path) -> String {
     let root = root.display().to_string();
+    let mut after_pid = false;
     text.replace(&root, "ROOT")
         .lines()
         .map(|l| {
             let t = l.trim_start();
+            let pid_line = after_pid;
+            after_pid = t == "pid:";
+            if pid_line {
+                return "PID".to_owned();
+            }
             for key in [
                 "\"start_time\": ",
                 "\"duration\": ",

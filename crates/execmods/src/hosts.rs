@@ -76,6 +76,21 @@ fn aliases_of<'a>(hosts: &'a [Entry], ip: &str) -> Option<&'a Vec<String>> {
     })
 }
 
+/// `hosts.list_hosts` as `(ip, aliases, comment)`, comment lines left out.
+pub fn list(ctx: &Ctx<'_>) -> Vec<(String, Vec<String>, Option<String>)> {
+    parse(&hosts_file(ctx))
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Host {
+                ip,
+                aliases,
+                comment,
+            } => Some((ip, aliases, comment)),
+            Entry::Comment(_) => None,
+        })
+        .collect()
+}
+
 /// `hosts.has_pair`.
 pub fn has_pair(ctx: &Ctx<'_>, ip: &str, alias: &str) -> bool {
     aliases_of(&parse(&hosts_file(ctx)), ip).is_some_and(|a| a.iter().any(|x| x == alias))
@@ -214,6 +229,25 @@ pub fn set_host(
     Ok(true)
 }
 
+/// `hosts.set_comment`: false when `ip` has no line.
+pub fn set_comment(ctx: &Ctx<'_>, ip: &str, comment: &str) -> Result<bool, String> {
+    let path = hosts_file(ctx);
+    ensure_file(&path)?;
+    let mut hosts = parse(&path);
+    let Some(c) = hosts.iter_mut().find_map(|e| match e {
+        Entry::Host { ip: i, comment, .. } if i == ip => Some(comment),
+        _ => None,
+    }) else {
+        return Ok(false);
+    };
+    if c.as_deref() == Some(comment) {
+        return Ok(true);
+    }
+    *c = Some(comment.to_owned());
+    write(&path, &hosts)?;
+    Ok(true)
+}
+
 /// Dispatch `hosts.<f>`.
 pub fn call(f: &str, a: &Args<'_>, ctx: &Ctx<'_>) -> Ret {
     let hosts = parse(&hosts_file(ctx));
@@ -284,6 +318,9 @@ pub fn call(f: &str, a: &Args<'_>, ctx: &Ctx<'_>) -> Ret {
             a.str(2, "comment").as_deref(),
         )
         .map(Value::Boolean),
+        "set_comment" => {
+            set_comment(ctx, &a.req(0, "ip")?, &a.req(1, "comment")?).map(Value::Boolean)
+        }
         _ => Err(format!("'hosts.{f}' is not available.")),
     }
 }

@@ -161,7 +161,10 @@ fn usermod(name: &str, flag: &str, val: &str) -> Ret {
 
 /// `user.add`.
 pub fn add(a: &Args<'_>) -> Ret {
-    a.refuse(&["unique", "root", "loginclass", "nologinit", "usergroup"])?;
+    a.refuse(&["root", "loginclass", "nologinit", "local"])?;
+    if a.kwarg("unique").is_some_and(|v| !crate::is_true(v)) {
+        return Err("user.add: unique=False is not supported by salt-rs".into());
+    }
     let name = a.req(0, "name")?;
     let mut argv: Vec<String> = vec!["useradd".into()];
     if let Some(s) = a.str(4, "shell") {
@@ -170,22 +173,30 @@ pub fn add(a: &Args<'_>) -> Ret {
     if let Some(u) = a.str(1, "uid") {
         argv.extend(["-u".into(), u]);
     }
+    let groups: Vec<String> = match a.get(3, "groups") {
+        Some(Value::Array(gs)) => gs.iter().map(text).collect(),
+        _ => Vec::new(),
+    };
+    let usergroup = a
+        .kwarg("usergroup")
+        .filter(|v| !v.is_nil())
+        .map(crate::is_true);
     if let Some(g) = a.str(2, "gid") {
         argv.extend(["-g".into(), g]);
-    } else if group(&name).is_some() {
-        argv.extend(["-g".into(), name.clone()]);
+    } else if usergroup == Some(true) {
+        argv.push("-U".into());
+    } else if groups.contains(&name) && usergroups_enab() {
+        let gid = group(&name).map(|g| g.gid.to_string()).unwrap_or_default();
+        argv.extend(["-g".into(), gid]);
     }
-    if let Some(Value::Array(gs)) = a.get(3, "groups") {
-        let gs: Vec<String> = gs.iter().map(text).collect();
-        if !gs.is_empty() {
-            argv.extend(["-G".into(), gs.join(",")]);
-        }
-    }
-    if let Some(h) = a.str(5, "home") {
-        argv.extend(["-d".into(), h]);
+    if usergroup == Some(false) {
+        argv.push("-N".into());
     }
     let create = a.kwarg("createhome").map(crate::is_true).unwrap_or(true);
     argv.push(if create { "-m" } else { "-M" }.into());
+    if let Some(h) = a.str(5, "home") {
+        argv.extend(["-d".into(), h]);
+    }
     if a.flag("system", false) {
         argv.push("-r".into());
     }
@@ -199,9 +210,43 @@ pub fn add(a: &Args<'_>) -> Ret {
             gecos.join(",").trim_end_matches(',').to_owned(),
         ]);
     }
-    argv.push(name);
+    argv.push(name.clone());
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    ok(&refs)
+    if run(&refs)?.retcode != 0 {
+        return Ok(Value::Boolean(false));
+    }
+    if !groups.is_empty() {
+        chgroups(&name, &groups, false)?;
+    }
+    Ok(Value::Boolean(true))
+}
+
+/// `/etc/login.defs` says `USERGROUPS_ENAB yes`.
+fn usergroups_enab() -> bool {
+    std::fs::read_to_string("/etc/login.defs")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.get(..15).is_some_and(|h| h.contains("USERGROUPS_ENAB")))
+        .is_some_and(|l| l.contains("yes"))
+}
+
+/// `user.chgroups`: `usermod [-a] -G` unless the groups are already those.
+pub fn chgroups(name: &str, groups: &[String], append: bool) -> Ret {
+    let mut have = list_groups(name);
+    have.sort();
+    let mut want = groups.to_vec();
+    want.sort();
+    want.dedup();
+    if have == want {
+        return Ok(Value::Boolean(true));
+    }
+    let mut argv = vec!["usermod"];
+    if append {
+        argv.push("-a");
+    }
+    let joined = groups.join(",");
+    argv.extend(["-G", joined.as_str(), name]);
+    ok(&argv)
 }
 
 /// Dispatch `user.<f>`.
@@ -277,8 +322,7 @@ pub fn call_user(f: &str, a: &Args<'_>) -> Ret {
                         Some(v) => text(v).split(',').map(str::to_owned).collect(),
                         None => Vec::new(),
                     };
-                    let flag = if a.flag("append", false) { "-aG" } else { "-G" };
-                    usermod(&name, flag, &gs.join(","))
+                    chgroups(&name, &gs, a.flag("append", false))
                 }
                 _ => Err(format!("'user.{f}' is not available.")),
             }

@@ -258,4 +258,9 @@ impl salt_states::FileClient for RemoteFileClient {
             .map(|v| str_list(&v))
             .unwrap_or_default()
     }
+
+    /// Every file of `saltenv`, as the master's `_file_list` lists them (`file.recurse`).
+    fn list_files(&self, saltenv: &str) -> Result<Vec<String>, String> {
+        self.list("_file_list", saltenv, "")
+    }
 }

@@ -187,6 +187,7 @@ impl<'a> Engine<'a> {
 
     /// Run every chunk (`call_chunks`).
     pub fn call_chunks(&mut self, chunks: &[Value]) -> Running {
+        crate::mods::pkg::new_run();
         let mut running = Running::default();
         for low in chunks {
             let tag = gen_tag(low);
@@ -519,6 +520,18 @@ impl<'a> Engine<'a> {
 
     /// Call one state function (`State.call`).
     fn call(&mut self, low: &Value, running: &Running, watch: Option<&[Value]>) -> Value {
+        self.call_n(low, running, watch, 1)
+    }
+
+    /// Attempt `retries` of one state function, with `check_cmd` and `retry`.
+    fn call_n(
+        &mut self,
+        low: &Value,
+        running: &Running,
+        watch: Option<&[Value]>,
+        retries: i64,
+    ) -> Value {
+        use crate::mods::retry;
         let start = Instant::now();
         let start_time = now_iso();
         let state = get_str(low, "state").unwrap_or("");
@@ -564,7 +577,7 @@ impl<'a> Engine<'a> {
                 client: self.client.clone(),
                 running,
             };
-            ret = crate::mods::call(&ctx, &full, low, watch);
+            ret = retry::call_checked(&ctx, &full, low, watch);
         }
         set(
             &mut ret,
@@ -580,6 +593,16 @@ impl<'a> Engine<'a> {
             "__id__",
             get(low, "__id__").cloned().unwrap_or(Value::Nil),
         );
+        if let Some(r) = retry::verify(low) {
+            if self.opts.test {
+                retry::test_comment(&mut ret, &r);
+            } else if retry::wants_retry(&r, &ret) && r.attempts > retries {
+                let interval = retry::interval(&r);
+                std::thread::sleep(std::time::Duration::from_secs(interval.max(0) as u64));
+                let new = self.call_n(low, running, watch, retries + 1);
+                ret = retry::merge(&ret, new, retries, interval);
+            }
+        }
         ret
     }
 }

@@ -13,6 +13,13 @@ pub trait FileClient: Send + Sync {
     fn get_file(&self, path: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String>;
     /// The environments served.
     fn envs(&self) -> Vec<String>;
+    /// Every file path (relative, `/`-separated, sorted) in `saltenv`, for `file.recurse`.
+    /// Clients that cannot list answer so.
+    fn list_files(&self, saltenv: &str) -> Result<Vec<String>, String> {
+        Err(format!(
+            "listing the files of saltenv '{saltenv}' is not supported by this file client"
+        ))
+    }
 }
 
 /// `file_roots` on the local disk.
@@ -55,6 +62,31 @@ impl FileClient for LocalFileClient {
 
     fn envs(&self) -> Vec<String> {
         self.roots.iter().map(|(e, _)| e.clone()).collect()
+    }
+
+    fn list_files(&self, saltenv: &str) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for (_, dirs) in self.roots.iter().filter(|(env, _)| env == saltenv) {
+            for root in dirs {
+                let mut stack = vec![root.clone()];
+                while let Some(d) = stack.pop() {
+                    let Ok(rd) = std::fs::read_dir(&d) else {
+                        continue;
+                    };
+                    for e in rd.flatten() {
+                        let p = e.path();
+                        if p.is_dir() {
+                            stack.push(p);
+                        } else if let Ok(rel) = p.strip_prefix(root) {
+                            out.push(rel.to_string_lossy().replace('\\', "/"));
+                        }
+                    }
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 }
 

@@ -95,6 +95,7 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
 pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
     match fun {
         "run" => run(ctx, low),
+        "script" => super::cmd_script::script(ctx, low),
         "wait" => {
             let mut r = base_ret(low);
             set(&mut r, "result", Value::Boolean(true));

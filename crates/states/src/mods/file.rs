@@ -21,6 +21,11 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "directory" => directory(ctx, low),
         "absent" => super::file_link::absent(ctx, low),
         "symlink" => super::file_link::symlink(ctx, low),
+        "append" => super::file_edit::append(ctx, low),
+        "replace" => super::file_edit::replace(ctx, low),
+        "touch" => super::file_edit::touch(ctx, low),
+        "line" => super::file_edit::line(ctx, low),
+        "recurse" => super::file_recurse::recurse(ctx, low),
         other => {
             let mut r = super::base_ret(low);
             set(

@@ -2,10 +2,19 @@
 
 pub mod checks;
 pub mod cmd;
+mod cmd_script;
+pub mod cron;
 pub mod file;
+mod file_edit;
 mod file_link;
+mod file_recurse;
+pub mod group;
+pub mod host;
 pub mod pkg;
+pub mod retry;
+pub mod service;
 pub mod test;
+pub mod user;
 
 use rmpv::Value;
 
@@ -17,14 +26,33 @@ pub const STATES: &[&str] = &[
     "cmd.run",
     "cmd.wait",
     "cmd.mod_watch",
+    "cmd.script",
+    "cron.present",
+    "cron.absent",
     "file.managed",
     "file.directory",
     "file.absent",
     "file.symlink",
+    "file.append",
+    "file.replace",
+    "file.touch",
+    "file.line",
+    "file.recurse",
+    "host.present",
+    "host.absent",
     "pkg.installed",
     "pkg.latest",
     "pkg.removed",
     "pkg.purged",
+    "service.running",
+    "service.dead",
+    "service.enabled",
+    "service.disabled",
+    "service.mod_watch",
+    "user.present",
+    "user.absent",
+    "group.present",
+    "group.absent",
     "test.nop",
     "test.succeed_without_changes",
     "test.succeed_with_changes",
@@ -69,6 +97,10 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("cmd", f)) => cmd::call(ctx, f, low),
         Some(("file", f)) => file::call(ctx, f, low),
         Some(("pkg", f)) => pkg::call(ctx, f, low),
+        Some(("host", f)) => host::call(ctx, f, low),
+        Some(("cron", f)) => cron::call(ctx, f, low),
+        Some(("user" | "group", _)) => user::call(ctx, full, low),
+        Some(("service", f)) => service::call(ctx, f, low),
         _ => {
             let mut r = base_ret(low);
             crate::set(

@@ -542,6 +542,11 @@ fn uninstall(ctx: &Ctx<'_>, low: &Value, action: &str) -> Result<Value, String> 
     Ok(fail(r, c))
 }
 
+/// A new state run: its first pkg state writes the rtag again (Salt's `mod_init`).
+pub fn new_run() {
+    INIT.store(false, Ordering::SeqCst);
+}
+
 /// Dispatch `pkg.<fun>`.
 pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
     // mod_init: the first pkg state of a run writes the rtag.

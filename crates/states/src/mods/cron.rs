@@ -1,0 +1,140 @@
+//! `cron.present`, `cron.absent` (`salt/states/cron.py`) on `salt-execmods`' `cron`
+//! module: standard five-field jobs with Salt's identifier comments (`identifier`
+//! defaults to the command). `special` (`@daily`...), `cron.file` and `cron.env_*` are
+//! not available.
+
+use rmpv::Value;
+use salt_execmods::cron::{self as ex, Job};
+
+use crate::engine::Ctx;
+use crate::{get, map, py_str, set};
+
+fn field(low: &Value, k: &str) -> String {
+    get(low, k)
+        .filter(|v| !v.is_nil())
+        .map(|v| py_str(v).to_lowercase())
+        .unwrap_or_else(|| "*".into())
+}
+
+fn job(low: &Value, name: &str) -> Job {
+    let identifier = match get(low, "identifier") {
+        None | Some(Value::Boolean(false)) => Some(name.to_owned()),
+        Some(Value::Nil) => None,
+        Some(v) => Some(py_str(v)),
+    };
+    Job {
+        when: ["minute", "hour", "daymonth", "month", "dayweek"].map(|k| field(low, k)),
+        cmd: name.to_owned(),
+        identifier,
+        comment: get(low, "comment").filter(|v| !v.is_nil()).map(py_str),
+        commented: get(low, "commented") == Some(&Value::Boolean(true)),
+    }
+}
+
+fn present(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
+    let mut r = map(vec![
+        ("changes", Value::Map(vec![])),
+        ("comment", Value::from("")),
+        ("name", Value::from(name)),
+        ("result", Value::Boolean(true)),
+    ]);
+    let want = job(low, name);
+    if ctx.opts.test {
+        set(&mut r, "result", Value::Nil);
+        let c = match ex::check(user, &want, true) {
+            Ok("absent") => format!("Cron {name} is set to be added"),
+            Ok("present") => {
+                set(&mut r, "result", Value::Boolean(true));
+                format!("Cron {name} already present")
+            }
+            Ok(_) => format!("Cron {name} is set to be updated"),
+            Err(e) => {
+                set(&mut r, "result", Value::Boolean(false));
+                e
+            }
+        };
+        set(&mut r, "comment", Value::from(c));
+        return r;
+    }
+    let c = match ex::set_job(user, want) {
+        Ok("present") => format!("Cron {name} already present"),
+        Ok(status) => {
+            set(&mut r, "changes", map(vec![(user, Value::from(name))]));
+            if status == "new" {
+                format!("Cron {name} added to {user}'s crontab")
+            } else {
+                format!("Cron {name} updated")
+            }
+        }
+        Err(e) => {
+            set(&mut r, "result", Value::Boolean(false));
+            format!("Cron {name} for user {user} failed to commit with error \n{e}")
+        }
+    };
+    set(&mut r, "comment", Value::from(c));
+    r
+}
+
+fn absent(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
+    let mut r = map(vec![
+        ("name", Value::from(name)),
+        ("result", Value::Boolean(true)),
+        ("changes", Value::Map(vec![])),
+        ("comment", Value::from("")),
+    ]);
+    let want = job(low, name);
+    if ctx.opts.test {
+        set(&mut r, "result", Value::Nil);
+        let c = match ex::check(user, &want, false) {
+            Ok("absent") => {
+                set(&mut r, "result", Value::Boolean(true));
+                format!("Cron {name} is absent")
+            }
+            Ok(_) => format!("Cron {name} is set to be removed"),
+            Err(e) => e,
+        };
+        set(&mut r, "comment", Value::from(c));
+        return r;
+    }
+    let c = match ex::rm_job(user, name, want.identifier.as_deref()) {
+        Ok("absent") => format!("Cron {name} already absent"),
+        Ok(_) => {
+            set(&mut r, "changes", map(vec![(user, Value::from(name))]));
+            format!("Cron {name} removed from {user}'s crontab")
+        }
+        Err(e) => {
+            set(&mut r, "result", Value::Boolean(false));
+            format!("Cron {name} for user {user} failed to commit with error {e}")
+        }
+    };
+    set(&mut r, "comment", Value::from(c));
+    r
+}
+
+/// Dispatch `cron.<fun>`.
+pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
+    let name = super::name_of(low).trim().to_owned();
+    let user = get(low, "user")
+        .filter(|v| !v.is_nil())
+        .map(py_str)
+        .unwrap_or_else(|| "root".into());
+    if get(low, "special").is_some_and(|v| !v.is_nil()) {
+        let mut r = super::base_ret(low);
+        let msg = "cron option 'special' is not supported by salt-rs";
+        set(&mut r, "comment", Value::from(msg));
+        return r;
+    }
+    match fun {
+        "present" => present(ctx, low, &name, &user),
+        "absent" => absent(ctx, low, &name, &user),
+        other => {
+            let mut r = super::base_ret(low);
+            set(
+                &mut r,
+                "comment",
+                Value::from(format!("'cron.{other}' is not available.")),
+            );
+            r
+        }
+    }
+}

@@ -1,0 +1,4 @@
+#!/bin/sh
+echo "hello $*"
+echo "to stderr" >&2
+exit 0

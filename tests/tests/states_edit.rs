@@ -1,0 +1,261 @@
+//! `file.append`, `file.replace`, `file.touch`, `file.line`, `cmd.script`, `host.present`/`absent` (on a `hosts.file`
+//! in the root) states against Python 3007.17's
+//! `salt-call --local`, each in its own throwaway root: `test=True`, apply, apply again,
+//! apply with a changed pillar, and `--out highstate`. Each step: same `--out json` (times,
+//! pids, roots blanked), same retcode, same files (names, modes, contents, backups).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+
+fn setup(root: &Path) {
+    std::fs::create_dir_all(root.join("conf")).unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    std::fs::write(
+        root.join("conf/minion"),
+        format!(
+            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
+             log_file: {r}/minion.log\nhosts.file: {r}/out/hosts\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
+            r = root.display(),
+            t = workspace_root().join("tests/data/states-edit").display(),
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("out/hosts"),
+        "127.0.0.1\tlocalhost\n# a comment\n10.0.0.5\told-alias web.example  # old one\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("out/lines.conf"),
+        "[main]\n    key = 1\nfoo=bar\n# end\n",
+    )
+    .unwrap();
+}
+
+fn files(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut v: Vec<String> = std::fs::read_dir(root.join("out"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let m = std::fs::metadata(&p).unwrap();
+            format!(
+                "{} {:o} {:?}",
+                p.file_name().unwrap().to_string_lossy(),
+                m.mode() & 0o7777,
+                std::fs::read_to_string(&p).unwrap_or_default()
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn normalize(text: &str, root: &Path) -> String {
+    let root = root.display().to_string();
+    let mut after_pid = false;
+    text.replace(&root, "ROOT")
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let pid_line = after_pid;
+            after_pid = t == "pid:";
+            if pid_line {
+                return "PID".to_owned();
+            }
+            for key in [
+                "\"start_time\": ",
+                "\"duration\": ",
+                "\"pid\": ",
+                "Started: ",
+                "Duration: ",
+                "Total run time: ",
+            ] {
+                if t.starts_with(key) {
+                    return format!("{}{key}X", &l[..l.len() - t.len()]);
+                }
+            }
+            l.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn edit_states_same_as_python_3007() {
+    let Some(venv) = venv_for("3007.17") else {
+        return;
+    };
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
+    setup(&py_root);
+    setup(&rs_root);
+    let steps: [(&str, bool, u32); 6] = [
+        ("json", true, 8080),
+        ("json", false, 8080),
+        ("json", false, 8080),
+        ("json", true, 9090),
+        ("json", false, 9090),
+        ("highstate", true, 7070),
+    ];
+    for (i, (out, test, port)) in steps.iter().enumerate() {
+        let mut res = Vec::new();
+        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+            let mut c = Command::new(bin);
+            c.current_dir(root)
+                .args([
+                    "-c",
+                    "conf",
+                    "--local",
+                    "--out",
+                    out,
+                    "--retcode-passthrough",
+                ])
+                .arg("state.apply");
+            if *test {
+                c.arg("test=True");
+            }
+            c.arg(format!(
+                "pillar={{\"outdir\": \"{}/out\", \"port\": {port}}}",
+                root.display()
+            ));
+            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+            res.push((
+                normalize(&o.stdout, root),
+                o.status.and_then(|s| s.code()),
+                files(root),
+            ));
+        }
+        assert!(
+            res[0].0.contains("append-lines"),
+            "step {i}: Salt's run: {}",
+            res[0].0
+        );
+        assert_eq!(
+            res[1].0, res[0].0,
+            "step {i}: --out {out} test={test} differs from Salt 3007.17's"
+        );
+        assert_eq!(res[1].1, res[0].1, "step {i}: retcode");
+        assert_eq!(res[1].2, res[0].2, "step {i}: files");
+        println!(
+            "step {} test={test} port={port} --out {out}: same output, retcode {:?}, files",
+            i + 1,
+            res[1].1
+        );
+    }
+}
+
+/// `file.recurse`: apply, apply again, `test=True` after one file changed locally, apply.
+/// Salt iterates sets here (the order of `changes` varies between its runs), so each
+/// `--out json` is compared as parsed JSON (keys sorted).
+#[test]
+fn recurse_same_as_python_3007() {
+    let Some(venv) = venv_for("3007.17") else {
+        return;
+    };
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
+    setup(&py_root);
+    setup(&rs_root);
+    for (i, test) in [false, false, true, false].into_iter().enumerate() {
+        let mut res = Vec::new();
+        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+            if i == 2 {
+                std::fs::write(root.join("out/tree/sub/b.conf"), "changed\n").unwrap();
+            }
+            let mut c = Command::new(bin);
+            c.current_dir(root)
+                .args([
+                    "-c",
+                    "conf",
+                    "--local",
+                    "--out",
+                    "json",
+                    "--retcode-passthrough",
+                ])
+                .args(["state.apply", "recurse"]);
+            if test {
+                c.arg("test=True");
+            }
+            c.arg(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
+            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+            let text = o.stdout.replace(&root.display().to_string(), "ROOT");
+            let mut json: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("step {i}: {e}: {text}"));
+            blank(&mut json);
+            res.push((
+                json,
+                o.status.and_then(|s| s.code()),
+                tree_files(&root.join("out/tree")),
+            ));
+        }
+        assert!(
+            res[0].0.to_string().contains("recurse-tree"),
+            "{}",
+            res[0].0
+        );
+        assert_eq!(
+            res[1].0, res[0].0,
+            "step {i} test={test}: file.recurse differs from Salt's"
+        );
+        assert_eq!(res[1].1, res[0].1, "step {i}: retcode");
+        assert_eq!(res[1].2, res[0].2, "step {i}: files");
+        println!(
+            "recurse step {} test={test}: same output, retcode {:?}",
+            i + 1,
+            res[1].1
+        );
+    }
+}
+
+/// Blank `start_time`, `duration` and `pid` everywhere.
+fn blank(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if ["start_time", "duration", "pid"].contains(&k.as_str()) {
+                    *x = serde_json::Value::Null;
+                } else {
+                    blank(x);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(blank),
+        _ => {}
+    }
+}
+
+/// Every entry under `dir`: relative path, mode, contents.
+fn tree_files(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let m = std::fs::metadata(&p).unwrap();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            if m.is_dir() {
+                stack.push(p.clone());
+                out.push(format!("{rel}/ {:o}", m.mode() & 0o7777));
+            } else {
+                let body = std::fs::read_to_string(&p).unwrap_or_default();
+                out.push(format!("{rel} {:o} {body:?}", m.mode() & 0o7777));
+            }
+        }
+    }
+    out.sort();
+    out
+}

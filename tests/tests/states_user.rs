@@ -1,0 +1,146 @@
+//! `user.present`/`absent`, `group.present`/`absent` against Python 3007.17's
+//! `salt-call --local`, on a uniquely named user (`saltrs-e2e-u1`, home in the throwaway
+//! root) and groups (`saltrs-e2e-g1`, `-g2`) that are removed before each side's run and
+//! at the end. Steps, each from the same start: `test=True`, apply, apply again, apply with
+//! another shell, full name and group list, then the `gone` SLS. Each step: same
+//! `--out json` (times and roots blanked; uids/gids are the same as both sides create the
+//! accounts from the same free ids), same retcode, same `/etc/passwd` and `/etc/group`
+//! lines for the test accounts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+
+fn cleanup() {
+    let _ = Command::new("userdel")
+        .args(["-r", "saltrs-e2e-u1"])
+        .output();
+    for g in ["saltrs-e2e-g1", "saltrs-e2e-g2", "saltrs-e2e-u1"] {
+        let _ = Command::new("groupdel").arg(g).output();
+    }
+}
+
+fn accounts(root: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    for f in ["/etc/passwd", "/etc/group"] {
+        for l in std::fs::read_to_string(f).unwrap().lines() {
+            if l.starts_with("saltrs-e2e-") {
+                v.push(l.replace(&root.display().to_string(), "ROOT"));
+            }
+        }
+    }
+    v
+}
+
+fn setup(root: &Path) {
+    std::fs::create_dir_all(root.join("conf")).unwrap();
+    std::fs::create_dir_all(root.join("out/home")).unwrap();
+    std::fs::write(
+        root.join("conf/minion"),
+        format!(
+            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
+             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
+            r = root.display(),
+            t = workspace_root().join("tests/data/states-user").display(),
+        ),
+    )
+    .unwrap();
+}
+
+fn normalize(text: &str, root: &Path) -> String {
+    let root = root.display().to_string();
+    text.replace(&root, "ROOT")
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            for key in ["\"start_time\": ", "\"duration\": "] {
+                if t.starts_with(key) {
+                    return format!("{}{key}X", &l[..l.len() - t.len()]);
+                }
+            }
+            l.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn user_group_states_same_as_python_3007() {
+    let Some(venv) = venv_for("3007.17") else {
+        return;
+    };
+    if nix::unistd::geteuid().as_raw() != 0 {
+        println!("skipped: needs root");
+        return;
+    }
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
+    setup(&py_root);
+    setup(&rs_root);
+    let changed = r#""shell": "/bin/bash", "fullname": "Other Name", "groups": ["saltrs-e2e-g2"]"#;
+    let steps: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["state.apply", "test=True"], ""),
+        (vec!["state.apply"], ""),
+        (vec!["state.apply"], ""),
+        (vec!["state.apply", "test=True"], changed),
+        (vec!["state.apply"], changed),
+        (vec!["state.apply", "gone", "test=True"], ""),
+        (vec!["state.apply", "gone"], ""),
+    ];
+    let mut outs = Vec::new();
+    for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours, &rs_root)] {
+        cleanup();
+        let mut mine = Vec::new();
+        for (args, extra) in &steps {
+            let mut c = Command::new(&bin);
+            c.current_dir(root)
+                .args([
+                    "-c",
+                    "conf",
+                    "--local",
+                    "--out",
+                    "json",
+                    "--retcode-passthrough",
+                ])
+                .args(args);
+            let sep = if extra.is_empty() { "" } else { ", " };
+            c.arg(format!(
+                "pillar={{\"outdir\": \"{}/out\"{sep}{extra}}}",
+                root.display()
+            ));
+            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+            mine.push((
+                normalize(&o.stdout, root),
+                o.status.and_then(|s| s.code()),
+                accounts(root),
+            ));
+        }
+        outs.push(mine);
+    }
+    cleanup();
+    for (i, ((py, rs), (args, extra))) in outs[0].iter().zip(&outs[1]).zip(&steps).enumerate() {
+        assert!(
+            py.0.contains("saltrs-e2e-u1"),
+            "step {i}: Salt's run: {}",
+            py.0
+        );
+        assert_eq!(
+            rs.0, py.0,
+            "step {i} {args:?} {extra}: our --out json differs from Salt 3007.17's"
+        );
+        assert_eq!(rs.1, py.1, "step {i}: retcode");
+        assert_eq!(rs.2, py.2, "step {i}: accounts");
+        println!(
+            "step {} {args:?} {extra}: same output, retcode {:?}, accounts {:?}",
+            i + 1,
+            rs.1,
+            rs.2
+        );
+    }
+}
