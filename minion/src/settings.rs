@@ -31,28 +31,7 @@ fn nonzero(d: Duration) -> Option<Duration> {
 }
 
 /// Convert a JSON value (static grains from the config) to msgpack.
-pub fn json_to_value(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Nil,
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                Value::F64(n.as_f64().unwrap_or_default())
-            }
-        }
-        serde_json::Value::String(s) => Value::from(s.as_str()),
-        serde_json::Value::Array(a) => Value::Array(a.iter().map(json_to_value).collect()),
-        serde_json::Value::Object(o) => Value::Map(
-            o.iter()
-                .map(|(k, v)| (Value::from(k.as_str()), json_to_value(v)))
-                .collect(),
-        ),
-    }
-}
+pub use salt_compat::json::json_to_msgpack as json_to_value;
 
 /// Build the driver settings from the loaded configuration.
 pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> {

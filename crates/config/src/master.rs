@@ -388,7 +388,11 @@ impl MasterConfig {
                 word(SigningAlgorithm::parse),
             ),
             keysize: r.get("keysize", DEFAULT_KEYSIZE, int_in(2048, 16384)),
-            hash_type: r.get("hash_type", HashType::Sha256, word(HashType::parse)),
+            hash_type: r.get(
+                "hash_type",
+                HashType::Sha256,
+                word(crate::types::parse_hash_type),
+            ),
             minimum_auth_version: r.get("minimum_auth_version", 3, count),
             publish_session: r.get("publish_session", DEFAULT_PUBLISH_SESSION, duration(SEC)),
             loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),

@@ -401,7 +401,11 @@ impl MinionConfig {
             log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
             user: r.get("user", opts.default_user(), string),
             keysize: r.get("keysize", 2048, int_in(2048, 16384)),
-            hash_type: r.get("hash_type", HashType::Sha256, word(HashType::parse)),
+            hash_type: r.get(
+                "hash_type",
+                HashType::Sha256,
+                word(crate::types::parse_hash_type),
+            ),
             zmq_filtering: r.get("zmq_filtering", false, boolean),
             recon_default: r.get("recon_default", DEFAULT_RECON_DEFAULT, duration(MS)),
             recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),

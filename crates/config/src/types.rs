@@ -108,53 +108,14 @@ impl LogFile {
     }
 }
 
-/// Hash used for file hashes and key fingerprints (`hash_type`; Salt lowercases it).
-#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
-pub enum HashType {
-    /// `md5`.
-    Md5,
-    /// `sha1`.
-    Sha1,
-    /// `sha224`.
-    Sha224,
-    /// `sha256` (Salt's default).
-    Sha256,
-    /// `sha384`.
-    Sha384,
-    /// `sha512`.
-    Sha512,
-}
+/// Hash used for file hashes and key fingerprints (`hash_type`; Salt lowercases it): the
+/// one definition, `salt_pki::HashType`.
+pub use salt_pki::HashType;
 
-impl HashType {
-    /// The Salt spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Md5 => "md5",
-            Self::Sha1 => "sha1",
-            Self::Sha224 => "sha224",
-            Self::Sha256 => "sha256",
-            Self::Sha384 => "sha384",
-            Self::Sha512 => "sha512",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Result<Self, Problem> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "md5" => Self::Md5,
-            "sha1" => Self::Sha1,
-            "sha224" => Self::Sha224,
-            "sha256" => Self::Sha256,
-            "sha384" => Self::Sha384,
-            "sha512" => Self::Sha512,
-            _ => {
-                return Err(invalid(
-                    s,
-                    "expected md5, sha1, sha224, sha256, sha384 or sha512",
-                ));
-            }
-        })
-    }
+/// Parse `hash_type` (case-insensitive, as Salt lowercases it).
+pub(crate) fn parse_hash_type(s: &str) -> Result<HashType, Problem> {
+    s.parse()
+        .map_err(|_| invalid(s, "expected md5, sha1, sha224, sha256, sha384 or sha512"))
 }
 
 /// RSA signing scheme (`salt.crypt.VALID_SIGNING_ALGORITHMS`).
