@@ -33,6 +33,18 @@ fn nonzero(d: Duration) -> Option<Duration> {
 /// Convert a JSON value (static grains from the config) to msgpack.
 pub use salt_compat::json::json_to_msgpack as json_to_value;
 
+/// The settings of `cfg` ([`from_config`]) with its directories made ([`prepare_dirs`]).
+///
+/// # Errors
+/// See both.
+pub fn build(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> {
+    salt_minion_core::startup::step("collect grains and build the settings");
+    let settings = from_config(cfg)?;
+    salt_minion_core::startup::step("prepare directories");
+    prepare_dirs(cfg)?;
+    Ok(settings)
+}
+
 /// Build the driver settings from the loaded configuration.
 pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> {
     let mut masters: Vec<MasterAddr> = cfg

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
 use crate::error::{ConfigErrors, Problem};
-use crate::master::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
 use crate::node::{Kind, Node};
 use crate::reader::{
     Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,

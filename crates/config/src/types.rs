@@ -10,7 +10,6 @@ use crate::error::Problem;
 
 /// Salt's log levels (`salt/_logging/impl.py` `LOG_LEVELS`), from most to least verbose.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[non_exhaustive]
 pub enum LogLevel {
     /// `all`: everything (Python `NOTSET`).
     All,
@@ -83,7 +82,6 @@ impl fmt::Display for LogLevel {
 /// Where a log goes: a file path, or a URL such as `udp://host:514` / `file:///dev/log`
 /// (Salt does not prefix `root_dir` to those).
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum LogFile {
     /// A path on the local filesystem (already prefixed with `root_dir`).
     Path(PathBuf),
@@ -120,7 +118,6 @@ pub(crate) fn parse_hash_type(s: &str) -> Result<HashType, Problem> {
 
 /// RSA signing scheme (`salt.crypt.VALID_SIGNING_ALGORITHMS`).
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
 pub enum SigningAlgorithm {
     /// `PKCS1v15-SHA1` (Salt's default).
     Pkcs1v15Sha1,
@@ -148,7 +145,6 @@ impl SigningAlgorithm {
 
 /// RSA encryption scheme (`salt.crypt.VALID_ENCRYPTION_ALGORITHMS`).
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
 pub enum EncryptionAlgorithm {
     /// `OAEP-SHA1` (Salt's default).
     OaepSha1,
@@ -176,7 +172,6 @@ impl EncryptionAlgorithm {
 
 /// How the minion chooses among its masters (`master_type`, `salt/minion.py` `eval_master`).
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
 pub enum MasterType {
     /// `str`: connect to the master (to every master at once when `master` is a list).
     Str,
@@ -293,7 +288,6 @@ impl fmt::Display for MasterAddr {
 /// The `master` option: one master (a string) or a list. Salt treats the two differently:
 /// with `master_type: str` a list means "connect to all of them" (multi-master).
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Masters {
     /// `master: host`.
     One(MasterAddr),

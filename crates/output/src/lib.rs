@@ -13,7 +13,6 @@ pub mod highstate;
 
 /// Output format chosen with `--out`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum OutputFormat {
     /// Salt's default: indented tree.
     Nested,
