@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use rmpv::Value;
 
-pub use values::{from_jinja, py_json, to_jinja};
+pub use values::{from_jinja, json_str, py_float, py_json, to_jinja};
 
 /// What a template sees.
 #[derive(Clone, Debug)]
