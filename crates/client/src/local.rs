@@ -20,7 +20,6 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// What `salt` asks the master to do.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum LocalRequest {
     /// Publish a job and stream its returns.
     Publish(PublishRequest),
@@ -70,7 +69,6 @@ pub struct PublishRequest {
 /// What the master streams back.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum LocalEvent {
     /// The job went out. `minions` is the expected set, `None` when the master cannot know
     /// (grain targets).
@@ -116,7 +114,6 @@ pub enum LocalEvent {
 
 /// Framing or JSON errors on the local socket.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum FrameError {
     /// Socket I/O failed.
     #[error("local socket i/o: {0}")]
