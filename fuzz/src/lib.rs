@@ -8,7 +8,9 @@
 #![forbid(unsafe_code)]
 
 pub mod auth_entries;
+pub mod channel_entries;
 pub mod fileserver_entries;
 pub mod keys;
 pub mod pki_entries;
 pub mod proto_entries;
+pub mod request_entries;

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 /// Everything `salt-key` can fail with after parsing its options.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The master configuration could not be loaded (printed as a usage error, exit 64).
     #[error("{0}")]

@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use salt_compat::py_str_repr;
+
 /// The data an outputter prints: the subset of Python values `salt-key` returns. Maps keep
 /// insertion order (Python dicts do); outputters that sort (key, nested, yaml) sort.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -573,34 +575,6 @@ pub fn py_repr(v: &Val) -> String {
                 .join(", ")
         ),
     }
-}
-
-fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut o = String::new();
-    o.push(quote);
-    for ch in s.chars() {
-        match ch {
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if c == quote => {
-                o.push('\\');
-                o.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(o, "\\x{:02x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push(quote);
-    o
 }
 
 #[cfg(test)]

@@ -31,27 +31,18 @@ fn nonzero(d: Duration) -> Option<Duration> {
 }
 
 /// Convert a JSON value (static grains from the config) to msgpack.
-pub fn json_to_value(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Nil,
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                Value::F64(n.as_f64().unwrap_or_default())
-            }
-        }
-        serde_json::Value::String(s) => Value::from(s.as_str()),
-        serde_json::Value::Array(a) => Value::Array(a.iter().map(json_to_value).collect()),
-        serde_json::Value::Object(o) => Value::Map(
-            o.iter()
-                .map(|(k, v)| (Value::from(k.as_str()), json_to_value(v)))
-                .collect(),
-        ),
-    }
+pub use salt_compat::json::json_to_msgpack as json_to_value;
+
+/// The settings of `cfg` ([`from_config`]) with its directories made ([`prepare_dirs`]).
+///
+/// # Errors
+/// See both.
+pub fn build(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> {
+    salt_minion_core::startup::step("collect grains and build the settings");
+    let settings = from_config(cfg)?;
+    salt_minion_core::startup::step("prepare directories");
+    prepare_dirs(cfg)?;
+    Ok(settings)
 }
 
 /// Build the driver settings from the loaded configuration.

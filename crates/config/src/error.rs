@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 /// Every variant names the file it came from; key problems also name the key and, when the
 /// YAML parser reported it, the line (1-based).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConfigError {
     /// The file exists but could not be read (permissions, not UTF-8, ...).
     #[error("{}: cannot read configuration file: {message}", path.display())]
@@ -75,7 +74,6 @@ impl ConfigError {
 
 /// What is wrong with an option's value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum Problem {
     /// The value is of the wrong YAML type.
     #[error("expected {expected}, found {found}")]

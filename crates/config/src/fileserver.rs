@@ -16,7 +16,6 @@ pub const DEFAULT_FILE_BUFFER_SIZE: u32 = 1_048_576;
 
 /// `top_file_merging_strategy`.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum TopMergingStrategy {
     /// `merge` (Salt's default).
     Merge,

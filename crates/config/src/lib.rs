@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 
 mod cluster;
+mod common;
 mod error;
 mod fileserver;
 mod known;

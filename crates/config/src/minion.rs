@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
 use crate::error::{ConfigErrors, Problem};
-use crate::master::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
 use crate::node::{Kind, Node};
 use crate::reader::{
     Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,
@@ -401,7 +401,11 @@ impl MinionConfig {
             log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
             user: r.get("user", opts.default_user(), string),
             keysize: r.get("keysize", 2048, int_in(2048, 16384)),
-            hash_type: r.get("hash_type", HashType::Sha256, word(HashType::parse)),
+            hash_type: r.get(
+                "hash_type",
+                HashType::Sha256,
+                word(crate::types::parse_hash_type),
+            ),
             zmq_filtering: r.get("zmq_filtering", false, boolean),
             recon_default: r.get("recon_default", DEFAULT_RECON_DEFAULT, duration(MS)),
             recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),

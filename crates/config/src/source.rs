@@ -268,7 +268,7 @@ pub(crate) fn glob(pattern: &Path) -> Vec<PathBuf> {
                     .filter_map(Result::ok)
                     .map(|e| e.file_name().to_string_lossy().into_owned())
                     .filter(|name| !name.starts_with('.') || part.starts_with('.'))
-                    .filter(|name| fnmatch(&part, name))
+                    .filter(|name| salt_compat::fnmatch(name, &part))
                     .collect();
                 names.sort();
                 next.extend(names.into_iter().map(|n| base.join(n)));
@@ -284,69 +284,9 @@ fn has_magic(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// Shell-style matching of one name against one pattern component.
-pub(crate) fn fnmatch(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    fnmatch_at(&p, &n)
-}
-
-fn fnmatch_at(p: &[char], n: &[char]) -> bool {
-    match p.split_first() {
-        None => n.is_empty(),
-        Some(('*', rest)) => (0..=n.len()).any(|i| fnmatch_at(rest, n.get(i..).unwrap_or(&[]))),
-        Some(('?', rest)) => n
-            .split_first()
-            .is_some_and(|(_, n_rest)| fnmatch_at(rest, n_rest)),
-        Some(('[', rest)) => {
-            let Some(close) = rest.iter().skip(1).position(|&c| c == ']').map(|i| i + 1) else {
-                // No closing bracket: a literal '['.
-                return n.first() == Some(&'[') && fnmatch_at(rest, n.get(1..).unwrap_or(&[]));
-            };
-            let Some((&c, n_rest)) = n.split_first() else {
-                return false;
-            };
-            let (negate, set) = match rest.get(..close) {
-                Some([first, set @ ..]) if *first == '!' => (true, set),
-                Some(set) => (false, set),
-                None => return false,
-            };
-            let mut hit = false;
-            let mut i = 0;
-            while i < set.len() {
-                if set.get(i + 1) == Some(&'-') && i + 2 < set.len() {
-                    if (set[i]..=set[i + 2]).contains(&c) {
-                        hit = true;
-                    }
-                    i += 3;
-                } else {
-                    if set[i] == c {
-                        hit = true;
-                    }
-                    i += 1;
-                }
-            }
-            hit != negate && fnmatch_at(rest.get(close + 1..).unwrap_or(&[]), n_rest)
-        }
-        Some((&c, rest)) => n
-            .split_first()
-            .is_some_and(|(&m, n_rest)| m == c && fnmatch_at(rest, n_rest)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnmatch_basics() {
-        assert!(fnmatch("*.conf", "a.conf"));
-        assert!(!fnmatch("*.conf", "a.conf.bak"));
-        assert!(fnmatch("a?c", "abc"));
-        assert!(fnmatch("[a-c]x", "bx"));
-        assert!(!fnmatch("[!a-c]x", "bx"));
-        assert!(fnmatch("*", ""));
-    }
 
     #[test]
     fn expand_user_home() {

@@ -10,7 +10,6 @@ use crate::error::Problem;
 
 /// Salt's log levels (`salt/_logging/impl.py` `LOG_LEVELS`), from most to least verbose.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[non_exhaustive]
 pub enum LogLevel {
     /// `all`: everything (Python `NOTSET`).
     All,
@@ -83,7 +82,6 @@ impl fmt::Display for LogLevel {
 /// Where a log goes: a file path, or a URL such as `udp://host:514` / `file:///dev/log`
 /// (Salt does not prefix `root_dir` to those).
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum LogFile {
     /// A path on the local filesystem (already prefixed with `root_dir`).
     Path(PathBuf),
@@ -108,58 +106,18 @@ impl LogFile {
     }
 }
 
-/// Hash used for file hashes and key fingerprints (`hash_type`; Salt lowercases it).
-#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
-pub enum HashType {
-    /// `md5`.
-    Md5,
-    /// `sha1`.
-    Sha1,
-    /// `sha224`.
-    Sha224,
-    /// `sha256` (Salt's default).
-    Sha256,
-    /// `sha384`.
-    Sha384,
-    /// `sha512`.
-    Sha512,
-}
+/// Hash used for file hashes and key fingerprints (`hash_type`; Salt lowercases it): the
+/// one definition, `salt_pki::HashType`.
+pub use salt_pki::HashType;
 
-impl HashType {
-    /// The Salt spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Md5 => "md5",
-            Self::Sha1 => "sha1",
-            Self::Sha224 => "sha224",
-            Self::Sha256 => "sha256",
-            Self::Sha384 => "sha384",
-            Self::Sha512 => "sha512",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Result<Self, Problem> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "md5" => Self::Md5,
-            "sha1" => Self::Sha1,
-            "sha224" => Self::Sha224,
-            "sha256" => Self::Sha256,
-            "sha384" => Self::Sha384,
-            "sha512" => Self::Sha512,
-            _ => {
-                return Err(invalid(
-                    s,
-                    "expected md5, sha1, sha224, sha256, sha384 or sha512",
-                ));
-            }
-        })
-    }
+/// Parse `hash_type` (case-insensitive, as Salt lowercases it).
+pub(crate) fn parse_hash_type(s: &str) -> Result<HashType, Problem> {
+    s.parse()
+        .map_err(|_| invalid(s, "expected md5, sha1, sha224, sha256, sha384 or sha512"))
 }
 
 /// RSA signing scheme (`salt.crypt.VALID_SIGNING_ALGORITHMS`).
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
 pub enum SigningAlgorithm {
     /// `PKCS1v15-SHA1` (Salt's default).
     Pkcs1v15Sha1,
@@ -187,7 +145,6 @@ impl SigningAlgorithm {
 
 /// RSA encryption scheme (`salt.crypt.VALID_ENCRYPTION_ALGORITHMS`).
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
 pub enum EncryptionAlgorithm {
     /// `OAEP-SHA1` (Salt's default).
     OaepSha1,
@@ -215,7 +172,6 @@ impl EncryptionAlgorithm {
 
 /// How the minion chooses among its masters (`master_type`, `salt/minion.py` `eval_master`).
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-#[non_exhaustive]
 pub enum MasterType {
     /// `str`: connect to the master (to every master at once when `master` is a list).
     Str,
@@ -332,7 +288,6 @@ impl fmt::Display for MasterAddr {
 /// The `master` option: one master (a string) or a list. Salt treats the two differently:
 /// with `master_type: str` a list means "connect to all of them" (multi-master).
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Masters {
     /// `master: host`.
     One(MasterAddr),

@@ -60,7 +60,6 @@ fn log_json(l: &LogFile) -> Value {
     match l {
         LogFile::Path(p) => path_json(p),
         LogFile::Url(u) => json!(u),
-        _ => Value::Null,
     }
 }
 

@@ -9,12 +9,16 @@
 //! [`process`]: `-d` (daemonize), `--pid-file` and `--versions-report`.
 //! [`logging`]: Salt's console and log-file layouts, one scheme for both daemons.
 //! [`metrics_http`]: the `GET /metrics` responder of the opt-in Prometheus endpoints.
+//! [`start`]: the start-up block of both daemons (flags, config, log levels, pid-file lock,
+//! `-d`, logging); [`exit`]: the one exit-code table.
 #![forbid(unsafe_code)]
 
+pub mod exit;
 pub mod logging;
 pub mod metrics_http;
 mod pidfile;
 pub mod process;
+pub mod start;
 
 use std::time::Duration;
 

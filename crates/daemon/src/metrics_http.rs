@@ -8,6 +8,24 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+/// Bind `addr` and serve scrapes there on a task (`None`, logged, when the port cannot be
+/// bound: metrics are optional, the daemon runs on). Call it inside the tokio runtime.
+pub async fn spawn(
+    addr: std::net::SocketAddr,
+    render: impl Fn() -> String + Send + Sync + 'static,
+) -> Option<tokio::task::JoinHandle<()>> {
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => {
+            tracing::info!("Serving Prometheus metrics on http://{addr}/metrics");
+            Some(tokio::spawn(serve(l, render)))
+        }
+        Err(e) => {
+            tracing::error!("cannot serve metrics on {addr}: {e}");
+            None
+        }
+    }
+}
+
 /// Serve scrapes on `listener` until the task is dropped.
 pub async fn serve(
     listener: tokio::net::TcpListener,

@@ -26,7 +26,6 @@ pub struct DaemonArgs {
 
 /// Errors of the process helpers, naming the file involved.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ProcessError {
     /// The pid file could not be written.
     #[error("cannot write the pid file {path}: {source}")]
@@ -95,9 +94,10 @@ pub const VERSION: &str = concat!(
 );
 
 /// `--versions-report`, laid out as Salt's (`Salt Version:`, `Dependency Versions:`,
-/// `System Versions:` with right-aligned names).
-pub fn versions_report(program: &str) -> String {
-    let (a, b, c) = salt_transport::zmq_version();
+/// `System Versions:` with right-aligned names). `libzmq` is the version the binary links
+/// (`salt_transport::zmq_version()`), handed in so this crate needs no transport.
+pub fn versions_report(program: &str, libzmq: (i32, i32, i32)) -> String {
+    let (a, b, c) = libzmq;
     let uname = nix::sys::utsname::uname().ok();
     let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
         uname
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn versions_report_has_salts_sections() {
-        let r = versions_report("salt-minion");
+        let r = versions_report("salt-minion", (4, 3, 4));
         for needle in [
             "Salt Version:\n",
             "        salt-rs: ",
@@ -166,7 +166,6 @@ mod tests {
 
 /// Errors of [`drop_privileges`].
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum PrivilegeError {
     /// No such user.
     #[error("user {0} not found")]
@@ -181,6 +180,21 @@ pub enum PrivilegeError {
         /// Why.
         source: nix::Error,
     },
+}
+
+/// [`drop_privileges`] for a daemon: log the switch, or on failure log, print and exit
+/// with [`crate::exit::GENERIC`] (never keep serving as root when another user was asked for).
+pub fn drop_privileges_or_exit(program: &str, user: &str, paths: &[std::path::PathBuf]) {
+    let paths: Vec<&Path> = paths.iter().map(std::path::PathBuf::as_path).collect();
+    match drop_privileges(user, &paths) {
+        Ok(true) => tracing::info!("Running as user {user}"),
+        Ok(false) => {}
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("{program}: {e}");
+            std::process::exit(i32::from(crate::exit::GENERIC));
+        }
+    }
 }
 
 /// Become `user` (Salt's `-u USER` / `user:`) after the sockets are bound: chown `paths`

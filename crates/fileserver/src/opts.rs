@@ -51,18 +51,4 @@ fn json_map(m: &serde_json::Map<String, serde_json::Value>) -> Value {
     )
 }
 
-fn json(v: &serde_json::Value) -> Value {
-    use serde_json::Value as J;
-    match v {
-        J::Null => Value::Nil,
-        J::Bool(b) => Value::Boolean(*b),
-        J::Number(n) => n
-            .as_i64()
-            .map(Value::from)
-            .or_else(|| n.as_u64().map(Value::from))
-            .unwrap_or_else(|| Value::F64(n.as_f64().unwrap_or_default())),
-        J::String(t) => Value::from(t.as_str()),
-        J::Array(a) => Value::Array(a.iter().map(json).collect()),
-        J::Object(o) => json_map(o),
-    }
-}
+use salt_compat::json::json_to_msgpack as json;

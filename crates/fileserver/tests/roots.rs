@@ -137,7 +137,7 @@ fn find_hash_and_serve_follow_salt_shapes() {
     let h = ask(&fs, "_file_hash", &q("files/a.txt"));
     assert_eq!(
         h.get("hsum").and_then(ValueExt::as_text),
-        Some(hex::encode(salt_pki::HashType::Sha256.digest(b"hello\n")).as_str())
+        Some(hex::encode(HashType::Sha256.digest(b"hello\n")).as_str())
     );
     assert_eq!(
         h.get("hash_type").and_then(ValueExt::as_text),

@@ -77,7 +77,6 @@ pub fn write_dropfile(cachedir: &Path, master_id: Option<&str>) -> Result<bool> 
 
 /// What the master's poll found.
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum DropfileCheck {
     /// No dropfile.
     Absent,

@@ -12,7 +12,6 @@ use crate::KeyState;
 /// for the key concerned (bulk operations report per-key errors and go on with the rest,
 /// as `salt-key` does).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum KeyStoreError {
     /// The minion id is not one Salt would accept (`salt.utils.verify.valid_id`), or it
     /// could not be a file name. Nothing was read or written.

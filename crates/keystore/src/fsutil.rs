@@ -82,9 +82,7 @@ fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32, sync: bool) -> Result<()> {
 
 /// fsync a directory so that renames/unlinks in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| KeyStoreError::io("fsync directory", dir, e))
+    salt_pki::files::fsync_dir(dir).map_err(|e| KeyStoreError::io("fsync directory", dir, e))
 }
 
 /// Read a key file: `Ok(None)` when it does not exist (or vanished), an error naming the

@@ -84,18 +84,16 @@ pub use changes::KeyChanges;
 pub use dropfile::{DropfileCheck, check_dropfile, clear_dropfile, take_dropfile, write_dropfile};
 pub use error::{KeyStoreError, Result};
 pub use glob::{GlobList, fnmatch};
-pub use id::{MAX_ID_LEN, validate_id};
-pub use pem::{FingerprintHash, KeyValidator, PemArmorValidator};
+pub use id::validate_id;
+pub use pem::{KeyValidator, PemArmorValidator};
+/// Salt's `hash_type` for key fingerprints: `salt_pki::HashType`.
+pub use salt_pki::HashType as FingerprintHash;
+/// Salt's `pem_finger` of key text (`salt-key -f` format: lowercase hex pairs joined by `:`).
+pub use salt_pki::pem_finger;
 pub use store::{
     AUTOSIGN_DIR, AcceptFrom, KEY_FILE_MODE, KeyState, KeyStore, OpenOptions, PKI_DIR_MODE,
     RejectFrom, Report,
 };
-
-/// Salt's `pem_finger` of key text (`salt-key -f` format: lowercase hex pairs joined by
-/// `:`). Kept here until `salt-pki` provides it.
-pub fn pem_finger(key: &[u8], hash: FingerprintHash) -> String {
-    pem::pem_finger(key, hash)
-}
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,8 @@ use crate::error::{KeyStoreError, Result};
 use crate::fsutil::{self, crash_point};
 use crate::glob::GlobList;
 use crate::id::validate_id;
-use crate::pem::{self, FingerprintHash, KeyValidator, PemArmorValidator};
+use crate::pem::{KeyValidator, PemArmorValidator};
+use salt_pki::{self as pem, HashType as FingerprintHash};
 
 /// Mode of key files we write. Salt writes minion keys with the master's umask, which is
 /// 022 for a normal service, giving 0644; we set 0644 explicitly so the result does not

@@ -140,11 +140,8 @@ impl EventBus {
     }
 }
 
-/// Python's `json.dumps(data)` (`", "`, `": "`, ASCII-escaped), as `state.event` prints
-/// payloads: the renderer's one implementation.
-pub fn py_json(v: &Value) -> String {
-    salt_render::py_json(&crate::convert::json_to_mp(v), false)
-}
+/// Python's `json.dumps(data)` as `state.event` prints payloads: `salt_client::py_json`.
+pub use salt_client::py_json;
 
 #[cfg(test)]
 mod tests {

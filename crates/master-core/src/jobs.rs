@@ -26,6 +26,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmpv::Value;
+use salt_pki::files::fsync_dir as sync_dir;
 use tokio::sync::mpsc;
 
 /// A return delivered to a waiting `salt` command: (minion id, return load).
@@ -240,10 +241,6 @@ fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
         .create_new(true)
         .mode(0o600)
         .open(path)
-}
-
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Whether process `pid` exists (a process of another user counts).

@@ -24,7 +24,8 @@ pub mod jid;
 pub mod jobs;
 pub mod jobs_clean;
 pub mod keys;
-pub mod local;
+/// The local client protocol (`salt`, `salt-run`): `salt_client::local`.
+pub use salt_client::local;
 pub mod local_server;
 pub mod metrics;
 /// Salt's outputters (moved to `salt-output`; re-exported for the CLIs).

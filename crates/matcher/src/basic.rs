@@ -13,98 +13,8 @@ use rmpv::Value;
 /// Salt's default delimiter for nested grain keys.
 pub const DEFAULT_DELIMITER: &str = ":";
 
-/// Translate a Python `fnmatch` pattern into an anchored regex source string.
-///
-/// Follows `fnmatch.translate`: `*` → any run, `?` → any one char, `[...]` a set
-/// (`[!...]` negated, `]` first in the set is literal), an unclosed `[` is literal.
-pub fn fnmatch_to_regex(pattern: &str) -> String {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut out = String::from("(?s)\\A(?:");
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        i += 1;
-        match c {
-            '*' => {
-                // Collapse runs of '*' like Python does.
-                while i < chars.len() && chars[i] == '*' {
-                    i += 1;
-                }
-                out.push_str(".*");
-            }
-            '?' => out.push('.'),
-            '[' => {
-                let mut j = i;
-                if j < chars.len() && chars[j] == '!' {
-                    j += 1;
-                }
-                if j < chars.len() && chars[j] == ']' {
-                    j += 1;
-                }
-                while j < chars.len() && chars[j] != ']' {
-                    j += 1;
-                }
-                if j >= chars.len() {
-                    out.push_str("\\[");
-                    continue;
-                }
-                let content = &chars[i..j];
-                i = j + 1;
-                out.push_str(&set_to_regex(content));
-            }
-            other => push_escaped(&mut out, other),
-        }
-    }
-    out.push_str(")\\z");
-    out
-}
-
-/// Build a regex class from the inside of an fnmatch `[...]` set.
-fn set_to_regex(content: &[char]) -> String {
-    let (negate, body) = match content.split_first() {
-        Some(('!', rest)) => (true, rest),
-        _ => (false, content),
-    };
-    let mut items = String::new();
-    let mut any = false;
-    let mut k = 0;
-    while k < body.len() {
-        let lo = body[k];
-        if k + 2 < body.len() && body[k + 1] == '-' {
-            let hi = body[k + 2];
-            k += 3;
-            // Python 3.11 drops reversed ranges.
-            if lo <= hi {
-                items.push_str(&format!("\\x{{{:x}}}-\\x{{{:x}}}", lo as u32, hi as u32));
-                any = true;
-            }
-        } else {
-            items.push_str(&format!("\\x{{{:x}}}", lo as u32));
-            any = true;
-            k += 1;
-        }
-    }
-    match (any, negate) {
-        // An empty set matches nothing; an empty negated set matches any char.
-        (false, false) => "(?:[^\\x{0}-\\x{10FFFF}])".to_owned(),
-        (false, true) => ".".to_owned(),
-        (true, false) => format!("[{items}]"),
-        (true, true) => format!("[^{items}]"),
-    }
-}
-
-fn push_escaped(out: &mut String, c: char) {
-    let mut buf = [0u8; 4];
-    out.push_str(&regex::escape(c.encode_utf8(&mut buf)));
-}
-
-/// Python `fnmatch.fnmatchcase(name, pattern)`.
-pub fn fnmatch(name: &str, pattern: &str) -> bool {
-    match Regex::new(&fnmatch_to_regex(pattern)) {
-        Ok(re) => re.is_match(name),
-        Err(_) => false,
-    }
-}
+/// Python `fnmatch.fnmatchcase(name, pattern)` and `fnmatch.translate`: the one port.
+pub use salt_compat::fnmatch::{fnmatch, fnmatch_to_regex};
 
 /// Python `re.match(pattern, text)`: anchored at the start only. An invalid
 /// pattern matches nothing.
@@ -163,7 +73,7 @@ pub fn py_str(v: &Value) -> String {
 
 fn py_repr(v: &Value) -> String {
     match v {
-        Value::String(_) => format!("'{}'", py_str(v)),
+        Value::String(_) => salt_compat::py_str_repr(&py_str(v)),
         other => py_str(other),
     }
 }

@@ -13,7 +13,6 @@ pub mod highstate;
 
 /// Output format chosen with `--out`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum OutputFormat {
     /// Salt's default: indented tree.
     Nested,
@@ -267,34 +266,7 @@ fn txt(v: &Value) -> String {
     out.trim_end_matches('\n').to_owned()
 }
 
-/// Python `repr` of a str: single quotes unless the text holds `'` and no `"`.
-fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
+use salt_compat::py_str_repr;
 
 /// Python `repr`-like rendering of nested data (for `txt`).
 pub(crate) fn py_repr(v: &Value) -> String {

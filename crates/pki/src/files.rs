@@ -67,9 +67,15 @@ fn write_temp<'a>(
 }
 
 fn sync_dir(dir: &Path) -> Result<(), Error> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync", dir, e))
+    fsync_dir(dir).map_err(|e| Error::io("fsync", dir, e))
+}
+
+/// fsync the directory `dir`, so that a rename or unlink in it survives a crash.
+///
+/// # Errors
+/// Opening or syncing the directory.
+pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 /// Write a private key as PEM PKCS#1 (encrypted with `passphrase` if given), mode 0400.

@@ -12,44 +12,10 @@ mod entries;
 #[path = "../../../fuzz/src/keys.rs"]
 mod keys;
 
-use std::path::{Path, PathBuf};
+#[path = "../../../fuzz/src/replay.rs"]
+mod replay;
 
-fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
-}
-
-/// Every file of `fuzz/corpus/<target>` and `fuzz/artifacts-regressions/<target>`.
-fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for sub in ["corpus", "artifacts-regressions"] {
-        let dir = fuzz_dir().join(sub).join(target);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            if p.is_file() {
-                let data = std::fs::read(&p).unwrap();
-                out.push((p, data));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn replay(target: &str, min: usize, f: fn(&[u8])) {
-    let all = inputs(target);
-    assert!(
-        all.len() >= min,
-        "fuzz/corpus/{target} has {} files, expected at least {min}",
-        all.len()
-    );
-    for (path, data) in &all {
-        let r = std::panic::catch_unwind(|| f(data));
-        assert!(r.is_ok(), "{target}: {} panics", path.display());
-    }
-}
+use replay::{fuzz_dir, inputs, replay};
 
 #[test]
 fn crypticle_corpus() {

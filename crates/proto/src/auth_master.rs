@@ -209,11 +209,8 @@ impl AuthRequest {
     }
 }
 
-/// Salt's `valid_id`: non-empty, no `/`, `\` or NUL, and not `.`/`..` (which would leave
-/// or alias the key directory).
-pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id != "." && id != ".." && !id.contains(['/', '\\', '\0'])
-}
+/// Salt's `valid_id`: the one minion-id rule, `salt_compat::id`.
+pub use salt_compat::id::valid_id;
 
 /// Decide an `_auth` request, in Salt's order (§3.4).
 pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision {

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use salt_compat::time::civil_from_days;
+
 /// Formats a job id (§7.5): the UTC time `since_epoch` after 1970-01-01 as
 /// `%Y%m%d%H%M%S%f`, 20 decimal digits (years past 9999 give more digits, which
 /// Python could not produce).
@@ -22,21 +24,6 @@ fn format_micros(micros: u64) -> String {
         (sod / 60) % 60,
         sod % 60
     )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day)
-/// (Howard Hinnant's `civil_from_days`, for non-negative day counts).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
 }
 
 /// Generates job ids like Salt's `gen_jid`. With `unique_jid` (a pid given) ids are

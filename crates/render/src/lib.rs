@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use rmpv::Value;
 
-pub use values::{from_jinja, py_json, to_jinja};
+pub use values::{from_jinja, json_str, py_float, py_json, to_jinja};
 
 /// What a template sees.
 #[derive(Clone, Debug)]
@@ -185,22 +185,5 @@ pub fn render_jinja_text(
     jinja::render(source, ctx, loader)
 }
 
-/// serde_json -> msgpack, order kept.
-pub fn json_to_msgpack(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Nil,
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Value::from(i),
-            (None, Some(u)) => Value::from(u),
-            _ => Value::F64(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        serde_json::Value::String(s) => Value::from(s.as_str()),
-        serde_json::Value::Array(a) => Value::Array(a.iter().map(json_to_msgpack).collect()),
-        serde_json::Value::Object(m) => Value::Map(
-            m.iter()
-                .map(|(k, v)| (Value::from(k.as_str()), json_to_msgpack(v)))
-                .collect(),
-        ),
-    }
-}
+/// serde_json -> msgpack, order kept: the one copy, `salt_compat::json`.
+pub use salt_compat::json::json_to_msgpack;

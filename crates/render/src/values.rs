@@ -311,7 +311,9 @@ pub fn py_json(v: &Value, sort_keys: bool) -> String {
     out
 }
 
-fn json_str(s: &str, out: &mut String) {
+/// A JSON string as Python's `json.dumps` writes it (`ensure_ascii`): `\b`, `\f`, `\n`,
+/// `\r`, `\t`, other controls and non-ASCII as `\uXXXX` (UTF-16 units).
+pub fn json_str(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -320,6 +322,8 @@ fn json_str(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
                 let mut buf = [0u16; 2];
                 for unit in c.encode_utf16(&mut buf) {

@@ -1,29 +1,7 @@
 //! `--out json` as Salt's `json` outputter prints it (`json.dumps(data, indent=4)`, ASCII).
 
 use rmpv::Value;
-
-fn json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+use salt_render::json_str;
 
 fn scalar(v: &Value, out: &mut String) {
     match v {
@@ -36,21 +14,8 @@ fn scalar(v: &Value, out: &mut String) {
     }
 }
 
-/// Python `repr(float)`.
-pub fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    let s = format!("{f:?}");
-    if s.contains(['.', 'e', 'E']) {
-        s
-    } else {
-        format!("{s}.0")
-    }
-}
+/// Python `repr(float)`: the renderer's one copy.
+pub use salt_render::py_float;
 
 fn write(v: &Value, level: usize, out: &mut String) {
     let pad = |n: usize| " ".repeat(4 * n);

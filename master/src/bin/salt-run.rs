@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use salt_client::local::{LocalEvent, LocalRequest, RunnerRequest, read_frame, write_frame};
+use salt_client::output::{OutputFormat, render_colour, render_json};
 use salt_config::{LoadOptions, MasterConfig};
-use salt_master_core::local::{LocalEvent, LocalRequest, RunnerRequest, read_frame, write_frame};
-use salt_master_core::output::{OutputFormat, render_colour, render_json};
 use serde_json::Value;
 
 /// Run a runner function on the master.
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
         arg: cli_args::parse_args(&args.args),
         timeout: args.timeout,
     };
-    let sock = cfg.sock_dir.join(salt_master_core::local::SOCKET_NAME);
+    let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -150,7 +150,7 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
         match read_frame::<_, LocalEvent>(&mut stream).await {
             Ok(Some(LocalEvent::Event { tag, data })) => {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{tag}\t{}", salt_master_core::events::py_json(&data));
+                let _ = writeln!(out, "{tag}\t{}", salt_client::py_json(&data));
                 let _ = out.flush();
                 continue;
             }
@@ -161,7 +161,7 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
 }
 
 fn answer(
-    got: Result<Option<LocalEvent>, salt_master_core::local::FrameError>,
+    got: Result<Option<LocalEvent>, salt_client::local::FrameError>,
 ) -> Result<LocalEvent, ExitCode> {
     match got {
         Ok(Some(ev)) => Ok(ev),

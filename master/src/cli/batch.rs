@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
+use salt_client::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use serde_json::Value;
 use tokio::sync::mpsc;
 

@@ -91,17 +91,7 @@ pub fn unified_diff(old: &str, new: &str) -> String {
 }
 
 fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let tmp = dir.join(format!(
-        ".{}.salt-rs.{}",
-        path.file_name()
-            .map(|f| f.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    fs::write(&tmp, data)?;
-    fs::set_permissions(&tmp, fs::Permissions::from_mode(mode))?;
-    fs::rename(&tmp, path)
+    salt_pki::files::atomic_write(path, data, mode).map_err(std::io::Error::other)
 }
 
 fn managed_ret(name: &Value) -> Value {

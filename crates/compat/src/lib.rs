@@ -1,0 +1,21 @@
+//! Python and Salt compatibility helpers, one copy each, for every crate of the workspace.
+//!
+//! A leaf crate (no workspace dependency): what Salt gets from Python's standard library or
+//! from small `salt.utils` functions, written once so that the master, the minion, the key
+//! store, the config loader and the CLIs agree to the byte.
+//!
+//! * [`fnmatch`]: `fnmatch.fnmatchcase` / `fnmatch.translate` (CPython 3.11);
+//! * [`repr`]: Python's `repr` of a `str`;
+//! * [`time`]: proleptic Gregorian dates and `time.asctime`;
+//! * [`id`]: `salt.utils.verify.valid_id` / `clean_path` (the one minion-id rule);
+//! * [`json`]: JSON values to msgpack values and back, key order kept.
+
+pub mod fnmatch;
+pub mod id;
+pub mod json;
+pub mod repr;
+pub mod time;
+
+pub use fnmatch::fnmatch;
+pub use id::valid_id;
+pub use repr::py_str_repr;
