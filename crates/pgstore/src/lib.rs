@@ -18,9 +18,12 @@
 
 mod db;
 mod follow;
+mod jobs;
+mod jobs_follow;
 mod mirror;
 mod plan;
 mod schema;
+mod spool;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -32,6 +35,7 @@ use salt_keystore::{
     AcceptFrom, KeyChanges, KeyState, KeyStore, KeyStoreError, RejectFrom, Report,
 };
 
+pub use jobs::{JobDb, MasterPresence, ReturnHooks, ReturnRow, Stored};
 pub use schema::SCHEMA_VERSION;
 
 /// The follower's safety-net poll of the change counter.
@@ -111,7 +115,26 @@ impl Settings {
         }
     }
 
-    fn pg_config(&self) -> tokio_postgres::Config {
+    /// A pool of up to `size` connections (none opened yet).
+    pub(crate) fn pool(&self, size: usize) -> Result<deadpool_postgres::Pool, Error> {
+        let mgr = deadpool_postgres::Manager::from_config(
+            self.pg_config(),
+            tokio_postgres::NoTls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        deadpool_postgres::Pool::builder(mgr)
+            .max_size(size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| Error::Pool(e.to_string()))
+    }
+
+    pub(crate) fn pg_config(&self) -> tokio_postgres::Config {
         let mut c = tokio_postgres::Config::new();
         c.host(&self.host)
             .port(self.port)
@@ -160,21 +183,7 @@ impl Group {
             .thread_name("salt-group")
             .enable_all()
             .build()?;
-        let mgr = deadpool_postgres::Manager::from_config(
-            settings.pg_config(),
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
-        let pool = deadpool_postgres::Pool::builder(mgr)
-            .max_size(4)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(CONNECT_TIMEOUT))
-            .create_timeout(Some(CONNECT_TIMEOUT))
-            .recycle_timeout(Some(CONNECT_TIMEOUT))
-            .build()
-            .map_err(|e| Error::Pool(e.to_string()))?;
+        let pool = settings.pool(4)?;
         let pki_dir = mirror.pki_dir().to_owned();
         Ok(Self {
             rt: Some(rt),

@@ -1,0 +1,349 @@
+//! The group's job cache on a real PostgreSQL (`master_job_cache: pgjsonb`, docs/group.md):
+//! two of our masters on one database started by the harness (Debian's `postgresql`;
+//! SKIPPED where it is not installed or we are not root).
+//!
+//! `group_jobs_one_view`: a job run on master A is listed and looked up on master B
+//! (`salt-run jobs.list_jobs` / `jobs.lookup_jid` / `jobs.list_job`), stored once per
+//! `(jid, id)` in Salt's `salt_returns`; a `salt` command waiting on A gets the return that
+//! another member stored (through LISTEN/NOTIFY), once.
+//!
+//! `group_jobs_database_down`: PostgreSQL SIGKILLed while jobs run: the masters keep serving
+//! (the `salt` command gets its returns), returns spool to disk; PostgreSQL restarted: the
+//! spool is replayed, every return is on B, none twice ("returns lost: 0").
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::pg::Postgres;
+use salt_integration_tests::process::{Proc, ProcSpec};
+use salt_integration_tests::root::TempRoot;
+use salt_integration_tests::wait::{wait_for_log, wait_until};
+use salt_integration_tests::{MasterConf, MinionConf, bins, cli, ports};
+use salt_keystore::{KeyChanges, KeyState, KeyStore};
+
+struct Master {
+    proc: Proc,
+    conf: PathBuf,
+    publish: u16,
+    ret: u16,
+}
+
+#[allow(clippy::unwrap_used)] // test set-up: a failure is the test failing
+fn master(root: &Path, name: &str, pg: &Postgres) -> Master {
+    let (publish, ret) = ports::free_port_pair().unwrap();
+    let conf = MasterConf::new(root.join(name))
+        .id(name)
+        .ports(publish, ret)
+        .auto_accept(true);
+    let conf_dir = conf.write().unwrap();
+    let file = conf_dir.join("master");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&pg.group_conf("g1"));
+    text.push_str("master_job_cache: pgjsonb\n");
+    std::fs::write(&file, text).unwrap();
+    let b = bins().unwrap();
+    let proc = ProcSpec::new(name, &b.master, conf.dir())
+        .args(["-c".into(), conf_dir.clone().into_os_string()])
+        .args(["-l", "info"])
+        .spawn()
+        .unwrap();
+    wait_for_log(&proc, "worker threads", Duration::from_secs(60)).unwrap();
+    Master {
+        proc,
+        conf: conf_dir,
+        publish,
+        ret,
+    }
+}
+
+#[allow(clippy::unwrap_used)]
+fn minion(root: &Path, id: &str, m: &Master) -> Proc {
+    let b = bins().unwrap();
+    let mconf = MinionConf::new(root.join(id), id)
+        .master("127.0.0.1")
+        .ports(m.publish, m.ret)
+        .set("auth_timeout", 5u32)
+        .set("acceptance_wait_time", 1u32);
+    let mdir = mconf.write().unwrap();
+    ProcSpec::new(id, &b.minion, mconf.dir())
+        .args(["-c".into(), mdir.into_os_string()])
+        .args(["-l", "info"])
+        .spawn()
+        .unwrap()
+}
+
+fn salt(m: &Master, args: &[&str]) -> cli::CmdOutput {
+    let b = bins().expect("bins");
+    cli::salt(&b.salt, None, &m.conf, args, Duration::from_secs(60)).expect("salt")
+}
+
+fn salt_run_json(m: &Master, args: &[&str]) -> serde_json::Value {
+    let b = bins().expect("bins");
+    let mut c = std::process::Command::new(b.salt.with_file_name("salt-run"));
+    c.arg("-c").arg(&m.conf).args(args).args(["--out", "json"]);
+    let out = cli::run_with_timeout(c, Duration::from_secs(60)).expect("salt-run");
+    assert!(
+        out.success(),
+        "salt-run {args:?}: {}{}",
+        out.stdout,
+        out.stderr
+    );
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("salt-run {args:?}: {e}: {}", out.stdout))
+}
+
+fn jobdb(pg: &Postgres, root: &Path, who: &str) -> salt_pgstore::JobDb {
+    let settings = salt_pgstore::Settings {
+        cluster_id: "g1".into(),
+        master: who.into(),
+        host: pg.host().display().to_string(),
+        port: pg.port(),
+        user: "postgres".into(),
+        pass: String::new(),
+        db: "postgres".into(),
+        rotate_on_revoke: true,
+    };
+    let db = salt_pgstore::JobDb::new(settings, root.join(format!("{who}-spool"))).expect("db");
+    db.connect().expect("connect");
+    db
+}
+
+/// The jid of a `salt --show-jid` run.
+fn show_jid(out: &cli::CmdOutput) -> String {
+    out.stdout
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("jid: "))
+        .unwrap_or_else(|| panic!("no jid: {}{}", out.stdout, out.stderr))
+        .to_owned()
+}
+
+fn answers(m: &Master, id: &str) -> bool {
+    cli::ping_answered(&salt(m, &[id, "test.ping", "-t", "5"]), id)
+}
+
+#[test]
+fn group_jobs_one_view() {
+    let root = TempRoot::new().unwrap();
+    let Some(pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
+        println!("SKIPPED: group_jobs_one_view: PostgreSQL (Debian's postgresql) or root missing");
+        return;
+    };
+    let a = master(root.path(), "ma", &pg);
+    let b = master(root.path(), "mb", &pg);
+    let mut m1 = minion(root.path(), "m1", &a);
+    assert!(
+        wait_until("m1 answers at A", Duration::from_secs(90), || answers(
+            &a, "m1"
+        ))
+        .is_ok(),
+        "m1 never answered at A:\n{}\n{}",
+        a.proc.output(),
+        m1.output()
+    );
+
+    // A job on A: listed, looked up and shown on B; one row in Salt's salt_returns.
+    let out = salt(&a, &["--show-jid", "m1", "test.ping"]);
+    let jid = show_jid(&out);
+    let listed = salt_run_json(&b, &["jobs.list_jobs", "search_function=test.ping"]);
+    assert_eq!(listed[&jid]["Function"], "test.ping", "{listed:#}");
+    assert_eq!(listed[&jid]["Target"], "m1", "{listed:#}");
+    let looked = salt_run_json(&b, &["jobs.lookup_jid", &jid]);
+    assert_eq!(looked, serde_json::json!({"m1": true}), "lookup_jid on B");
+    let job = salt_run_json(&b, &["jobs.list_job", &jid]);
+    assert_eq!(job["Result"]["m1"]["return"], true, "{job:#}");
+    let db = jobdb(&pg, root.path(), "reader");
+    let rows = db.returns(&jid).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let full: serde_json::Value = serde_json::from_str(&rows[0].1).unwrap();
+    assert_eq!(full["return"], true);
+    assert_eq!(full["fun"], "test.ping");
+    assert!(db.load(&jid).unwrap().is_some(), "jids row of {jid}");
+
+    // The same return stored again (a minion resending to another master): still one row.
+    let again = salt_pgstore::ReturnRow {
+        jid: jid.clone(),
+        id: "m1".into(),
+        fun: "test.ping".into(),
+        success: true,
+        full_ret: rows[0].1.clone(),
+    };
+    assert_eq!(db.save_return(again).unwrap(), salt_pgstore::Stored::Db);
+    assert_eq!(db.returns(&jid).unwrap().len(), 1);
+
+    // A salt command waiting on A hears a return another member stores. "ghost" is a
+    // known (accepted) minion that never connects to A; member "writer" stores its return.
+    let kdir = root.dir("writer-keys").unwrap();
+    let writer = salt_pgstore::Group::new(
+        salt_pgstore::Settings {
+            cluster_id: "g1".into(),
+            master: "writer".into(),
+            host: pg.host().display().to_string(),
+            port: pg.port(),
+            user: "postgres".into(),
+            pass: String::new(),
+            db: "postgres".into(),
+            rotate_on_revoke: false,
+        },
+        Arc::new(KeyStore::open(&kdir).unwrap()),
+    )
+    .unwrap();
+    writer.sync().unwrap();
+    let pem = salt_pki::PrivateKey::generate(2048)
+        .unwrap()
+        .public_key()
+        .to_pem();
+    writer
+        .put(KeyState::Accepted, "ghost", pem.as_str())
+        .unwrap();
+    let a_pki = root.path().join("ma").join("pki");
+    let _ = wait_until("ghost at A", Duration::from_secs(10), || {
+        a_pki.join("minions/ghost").exists()
+    });
+    let before: Vec<String> = db.jobs().unwrap().into_iter().map(|(j, _)| j).collect();
+    let conf_a = a.conf.clone();
+    let started = Instant::now();
+    let waiting = std::thread::spawn(move || {
+        let b = bins().expect("bins");
+        cli::salt(
+            &b.salt,
+            None,
+            &conf_a,
+            &["-L", "m1,ghost", "test.ping", "-t", "30", "--out", "json"],
+            Duration::from_secs(90),
+        )
+        .expect("salt")
+    });
+    let mut new_jid = None;
+    let found = wait_until("the job in jids", Duration::from_secs(20), || {
+        new_jid = db
+            .jobs()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(j, _)| j)
+            .find(|j| !before.contains(j));
+        new_jid.is_some()
+    });
+    assert!(found.is_ok(), "A never saved the job's load");
+    let new_jid = new_jid.unwrap();
+    let other = jobdb(&pg, root.path(), "writer");
+    let ghost_ret = serde_json::json!({
+        "id": "ghost", "jid": new_jid, "fun": "test.ping", "return": "from-another-master",
+        "success": true, "retcode": 0
+    });
+    other
+        .save_return(salt_pgstore::ReturnRow {
+            jid: new_jid.clone(),
+            id: "ghost".into(),
+            fun: "test.ping".into(),
+            success: true,
+            full_ret: ghost_ret.to_string(),
+        })
+        .unwrap();
+    let out = waiting.join().unwrap();
+    let took = started.elapsed();
+    println!(
+        "group jobs: a salt command on A got a return stored by another member; done in {took:?}"
+    );
+    assert!(
+        out.stdout.contains("from-another-master") && out.stdout.contains("\"m1\""),
+        "salt on A: {}{}\n{}",
+        out.stdout,
+        out.stderr,
+        a.proc.output()
+    );
+    assert_eq!(
+        out.stdout.matches("from-another-master").count(),
+        1,
+        "{}",
+        out.stdout
+    );
+    assert!(
+        took < Duration::from_secs(25),
+        "the command waited for its timeout: {took:?}"
+    );
+    m1.stop(Duration::from_secs(10));
+    let (mut pa, mut pb) = (a.proc, b.proc);
+    pa.stop(Duration::from_secs(10));
+    pb.stop(Duration::from_secs(10));
+}
+
+#[test]
+fn group_jobs_database_down() {
+    let root = TempRoot::new().unwrap();
+    let Some(mut pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
+        println!("SKIPPED: group_jobs_database_down: PostgreSQL or root missing");
+        return;
+    };
+    let a = master(root.path(), "ma", &pg);
+    let b = master(root.path(), "mb", &pg);
+    let mut m1 = minion(root.path(), "m1", &a);
+    assert!(
+        wait_until("m1 answers at A", Duration::from_secs(90), || answers(
+            &a, "m1"
+        ))
+        .is_ok(),
+        "m1 never answered at A:\n{}\n{}",
+        a.proc.output(),
+        m1.output()
+    );
+    let mut jids = Vec::new();
+    for _ in 0..3 {
+        let out = salt(&a, &["--show-jid", "m1", "test.ping"]);
+        assert!(cli::ping_answered(&out, "m1"), "{}", out.stdout);
+        jids.push(show_jid(&out));
+    }
+    pg.kill();
+    // The database is down: the masters keep serving, returns spool.
+    for _ in 0..5 {
+        let out = salt(&a, &["--show-jid", "m1", "test.ping"]);
+        assert!(
+            cli::ping_answered(&out, "m1"),
+            "A with the database down: {}{}\n{}",
+            out.stdout,
+            out.stderr,
+            a.proc.output()
+        );
+        jids.push(show_jid(&out));
+    }
+    let spool = root.path().join("ma").join("cache").join("pgjsonb_spool");
+    let spooled = std::fs::read_dir(&spool).map(|d| d.count()).unwrap_or(0);
+    println!("group jobs: {spooled} item(s) spooled at A while the database was down");
+    assert!(spooled >= 5, "nothing spooled in {}", spool.display());
+    let t = Instant::now();
+    pg.restart().unwrap();
+    let db = jobdb(&pg, root.path(), "reader");
+    let drained = wait_until("the spool replayed", Duration::from_secs(30), || {
+        std::fs::read_dir(&spool)
+            .map(|d| {
+                d.flatten()
+                    .all(|e| e.file_name().to_string_lossy().ends_with(".bad"))
+            })
+            .unwrap_or(true)
+    });
+    assert!(drained.is_ok(), "spool not replayed:\n{}", a.proc.output());
+    println!(
+        "group jobs: spool replayed {:?} after the restart",
+        t.elapsed()
+    );
+    let mut lost = 0;
+    for jid in &jids {
+        let rows = db.returns(jid).unwrap();
+        assert!(rows.len() <= 1, "{jid}: {} rows", rows.len());
+        if rows.len() != 1 {
+            lost += 1;
+            continue;
+        }
+        let looked = salt_run_json(&b, &["jobs.lookup_jid", jid]);
+        assert_eq!(looked, serde_json::json!({"m1": true}), "{jid} on B");
+    }
+    println!("group jobs: {} jobs, returns lost: {lost}", jids.len());
+    assert_eq!(lost, 0);
+    // And the masters still serve.
+    assert!(answers(&a, "m1"));
+    m1.stop(Duration::from_secs(10));
+    let (mut pa, mut pb) = (a.proc, b.proc);
+    pa.stop(Duration::from_secs(10));
+    pb.stop(Duration::from_secs(10));
+}
