@@ -7,6 +7,12 @@
 //! `(jid, id)` in Salt's `salt_returns`; a `salt` command waiting on A gets the return that
 //! another member stored (through LISTEN/NOTIFY), once.
 //!
+//! `group_jobs_failover_return_reaches_b`: our minion in a `master_type: failover` list
+//! [A, B] runs a job published by A; A is SIGKILLed mid-job (and B frozen until the job
+//! ended); the minion keeps the return until a master acknowledges it, fails over to B and
+//! returns there: `salt-run
+//! jobs.lookup_jid` on B shows it (Salt loses it: #43262).
+//!
 //! `group_jobs_database_down`: PostgreSQL SIGKILLed while jobs run: the masters keep serving
 //! (the `salt` command gets its returns), returns spool to disk; PostgreSQL restarted: the
 //! spool is replayed, every return is on B, none twice ("returns lost: 0").
@@ -31,6 +37,13 @@ struct Master {
 
 #[allow(clippy::unwrap_used)] // test set-up: a failure is the test failing
 fn master(root: &Path, name: &str, pg: &Postgres) -> Master {
+    master_keyed(root, name, pg, None)
+}
+
+/// A member; `key_of`: another member's directory whose `master.pem`/`master.pub` it uses
+/// (masters a failover minion moves between share their key, as in Salt's multi-master).
+#[allow(clippy::unwrap_used)]
+fn master_keyed(root: &Path, name: &str, pg: &Postgres, key_of: Option<&str>) -> Master {
     let (publish, ret) = ports::free_port_pair().unwrap();
     let conf = MasterConf::new(root.join(name))
         .id(name)
@@ -42,6 +55,12 @@ fn master(root: &Path, name: &str, pg: &Postgres) -> Master {
     text.push_str(&pg.group_conf("g1"));
     text.push_str("master_job_cache: pgjsonb\n");
     std::fs::write(&file, text).unwrap();
+    if let Some(other) = key_of {
+        std::fs::create_dir_all(conf.pki_dir()).unwrap();
+        for f in ["master.pem", "master.pub"] {
+            std::fs::copy(root.join(other).join("pki").join(f), conf.pki_dir().join(f)).unwrap();
+        }
+    }
     let b = bins().unwrap();
     let proc = ProcSpec::new(name, &b.master, conf.dir())
         .args(["-c".into(), conf_dir.clone().into_os_string()])
@@ -346,4 +365,100 @@ fn group_jobs_database_down() {
     let (mut pa, mut pb) = (a.proc, b.proc);
     pa.stop(Duration::from_secs(10));
     pb.stop(Duration::from_secs(10));
+}
+
+#[test]
+fn group_jobs_failover_return_reaches_b() {
+    let root = TempRoot::new().unwrap();
+    let Some(pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
+        println!("SKIPPED: group_jobs_failover_return_reaches_b: PostgreSQL or root missing");
+        return;
+    };
+    let a = master(root.path(), "ma", &pg);
+    let b = master_keyed(root.path(), "mb", &pg, Some("ma"));
+    let bn = bins().unwrap();
+    let list = [
+        format!("127.0.0.1:{}", a.ret),
+        format!("127.0.0.1:{}", b.ret),
+    ];
+    let mconf = MinionConf::new(root.path().join("m1"), "m1")
+        .masters(&list)
+        .failover(1)
+        // 4506: take each master's publish port from its sign-in reply (as Salt).
+        .set("publish_port", 4506u32)
+        .set("auth_timeout", 3u32)
+        .set("acceptance_wait_time", 1u32)
+        .set("return_retry_timer", 1u32)
+        .set("return_retry_timer_max", 1u32)
+        .set("return_retry_tries", 2u32);
+    let mdir = mconf.write().unwrap();
+    let mut m1 = ProcSpec::new("m1", &bn.minion, mconf.dir())
+        .args(["-c".into(), mdir.into_os_string()])
+        .args(["-l", "info"])
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until("m1 answers at A", Duration::from_secs(90), || answers(
+            &a, "m1"
+        ))
+        .is_ok(),
+        "m1 never answered at A:\n{}\n{}",
+        a.proc.output(),
+        m1.output()
+    );
+    let out = salt(&a, &["--async", "m1", "test.sleep", "4"]);
+    let jid = out
+        .stdout
+        .trim()
+        .strip_prefix("Executed command with job ID: ")
+        .unwrap_or_else(|| panic!("salt --async: {}{}", out.stdout, out.stderr))
+        .to_owned();
+    // The minion runs the job; its master dies before the return.
+    assert!(
+        wait_for_log(&m1, &format!("with jid {jid}"), Duration::from_secs(20)).is_ok(),
+        "m1 never ran {jid}:\n{}",
+        m1.output()
+    );
+    let (mut pa, mut pb) = (a.proc, b.proc);
+    // B frozen too, so the job ends with no master to take its return: the minion keeps it
+    // (the path under test), then B wakes up and the minion fails over to it.
+    pb.signal(nix::sys::signal::Signal::SIGSTOP);
+    let killed = Instant::now();
+    pa.signal(nix::sys::signal::Signal::SIGKILL);
+    let kept = wait_for_log(
+        &m1,
+        &format!("Keeping the return of job {jid}"),
+        Duration::from_secs(30),
+    );
+    pb.signal(nix::sys::signal::Signal::SIGCONT);
+    assert!(kept.is_ok(), "the return was not kept:\n{}", m1.output());
+    let mut looked = serde_json::Value::Null;
+    let got = wait_until("the return on B", Duration::from_secs(60), || {
+        let mut c = std::process::Command::new(bn.salt.with_file_name("salt-run"));
+        c.arg("-c")
+            .arg(&b.conf)
+            .args(["jobs.lookup_jid", &jid, "--out", "json"]);
+        looked = cli::run_with_timeout(c, Duration::from_secs(30))
+            .ok()
+            .and_then(|o| serde_json::from_str(&o.stdout).ok())
+            .unwrap_or(serde_json::Value::Null);
+        looked.get("m1").is_some()
+    });
+    assert!(
+        got.is_ok(),
+        "the return of {jid} never reached B: {looked}\nminion:\n{}\nB:\n{}",
+        m1.output(),
+        pb.output()
+    );
+    println!(
+        "group jobs: master A killed mid-job; the return reached B and shows in \
+         jobs.lookup_jid there {:?} after the kill",
+        killed.elapsed()
+    );
+    assert_eq!(looked["m1"], true, "{looked}");
+    let db = jobdb(&pg, root.path(), "reader");
+    assert_eq!(db.returns(&jid).unwrap().len(), 1);
+    m1.stop(Duration::from_secs(10));
+    pb.stop(Duration::from_secs(10));
+    let _ = pa.wait_exit(Duration::from_secs(5));
 }

@@ -139,6 +139,8 @@ enum Ev {
     JobDone(Value),
     /// A request's reply did not decrypt: re-auth and send `load` again (once).
     NeedsReauth(Value),
+    /// A return failed on the connection of this sign-in epoch and was kept (kept.rs).
+    Kept(u64),
 }
 
 /// The connection to the master in use.
@@ -170,6 +172,8 @@ struct Driver {
     refreshing: bool,
     retry_publishes: Vec<Vec<Vec<u8>>>,
     retry_requests: Vec<Value>,
+    /// Returns no master acknowledged yet, sent again after the next sign-in (kept.rs).
+    kept: crate::kept::Kept,
     rekey: ReauthSpread,
     exit: Option<i32>,
 }
@@ -274,6 +278,7 @@ pub async fn run(
         refreshing: false,
         retry_publishes: Vec::new(),
         retry_requests: Vec::new(),
+        kept: crate::kept::Kept::default(),
         rekey,
         exit: None,
     };
@@ -536,6 +541,17 @@ impl Driver {
                 self.retry_requests.push(load);
                 self.start_refresh();
             }
+            // Signed in elsewhere since that return failed: send what is kept now.
+            Ev::Kept(epoch) => {
+                if let Some(idx) = self
+                    .conn
+                    .as_ref()
+                    .filter(|c| c.epoch != epoch)
+                    .map(|c| c.idx)
+                {
+                    self.connected_resend(idx);
+                }
+            }
         }
     }
 
@@ -794,7 +810,9 @@ impl Driver {
             warn!("Re-authentication failed: dropping messages that need the new keys");
         }
         self.retry_publishes.clear();
-        self.retry_requests.clear();
+        for load in std::mem::take(&mut self.retry_requests) {
+            self.kept.keep(load);
+        }
     }
 
     fn subscribe(&mut self, idx: usize) {
@@ -831,7 +849,16 @@ impl Driver {
         }
     }
 
+    fn connected_resend(&mut self, idx: usize) {
+        if self.conn.as_ref().is_some_and(|c| c.idx == idx) {
+            for load in self.kept.take() {
+                self.send_request(load, true);
+            }
+        }
+    }
+
     fn connected(&mut self, idx: usize) {
+        self.connected_resend(idx);
         let Some(c) = self.conn.as_ref().filter(|c| c.idx == idx) else {
             return;
         };
@@ -968,13 +995,16 @@ impl Driver {
     /// Send an AES request (a return or an event) to the current master.
     fn send_request(&mut self, load: Value, may_retry: bool) {
         let Some(c) = &self.conn else {
-            warn!("Not connected to a master: dropping a return");
+            if !self.kept.keep(load) {
+                warn!("Not connected to a master: dropping an event");
+            }
             return;
         };
         let session = c.session.clone();
         let req = c.req.clone();
         let (timeout, tries) = (self.s.return_timeout, self.s.return_tries);
         let tx = self.ev_tx.clone();
+        let (kept, epoch) = (self.kept.clone(), c.epoch);
         tokio::spawn(async move {
             let jid = crate::matcher::map_lookup(&load, "jid").map(crate::matcher::py_str);
             if let Some(j) = &jid {
@@ -987,11 +1017,21 @@ impl Driver {
                 )) if may_retry => {
                     let _ = tx.send(Ev::NeedsReauth(load)).await;
                 }
-                Err(RequestError::Timeout) => warn!(
-                    "The minion failed to return the job information for job {}. This is often due to the master being shut down or overloaded. If the master is running, consider increasing the worker_threads value.",
-                    jid.unwrap_or_default()
-                ),
-                Err(e) => error!("Request to the master failed: {e}"),
+                Err(RequestError::Timeout) => {
+                    warn!(
+                        "The minion failed to return the job information for job {}. This is often due to the master being shut down or overloaded. If the master is running, consider increasing the worker_threads value.",
+                        jid.unwrap_or_default()
+                    );
+                    if kept.keep(load) {
+                        let _ = tx.send(Ev::Kept(epoch)).await;
+                    }
+                }
+                Err(e) => {
+                    error!("Request to the master failed: {e}");
+                    if kept.keep(load) {
+                        let _ = tx.send(Ev::Kept(epoch)).await;
+                    }
+                }
             }
         });
     }

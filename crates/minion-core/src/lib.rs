@@ -13,6 +13,7 @@ pub mod driver;
 pub mod failover;
 pub mod grains;
 pub mod job;
+pub mod kept;
 pub mod matcher;
 pub mod metrics;
 pub mod modules;
