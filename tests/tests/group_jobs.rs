@@ -4,7 +4,8 @@
 //!
 //! `group_jobs_one_view`: a job run on master A is listed and looked up on master B
 //! (`salt-run jobs.list_jobs` / `jobs.lookup_jid` / `jobs.list_job`), stored once per
-//! `(jid, id)` in Salt's `salt_returns`; a `salt` command waiting on A gets the return that
+//! `(jid, id)` in Salt's `salt_returns`; B's `manage.present`/`manage.status` count the
+//! minion A holds (presence); a `salt` command waiting on A gets the return that
 //! another member stored (through LISTEN/NOTIFY), once.
 //!
 //! `group_jobs_failover_return_reaches_b`: our minion in a `master_type: failover` list
@@ -179,6 +180,12 @@ fn group_jobs_one_view() {
     assert_eq!(full["return"], true);
     assert_eq!(full["fun"], "test.ping");
     assert!(db.load(&jid).unwrap().is_some(), "jids row of {jid}");
+
+    // Presence: B knows that A (alive) holds m1.
+    let present = salt_run_json(&b, &["manage.present"]);
+    assert_eq!(present, serde_json::json!(["m1"]), "manage.present on B");
+    let status = salt_run_json(&b, &["manage.status", "timeout=2"]);
+    assert_eq!(status["up"], serde_json::json!(["m1"]), "manage.status on B: {status}");
 
     // The same return stored again (a minion resending to another master): still one row.
     let again = salt_pgstore::ReturnRow {

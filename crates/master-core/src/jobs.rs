@@ -27,6 +27,9 @@ pub use pg::PgJobs;
 
 use crate::jobs_clean::CleanReport;
 
+/// The group's presence: (minion, the master holding it, whether that master is alive).
+pub type Presence = Vec<(String, String, bool)>;
+
 /// A return delivered to a waiting `salt` command: (minion id, return load).
 pub type ReturnEvent = (String, Value);
 
@@ -76,6 +79,15 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         now: SystemTime,
         waited: &HashSet<String>,
     ) -> Result<CleanReport, JobError>;
+    /// Record that this master holds minion `id` now (the group's presence; files: nothing).
+    fn seen(&self, id: &str) {
+        let _ = id;
+    }
+    /// The group's presence: (minion, the master that holds it, whether that master is
+    /// alive); `None` without a group database.
+    fn presence(&self) -> Result<Option<Presence>, JobError> {
+        Ok(None)
+    }
     /// Start background work (the database driver: returns stored by other masters go to
     /// `waiters`; spool replay).
     fn start(&self, waiters: Arc<Waiters>) {

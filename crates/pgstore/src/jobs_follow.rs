@@ -16,7 +16,7 @@ const RETRY: Duration = Duration::from_millis(500);
 /// Spool replay / heartbeat period.
 const TICK: Duration = Duration::from_secs(1);
 /// Heartbeat period of `salt_rs_masters`.
-pub(crate) const BEAT: Duration = Duration::from_secs(5);
+pub const BEAT: Duration = Duration::from_secs(5);
 
 pub(crate) async fn listen(inner: Arc<JobInner>, hooks: Arc<dyn ReturnHooks>) {
     loop {

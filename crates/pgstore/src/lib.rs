@@ -36,6 +36,7 @@ use salt_keystore::{
 };
 
 pub use jobs::{JobDb, MasterPresence, ReturnHooks, ReturnRow, Stored};
+pub use jobs_follow::BEAT;
 pub use schema::SCHEMA_VERSION;
 
 /// The follower's safety-net poll of the change counter.

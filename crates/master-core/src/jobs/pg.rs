@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use rmpv::Value;
 use salt_pgstore::{JobDb, ReturnHooks, ReturnRow, Stored};
 
-use super::{JobError, JobStore, Waiters, safe_jid};
+use super::{JobError, JobStore, Presence, Waiters, safe_jid};
 use crate::convert::mp_to_json;
 use crate::jobs_clean::CleanReport;
 
@@ -134,6 +134,20 @@ impl JobStore for PgJobs {
             removed: usize::try_from(removed).unwrap_or(usize::MAX),
             ..CleanReport::default()
         })
+    }
+
+    fn seen(&self, id: &str) {
+        self.db.seen(id);
+    }
+
+    fn presence(&self) -> Result<Option<Presence>, JobError> {
+        // Alive: a heartbeat within three periods.
+        let rows = self.db.presence(salt_pgstore::BEAT * 3).map_err(db_err)?;
+        Ok(Some(
+            rows.into_iter()
+                .map(|p| (p.minion, p.master, p.master_alive))
+                .collect(),
+        ))
     }
 
     fn start(&self, waiters: Arc<Waiters>) {
