@@ -185,7 +185,11 @@ fn group_jobs_one_view() {
     let present = salt_run_json(&b, &["manage.present"]);
     assert_eq!(present, serde_json::json!(["m1"]), "manage.present on B");
     let status = salt_run_json(&b, &["manage.status", "timeout=2"]);
-    assert_eq!(status["up"], serde_json::json!(["m1"]), "manage.status on B: {status}");
+    assert_eq!(
+        status["up"],
+        serde_json::json!(["m1"]),
+        "manage.status on B: {status}"
+    );
 
     // The same return stored again (a minion resending to another master): still one row.
     let again = salt_pgstore::ReturnRow {
@@ -468,4 +472,150 @@ fn group_jobs_failover_return_reaches_b() {
     m1.stop(Duration::from_secs(10));
     pb.stop(Duration::from_secs(10));
     let _ = pa.wait_exit(Duration::from_secs(5));
+}
+
+/// The (minion, jid) pairs a minion's log says it executed.
+fn executed(id: &str, log: &str) -> Vec<(String, String)> {
+    let re = regex::Regex::new(r"Executing command \S+ with jid (\d+)").expect("regex");
+    re.captures_iter(log)
+        .map(|c| (id.to_owned(), c[1].to_owned()))
+        .collect()
+}
+
+/// Chaos over a 3-master group: 3 failover minions, jobs published on every live master
+/// every second; mid-run PostgreSQL is SIGKILLed and restarted, then a master is
+/// SIGKILLed and restarted. Every return a minion produced must end up in `salt_returns`
+/// once ("returns lost: 0"). `GROUP_CHAOS_SECS` (default 24) sets the length
+/// (scripts/group-chaos.sh runs a long one).
+#[test]
+fn group_jobs_chaos() {
+    let root = TempRoot::new().unwrap();
+    let Some(mut pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
+        println!("SKIPPED: group_jobs_chaos: PostgreSQL or root missing");
+        return;
+    };
+    let secs: u64 = std::env::var("GROUP_CHAOS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24)
+        .max(12);
+    let mut masters = vec![master(root.path(), "ma", &pg)];
+    masters.push(master_keyed(root.path(), "mb", &pg, Some("ma")));
+    masters.push(master_keyed(root.path(), "mc", &pg, Some("ma")));
+    let bn = bins().unwrap();
+    let rets: Vec<String> = masters
+        .iter()
+        .map(|m| format!("127.0.0.1:{}", m.ret))
+        .collect();
+    let mut minions = Vec::new();
+    for i in 0..3 {
+        let mut order = rets.clone();
+        order.rotate_left(i);
+        let id = format!("c{i}");
+        let mconf = MinionConf::new(root.path().join(&id), &id)
+            .masters(&order)
+            .failover(1)
+            .set("publish_port", 4506u32)
+            .set("auth_timeout", 3u32)
+            .set("acceptance_wait_time", 1u32)
+            .set("return_retry_timer", 1u32)
+            .set("return_retry_timer_max", 1u32)
+            .set("return_retry_tries", 2u32);
+        let mdir = mconf.write().unwrap();
+        let p = ProcSpec::new(&id, &bn.minion, mconf.dir())
+            .args(["-c".into(), mdir.into_os_string()])
+            .args(["-l", "info"])
+            .spawn()
+            .unwrap();
+        minions.push((id, p));
+    }
+    for (i, (id, p)) in minions.iter().enumerate() {
+        assert!(
+            wait_until("minion up", Duration::from_secs(90), || answers(
+                &masters[i],
+                id
+            ))
+            .is_ok(),
+            "{id} never answered:\n{}",
+            p.output()
+        );
+    }
+    let t0 = Instant::now();
+    let third = Duration::from_secs(secs / 4);
+    let (mut pg_down, mut pg_back, mut m_down, mut m_back) = (false, false, false, false);
+    let mut published = 0;
+    while t0.elapsed() < Duration::from_secs(secs) {
+        let e = t0.elapsed();
+        if !pg_down && e >= third {
+            pg.kill();
+            pg_down = true;
+            println!("chaos: {e:.1?} PostgreSQL killed");
+        } else if pg_down && !pg_back && e >= third + Duration::from_secs(4) {
+            pg.restart().unwrap();
+            pg_back = true;
+            println!("chaos: {e:.1?} PostgreSQL restarted");
+        } else if !m_down && e >= third * 2 {
+            masters[0].proc.signal(nix::sys::signal::Signal::SIGKILL);
+            let _ = masters[0].proc.wait_exit(Duration::from_secs(5));
+            m_down = true;
+            println!("chaos: {e:.1?} master ma killed");
+        } else if m_down && !m_back && e >= third * 3 {
+            masters[0].proc.restart().unwrap();
+            m_back = true;
+            println!("chaos: {e:.1?} master ma restarted");
+        }
+        for (i, m) in masters.iter().enumerate() {
+            if i == 0 && m_down && !m_back {
+                continue;
+            }
+            let out = salt(m, &["--async", "*", "test.sleep", "1"]);
+            if out.stdout.contains("Executed command") {
+                published += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    // Let the last jobs finish, kept returns and spools drain.
+    let db = jobdb(&pg, root.path(), "reader");
+    let count_lost = || {
+        let mut lost = Vec::new();
+        let mut total = 0;
+        for (id, p) in &minions {
+            for (id, jid) in executed(id, &p.output()) {
+                total += 1;
+                let stored = db.returns(&jid).unwrap_or_default();
+                let n = stored.iter().filter(|(m, _)| *m == id).count();
+                assert!(n <= 1, "{id} {jid} stored {n} times");
+                if n == 0 {
+                    lost.push(format!("{id}/{jid}"));
+                }
+            }
+        }
+        (total, lost)
+    };
+    let mut last = (0, vec![]);
+    let settled = wait_until("every return stored", Duration::from_secs(30), || {
+        last = count_lost();
+        last.1.is_empty()
+    });
+    let (total, lost) = last;
+    println!(
+        "chaos: {secs} s, 3 masters, 3 minions, {published} publications, {total} returns \
+         executed, returns lost: {} (database and a master restarted mid-run)",
+        lost.len()
+    );
+    assert!(
+        settled.is_ok(),
+        "returns lost: {lost:?}\n{}",
+        minions
+            .iter()
+            .map(|(id, p)| format!("--- {id}\n{}", p.output()))
+            .collect::<String>()
+    );
+    for (_, mut p) in minions {
+        p.stop(Duration::from_secs(10));
+    }
+    for mut m in masters {
+        m.proc.stop(Duration::from_secs(10));
+    }
 }
