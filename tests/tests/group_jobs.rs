@@ -619,3 +619,32 @@ fn group_jobs_chaos() {
         m.proc.stop(Duration::from_secs(10));
     }
 }
+
+/// `scripts/lab.sh --group --check`: the newcomer's two-master lab on one PostgreSQL starts,
+/// accepts the key once (on m1), pings, looks the job up on m2, and cleans up.
+#[test]
+fn group_lab_script_check() {
+    if salt_integration_tests::pg::bin_dir().is_none() || !nix::unistd::Uid::effective().is_root() {
+        println!("SKIPPED: group_lab_script_check: PostgreSQL or root missing");
+        return;
+    }
+    let bins = bins().expect("building our binaries");
+    let bin_dir = bins.master.parent().expect("binary dir").to_path_buf();
+    let (publish, _ret) = ports::free_port_pair().expect("free ports");
+    let mut c = std::process::Command::new("bash");
+    c.arg(salt_integration_tests::workspace_root().join("scripts/lab.sh"))
+        .args(["--group", "--check"])
+        .env("LAB_BIN_DIR", &bin_dir)
+        .env("LAB_PORT_BASE", publish.to_string());
+    let out = cli::run_with_timeout(c, Duration::from_secs(180)).expect("running lab.sh");
+    assert!(
+        out.success(),
+        "lab.sh --group --check failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    assert!(out.stdout.contains("m2 has it too"), "{}", out.stdout);
+    assert!(out.stdout.contains("jobs.lookup_jid"), "{}", out.stdout);
+    assert!(out.stdout.contains("lab: removed"), "{}", out.stdout);
+}
