@@ -56,3 +56,7 @@ CREATE TABLE IF NOT EXISTS salt_rs_masters (
     beat_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (cluster_id, master)
 );
+
+-- Change-log trimming (keys): changes up to `log_trimmed_to` are gone from salt_key_log; a
+-- master whose copy is older than that copies every key again instead of reading the log.
+ALTER TABLE salt_groups ADD COLUMN IF NOT EXISTS log_trimmed_to bigint NOT NULL DEFAULT 0;

@@ -41,6 +41,8 @@ pub use schema::SCHEMA_VERSION;
 
 /// The follower's safety-net poll of the change counter.
 pub const POLL: Duration = Duration::from_secs(2);
+/// How long the key change log keeps a change (older ones are trimmed every hour).
+pub const LOG_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a caller waits for the database before giving up.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connect (and pool wait) timeout.
@@ -255,6 +257,13 @@ impl Group {
     /// Replace the group's publish key (`publish_session` expiry, a dropfile).
     pub fn rotate_aes(&self) -> Result<(), Error> {
         self.call(|inner| async move { inner.rotate_aes().await })
+    }
+
+    /// Trim the change log: drop the changes older than `keep` (a master whose copy is
+    /// older then copies every key again). The follower does this every hour with
+    /// [`LOG_KEEP`].
+    pub fn trim_log(&self, keep: Duration) -> Result<u64, Error> {
+        self.call(move |inner| async move { inner.trim_log(keep).await })
     }
 
     /// Start the follower (LISTEN/NOTIFY, catch-up after every reconnect, [`POLL`]).
