@@ -41,7 +41,7 @@ CREATE INDEX IF NOT EXISTS idx_salt_events_tag ON salt_events (tag);
 CREATE INDEX IF NOT EXISTS idx_salt_events_data ON salt_events
     USING gin (data) WITH (fastupdate = on);
 
--- Presence: the master a minion last signed in to / returned through, and when.
+-- Presence: the master a minion last signed in to, and when.
 CREATE TABLE IF NOT EXISTS salt_rs_presence (
     cluster_id text NOT NULL,
     minion_id  text NOT NULL,

@@ -92,7 +92,6 @@ impl JobStore for PgJobs {
             Stored::Db => {}
             Stored::Spooled => tracing::debug!("return of {id} for {jid} spooled"),
         }
-        self.db.seen(id);
         Ok(())
     }
 

@@ -6,8 +6,8 @@
 //! publish port against cached grains), `versions` asks `test.version`.
 //!
 //! In a master group with `master_job_cache: pgjsonb` (docs/group.md), a minion that
-//! another live member holds (the master of its latest sign-in or return, with a heartbeat
-//! in the last 15 s) counts as up and present: this master's publications do not reach it.
+//! another live member holds (the master of its latest sign-in, with a heartbeat in the last
+//! 15 s) counts as up and present: this master's publications do not reach it.
 
 use serde_json::{Value, json};
 
@@ -55,8 +55,8 @@ async fn ping(
     }
 }
 
-/// With the group job cache: the minions another live member holds (its latest sign-in or
-/// return went there), which this master's publications do not reach.
+/// With the group job cache: the minions another live member holds (its latest sign-in
+/// went there), which this master's publications do not reach.
 async fn held_elsewhere(ctx: &Ctx) -> Vec<String> {
     let shared = ctx.shared.clone();
     let rows = tokio::task::spawn_blocking(move || shared.jobs.store().presence())
