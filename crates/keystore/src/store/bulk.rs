@@ -124,7 +124,7 @@ mod bench {
             .unwrap_or(100_000);
         let dir = tempfile::tempdir().unwrap();
         let store = KeyStore::open(dir.path()).unwrap();
-        let pem = super::tests::PEM.to_owned();
+        let pem = tests::PEM.to_owned();
         let items: Vec<(KeyState, String, String)> = (0..n)
             .map(|i| (KeyState::Accepted, format!("minion-{i}"), pem.clone()))
             .collect();
