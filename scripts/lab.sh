@@ -8,6 +8,11 @@
 #
 #   scripts/lab.sh            run it (prints how to use it)
 #   scripts/lab.sh --check    start, ping once, exit 0 on success (used by tests/tests/lab_script.rs)
+#   scripts/lab.sh --group    the same two masters as a master group on one PostgreSQL
+#                             (docs/group.md): keys and jobs in the database (cluster_id,
+#                             keys.cache_driver: postgres, master_job_cache: pgjsonb); the key
+#                             is accepted once, on m1. Needs root and Debian's postgresql
+#                             (initdb/postgres under /usr/lib/postgresql/*/bin). With --check too.
 #
 # Env: LAB_BIN_DIR       take salt-master/salt/salt-minion/salt-key from here (no build)
 #      LAB_PORT_BASE     publish port; return port is LAB_PORT_BASE+1 (default 4505/4506,
@@ -18,12 +23,15 @@ set -euo pipefail
 set +m # no job control: `setsid cmd &` then runs cmd as its own session and group leader
 
 CHECK=0
-case "${1:-}" in
-  --check) CHECK=1 ;;
-  "") ;;
-  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-  *) echo "usage: $0 [--check]" >&2; exit 64 ;;
-esac
+GROUP=0
+for arg in "$@"; do
+  case "$arg" in
+    --check) CHECK=1 ;;
+    --group) GROUP=1 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--check] [--group]" >&2; exit 64 ;;
+  esac
+done
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 ID=lab-minion
@@ -52,8 +60,8 @@ SLEEPER=""  # the idle `sleep` of the final wait loop
 # pid_of NAME: the daemon's pid from its pid file (also after a restart with -d), else "".
 pid_of() {
   local f
-  case "$1" in m1|m2) f="$T/$1/master.pid" ;; minion) f="$T/n/minion.pid" ;; *) return 0 ;; esac
-  if [ -s "$f" ]; then cat "$f" 2>/dev/null || true; fi
+  case "$1" in m1|m2) f="$T/$1/master.pid" ;; minion) f="$T/n/minion.pid" ;; pg) f="$T/pg/postmaster.pid" ;; *) return 0 ;; esac
+  if [ -s "$f" ]; then head -n1 "$f" 2>/dev/null || true; fi
 }
 alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 cleanup() {
@@ -143,13 +151,32 @@ gen_keys master_sign "$T/keys"
 gen_keys minion "$T/n/pki"
 cp "$T/keys/master_sign.pub" "$T/n/pki/"
 
+# --- the group's PostgreSQL (--group) ---------------------------------------------------------
+if [ "$GROUP" = 1 ]; then
+  [ "$(id -u)" = 0 ] || die "--group needs root (it starts PostgreSQL as the postgres user)"
+  PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)"
+  [ -x "$PGBIN/initdb" ] && [ -x "$PGBIN/postgres" ] || die "--group needs Debian's postgresql (apt-get install postgresql)"
+  id postgres >/dev/null 2>&1 || die "--group needs the postgres user"
+  chmod 711 "$T"
+  mkdir -p "$T/pg" "$T/pgsock"
+  chown postgres "$T/pg" "$T/pgsock"
+  runuser -u postgres -- "$PGBIN/initdb" -D "$T/pg" -A trust --no-sync >"$T/initdb.out" 2>&1 \
+    || { cat "$T/initdb.out" >&2; die "initdb failed"; }
+  say "== PostgreSQL ($PGBIN) on the Unix socket in $T/pgsock"
+  start pg runuser -u postgres -- "$PGBIN/postgres" -D "$T/pg" -k "$T/pgsock" \
+    -c listen_addresses= -c fsync=off
+  for _ in $(seq 300); do [ -S "$T/pgsock/.s.PGSQL.5432" ] && break; sleep 0.1; done
+  [ -S "$T/pgsock/.s.PGSQL.5432" ] || { tail -20 "$T/pg.out" >&2; die "PostgreSQL did not start"; }
+fi
+
 USER_NAME="$(id -un)"
 master_conf() { # $1 = name, $2 = interface
   local d="$T/$1"
   mkdir -p "$d/conf" "$d/pki/minions_pre"
   cp "$T/keys/master_sign.pem" "$T/keys/master_sign.pub" "$d/pki/"
-  # The minion's key arrives as pending; the operator accepts it with salt-key below.
-  cp "$T/n/pki/minion.pub" "$d/pki/minions_pre/$ID"
+  # The minion's key arrives as pending; the operator accepts it with salt-key below (in a
+  # group it reaches the database when the minion signs in).
+  [ "$GROUP" = 1 ] || cp "$T/n/pki/minion.pub" "$d/pki/minions_pre/$ID"
   cat >"$d/conf/master" <<EOF
 id: lab-$1
 user: $USER_NAME
@@ -169,6 +196,17 @@ worker_threads: 3
 auto_accept: False
 master_sign_pubkey: True
 EOF
+  if [ "$GROUP" = 1 ]; then
+    cat >>"$d/conf/master" <<EOF
+cluster_id: lab
+keys.cache_driver: postgres
+master_job_cache: pgjsonb
+postgres.host: $T/pgsock
+postgres.port: 5432
+postgres.user: postgres
+postgres.db: postgres
+EOF
+  fi
 }
 master_conf m1 127.0.0.1
 master_conf m2 127.0.0.2
@@ -215,12 +253,26 @@ for a in 127.0.0.1 127.0.0.2; do
   listening "$a" "$RET" || { tail -20 "$T"/m?.out >&2; die "master on $a does not listen on $RET"; }
 done
 
-for m in m1 m2; do
-  "$BIN/salt-key" -c "$T/$m/conf" -a "$ID" -y
-done
-
-start minion "$BIN/salt-minion" -c "$T/n/conf" -l info
-MINION=${PGIDS[-1]}
+if [ "$GROUP" = 1 ]; then
+  # One group: the minion signs in (pending in the database), salt-key on m1 accepts it
+  # for both masters.
+  start minion "$BIN/salt-minion" -c "$T/n/conf" -l info
+  MINION=${PGIDS[-1]}
+  for _ in $(seq 300); do
+    "$BIN/salt-key" -c "$T/m1/conf" -l un 2>/dev/null | grep -qx "$ID" && break
+    sleep 0.1
+  done
+  "$BIN/salt-key" -c "$T/m1/conf" -a "$ID" -y
+  for _ in $(seq 100); do [ -e "$T/m2/pki/minions/$ID" ] && break; sleep 0.1; done
+  [ -e "$T/m2/pki/minions/$ID" ] || die "accepted on m1, not on m2"
+  say "== accepted once, on m1: m2 has it too"
+else
+  for m in m1 m2; do
+    "$BIN/salt-key" -c "$T/$m/conf" -a "$ID" -y
+  done
+  start minion "$BIN/salt-minion" -c "$T/n/conf" -l info
+  MINION=${PGIDS[-1]}
+fi
 
 say "== salt '*' test.ping (through m1, 127.0.0.1)"
 ok=0
@@ -233,6 +285,12 @@ for _ in $(seq 30); do
 done
 printf '%s\n' "$out"
 [ "$ok" = 1 ] || { tail -20 "$T/minion.out" >&2; die "no answer to test.ping through m1"; }
+
+if [ "$GROUP" = 1 ]; then
+  jid=$("$BIN/salt" -c "$T/m1/conf" --show-jid '*' test.ping -t 3 2>&1 | sed -n 's/^jid: //p' | head -n1)
+  say "== salt-run jobs.lookup_jid $jid on m2 (the job ran through m1)"
+  "$BIN/salt-run" -c "$T/m2/conf" jobs.lookup_jid "$jid" || die "jobs.lookup_jid on m2 failed"
+fi
 
 if [ "$CHECK" = 1 ]; then
   say "lab: check passed"
@@ -275,6 +333,16 @@ The lab is running (Ctrl-C stops it and removes $T; LAB_KEEP=1 keeps it).
   logs          $T/m1/master.log  $T/m2/master.log  $T/n/minion.log
                 (console output: $T/m1.out $T/m2.out $T/minion.out)
 EOF
+if [ "$GROUP" = 1 ]; then
+  cat <<EOF
+  group         both masters share keys and jobs in PostgreSQL (socket $T/pgsock, db postgres):
+                $BIN/salt-key -c $T/m2/conf -L              (what m1 accepted)
+                $BIN/salt-run -c $T/m2/conf jobs.list_jobs  (jobs run through either master)
+                $BIN/salt-run -c $T/m2/conf manage.present  (who holds the minion)
+                runuser -u postgres -- $PGBIN/psql -h $T/pgsock -d postgres \\
+                    -c 'select jid, id, return from salt_returns'
+EOF
+fi
 
 # Idle until Ctrl-C; the cleanup ends this `sleep` too (a background job of a script ignores
 # SIGINT, so it would outlive the lab).

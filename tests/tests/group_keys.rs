@@ -77,8 +77,20 @@ fn group_keys_on_postgres() {
         db: "postgres".into(),
         rotate_on_revoke: true,
     };
-    let writer = salt_pgstore::Group::new(settings, wstore.clone()).unwrap();
+    let writer = salt_pgstore::Group::new(settings.clone(), wstore.clone()).unwrap();
     writer.sync().unwrap();
+    // A member that falls behind (no follower): after the log is trimmed past its copy, it
+    // copies every key again instead of reading the log.
+    let lag_dir = root.dir("lagger").unwrap();
+    let lagger = salt_pgstore::Group::new(
+        salt_pgstore::Settings {
+            master: "lagger".into(),
+            ..settings
+        },
+        Arc::new(KeyStore::open(&lag_dir).unwrap()),
+    )
+    .unwrap();
+    lagger.sync().unwrap();
     let pem = salt_pki::PrivateKey::generate(2048)
         .unwrap()
         .public_key()
@@ -164,6 +176,52 @@ fn group_keys_on_postgres() {
         lat.iter().max().unwrap()
     );
     assert!(p < scaled(Duration::from_secs(1)), "p99 {p:?}");
+
+    // Delete one by one through a member (m2..); time until master B's keys lose it.
+    let mut lat = Vec::with_capacity(n);
+    for i in 2..n {
+        let id = format!("m{i}");
+        let t = Instant::now();
+        writer.delete_many(std::slice::from_ref(&id)).unwrap();
+        while has(&pki_b, KeyState::Accepted, &id) {
+            assert!(
+                t.elapsed() < scaled(Duration::from_secs(10)),
+                "{id} never left B"
+            );
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        lat.push(t.elapsed());
+    }
+    if !lat.is_empty() {
+        let p = p99(lat.clone());
+        let mut l = lat.clone();
+        l.sort();
+        println!(
+            "group: delete on one member -> gone from master B: p50 {:?}, p99 {:?}, max {:?} over {} keys",
+            l[l.len() / 2],
+            p,
+            l.last().unwrap(),
+            l.len()
+        );
+        assert!(p < scaled(Duration::from_secs(1)), "delete p99 {p:?}");
+    }
+
+    // Trim the change log (every change so far); the member that fell behind copies.
+    let trimmed = writer.trim_log(Duration::ZERO).unwrap();
+    assert!(trimmed > 0, "nothing trimmed");
+    lagger.sync().unwrap();
+    assert!(
+        has(&lag_dir, KeyState::Accepted, "m0"),
+        "lagger did not copy"
+    );
+    assert!(
+        n < 3
+            || !has(&lag_dir, KeyState::Accepted, "m2") && !has(&lag_dir, KeyState::Pending, "m2"),
+        "lagger kept a deleted key"
+    );
+    println!(
+        "group: change log trimmed ({trimmed} rows); a member behind the trim copied every key"
+    );
 
     // Delete on B: the key A's sign-ins read is gone (a sign-in is then refused).
     let out = cli::salt_key(

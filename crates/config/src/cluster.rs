@@ -17,6 +17,16 @@ pub enum KeyDriver {
     Postgres,
 }
 
+/// Where the job cache lives (`master_job_cache`).
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum JobDriver {
+    /// `local_cache` (Salt's default): the files of `cachedir/jobs`.
+    #[default]
+    Files,
+    /// `pgjsonb`: Salt's `pgjsonb` tables in the group's database.
+    Pgjsonb,
+}
+
 /// The PostgreSQL connection (Salt's `postgres.*` keys; defaults of Salt's `pgjsonb`
 /// returner).
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -42,6 +52,8 @@ pub struct ClusterConfig {
     pub cluster_id: String,
     /// `keys.cache_driver`.
     pub keys_driver: KeyDriver,
+    /// `master_job_cache`.
+    pub job_driver: JobDriver,
     /// The database.
     pub postgres: PostgresConfig,
 }
@@ -58,7 +70,7 @@ const CONN_KEYS: [(&str, &str, &str); 6] = [
     ("postgres.host", "returner.pgjsonb.host", "salt"),
     ("postgres.port", "returner.pgjsonb.port", "5432"),
     ("postgres.user", "returner.pgjsonb.user", "salt"),
-    ("postgres.pass", "returner.pgjsonb.passwd", "salt"),
+    ("postgres.pass", "returner.pgjsonb.pass", "salt"),
     ("postgres.db", "returner.pgjsonb.db", "salt"),
     ("postgres.sslmode", "returner.pgjsonb.sslmode", "prefer"),
 ];
@@ -74,13 +86,14 @@ fn key_driver(node: &crate::node::Node) -> Result<KeyDriver, Problem> {
     }
 }
 
-fn job_cache(node: &crate::node::Node) -> Result<(), Problem> {
+fn job_cache(node: &crate::node::Node) -> Result<JobDriver, Problem> {
     match string(node)?.as_str() {
-        "local_cache" => Ok(()),
+        "local_cache" => Ok(JobDriver::Files),
+        "pgjsonb" => Ok(JobDriver::Pgjsonb),
         other => Err(invalid(
             other,
-            "salt-rs supports only `local_cache` here; `pgjsonb` (the group job cache) is not \
-             implemented yet (docs/group.md)",
+            "salt-rs supports `local_cache` (files, the default) and `pgjsonb` (the group's \
+             PostgreSQL, docs/group.md)",
         )),
     }
 }
@@ -111,7 +124,8 @@ fn one<'a>(
 pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let driver_entry = r.entry("keys.cache_driver");
     let keys_driver = r.convert(driver_entry, KeyDriver::Files, key_driver);
-    r.get("master_job_cache", (), job_cache);
+    let job_entry = r.entry("master_job_cache");
+    let job_driver = r.convert(job_entry, JobDriver::Files, job_cache);
     let cluster_id = r.opt("cluster_id", string);
     let host = one(r, CONN_KEYS[0].0, CONN_KEYS[0].1);
     let host = r.convert(host, "salt".to_owned(), string);
@@ -129,7 +143,19 @@ pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let sslmode = r.convert(s, "prefer".to_owned(), sslmode);
     let cluster_id = match (cluster_id, keys_driver) {
         (Some(c), _) => c,
-        (None, KeyDriver::Files) => return None,
+        (None, KeyDriver::Files) => {
+            if let (JobDriver::Pgjsonb, Some(e)) = (job_driver, job_entry) {
+                r.fail(
+                    e,
+                    invalid(
+                        "pgjsonb",
+                        "`master_job_cache: pgjsonb` needs `cluster_id` (the group's name; \
+                         one master is a group of one)",
+                    ),
+                );
+            }
+            return None;
+        }
         (None, KeyDriver::Postgres) => {
             if let Some(e) = driver_entry {
                 r.fail(
@@ -146,6 +172,7 @@ pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     Some(ClusterConfig {
         cluster_id,
         keys_driver,
+        job_driver,
         postgres: PostgresConfig {
             host,
             port,
@@ -170,8 +197,8 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
         OptionDoc {
             name: "master_job_cache",
             default: "local_cache",
-            doc: "Only `local_cache` (the files of `cachedir/jobs`); `pgjsonb` is refused by \
-                  name until the group job cache lands."
+            doc: "`local_cache` (the files of `cachedir/jobs`) or `pgjsonb` (Salt's pgjsonb \
+                  tables in the group's database, needs `cluster_id`; docs/group.md)."
                 .to_owned(),
         },
     ];
@@ -202,12 +229,14 @@ mod tests {
     fn group_in_salts_words_with_pgjsonb_aliases() {
         let c = load(
             "cluster_id: prod\nkeys.cache_driver: postgres\npostgres.host: /run/pg\n\
-             returner.pgjsonb.port: 5433\nreturner.pgjsonb.passwd: s3\npostgres.db: keys\n",
+             returner.pgjsonb.port: 5433\nreturner.pgjsonb.pass: s3\npostgres.db: keys\n\
+             master_job_cache: pgjsonb\n",
         )
         .unwrap();
         let g = c.cluster_id.expect("group");
         assert_eq!(g.cluster_id, "prod");
         assert_eq!(g.keys_driver, KeyDriver::Postgres);
+        assert_eq!(g.job_driver, crate::JobDriver::Pgjsonb);
         assert_eq!(g.postgres.host, "/run/pg");
         assert_eq!(g.postgres.port, 5433);
         assert_eq!(g.postgres.pass.expose(), "s3");
@@ -225,7 +254,9 @@ mod tests {
         let e = load("keys.cache_driver: redis\n").unwrap_err().to_string();
         assert!(e.contains("redis"), "{e}");
         let e = load("master_job_cache: pgjsonb\n").unwrap_err().to_string();
-        assert!(e.contains("not implemented yet"), "{e}");
+        assert!(e.contains("needs `cluster_id`"), "{e}");
+        let e = load("master_job_cache: redis\n").unwrap_err().to_string();
+        assert!(e.contains("redis"), "{e}");
         let e = load("cluster_id: g\npostgres.sslmode: require\n")
             .unwrap_err()
             .to_string();

@@ -36,7 +36,7 @@ mod reader;
 mod source;
 mod types;
 
-pub use cluster::{ClusterConfig, KeyDriver, PostgresConfig};
+pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};
 pub use master::MasterConfig;

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime};
 
+mod bulk;
+
 use crate::error::{KeyStoreError, Result};
 use crate::fsutil::{self, crash_point};
 use crate::glob::GlobList;

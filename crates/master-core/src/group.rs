@@ -83,3 +83,43 @@ pub(crate) fn follow(shared: &Arc<Shared>) {
     }));
     group.start_follower();
 }
+
+/// The job cache of `master_job_cache`: the files of `{cachedir}/jobs`, or (`pgjsonb`) the
+/// group's database, connected now when it can be (else writes spool until it returns).
+pub(crate) async fn jobs(cfg: &MasterConfig) -> Result<crate::jobs::Jobs, MasterError> {
+    let dir = Shared::jobs_dir(cfg);
+    let Some(c) = cfg
+        .cluster_id
+        .as_ref()
+        .filter(|c| c.job_driver == salt_config::JobDriver::Pgjsonb)
+    else {
+        return Ok(crate::jobs::Jobs::new(dir));
+    };
+    let settings = Settings::from_config(c, &cfg.id, cfg.rotate_aes_key);
+    let db =
+        salt_pgstore::JobDb::new(settings, cfg.cachedir.join("pgjsonb_spool")).map_err(|e| {
+            MasterError::Io {
+                what: "group job cache".into(),
+                source: std::io::Error::other(e),
+            }
+        })?;
+    let db = Arc::new(db);
+    let d = db.clone();
+    match tokio::task::spawn_blocking(move || d.connect()).await {
+        Ok(Ok(())) => tracing::info!(
+            "group {}: job cache in the database (pgjsonb)",
+            c.cluster_id
+        ),
+        Ok(Err(e)) => tracing::warn!(
+            "group {}: job cache database unreachable at start ({e}); returns spool to {} until \
+             it returns",
+            c.cluster_id,
+            cfg.cachedir.join("pgjsonb_spool").display()
+        ),
+        Err(e) => tracing::warn!("group job cache: {e}"),
+    }
+    Ok(crate::jobs::Jobs::with_store(
+        Box::new(crate::jobs::PgJobs::new(db)),
+        dir,
+    ))
+}

@@ -377,6 +377,7 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(id.clone());
+    shared.jobs.store().seen(id);
     tracing::info!("Authentication accepted from {id}");
     shared.events.fire_auth(id, "accept", true, &req.pub_key);
     Ok(reply)

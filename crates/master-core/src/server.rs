@@ -30,7 +30,6 @@ use tokio_util::task::TaskTracker;
 
 use crate::aes::{AesState, PublishKey};
 use crate::jid::JidGenerator;
-use crate::jobs::Jobs;
 use crate::keys::{KeyError, MasterKeys};
 use crate::sessions::Sessions;
 use crate::state::{LogLimiter, Shared};
@@ -126,7 +125,7 @@ pub async fn run_with_ready(
     let shared = Arc::new(Shared {
         group,
         sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
-        jobs: Jobs::new(Shared::jobs_dir(&cfg)),
+        jobs: crate::group::jobs(&cfg).await?,
         jids: JidGenerator::new(),
         connected: Mutex::new(Default::default()),
         auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
@@ -384,13 +383,10 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
 /// server never waits for it).
 fn clean_jobs(s: &Shared) {
     let started = std::time::Instant::now();
-    let waited = s.jobs.waited();
-    match crate::jobs_clean::clean_old_jobs(
-        s.jobs.dir(),
-        s.cfg.keep_jobs_seconds,
-        std::time::SystemTime::now(),
-        &waited,
-    ) {
+    match s
+        .jobs
+        .clean(s.cfg.keep_jobs_seconds, std::time::SystemTime::now())
+    {
         Ok(r) if r.removed > 0 || r.failed > 0 => tracing::info!(
             "Job cache: removed {} job(s) older than keep_jobs_seconds={} in {:.3} s ({} kept, {} failed)",
             r.removed,

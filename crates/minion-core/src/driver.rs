@@ -149,6 +149,8 @@ enum Ev {
     JobDone(Value),
     /// A request's reply did not decrypt: re-auth and send `load` again (once).
     NeedsReauth(Value),
+    /// A return failed on the connection of this sign-in epoch and was kept (kept.rs).
+    Kept(u64),
 }
 
 /// The connection to the master in use.
@@ -180,6 +182,8 @@ struct Driver {
     refreshing: bool,
     retry_publishes: Vec<Vec<Vec<u8>>>,
     retry_requests: Vec<Value>,
+    /// Returns no master acknowledged yet, sent again after the next sign-in (kept.rs).
+    kept: crate::kept::Kept,
     rekey: ReauthSpread,
     exit: Option<i32>,
 }
@@ -293,6 +297,7 @@ pub async fn run(
         refreshing: false,
         retry_publishes: Vec::new(),
         retry_requests: Vec::new(),
+        kept: crate::kept::Kept::default(),
         rekey,
         exit: None,
     };
@@ -553,6 +558,17 @@ impl Driver {
             Ev::NeedsReauth(load) => {
                 self.retry_requests.push(load);
                 self.start_refresh();
+            }
+            // Signed in elsewhere since that return failed: send what is kept now.
+            Ev::Kept(epoch) => {
+                if let Some(idx) = self
+                    .conn
+                    .as_ref()
+                    .filter(|c| c.epoch != epoch)
+                    .map(|c| c.idx)
+                {
+                    self.connected_resend(idx);
+                }
             }
         }
     }

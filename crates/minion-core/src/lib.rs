@@ -16,6 +16,7 @@ pub mod failover;
 pub mod fileclient;
 pub mod grains;
 pub mod job;
+pub mod kept;
 pub mod master_link;
 pub mod matcher;
 pub mod metrics;

@@ -105,16 +105,19 @@ impl Inner {
             .await?;
         let head = tx
             .query_one(
-                "SELECT seq, aes_generation, aes FROM salt_groups WHERE cluster_id = $1",
+                "SELECT seq, aes_generation, aes, log_trimmed_to FROM salt_groups \
+                 WHERE cluster_id = $1",
                 &[&cluster],
             )
             .await?;
         let seq: i64 = head.get(0);
         let aes_gen: i64 = head.get(1);
         let aes: Option<String> = head.get(2);
+        let trimmed: i64 = head.get(3);
         match last {
             Some(l) if l == seq => {}
-            Some(l) if l < seq => {
+            // The changes after `l` are all still in the log.
+            Some(l) if l < seq && l >= trimmed => {
                 let ids: Vec<String> = tx
                     .query(
                         "SELECT DISTINCT minion_id FROM salt_key_log \
@@ -194,6 +197,40 @@ impl Inner {
         self.notify(&tx, seq).await?;
         tx.commit().await?;
         self.catch_up().await.map(|_| ())
+    }
+
+    /// Drop the change-log rows older than `keep` (never the newest change). Returns how
+    /// many rows went.
+    pub(crate) async fn trim_log(&self, keep: std::time::Duration) -> Result<u64, Error> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let cluster = &self.settings.cluster_id;
+        let row = tx
+            .query_one(
+                "SELECT coalesce(max(seq), 0) FROM salt_key_log WHERE cluster_id = $1 \
+                 AND changed_at < now() - make_interval(secs => $2) \
+                 AND seq < (SELECT seq FROM salt_groups WHERE cluster_id = $1)",
+                &[cluster, &keep.as_secs_f64()],
+            )
+            .await?;
+        let upto: i64 = row.get(0);
+        if upto == 0 {
+            return Ok(0);
+        }
+        tx.execute(
+            "UPDATE salt_groups SET log_trimmed_to = greatest(log_trimmed_to, $2) \
+             WHERE cluster_id = $1",
+            &[cluster, &upto],
+        )
+        .await?;
+        let n = tx
+            .execute(
+                "DELETE FROM salt_key_log WHERE cluster_id = $1 AND seq <= $2",
+                &[cluster, &upto],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(n)
     }
 
     /// Take the next change number; holds the group row's lock until commit.

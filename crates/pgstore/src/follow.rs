@@ -11,6 +11,8 @@ use tokio_postgres::AsyncMessage;
 use crate::db::CHANNEL;
 use crate::{Inner, POLL};
 
+/// How often a master trims the change log.
+const TRIM_EVERY: Duration = Duration::from_secs(3600);
 /// Wait between reconnect attempts.
 const RETRY: Duration = Duration::from_millis(500);
 
@@ -68,7 +70,16 @@ async fn follow_once(inner: &Arc<Inner>, connected: &mut bool) -> Result<(), cra
         );
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut trimmed = tokio::time::Instant::now();
         loop {
+            if trimmed.elapsed() >= TRIM_EVERY {
+                trimmed = tokio::time::Instant::now();
+                match inner.trim_log(crate::LOG_KEEP).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!("group: {n} old change-log row(s) trimmed"),
+                    Err(e) => tracing::debug!("group: change-log trim: {e}"),
+                }
+            }
             tokio::select! {
                 n = rx.recv() => {
                     if n.is_none() {

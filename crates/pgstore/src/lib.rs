@@ -18,9 +18,12 @@
 
 mod db;
 mod follow;
+mod jobs;
+mod jobs_follow;
 mod mirror;
 mod plan;
 mod schema;
+mod spool;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -32,10 +35,14 @@ use salt_keystore::{
     AcceptFrom, KeyChanges, KeyState, KeyStore, KeyStoreError, RejectFrom, Report,
 };
 
+pub use jobs::{JobDb, MasterPresence, ReturnHooks, ReturnRow, Stored};
+pub use jobs_follow::BEAT;
 pub use schema::SCHEMA_VERSION;
 
 /// The follower's safety-net poll of the change counter.
 pub const POLL: Duration = Duration::from_secs(2);
+/// How long the key change log keeps a change (older ones are trimmed every hour).
+pub const LOG_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a caller waits for the database before giving up.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connect (and pool wait) timeout.
@@ -111,7 +118,26 @@ impl Settings {
         }
     }
 
-    fn pg_config(&self) -> tokio_postgres::Config {
+    /// A pool of up to `size` connections (none opened yet).
+    pub(crate) fn pool(&self, size: usize) -> Result<deadpool_postgres::Pool, Error> {
+        let mgr = deadpool_postgres::Manager::from_config(
+            self.pg_config(),
+            tokio_postgres::NoTls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        deadpool_postgres::Pool::builder(mgr)
+            .max_size(size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| Error::Pool(e.to_string()))
+    }
+
+    pub(crate) fn pg_config(&self) -> tokio_postgres::Config {
         let mut c = tokio_postgres::Config::new();
         c.host(&self.host)
             .port(self.port)
@@ -160,21 +186,7 @@ impl Group {
             .thread_name("salt-group")
             .enable_all()
             .build()?;
-        let mgr = deadpool_postgres::Manager::from_config(
-            settings.pg_config(),
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
-        let pool = deadpool_postgres::Pool::builder(mgr)
-            .max_size(4)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(CONNECT_TIMEOUT))
-            .create_timeout(Some(CONNECT_TIMEOUT))
-            .recycle_timeout(Some(CONNECT_TIMEOUT))
-            .build()
-            .map_err(|e| Error::Pool(e.to_string()))?;
+        let pool = settings.pool(4)?;
         let pki_dir = mirror.pki_dir().to_owned();
         Ok(Self {
             rt: Some(rt),
@@ -245,6 +257,13 @@ impl Group {
     /// Replace the group's publish key (`publish_session` expiry, a dropfile).
     pub fn rotate_aes(&self) -> Result<(), Error> {
         self.call(|inner| async move { inner.rotate_aes().await })
+    }
+
+    /// Trim the change log: drop the changes older than `keep` (a master whose copy is
+    /// older then copies every key again). The follower does this every hour with
+    /// [`LOG_KEEP`].
+    pub fn trim_log(&self, keep: Duration) -> Result<u64, Error> {
+        self.call(move |inner| async move { inner.trim_log(keep).await })
     }
 
     /// Start the follower (LISTEN/NOTIFY, catch-up after every reconnect, [`POLL`]).

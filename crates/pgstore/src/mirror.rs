@@ -89,17 +89,16 @@ pub(crate) fn full_sync(
         }
         local.insert(id);
     }
+    // Ids new here: written in bulk (in parallel, one atomic file each).
+    let mut new = Vec::new();
     for (id, want) in all {
         if !local.contains(id) {
-            let mut order: Vec<(&KeyState, &String)> = want.iter().collect();
-            order.sort_by_key(|(s, _)| **s == KeyState::Denied);
-            for (state, pem) in order {
-                store.put(*state, id, pem)?;
-            }
+            new.extend(want.iter().map(|(s, pem)| (*s, id.clone(), pem.clone())));
             changed += 1;
         } else if apply_id(store, id, want)? {
             changed += 1;
         }
     }
+    store.put_new_many(&new)?;
     Ok(changed)
 }

@@ -4,13 +4,16 @@
 use tokio_postgres::Client;
 
 /// `(version, sql)`, in order. Never edit a released one: add the next.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_keys.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_keys.sql")),
+    (2, include_str!("../migrations/0002_jobs.sql")),
+];
 
 /// Arbitrary constant: the advisory lock of salt-rs migrations.
 const LOCK: i64 = 0x5a17_0001;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Apply the missing migrations. A database newer than this build is refused.
 pub(crate) async fn migrate(client: &mut Client) -> Result<(), crate::Error> {

@@ -1,15 +1,14 @@
-//! Salt's `jobs` runner over our job cache (`{cachedir}/jobs/<jid>/.load.p`,
-//! `<jid>/<id>/return.p`): the same shapes as Salt's `local_cache` returner gives it.
+//! Salt's `jobs` runner over the job cache in use (the files of `{cachedir}/jobs`, or the
+//! group's `pgjsonb` tables): the same shapes as Salt's returners give it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use rmpv::Value as Mp;
 use serde_json::{Map, Value, json};
 
 use super::{Args, Ctx, missing};
 use crate::convert::mp_to_json;
-use crate::jobs::safe_jid;
+use crate::jobs::{JobStore, safe_jid};
 use crate::local::PublishRequest;
 
 /// Salt's `jid_to_time`: `2025, Jan 01 00:00:00.000000`, `""` for a jid of another shape.
@@ -38,11 +37,6 @@ pub fn jid_to_time(jid: &str) -> String {
         &jid[12..14],
         &jid[14..20]
     )
-}
-
-fn read_mp(path: &Path) -> Option<Mp> {
-    let bytes = std::fs::read(path).ok()?;
-    salt_proto::decode(&bytes).ok()
 }
 
 fn get<'a>(m: &'a Value, k: &str) -> Option<&'a Value> {
@@ -78,32 +72,21 @@ fn format_jid(jid: &str, load: Option<&Value>) -> Map<String, Value> {
 }
 
 /// The job load of `jid`, as JSON.
-fn load_of(dir: &Path, jid: &str) -> Option<Value> {
+fn load_of(store: &dyn JobStore, jid: &str) -> Result<Option<Value>, String> {
     if !safe_jid(jid) {
-        return None;
+        return Ok(None);
     }
-    read_mp(&dir.join(jid).join(".load.p")).map(|l| mp_to_json(&l))
+    let load: Option<Mp> = store.load(jid).map_err(|e| e.to_string())?;
+    Ok(load.map(|l| mp_to_json(&l)))
 }
 
 /// Salt's `get_jid`: minion id → `{"return": …[, "out": …]}`.
-fn returns_of(dir: &Path, jid: &str) -> BTreeMap<String, Value> {
+fn returns_of(store: &dyn JobStore, jid: &str) -> Result<BTreeMap<String, Value>, String> {
     let mut out = BTreeMap::new();
     if !safe_jid(jid) {
-        return out;
+        return Ok(out);
     }
-    let Ok(rd) = std::fs::read_dir(dir.join(jid)) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Ok(id) = e.file_name().into_string() else {
-            continue;
-        };
-        if id.starts_with('.') {
-            continue;
-        }
-        let Some(load) = read_mp(&e.path().join("return.p")) else {
-            continue;
-        };
+    for (id, load) in store.returns(jid).map_err(|e| e.to_string())? {
         let load = mp_to_json(&load);
         let mut r = Map::new();
         r.insert(
@@ -115,20 +98,7 @@ fn returns_of(dir: &Path, jid: &str) -> BTreeMap<String, Value> {
         }
         out.insert(id, Value::Object(r));
     }
-    out
-}
-
-fn jids(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| safe_jid(n))
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+    Ok(out)
 }
 
 /// Salt's `split_input` then `fnmatch` of any pattern.
@@ -163,7 +133,7 @@ fn time_key(s: &str) -> Option<String> {
     Some(dt.format("%Y%m%d%H%M%S%6f").to_string())
 }
 
-fn list_jobs(dir: &Path, a: &Args) -> Result<Value, String> {
+fn list_jobs(store: &dyn JobStore, a: &Args) -> Result<Value, String> {
     let search_fun = a.text(2, "search_function");
     let search_tgt = a.text(1, "search_target");
     let start = match a.text(3, "start_time") {
@@ -175,12 +145,9 @@ fn list_jobs(dir: &Path, a: &Args) -> Result<Value, String> {
         None => None,
     };
     let mut out = Map::new();
-    for jid in jids(dir) {
-        let load = load_of(dir, &jid);
-        if load.is_none() {
-            continue; // returns of a job another master published: no load here
-        }
-        let inst = format_jid(&jid, load.as_ref());
+    for (jid, load) in store.jobs().map_err(|e| e.to_string())? {
+        let load = mp_to_json(&load);
+        let inst = format_jid(&jid, Some(&load));
         let text = |k: &str| inst.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         if let Some(p) = &search_tgt {
             let targets: Vec<String> = match inst.get("Target") {
@@ -224,13 +191,23 @@ fn list_jobs(dir: &Path, a: &Args) -> Result<Value, String> {
 
 /// Run one `jobs.*` runner.
 pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Result<Value, String> {
-    let dir = ctx.shared.jobs.dir().to_path_buf();
+    if fun == "jobs.active" {
+        return active(ctx, timeout).await;
+    }
+    // The job cache may be a database: read it off the async workers.
+    let (shared, fun, a) = (ctx.shared.clone(), fun.to_owned(), a.clone());
+    tokio::task::spawn_blocking(move || read(shared.jobs.store(), &fun, &a))
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+fn read(store: &dyn JobStore, fun: &str, a: &Args) -> Result<Value, String> {
     match fun {
-        "jobs.list_jobs" => list_jobs(&dir, a),
-        "jobs.lookup_jid" | "jobs.list_job" | "jobs.print_job" => {
+        "jobs.list_jobs" => list_jobs(store, a),
+        _ => {
             let jid = a.text(0, "jid").ok_or_else(|| missing(fun, "jid"))?;
-            let load = load_of(&dir, &jid);
-            let returns = returns_of(&dir, &jid);
+            let load = load_of(store, &jid)?;
+            let returns = returns_of(store, &jid)?;
             match fun {
                 "jobs.lookup_jid" => {
                     let mut ret = Map::new();
@@ -275,12 +252,11 @@ pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Resul
                 }
             }
         }
-        _ => active(ctx, &dir, timeout).await,
     }
 }
 
 /// Salt's `jobs.active`: `saltutil.running` on every minion, and who returned already.
-async fn active(ctx: &Ctx, dir: &Path, timeout: Option<u64>) -> Result<Value, String> {
+async fn active(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     let req = PublishRequest {
         tgt: "*".into(),
         tgt_type: "glob".into(),
@@ -316,11 +292,19 @@ async fn active(ctx: &Ctx, dir: &Path, timeout: Option<u64>) -> Result<Value, St
             }
         }
     }
-    for (jid, m) in ret.iter_mut() {
-        let returned: Vec<Value> = returns_of(dir, jid).into_keys().map(Value::from).collect();
-        m.insert("Returned".into(), Value::Array(returned));
-    }
-    Ok(json!(ret))
+    let shared = ctx.shared.clone();
+    tokio::task::spawn_blocking(move || {
+        for (jid, m) in ret.iter_mut() {
+            let returned: Vec<Value> = returns_of(shared.jobs.store(), jid)?
+                .into_keys()
+                .map(Value::from)
+                .collect();
+            m.insert("Returned".into(), Value::Array(returned));
+        }
+        Ok(json!(ret))
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 #[cfg(test)]

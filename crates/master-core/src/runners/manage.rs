@@ -4,6 +4,10 @@
 //! does (`timeout`, then `saltutil.find_job` rounds); `present`/`not_present`/`alived` are the
 //! minions signed in to this master since it started (Salt matches TCP connections to the
 //! publish port against cached grains), `versions` asks `test.version`.
+//!
+//! In a master group with `master_job_cache: pgjsonb` (docs/group.md), a minion that
+//! another live member holds (the master of its latest sign-in, with a heartbeat in the last
+//! 15 s) counts as up and present: this master's publications do not reach it.
 
 use serde_json::{Value, json};
 
@@ -27,19 +31,58 @@ async fn ping(
     match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
         Ok((_, got, missing)) => {
             let mut up: Vec<String> = got.into_iter().map(|(id, _)| id).collect();
-            up.sort();
-            up.dedup();
             let mut down: Vec<String> = missing
                 .no_response
                 .into_iter()
                 .chain(missing.not_connected)
                 .collect();
+            if !down.is_empty() {
+                // In a group: a minion another live member holds did not get this
+                // master's ping, but is up.
+                let elsewhere = held_elsewhere(ctx).await;
+                let (moved, still): (Vec<String>, Vec<String>) =
+                    down.into_iter().partition(|id| elsewhere.contains(id));
+                up.extend(moved);
+                down = still;
+            }
+            up.sort();
+            up.dedup();
             down.sort();
             Ok((up, down))
         }
         Err(e) if e.starts_with("No minions matched") => Ok((vec![], vec![])),
         Err(e) => Err(e),
     }
+}
+
+/// With the group job cache: the minions another live member holds (its latest sign-in
+/// went there), which this master's publications do not reach.
+async fn held_elsewhere(ctx: &Ctx) -> Vec<String> {
+    let shared = ctx.shared.clone();
+    let rows = tokio::task::spawn_blocking(move || shared.jobs.store().presence())
+        .await
+        .unwrap_or(Ok(None));
+    match rows {
+        Ok(Some(rows)) => rows
+            .into_iter()
+            .filter(|(_, master, alive)| *alive && *master != ctx.shared.cfg.id)
+            .map(|(id, _, _)| id)
+            .collect(),
+        Ok(None) => vec![],
+        Err(e) => {
+            tracing::warn!("manage: group presence unavailable: {e}");
+            vec![]
+        }
+    }
+}
+
+/// The minions signed in here, plus (in a group) those another live member holds.
+async fn present(ctx: &Ctx) -> Vec<String> {
+    let mut v = connected(ctx);
+    v.extend(held_elsewhere(ctx).await);
+    v.sort();
+    v.dedup();
+    v
 }
 
 fn connected(ctx: &Ctx) -> Vec<String> {
@@ -87,9 +130,9 @@ pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Resul
             }
             Ok(json!(down))
         }
-        "manage.present" | "manage.alived" => Ok(json!(subset(a, connected(ctx)))),
+        "manage.present" | "manage.alived" => Ok(json!(subset(a, present(ctx).await))),
         "manage.not_present" => {
-            let on = connected(ctx);
+            let on = present(ctx).await;
             let _ = ctx.shared.store.refresh();
             let mut acc = ctx.shared.store.list(salt_keystore::KeyState::Accepted);
             acc.sort();

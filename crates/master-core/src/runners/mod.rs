@@ -42,7 +42,7 @@ pub struct Ctx {
 
 /// Runner arguments: positional values and `key=value` keywords (a trailing map with
 /// `"__kwarg__": true`, as `salt-run` sends them).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Args {
     args: Vec<Value>,
     kwargs: Map<String, Value>,

@@ -258,6 +258,8 @@ impl Driver {
             warn!("Re-authentication failed: dropping messages that need the new keys");
         }
         self.retry_publishes.clear();
-        self.retry_requests.clear();
+        for load in std::mem::take(&mut self.retry_requests) {
+            self.kept.keep(load);
+        }
     }
 }

@@ -38,7 +38,16 @@ impl Driver {
         }
     }
 
+    pub(super) fn connected_resend(&mut self, idx: usize) {
+        if self.conn.as_ref().is_some_and(|c| c.idx == idx) {
+            for load in self.kept.take() {
+                self.send_request(load, true);
+            }
+        }
+    }
+
     pub(super) fn connected(&mut self, idx: usize) {
+        self.connected_resend(idx);
         let Some(c) = self.conn.as_ref().filter(|c| c.idx == idx) else {
             return;
         };
@@ -183,13 +192,16 @@ impl Driver {
     /// Send an AES request (a return or an event) to the current master.
     pub(super) fn send_request(&mut self, load: Value, may_retry: bool) {
         let Some(c) = &self.conn else {
-            warn!("Not connected to a master: dropping a return");
+            if !self.kept.keep(load) {
+                warn!("Not connected to a master: dropping an event");
+            }
             return;
         };
         let session = c.session.clone();
         let req = c.req.clone();
         let (timeout, tries) = (self.s.return_timeout, self.s.return_tries);
         let tx = self.ev_tx.clone();
+        let (kept, epoch) = (self.kept.clone(), c.epoch);
         tokio::spawn(async move {
             let jid = crate::matcher::map_lookup(&load, "jid").map(crate::matcher::py_str);
             if let Some(j) = &jid {
@@ -202,11 +214,21 @@ impl Driver {
                 )) if may_retry => {
                     let _ = tx.send(Ev::NeedsReauth(load)).await;
                 }
-                Err(RequestError::Timeout) => warn!(
-                    "The minion failed to return the job information for job {}. This is often due to the master being shut down or overloaded. If the master is running, consider increasing the worker_threads value.",
-                    jid.unwrap_or_default()
-                ),
-                Err(e) => error!("Request to the master failed: {e}"),
+                Err(RequestError::Timeout) => {
+                    warn!(
+                        "The minion failed to return the job information for job {}. This is often due to the master being shut down or overloaded. If the master is running, consider increasing the worker_threads value.",
+                        jid.unwrap_or_default()
+                    );
+                    if kept.keep(load) {
+                        let _ = tx.send(Ev::Kept(epoch)).await;
+                    }
+                }
+                Err(e) => {
+                    error!("Request to the master failed: {e}");
+                    if kept.keep(load) {
+                        let _ = tx.send(Ev::Kept(epoch)).await;
+                    }
+                }
             }
         });
     }

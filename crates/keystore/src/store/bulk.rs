@@ -1,0 +1,135 @@
+//! Many new keys at once (a group member's first copy of the database, docs/group.md):
+//! ids that hold no key here yet are written in parallel, each file atomically (temp file
+//! and rename, as every write), then the index learns them in one go. A durable store
+//! flushes once at the end (`syncfs` of the `pki_dir`'s file system) instead of twice per
+//! file.
+
+use std::path::PathBuf;
+
+use super::{KEY_FILE_MODE, KeyState, KeyStore};
+use crate::error::{KeyStoreError, Result};
+use crate::fsutil;
+use crate::id::validate_id;
+
+impl KeyStore {
+    /// Write `(state, id, pem)` for ids that have no key file here in any state (the
+    /// caller knows: a first copy; another process must not add them meanwhile). An id may
+    /// come twice: one exclusive state and `Denied`. Returns how many files were written.
+    pub fn put_new_many(&self, items: &[(KeyState, String, String)]) -> Result<usize> {
+        let mut files: Vec<(PathBuf, &[u8])> = Vec::with_capacity(items.len());
+        for (state, id, pem) in items {
+            validate_id(id)?;
+            let path = self.path(*state, id);
+            if let Err(reason) = self.validator.validate(pem) {
+                return Err(KeyStoreError::InvalidKey { path, reason });
+            }
+            files.push((path, pem.as_bytes()));
+        }
+        let _ops = self.lock_ops();
+        let durable = self.durable;
+        let threads = std::thread::available_parallelism()
+            .map_or(2, std::num::NonZeroUsize::get)
+            .clamp(2, 8);
+        let chunk = files.len().div_ceil(threads).max(1);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = files
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        for (path, pem) in part {
+                            fsutil::atomic_write(path, pem, KEY_FILE_MODE, false)?;
+                        }
+                        Ok::<_, KeyStoreError>(())
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().map_err(|_| KeyStoreError::Backend {
+                    driver: "files",
+                    message: "a key-writing thread panicked".into(),
+                })??;
+            }
+            Ok::<_, KeyStoreError>(())
+        })?;
+        if durable {
+            let dir = std::fs::File::open(&self.pki_dir)
+                .map_err(|e| KeyStoreError::io("open", self.pki_dir.clone(), e))?;
+            nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)).map_err(|e| {
+                KeyStoreError::io("syncfs", self.pki_dir.clone(), std::io::Error::from(e))
+            })?;
+        }
+        let mut index = self.write_index();
+        for (state, id, _) in items {
+            index.sets[state.idx()].insert(id.clone());
+        }
+        Ok(files.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) const PEM: &str = "-----BEGIN PUBLIC KEY-----
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsdn2nZbnVJsOKkkYceyh
+8Df1wXt9u6WxwhJxG6/OsYXVbt+i6knzFQa6UE7Mpd5WasYOhQ0B8WG2MGHLSuJC
+4N8Pjyni6wKnpJb1wMjI8NwP/2LjzO/UtEKwfubtREXjoq5X/4400BpyESUZg8ya
+P7e6tetkrZSKlS/z5J0lIfxIbPchPYNG2+rSVA0b7XQF3qQEYUXayvRbuFRBKEIP
+pdmJpJwtHCZorOTy+z8BfcOmWRjCNNVDhI1yZmNUx9srD8Ed9fowbCn1vQsmzuLr
+z+jN/wVDmk+hRMs6RXMcgbcG9y4ZO+71tMxptGENlZlR9MxLqPmeOzX1uBAsPYpY
+mwIDAQAB
+-----END PUBLIC KEY-----
+";
+
+    #[test]
+    fn new_keys_written_in_bulk_are_listed_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = KeyStore::open(dir.path()).unwrap();
+        let pem = PEM.to_owned();
+        let mut items: Vec<(KeyState, String, String)> = (0..500)
+            .map(|i| (KeyState::Accepted, format!("m{i}"), pem.clone()))
+            .collect();
+        items.push((KeyState::Pending, "p1".into(), pem.clone()));
+        items.push((KeyState::Denied, "m1".into(), pem.clone()));
+        assert_eq!(store.put_new_many(&items).unwrap(), 502);
+        assert_eq!(store.list(KeyState::Accepted).len(), 500);
+        assert_eq!(
+            store.read_key(KeyState::Pending, "p1").unwrap(),
+            Some(pem.clone())
+        );
+        assert_eq!(
+            store.read_key(KeyState::Denied, "m1").unwrap(),
+            Some(pem.clone())
+        );
+        // A fresh open reads the same from the files.
+        let again = KeyStore::open(dir.path()).unwrap();
+        assert_eq!(again.list(KeyState::Accepted).len(), 500);
+        // A bad id or key is refused before anything is written.
+        let bad = vec![(KeyState::Accepted, "../x".to_owned(), pem)];
+        assert!(store.put_new_many(&bad).is_err());
+    }
+}
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+
+    /// `cargo test -p salt-keystore --lib bulk_timing -- --ignored --nocapture`
+    #[test]
+    #[ignore = "timing"]
+    fn bulk_timing() {
+        let n: usize = std::env::var("BULK_KEYS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100_000);
+        let dir = tempfile::tempdir().unwrap();
+        let store = KeyStore::open(dir.path()).unwrap();
+        let pem = tests::PEM.to_owned();
+        let items: Vec<(KeyState, String, String)> = (0..n)
+            .map(|i| (KeyState::Accepted, format!("minion-{i}"), pem.clone()))
+            .collect();
+        let t = std::time::Instant::now();
+        store.put_new_many(&items).unwrap();
+        println!("put_new_many: {n} keys in {:?}", t.elapsed());
+    }
+}
