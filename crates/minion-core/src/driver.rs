@@ -210,16 +210,6 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Python `time.asctime()` for a unix time (UTC): `Sun Nov 22 02:50:41 2026`.
-pub fn asctime(unix: u64) -> String {
-    i64::try_from(unix)
-        .ok()
-        .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
-        .unwrap_or_default()
-        .format("%a %b %e %H:%M:%S %Y")
-        .to_string()
-}
-
 /// The minion key (generated and written if missing), the cached master key and the
 /// master's signing key: the start-up steps that touch the disk.
 fn load_keys(
@@ -571,20 +561,5 @@ impl Driver {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn asctime_like_python() {
-        // python: time.asctime(time.gmtime(0)) == 'Thu Jan  1 00:00:00 1970'
-        assert_eq!(asctime(0), "Thu Jan  1 00:00:00 1970");
-        // time.asctime(time.gmtime(1795230641)) == "Sat Nov 21 03:10:41 2026"
-        assert_eq!(asctime(1_795_230_641), "Sat Nov 21 03:10:41 2026");
-        assert_eq!(asctime(951_782_400), "Tue Feb 29 00:00:00 2000");
     }
 }

@@ -60,7 +60,11 @@ impl Driver {
             if s.request_pillar {
                 fetch_pillar(&s, &key, &session, &req).await;
             }
-            let data = format!("Minion {} started at {}", s.id, asctime(unix_now()));
+            let data = format!(
+                "Minion {} started at {}",
+                s.id,
+                salt_compat::time::asctime(unix_now())
+            );
             let mut tags = Vec::new();
             if s.legacy_start_event {
                 tags.push("minion_start".to_owned());
