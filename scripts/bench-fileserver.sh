@@ -15,8 +15,12 @@ SECS=${BENCH_FS_SECS:-10}
 CLIENTS=${BENCH_FS_CLIENTS:-4}
 WORKERS=${BENCH_FS_WORKERS:-2}
 VENV=${SALT_VENV:-$PWD/.venv/salt-3007.17}
-cargo build --release --quiet -p salt-master -p salt-examples --bin fsbench --bin salt-master
-BIN=$PWD/target/release
+if [ -n "${BENCH_BIN:-}" ]; then
+    BIN=$BENCH_BIN # prebuilt salt-master + fsbench (e.g. a before/after comparison)
+else
+    cargo build --release --quiet -p salt-master -p salt-examples --bin fsbench --bin salt-master
+    BIN=$PWD/target/release
+fi
 T=$(mktemp -d /tmp/salt-fsbench.XXXXXX)
 PIDS=()
 cleanup() {
