@@ -5,7 +5,8 @@
 #   small: `_file_hash` + `_serve_file` of each file of a 1,000-file tree (1-8 KiB), from
 #          BENCH_FS_CLIENTS concurrent minions for BENCH_FS_SECS seconds → requests/s;
 #   big:   one 100 MiB file served chunk by chunk (file_buffer_size 1 MiB, as cp.get_file
-#          does), hash checked → MiB/s; next to a plain TCP copy over loopback (the ceiling).
+#          does), hash checked → MiB/s; next to the ceilings: a plain TCP copy over loopback,
+#          the same with one round trip per chunk, and that with Salt's mandatory crypto.
 # Both masters: worker_threads BENCH_FS_WORKERS (default 2, the machine's cores), hash_type
 # sha256, auto_accept. Knobs: BENCH_FS_SECS=10 BENCH_FS_CLIENTS=4 BENCH_FS_WORKERS=2
 # BENCH_SKIP_SALT=1 SALT_VENV=... Prints a Markdown table (for docs/benchmarks.md).
@@ -15,8 +16,12 @@ SECS=${BENCH_FS_SECS:-10}
 CLIENTS=${BENCH_FS_CLIENTS:-4}
 WORKERS=${BENCH_FS_WORKERS:-2}
 VENV=${SALT_VENV:-$PWD/.venv/salt-3007.17}
-cargo build --release --quiet -p salt-master -p salt-examples --bin fsbench --bin salt-master
-BIN=$PWD/target/release
+if [ -n "${BENCH_BIN:-}" ]; then
+    BIN=$BENCH_BIN # prebuilt salt-master + fsbench (e.g. a before/after comparison)
+else
+    cargo build --release --quiet -p salt-master -p salt-examples --bin fsbench --bin salt-master
+    BIN=$PWD/target/release
+fi
 T=$(mktemp -d /tmp/salt-fsbench.XXXXXX)
 PIDS=()
 cleanup() {
@@ -100,7 +105,12 @@ if [ -z "${BENCH_SKIP_SALT:-}" ] && [ -x "$VENV/bin/salt-master" ]; then
     start salt "$VENV/bin/salt-master" "$T/salt" 36506 "" 15
     SALT=$(run salt 36506)
 fi
-LOOP=$("$BIN/fsbench" loopback --mib 100 | python3 -c 'import json,sys; print(json.load(sys.stdin)["mib_s"])')
+mib_s() { python3 -c 'import json,sys; print(json.load(sys.stdin)["mib_s"])'; }
+LOOP=$("$BIN/fsbench" loopback --mib 100 | mib_s)
+# The fileclient's shape over plain TCP (one round trip per 1 MiB chunk), without and with
+# the encryption Salt's protocol requires: the ceilings for any master.
+LOOP_RT=$("$BIN/fsbench" loopback --mib 100 --per-chunk | mib_s)
+LOOP_CRYPTO=$("$BIN/fsbench" loopback --mib 100 --per-chunk --crypto | mib_s)
 
 IFS='|' read -r _ o_rps o_mib <<<"$OURS"
 IFS='|' read -r _ s_rps s_mib <<<"$SALT"
@@ -112,3 +122,6 @@ echo "|---|---|---|---|"
 echo "| \`_file_hash\` + \`_serve_file\`, 1,000 files of 1-8 KiB (requests/s) | $o_rps | $s_rps | $(ratio "$o_rps" "$s_rps") |"
 echo "| 100 MiB file, 1 MiB chunks, one minion (MiB/s) | $o_mib | $s_mib | $(ratio "$o_mib" "$s_mib") |"
 echo "| plain TCP copy over loopback, 1 MiB writes (MiB/s) | $LOOP | | ours = $(pct "$o_mib" "$LOOP") of it |"
+echo "| TCP over loopback, one round trip per 1 MiB chunk (MiB/s) | $LOOP_RT | | ours = $(pct "$o_mib" "$LOOP_RT") of it |"
+echo "| same + AES-192-CBC/HMAC-SHA256 seal and open of each chunk (MiB/s) | $LOOP_CRYPTO | | ours = $(pct "$o_mib" "$LOOP_CRYPTO") of it |"
+echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"

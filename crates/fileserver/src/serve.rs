@@ -230,7 +230,8 @@ impl FileServer {
         Some(file)
     }
 
-    pub(crate) fn serve_file(&self, load: &Value) -> Value {
+    /// The checks of `_serve_file`: the chunk to read, or the reply when there is none.
+    fn serve_plan(&self, load: &Value) -> Result<Chunk, Value> {
         let empty = || {
             Value::Map(vec![
                 (Value::from("data"), Value::from("")),
@@ -240,39 +241,51 @@ impl FileServer {
         let (Some(_), Some(loc), Some(_)) =
             (load.get("path"), load.get("loc"), load.get("saltenv"))
         else {
-            return empty();
+            return Err(empty());
         };
         let Some(found) = self.find_in_load(load, true) else {
-            return empty();
+            return Err(empty());
         };
         // Salt's `fp_.seek(loc)` raises for a negative or non-integer `loc`, and the
         // master then answers `""`.
         let Some(loc) = loc.as_u64() else {
             self.log_refusal("loc", "_serve_file with a negative or non-integer loc");
-            return Value::from("");
+            return Err(Value::from(""));
         };
         let Some(file) = self.open(&found, Version::of(&found.meta)) else {
-            return empty();
+            return Err(empty());
         };
         let want = self.cfg.file_buffer_size as usize;
-        let mut data = Vec::new();
-        if loc < found.meta.size() {
+        let len = if loc < found.meta.size() {
             let left = usize::try_from(found.meta.size() - loc).unwrap_or(usize::MAX);
-            data.resize(want.min(left), 0);
-            let mut got = 0;
-            while got < data.len() {
-                match file.read_at(&mut data[got..], loc + got as u64) {
-                    Ok(0) => break,
-                    Ok(n) => got += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => return Value::from(""),
-                }
-            }
-            data.truncate(got);
+            want.min(left)
+        } else {
+            0
+        };
+        Ok(Chunk {
+            file,
+            loc,
+            len,
+            rel: found.rel,
+        })
+    }
+
+    pub(crate) fn serve_file(&self, load: &Value) -> Value {
+        let chunk = match self.serve_plan(load) {
+            Ok(c) => c,
+            Err(reply) => return reply,
+        };
+        let mut data = Vec::new();
+        if chunk.read_into(&mut data).is_err() {
+            return Value::from("");
         }
+        self.serve_reply(load, data, &chunk.rel)
+    }
+
+    fn serve_reply(&self, load: &Value, mut data: Vec<u8>, rel: &str) -> Value {
         let mut reply = vec![
             (Value::from("data"), Value::from("")),
-            (Value::from("dest"), Value::from(found.rel.as_str())),
+            (Value::from("dest"), Value::from(rel)),
         ];
         let gzip = load.get("gzip").filter(|g| g.is_truthy());
         if let (Some(level), false) = (gzip, data.is_empty()) {
@@ -295,6 +308,73 @@ impl FileServer {
         reply[0].1 = Value::Binary(data);
         Value::Map(reply)
     }
+
+    /// `_serve_file` with the reply msgpack-encoded straight into `out` and the chunk read
+    /// in place (no intermediate buffers): `Ok` when written, else the reply to encode the
+    /// ordinary way (a miss, an error, `gzip`). The bytes equal `encode(serve_file(load))`.
+    pub fn serve_file_into(&self, load: &Value, out: &mut Vec<u8>) -> Result<(), Value> {
+        if load.get("gzip").is_some_and(ValueExt::is_truthy) {
+            return Err(self.serve_file(load));
+        }
+        let chunk = self.serve_plan(load)?;
+        let mark = out.len();
+        out.push(0x82);
+        put_str(out, "data");
+        salt_proto::codec::write_raw_header(out, chunk.len);
+        let at = out.len();
+        match chunk.read_into(out) {
+            Ok(got) if got == chunk.len => {}
+            // The file shrank under us: the header is wrong, build the reply anew.
+            Ok(_) => {
+                let data = out[at..].to_vec();
+                out.truncate(mark);
+                return Err(self.serve_reply(load, data, &chunk.rel));
+            }
+            Err(()) => {
+                out.truncate(mark);
+                return Err(Value::from(""));
+            }
+        }
+        put_str(out, "dest");
+        put_str(out, &chunk.rel);
+        Ok(())
+    }
+}
+
+/// One `_serve_file` chunk: `len` bytes of `file` from `loc`.
+struct Chunk {
+    file: Arc<File>,
+    loc: u64,
+    len: usize,
+    rel: String,
+}
+
+impl Chunk {
+    /// Append up to `len` bytes to `out` with `pread`; how many were read (fewer at EOF).
+    fn read_into(&self, out: &mut Vec<u8>) -> Result<usize, ()> {
+        let start = out.len();
+        out.resize(start + self.len, 0);
+        let mut got = 0;
+        while got < self.len {
+            match self
+                .file
+                .read_at(&mut out[start + got..], self.loc + got as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(()),
+            }
+        }
+        out.truncate(start + got);
+        Ok(got)
+    }
+}
+
+/// A msgpack raw string as [`salt_proto::encode`] writes it.
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    salt_proto::codec::write_raw_header(out, s.len());
+    out.extend_from_slice(s.as_bytes());
 }
 
 /// `list(os.stat(path))`: mode, ino, dev, nlink, uid, gid, size, atime, mtime, ctime.

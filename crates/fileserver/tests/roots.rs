@@ -348,3 +348,64 @@ fn file_recv_only_when_enabled_and_inside_the_cache() {
     assert_eq!(push(&on, &["tmp", "x"], -1), Value::Boolean(false));
     assert_eq!(push(&on, &["tmp", "x"], 1 << 20), Value::Boolean(false));
 }
+
+/// The in-place `_serve_file` writes exactly the bytes of the encoded ordinary reply, or
+/// hands back the ordinary reply (miss, bad loc, gzip).
+#[test]
+fn serve_file_into_matches_the_encoded_reply() {
+    let t = tree();
+    let big: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+    write(&t.base, "files/big.bin", &big);
+    write(
+        &t.base,
+        &format!("files/{}.txt", "n".repeat(40)),
+        b"long name",
+    );
+    let fs = server(&t, "file_buffer_size: 66000\n");
+    let long = format!("files/{}.txt", "n".repeat(40));
+    for (path, loc) in [
+        ("files/a.txt", Value::from(0)),
+        ("files/a.txt", Value::from(3)),
+        ("files/a.txt", Value::from(99)),
+        ("files/big.bin", Value::from(0)),
+        ("files/big.bin", Value::from(65_900)),
+        ("files/big.bin", Value::from(69_800)),
+        (long.as_str(), Value::from(0)),
+        ("missing", Value::from(0)),
+        ("files/a.txt", Value::from(-1)),
+    ] {
+        let l = load(&[
+            ("path", Value::from(path)),
+            ("saltenv", Value::from("base")),
+            ("loc", loc.clone()),
+        ]);
+        let want = salt_proto::encode(&ask(
+            &fs,
+            "_serve_file",
+            &[
+                ("path", Value::from(path)),
+                ("saltenv", Value::from("base")),
+                ("loc", loc.clone()),
+            ],
+        ));
+        let mut out = b"prefix".to_vec();
+        let got = match fs.serve_file_into(&l, &mut out) {
+            Ok(()) => out[6..].to_vec(),
+            Err(v) => {
+                assert_eq!(out, b"prefix", "nothing written on the ordinary path");
+                salt_proto::encode(&v)
+            }
+        };
+        assert_eq!(got, want, "{path} at {loc}");
+    }
+    let gz = load(&[
+        ("path", Value::from("files/a.txt")),
+        ("saltenv", Value::from("base")),
+        ("loc", Value::from(0)),
+        ("gzip", Value::from(5)),
+    ]);
+    let mut out = Vec::new();
+    let r = fs.serve_file_into(&gz, &mut out).unwrap_err();
+    assert!(out.is_empty());
+    assert_eq!(r.get("gzip"), Some(&Value::from(5)));
+}

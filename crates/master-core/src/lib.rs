@@ -40,6 +40,7 @@ pub mod server;
 pub mod sessions;
 pub mod state;
 pub mod target;
+pub mod tokens;
 pub mod unsupported;
 
 pub use server::{MasterError, Ready, run, run_with_ready};

@@ -466,7 +466,7 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
         return bad("aes-loadid", "request has no valid id");
     };
     match tok {
-        Some(tok) if !token_valid(shared, &id, &tok) => {
+        Some(tok) if !crate::tokens::token_valid(shared, &id, &tok) => {
             return bad("aes-tok", &format!("minion token did not validate: {id}"));
         }
         Some(_) => {}
@@ -493,6 +493,11 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
         Some(cmd @ ("_mine" | "_mine_get" | "_mine_delete" | "_mine_flush")) => {
             crate::mine::handle(shared, &id, cmd, &load)
         }
+        Some("_serve_file") => match serve_file_sealed(shared, &load, &crypticle, nonce.as_deref())
+        {
+            Ok(reply) => return reply,
+            Err(ret) => ret,
+        },
         Some(cmd) if salt_fileserver::FileServer::serves(cmd) => {
             shared.files.handle(cmd, &load, &id).unwrap_or(Value::Nil)
         }
@@ -509,38 +514,36 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
     encode(&Value::Binary(crypticle.dumps(&body, nonce.as_deref())))
 }
 
-fn token_valid(shared: &Shared, id: &str, tok: &Value) -> bool {
-    let tok = match tok {
-        Value::String(s) => s.as_bytes(),
-        Value::Binary(b) => b.as_slice(),
-        _ => return false,
-    };
-    // The key file is read every time (a deleted or replaced key must stop working at
-    // once); the RSA check is skipped when key text and tok match one already verified.
-    let Ok(Some(pem)) = shared.store.read_key(KeyState::Accepted, id) else {
-        return false;
-    };
-    let lock = || {
-        shared
-            .verified_toks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    };
-    let mut both = Vec::with_capacity(pem.len() + tok.len());
-    both.extend_from_slice(pem.as_bytes());
-    both.extend_from_slice(tok);
-    let digest = salt_pki::HashType::Sha256.digest(&both);
-    if lock().get(id).is_some_and(|d| *d == digest) {
-        return true;
-    }
-    let Ok(key) = PublicKey::from_pem(pem.as_bytes()) else {
-        return false;
-    };
-    let ok = key.x931_recover(tok).is_ok_and(|m| m == b"salt");
-    if ok {
-        lock().insert(id.to_owned(), digest);
-    }
-    ok
+/// `_serve_file` built in one buffer: the chunk read straight into the msgpack reply,
+/// which is encrypted in place and framed as a msgpack raw string, the bytes the ordinary path
+/// (`encode(Binary(dumps(encode(reply))))`) would send, without its four copies of the chunk.
+/// `Err` carries the reply to send the ordinary way (a miss, an error, `gzip`).
+fn serve_file_sealed(
+    shared: &Shared,
+    load: &Value,
+    crypticle: &Crypticle,
+    nonce: Option<&str>,
+) -> Result<Vec<u8>, Value> {
+    // str32 header, IV, "pickle::", nonce, map and key headers, padding and MAC.
+    const SLACK: usize = 5 + 16 + 8 + 32 + 32 + 16 + 32;
+    let chunk = usize::try_from(shared.cfg.fileserver.file_buffer_size).unwrap_or(0);
+    let mut buf = Vec::with_capacity(SLACK + chunk.min(64 << 20) + 256);
+    buf.extend_from_slice(&[0u8; 5]);
+    let start = Crypticle::begin_dumps(&mut buf, nonce);
+    shared.files.serve_file_into(load, &mut buf)?;
+    crypticle.seal(&mut buf, start);
+    Ok(frame_bin(buf))
+}
+
+/// `buf[5..]` framed as a msgpack raw string as `encode` writes it, its header written
+/// into the five bytes reserved at the front (the unused ones dropped).
+fn frame_bin(mut buf: Vec<u8>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(5);
+    salt_proto::codec::write_raw_header(&mut head, buf.len().saturating_sub(5));
+    let skip = 5 - head.len().min(5);
+    buf[skip..5].copy_from_slice(&head);
+    buf.drain(..skip);
+    buf
 }
 
 fn log_event(id: &str, load: &Value) {

@@ -1,15 +1,15 @@
 //! The master daemon: `run(config, shutdown)`.
 //!
 //! ```text
-//!  ROUTER (ret_port) ──Request──▶ socket loop ──spawn──▶ task: permit ─▶ spawn_blocking(handle)
+//!  ROUTER (ret_port) ──Request──▶ socket thread ──bounded queue──▶ worker_threads: handle
 //!        ▲                                                              │
-//!        └──────────────────────── reply(peer, bytes) ◀─────────────────┘
+//!        └──────────────────── reply(peer, bytes) + doorbell ◀──────────┘
 //!  PUB (publish_port) ◀── publish() ◀── local client tasks ◀── Unix socket ◀── `salt`
 //!  maintenance: every loop_interval, dropfile / publish_session → rotate the publish key
 //! ```
 //!
-//! RSA and AES work runs on tokio's blocking pool behind a semaphore of `worker_threads`
-//! permits, so at most that many requests are processed at once and the socket loop only
+//! RSA and AES work runs on a fixed pool of `worker_threads` OS threads fed by the socket
+//! thread, so at most that many requests are processed at once and the socket thread only
 //! moves bytes. Shutdown (mini-redis style): stop reading requests, let in-flight handlers
 //! finish (returns get written; every file is written atomically), close the sockets.
 
@@ -22,9 +22,8 @@ use salt_keystore::OpenOptions as KeyStoreOptions;
 use salt_pki::SigAlgo;
 use salt_proto::ReplayGuard;
 use salt_transport::{
-    Heartbeat, Publisher, PublisherOptions, RouterServer, ServerOptions, tcp_endpoint,
+    Heartbeat, PoolServer, Publisher, PublisherOptions, ServerOptions, tcp_endpoint,
 };
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -172,7 +171,24 @@ pub async fn run_with_ready(
         ipv6,
         ..ServerOptions::default()
     };
-    let (router, mut requests) = RouterServer::bind(&tcp_endpoint(&host, cfg.ret_port), srv_opts)?;
+    // The request path: the ROUTER's socket thread hands each request straight to one of
+    // `worker_threads` OS threads, which runs the handler and queues the reply back (no
+    // per-request task, permit or blocking-pool hop; docs/benchmarks.md).
+    let handler: salt_transport::Handler = {
+        let shared = shared.clone();
+        Arc::new(move |body: &[u8]| {
+            let t0 = std::time::Instant::now();
+            let r = crate::request::handle(&shared, body);
+            shared.metrics.request(t0.elapsed());
+            r
+        })
+    };
+    let router = PoolServer::bind(
+        &tcp_endpoint(&host, cfg.ret_port),
+        &srv_opts,
+        cfg.worker_threads.max(1) as usize,
+        handler,
+    )?;
     tracing::info!(
         "Setting up the master communication server on {}",
         router.endpoint()
@@ -212,7 +228,6 @@ pub async fn run_with_ready(
         }
         None => None,
     };
-    let workers = Arc::new(Semaphore::new(cfg.worker_threads.max(1) as usize));
     tracing::info!(
         "Salt master {} is running with {} worker threads",
         cfg.id,
@@ -224,48 +239,9 @@ pub async fn run_with_ready(
         accepted: shared.store.list(salt_keystore::KeyState::Accepted).len(),
     });
 
-    tokio::pin!(shutdown);
-    // Take a worker permit first, then a request: at most `worker_threads` requests are in
-    // flight and the rest wait in the transport's bounded queue (then libzmq's), so a flood
-    // of requests cannot grow memory here.
-    loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            p = workers.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        let req = tokio::select! {
-            _ = &mut shutdown => break,
-            r = requests.recv() => match r {
-                Some(r) => r,
-                None => break,
-            },
-        };
-        let shared = shared.clone();
-        let router = router.replier();
-        tracker.spawn(async move {
-            let body = req.body;
-            let reply = tokio::task::spawn_blocking(move || {
-                let t0 = std::time::Instant::now();
-                let r = crate::request::handle(&shared, &body);
-                shared.metrics.request(t0.elapsed());
-                r
-            })
-            .await;
-            drop(permit);
-            match reply {
-                Ok(reply) => {
-                    let _ = router.reply(req.peer, reply);
-                }
-                Err(e) => tracing::error!("request handler failed: {e}"),
-            }
-        });
-    }
+    shutdown.await;
     tracing::info!("Shutting down the Salt master");
     stop.cancel();
-    drop(requests);
     tracker.close();
     if tokio::time::timeout(Duration::from_secs(10), tracker.wait())
         .await
@@ -278,8 +254,11 @@ pub async fn run_with_ready(
     if let Some(t) = metrics_task {
         t.abort();
     }
+    // Running handlers finish (returns get written) and their replies go out.
     let _ = tokio::task::spawn_blocking(move || {
-        router.close();
+        if !router.close(Duration::from_secs(10)) {
+            tracing::warn!("some requests were still running at shutdown");
+        }
         publisher.close();
     })
     .await;

@@ -47,9 +47,10 @@ pub struct Shared {
     pub publish_sig_algo: SigAlgo,
     /// Rate limiter for logs about bad peer input.
     pub log_limit: LogLimiter,
-    /// Minion `tok`s already verified, by id: SHA-256 of (accepted key text, tok). A
-    /// request whose key file and tok are unchanged skips the PEM parse and RSA operation.
-    pub verified_toks: Mutex<HashMap<String, Vec<u8>>>,
+    /// Minion `tok`s already verified, by id, with the key file version they validated
+    /// against: a request whose key file (one `stat`) and tok are unchanged skips the read,
+    /// PEM parse and RSA operation (`tokens.rs`).
+    pub verified_toks: Mutex<HashMap<String, crate::tokens::Verified>>,
     /// The event bus (`salt-run state.event`).
     pub events: crate::events::EventBus,
     /// Prometheus metrics (served only with `metrics_port`).

@@ -47,6 +47,15 @@ pub fn generate_key_string() -> Zeroizing<String> {
     Zeroizing::new(STANDARD.encode(raw.as_ref()))
 }
 
+/// A CBC IV: unpredictable, from the thread's CSPRNG (`rand`'s `ThreadRng`, ChaCha12 seeded
+/// and periodically reseeded from the OS) rather than a `getrandom` system call per message;
+/// keys still come from the OS directly.
+fn fresh_iv() -> [u8; BLOCK] {
+    let mut iv = [0u8; BLOCK];
+    rand::thread_rng().fill_bytes(&mut iv);
+    iv
+}
+
 /// A Crypticle key: the AES-192 key, the HMAC-SHA256 key and the key string they came from.
 ///
 /// All three are zeroized on drop; `Debug` prints nothing secret.
@@ -89,11 +98,9 @@ impl Crypticle {
         &self.key_string
     }
 
-    /// `IV || CT || HMAC` with a random IV from the OS.
+    /// `IV || CT || HMAC` with a random IV.
     pub fn encrypt(&self, plain: &[u8]) -> Vec<u8> {
-        let mut iv = [0u8; BLOCK];
-        OsRng.fill_bytes(&mut iv);
-        self.encrypt_with_iv(plain, &iv)
+        self.encrypt_with_iv(plain, &fresh_iv())
     }
 
     /// [`Crypticle::encrypt`] with a caller-chosen IV. Only for reproducible tests and
@@ -155,6 +162,44 @@ impl Crypticle {
         self.encrypt(&plain)
     }
 
+    /// Start Salt's `dumps` built in place at the end of `buf`: reserves the IV and writes
+    /// `"pickle::" || nonce`. Append the msgpack body to `buf` next, then call
+    /// [`seal`](Self::seal) with the returned offset. Bulk replies (file chunks) are built
+    /// this way in one buffer, with no copy of the body.
+    pub fn begin_dumps(buf: &mut Vec<u8>, nonce: Option<&str>) -> usize {
+        let start = buf.len();
+        buf.extend_from_slice(&[0u8; BLOCK]);
+        buf.extend_from_slice(PICKLE_PAD);
+        buf.extend_from_slice(nonce.filter(|n| !n.is_empty()).unwrap_or("").as_bytes());
+        start
+    }
+
+    /// Finish an in-place `dumps` begun at `start`: PKCS#7-pad `buf[start + 16..]`, encrypt
+    /// it in place under a fresh IV written at `buf[start..start + 16]`, append the HMAC.
+    /// `buf[start..]` is then exactly what [`dumps`](Self::dumps) returns.
+    pub fn seal(&self, buf: &mut Vec<u8>, start: usize) {
+        self.seal_with_iv(buf, start, &fresh_iv());
+    }
+
+    fn seal_with_iv(&self, buf: &mut Vec<u8>, start: usize, iv: &[u8; BLOCK]) {
+        let body = start + BLOCK;
+        let plain_len = buf.len().saturating_sub(body);
+        let pad = BLOCK - plain_len % BLOCK;
+        // `pad` is 1..=16, so it fits a byte.
+        buf.resize(buf.len() + pad, pad as u8);
+        buf[start..body].copy_from_slice(iv);
+        let enc = cbc::Encryptor::<Aes192>::new(self.aes_key.as_ref().into(), iv.into());
+        let total = buf.len() - body;
+        // The length is a multiple of the block size: NoPadding cannot fail.
+        let _ = enc.encrypt_padded_mut::<NoPadding>(&mut buf[body..], total);
+        let tag = self
+            .mac()
+            .chain_update(&buf[start..])
+            .finalize()
+            .into_bytes();
+        buf.extend_from_slice(&tag);
+    }
+
     /// Salt's `loads` up to (not including) msgpack decoding: decrypt, strip `"pickle::"`,
     /// check the nonce if one is expected, return the msgpack body.
     ///
@@ -214,6 +259,30 @@ mod tests {
             let x = c.encrypt(&p);
             assert_eq!(x.len(), 16 + (n / 16 + 1) * 16 + 32);
             assert_eq!(c.decrypt(&x).unwrap().as_slice(), p.as_slice());
+        }
+    }
+
+    #[test]
+    fn in_place_dumps_equals_dumps() {
+        let c = Crypticle::generate();
+        let iv = [9u8; BLOCK];
+        for n in [0usize, 1, 15, 16, 17, 4096, 100_000] {
+            let body = vec![0xa5u8; n];
+            for nonce in [None, Some("0123456789abcdef0123456789abcdef")] {
+                let mut buf = b"head".to_vec();
+                let start = Crypticle::begin_dumps(&mut buf, nonce);
+                buf.extend_from_slice(&body);
+                c.seal_with_iv(&mut buf, start, &iv);
+                let mut plain = PICKLE_PAD.to_vec();
+                plain.extend_from_slice(nonce.unwrap_or("").as_bytes());
+                plain.extend_from_slice(&body);
+                assert_eq!(&buf[..4], b"head");
+                assert_eq!(&buf[4..], c.encrypt_with_iv(&plain, &iv).as_slice());
+                assert_eq!(
+                    c.loads(&buf[4..], nonce).unwrap().as_slice(),
+                    body.as_slice()
+                );
+            }
         }
     }
 

@@ -569,6 +569,12 @@ fn write_str_header(out: &mut Vec<u8>, len: usize) {
     }
 }
 
+/// Appends the header [`encode`] writes before `len` raw bytes (fixstr / str16 / str32, as
+/// `use_bin_type=False`), for replies assembled in place around their data.
+pub fn write_raw_header(out: &mut Vec<u8>, len: usize) {
+    write_str_header(out, clamp_len(len));
+}
+
 fn write_raw(out: &mut Vec<u8>, data: &[u8]) {
     let n = clamp_len(data.len());
     write_str_header(out, n);

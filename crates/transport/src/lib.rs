@@ -5,7 +5,8 @@
 //!
 //! | type | socket | Salt use |
 //! |---|---|---|
-//! | [`RouterServer`] | ROUTER, bind | master request server (`ret_port` 4506) |
+//! | [`RouterServer`] | ROUTER, bind | request server, requests to a tokio channel |
+//! | [`PoolServer`] | ROUTER, bind | master request server (`ret_port` 4506), own worker threads |
 //! | [`Publisher`] | PUB, bind | master publisher (`publish_port` 4505) |
 //! | [`ReqClient`] | REQ, connect | minion requests (auth, returns, pillar) |
 //! | [`SubClient`] | SUB, connect | minion job subscription |
@@ -27,6 +28,7 @@
 mod endpoint;
 mod error;
 mod options;
+mod pool;
 mod publisher;
 mod req;
 mod router;
@@ -36,6 +38,7 @@ mod worker;
 pub use endpoint::{ip_bracket, tcp_endpoint, tcp_endpoint_from};
 pub use error::{TransportError, ZmqError};
 pub use options::{Heartbeat, PublisherOptions, ReqOptions, ServerOptions, SubOptions};
+pub use pool::{Handler, PoolServer};
 pub use publisher::Publisher;
 pub use req::{ReqClient, request_once};
 pub use router::{PeerId, Replier, Request, RouterServer};

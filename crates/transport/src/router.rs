@@ -93,18 +93,27 @@ impl RouterServer {
         endpoint: &str,
         opts: ServerOptions,
     ) -> Result<(Self, mpsc::Receiver<Request>), TransportError> {
+        let (req_tx, req_rx) = mpsc::channel(opts.queue_capacity.max(1));
+        Ok((Self::bind_to(endpoint, &opts, req_tx)?, req_rx))
+    }
+
+    /// [`bind`](Self::bind) handing requests to any [`Intake`] (the tokio channel, or the
+    /// worker pool's queue).
+    pub(crate) fn bind_to<I: Intake>(
+        endpoint: &str,
+        opts: &ServerOptions,
+        intake: I,
+    ) -> Result<Self, TransportError> {
         let ctx = zmq::Context::new();
         let sock = ctx
             .socket(zmq::ROUTER)
             .map_err(TransportError::zmq("socket ROUTER"))?;
-        configure(&sock, &opts)?;
+        configure(&sock, opts)?;
         sock.bind(endpoint).map_err(|e| TransportError::Bind {
             endpoint: endpoint.to_owned(),
             source: crate::ZmqError(e),
         })?;
         let bound = last_endpoint(&sock)?;
-
-        let (req_tx, req_rx) = mpsc::channel(opts.queue_capacity.max(1));
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let bell = Arc::new(Doorbell::new()?);
         let replier = Replier {
@@ -112,17 +121,14 @@ impl RouterServer {
             bell: Arc::clone(&bell),
         };
         let worker = Worker::spawn("zmq-router", bell, move |bell| {
-            run(ctx, sock, &bell, cmd_rx, req_tx);
+            run(ctx, sock, &bell, cmd_rx, intake);
         })?;
         tracing::debug!(endpoint = %bound, "ROUTER bound");
-        Ok((
-            Self {
-                replier,
-                endpoint: bound,
-                worker,
-            },
-            req_rx,
-        ))
+        Ok(Self {
+            replier,
+            endpoint: bound,
+            worker,
+        })
     }
 
     /// A clonable reply handle that does not keep the server alive.
@@ -187,12 +193,32 @@ const BACKPRESSURE_RETRY: Duration = Duration::from_millis(2);
 /// At most this many messages are read per wake-up, so replies interleave with reads.
 const READ_BATCH: usize = 256;
 
-fn run(
+/// Where the socket thread hands requests: [`offer`](Intake::offer) gives a request back
+/// when there is no room, and the thread then stops reading until there is.
+pub(crate) trait Intake: Send + 'static {
+    fn offer(&self, req: Request) -> Option<Request>;
+}
+
+impl Intake for mpsc::Sender<Request> {
+    /// Hand `req` to the application; give it back if the channel is full.
+    fn offer(&self, req: Request) -> Option<Request> {
+        match self.try_send(req) {
+            Ok(()) => None,
+            Err(mpsc::error::TrySendError::Full(req)) => Some(req),
+            Err(mpsc::error::TrySendError::Closed(req)) => {
+                tracing::debug!(peer = ?req.peer, "request dropped: receiver gone");
+                None
+            }
+        }
+    }
+}
+
+fn run<I: Intake>(
     ctx: zmq::Context,
     sock: zmq::Socket,
     bell: &Doorbell,
     mut commands: mpsc::UnboundedReceiver<(PeerId, Vec<u8>)>,
-    requests: mpsc::Sender<Request>,
+    requests: I,
 ) {
     // A request the application channel had no room for; while it is held, the ROUTER is
     // not read, so backpressure reaches libzmq's queues and then the peers.
@@ -220,37 +246,40 @@ fn run(
             send_reply(&sock, peer, body);
         }
         if let Some(req) = pending.take() {
-            pending = offer(&requests, req);
+            pending = requests.offer(req);
         }
         if pending.is_none() {
             pending = read_requests(&sock, &requests);
         }
     }
+    // Replies queued before the stop (a handler that finished just now) still go out.
+    while let Ok((peer, body)) = commands.try_recv() {
+        send_reply(&sock, peer, body);
+    }
     drop(sock);
     drop(ctx); // zmq_ctx_term: waits for linger, releases the port
 }
 
+/// Replies at least this big are handed to libzmq without a copy (it frees them once
+/// sent); smaller ones are copied, which is cheaper than the hand-over for a few bytes.
+const ZERO_COPY_MIN: usize = 16 * 1024;
+
 fn send_reply(sock: &zmq::Socket, peer: PeerId, body: Vec<u8>) {
-    let frames: [&[u8]; 3] = [&peer.0, b"", &body];
-    if let Err(e) = sock.send_multipart(frames, zmq::DONTWAIT) {
+    let sent = if body.len() >= ZERO_COPY_MIN {
+        sock.send(&peer.0[..], zmq::SNDMORE | zmq::DONTWAIT)
+            .and_then(|()| sock.send(&b""[..], zmq::SNDMORE | zmq::DONTWAIT))
+            .and_then(|()| sock.send(body, zmq::DONTWAIT))
+    } else {
+        let frames: [&[u8]; 3] = [&peer.0, b"", &body];
+        sock.send_multipart(frames, zmq::DONTWAIT)
+    };
+    if let Err(e) = sent {
         tracing::debug!(?peer, error = %e, "reply not sent");
     }
 }
 
-/// Hand `req` to the application; give it back if the channel is full.
-fn offer(requests: &mpsc::Sender<Request>, req: Request) -> Option<Request> {
-    match requests.try_send(req) {
-        Ok(()) => None,
-        Err(mpsc::error::TrySendError::Full(req)) => Some(req),
-        Err(mpsc::error::TrySendError::Closed(req)) => {
-            tracing::debug!(peer = ?req.peer, "request dropped: receiver gone");
-            None
-        }
-    }
-}
-
 /// Read up to [`READ_BATCH`] messages; returns a request the channel could not take.
-fn read_requests(sock: &zmq::Socket, requests: &mpsc::Sender<Request>) -> Option<Request> {
+fn read_requests<I: Intake>(sock: &zmq::Socket, requests: &I) -> Option<Request> {
     for _ in 0..READ_BATCH {
         let frames = match sock.recv_multipart(zmq::DONTWAIT) {
             Ok(frames) => frames,
@@ -261,7 +290,7 @@ fn read_requests(sock: &zmq::Socket, requests: &mpsc::Sender<Request>) -> Option
             }
         };
         if let Some(req) = parse_request(frames)
-            && let Some(req) = offer(requests, req)
+            && let Some(req) = requests.offer(req)
         {
             return Some(req);
         }

@@ -5,7 +5,10 @@
 //!   fsbench small --port RET --files LIST --clients N --secs S
 //!       (LIST: file of `salt://` relative paths, one a line) → requests/s
 //!   fsbench big --port RET --path REL [--chunk BYTES]  → MiB/s, hash checked
-//!   fsbench loopback --mib N                           → MiB/s of a plain TCP copy
+//!   fsbench loopback --mib N [--per-chunk] [--crypto]  → MiB/s of a TCP copy over loopback:
+//!       plain streaming (the physical ceiling); `--per-chunk`: one request → 1 MiB reply
+//!       round trip per chunk, as the fileclient does; `--crypto`: and each reply sealed as
+//!       Salt must (AES-192-CBC + HMAC-SHA256 on the server, verify + decrypt on the client)
 //!
 //! Prints one JSON object per run on stdout. The master must auto-accept the ids.
 
@@ -45,6 +48,10 @@ enum What {
     Loopback {
         #[arg(long, default_value_t = 100)]
         mib: usize,
+        #[arg(long)]
+        per_chunk: bool,
+        #[arg(long)]
+        crypto: bool,
     },
 }
 
@@ -269,6 +276,72 @@ fn loopback(mib: usize) -> Result<()> {
     Ok(())
 }
 
+/// The fileclient's shape over plain TCP: the client asks for each 1 MiB chunk (a small
+/// request) and waits for it; with `crypto`, the server seals each chunk as a Salt reply
+/// (`Crypticle` in place: AES-192-CBC + HMAC-SHA256) and the client checks and decrypts it.
+/// No ZeroMQ, no msgpack, no file: what is left is the mandatory work of the protocol.
+fn loopback_per_chunk(mib: usize, crypto: bool) -> Result<()> {
+    const CHUNK: usize = 1 << 20;
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let key = Crypticle::generate();
+    let server_key = key.clone();
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = l.accept()?;
+        s.set_nodelay(true)?;
+        let data = vec![0x5au8; CHUNK];
+        let mut ask = [0u8; 64];
+        let mut buf = Vec::with_capacity(CHUNK + 128);
+        loop {
+            if s.read_exact(&mut ask).is_err() {
+                return Ok(());
+            }
+            buf.clear();
+            buf.extend_from_slice(&[0u8; 4]);
+            if crypto {
+                let start = Crypticle::begin_dumps(&mut buf, Some(&"0".repeat(32)));
+                buf.extend_from_slice(&data);
+                server_key.seal(&mut buf, start);
+            } else {
+                buf.extend_from_slice(&data);
+            }
+            let n = u32::try_from(buf.len() - 4).unwrap_or(u32::MAX);
+            buf[..4].copy_from_slice(&n.to_be_bytes());
+            s.write_all(&buf)?;
+        }
+    });
+    let mut c = std::net::TcpStream::connect(addr)?;
+    c.set_nodelay(true)?;
+    let t0 = Instant::now();
+    let mut got = 0usize;
+    let mut buf = vec![0u8; CHUNK + 128];
+    for _ in 0..mib {
+        c.write_all(&[1u8; 64])?;
+        let mut len = [0u8; 4];
+        c.read_exact(&mut len)?;
+        let n = u32::from_be_bytes(len) as usize;
+        buf.resize(n, 0);
+        c.read_exact(&mut buf)?;
+        got += if crypto {
+            key.loads(&buf, Some(&"0".repeat(32)))
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .len()
+        } else {
+            n
+        };
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    drop(c);
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("server panicked"))??;
+    println!(
+        "{{\"mode\":\"loopback\",\"per_chunk\":true,\"crypto\":{crypto},\"bytes\":{got},\"secs\":{secs:.3},\"mib_s\":{:.1}}}",
+        got as f64 / secs / 1048576.0
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     match Cli::parse().what {
         What::Small {
@@ -278,6 +351,11 @@ fn main() -> Result<()> {
             secs,
         } => small(port, &files, clients, secs),
         What::Big { port, path } => big(port, &path),
-        What::Loopback { mib } => loopback(mib),
+        What::Loopback {
+            mib,
+            per_chunk: false,
+            crypto: false,
+        } => loopback(mib),
+        What::Loopback { mib, crypto, .. } => loopback_per_chunk(mib, crypto),
     }
 }

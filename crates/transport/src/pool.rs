@@ -1,0 +1,334 @@
+//! The request server with its own worker pool: a ROUTER whose requests go straight from
+//! the socket thread to a fixed set of OS threads, each of which runs the handler and queues
+//! the reply back to the socket thread.
+//!
+//! ```text
+//!  ROUTER thread ──bounded queue──▶ worker 1..n: handler(body) ──reply + doorbell──▶ ROUTER
+//! ```
+//!
+//! One hand-off each way per request: no async task, semaphore or blocking-pool hop. The
+//! queue is bounded (`ServerOptions::queue_capacity`); when it is full the socket thread
+//! stops reading, so backpressure reaches libzmq's queues and then the peers, as with
+//! [`RouterServer::bind`]. Replies of one wake-up are sent in one batch (the doorbell
+//! coalesces rings).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::router::{Intake, Request, RouterServer};
+use crate::{ServerOptions, TransportError};
+
+/// A request handler: request body in, reply body out. Called on the pool's threads,
+/// several at once; must not panic on peer input (a panic is caught, logged, and the
+/// request goes unanswered, as a crashed Salt worker's would).
+pub type Handler = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
+enum Job {
+    Request(Request),
+    Stop,
+}
+
+struct PoolIntake(SyncSender<Job>);
+
+impl Intake for PoolIntake {
+    fn offer(&self, req: Request) -> Option<Request> {
+        match self.0.try_send(Job::Request(req)) {
+            Ok(()) => None,
+            Err(TrySendError::Full(Job::Request(req))) => Some(req),
+            Err(TrySendError::Disconnected(Job::Request(req))) => {
+                tracing::debug!(peer = ?req.peer, "request dropped: worker pool gone");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// How many handlers are running, so shutdown can wait for them.
+#[derive(Default)]
+struct InFlight {
+    n: Mutex<usize>,
+    idle: Condvar,
+}
+
+/// A bound ROUTER served by `threads` worker threads running one [`Handler`].
+///
+/// [`close`](Self::close) (or drop) stops taking requests, lets the handlers that are
+/// running finish and their replies go out, then closes the socket.
+pub struct PoolServer {
+    router: RouterServer,
+    queue: SyncSender<Job>,
+    stopping: Arc<AtomicBool>,
+    in_flight: Arc<InFlight>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    handled: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for PoolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolServer")
+            .field("endpoint", &self.router.endpoint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PoolServer {
+    /// Bind a ROUTER on `endpoint` (options as [`RouterServer::bind`]) and start `threads`
+    /// workers (at least one) running `handler`.
+    pub fn bind(
+        endpoint: &str,
+        opts: &ServerOptions,
+        threads: usize,
+        handler: Handler,
+    ) -> Result<Self, TransportError> {
+        let (queue, jobs) = sync_channel(opts.queue_capacity.max(1));
+        let router = RouterServer::bind_to(endpoint, opts, PoolIntake(queue.clone()))?;
+        let jobs = Arc::new(Mutex::new(jobs));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let in_flight = Arc::new(InFlight::default());
+        let handled = Arc::new(AtomicUsize::new(0));
+        let mut workers = Vec::new();
+        for i in 0..threads.max(1) {
+            let ctx = WorkerCtx {
+                jobs: Arc::clone(&jobs),
+                replier: router.replier(),
+                handler: Arc::clone(&handler),
+                stopping: Arc::clone(&stopping),
+                in_flight: Arc::clone(&in_flight),
+                handled: Arc::clone(&handled),
+            };
+            let spawned = thread::Builder::new()
+                .name(format!("salt-worker-{i}"))
+                .spawn(move || ctx.run());
+            match spawned {
+                Ok(j) => workers.push(j),
+                Err(e) => {
+                    let pool = Self {
+                        router,
+                        queue,
+                        stopping,
+                        in_flight,
+                        workers: Mutex::new(workers),
+                        handled,
+                    };
+                    pool.close(Duration::ZERO);
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(Self {
+            router,
+            queue,
+            stopping,
+            in_flight,
+            workers: Mutex::new(workers),
+            handled,
+        })
+    }
+
+    /// The bound endpoint with the real port.
+    pub fn endpoint(&self) -> &str {
+        self.router.endpoint()
+    }
+
+    /// Requests answered so far.
+    pub fn handled(&self) -> usize {
+        self.handled.load(Ordering::Relaxed)
+    }
+
+    /// Stop taking requests (queued ones are dropped, as libzmq drops them when the socket
+    /// closes), wait up to `grace` for running handlers, then close the socket (lingering for
+    /// unsent replies). Returns false if handlers were still running after `grace`.
+    /// Blocks; idempotent.
+    pub fn close(&self, grace: Duration) -> bool {
+        self.stopping.store(true, Ordering::Release);
+        let workers =
+            std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
+        // Wake every worker blocked on the queue; with `stopping` set they drop whatever
+        // they take, so the queue drains and these sends do not block for long.
+        for _ in &workers {
+            let _ = self.queue.send(Job::Stop);
+        }
+        let deadline = Instant::now() + grace;
+        let mut n = self
+            .in_flight
+            .n
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut done = true;
+        while *n > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                done = false;
+                break;
+            }
+            n = self
+                .in_flight
+                .idle
+                .wait_timeout(n, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(n);
+        if done {
+            for w in workers {
+                let _ = w.join();
+            }
+        }
+        self.router.close();
+        done
+    }
+}
+
+impl Drop for PoolServer {
+    fn drop(&mut self) {
+        self.close(Duration::from_secs(10));
+    }
+}
+
+struct WorkerCtx {
+    jobs: Arc<Mutex<Receiver<Job>>>,
+    replier: crate::Replier,
+    handler: Handler,
+    stopping: Arc<AtomicBool>,
+    in_flight: Arc<InFlight>,
+    handled: Arc<AtomicUsize>,
+}
+
+impl WorkerCtx {
+    fn run(self) {
+        loop {
+            let job = {
+                let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+                jobs.recv()
+            };
+            let req = match job {
+                Ok(Job::Request(req)) => req,
+                Ok(Job::Stop) | Err(_) => return,
+            };
+            if self.stopping.load(Ordering::Acquire) {
+                continue;
+            }
+            *self
+                .in_flight
+                .n
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) += 1;
+            let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (self.handler)(&req.body)
+            }));
+            match reply {
+                Ok(reply) => {
+                    let _ = self.replier.reply(req.peer, reply);
+                    self.handled.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => tracing::error!(peer = ?req.peer, "request handler panicked"),
+            }
+            let mut n = self
+                .in_flight
+                .n
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight.idle.notify_all();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn opts() -> ServerOptions {
+        ServerOptions {
+            heartbeat: None,
+            linger: Duration::from_millis(100),
+            ..ServerOptions::default()
+        }
+    }
+
+    /// Every request of several REQ peers gets its own reply, from several workers.
+    #[test]
+    fn pool_answers_each_peer() {
+        let handler: Handler = Arc::new(|b: &[u8]| {
+            let mut r = b"re:".to_vec();
+            r.extend_from_slice(b);
+            r
+        });
+        let pool = PoolServer::bind("tcp://127.0.0.1:*", &opts(), 3, handler).unwrap();
+        let ctx = zmq::Context::new();
+        let peers: Vec<_> = (0..4)
+            .map(|_| {
+                let s = ctx.socket(zmq::REQ).unwrap();
+                s.set_linger(0).unwrap();
+                s.set_rcvtimeo(10_000).unwrap();
+                s.connect(pool.endpoint()).unwrap();
+                s
+            })
+            .collect();
+        for round in 0..50 {
+            for (i, s) in peers.iter().enumerate() {
+                s.send(format!("{i}-{round}").as_bytes(), 0).unwrap();
+            }
+            for (i, s) in peers.iter().enumerate() {
+                let got = s.recv_bytes(0).unwrap();
+                assert_eq!(got, format!("re:{i}-{round}").into_bytes());
+            }
+        }
+        assert_eq!(pool.handled(), 200);
+        assert!(pool.close(Duration::from_secs(5)));
+    }
+
+    /// A handler that panics leaves the pool serving the next request.
+    #[test]
+    fn a_panicking_handler_does_not_stop_the_pool() {
+        let handler: Handler = Arc::new(|b: &[u8]| {
+            assert!(b != b"boom", "handler panics on purpose");
+            b.to_vec()
+        });
+        let pool = PoolServer::bind("tcp://127.0.0.1:*", &opts(), 1, handler).unwrap();
+        let ctx = zmq::Context::new();
+        let boom = ctx.socket(zmq::REQ).unwrap();
+        boom.set_linger(0).unwrap();
+        boom.connect(pool.endpoint()).unwrap();
+        boom.send(&b"boom"[..], 0).unwrap();
+        let ok = ctx.socket(zmq::REQ).unwrap();
+        ok.set_linger(0).unwrap();
+        ok.set_rcvtimeo(10_000).unwrap();
+        ok.connect(pool.endpoint()).unwrap();
+        ok.send(&b"fine"[..], 0).unwrap();
+        assert_eq!(ok.recv_bytes(0).unwrap(), b"fine");
+        drop(pool);
+    }
+
+    /// `close` waits for a running handler and its reply still goes out.
+    #[test]
+    fn close_lets_a_running_handler_finish() {
+        let handler: Handler = Arc::new(|b: &[u8]| {
+            thread::sleep(Duration::from_millis(300));
+            b.to_vec()
+        });
+        let pool = Arc::new(PoolServer::bind("tcp://127.0.0.1:*", &opts(), 1, handler).unwrap());
+        let ctx = zmq::Context::new();
+        let s = ctx.socket(zmq::REQ).unwrap();
+        s.set_linger(0).unwrap();
+        s.set_rcvtimeo(10_000).unwrap();
+        s.connect(pool.endpoint()).unwrap();
+        s.send(&b"slow"[..], 0).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pool.in_flight.n.lock().map(|n| *n).unwrap_or(0) == 0 {
+            assert!(Instant::now() < deadline, "handler never started");
+            thread::sleep(Duration::from_millis(5));
+        }
+        let p = Arc::clone(&pool);
+        let closer = thread::spawn(move || p.close(Duration::from_secs(5)));
+        assert_eq!(s.recv_bytes(0).unwrap(), b"slow");
+        assert!(closer.join().unwrap());
+    }
+}
