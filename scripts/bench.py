@@ -554,8 +554,9 @@ def minion_measure(m, d, mid, start):
     # First start: makes keys, gets accepted; then ping until it answers.
     p, _ = start()
     wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
-    time.sleep(5)
+    time.sleep(10)
     rss = rss_kib(p.pid)
+    detail = minion_detail(p.pid)
     kill_group(p)
     # Second start with existing keys: time to the master seeing its sign-in request.
     times = []
@@ -565,14 +566,43 @@ def minion_measure(m, d, mid, start):
         times.append((ta - t0) * 1000)
         wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
         kill_group(p)
-    return rss, min(times)
+    return rss, min(times), detail
+
+
+def minion_detail(pid):
+    """(threads, VmHWM KiB, Private KiB, Pss KiB) over the minion's process group."""
+    thr = hwm = priv = pss = 0
+    for q in pgid_pids(pid):
+        try:
+            for l in open(f"/proc/{q}/status"):
+                k, _, v = l.partition(":")
+                if k == "Threads":
+                    thr += int(v)
+                elif k == "VmHWM":
+                    hwm += int(v.split()[0])
+            for l in open(f"/proc/{q}/smaps_rollup"):
+                k, _, v = l.partition(":")
+                if k in ("Private_Clean", "Private_Dirty"):
+                    priv += int(v.split()[0])
+                elif k == "Pss":
+                    pss += int(v.split()[0])
+        except OSError:
+            pass
+    return thr, hwm, priv, pss
 
 
 def bench_footprint():
     la = loadavg()
     o = minion_footprint("ours")
-    s = minion_footprint("salt") if not SKIP_SALT else (None, None)
-    add("footprint", "idle minion RSS (MiB)", o[0] / 1024, s[0] / 1024 if s[0] else None, f"load {la}")
+    s = minion_footprint("salt") if not SKIP_SALT else (None, None, (None,) * 4)
+    mib = lambda v: v / 1024 if v else None
+    add("footprint", "idle minion RSS, 10 s after answering (MiB)", mib(o[0]), mib(s[0]), f"load {la}")
+    add("footprint", "idle minion: peak RSS, VmHWM (MiB)", mib(o[2][1]), mib(s[2][1]))
+    add("footprint", "idle minion: private memory (MiB)", mib(o[2][2]), mib(s[2][2]),
+        "Private_Clean + Private_Dirty")
+    add("footprint", "idle minion: proportional set size, Pss (MiB)", mib(o[2][3]), mib(s[2][3]),
+        "shared library pages split among their users")
+    add("footprint", "idle minion: threads", o[2][0], s[2][0], "all processes of its group")
     add("footprint", "minion start -> sign-in request at master, existing keys (ms, best of 3)", o[1], s[1],
         "from the master's log timestamp")
 
@@ -596,7 +626,7 @@ def main():
     log(f"bench root {ROOT}; load {loadavg()}; salt venv {VENV if not SKIP_SALT else 'SKIPPED'}")
     have = count_keys()
     want = int(os.environ.get("BENCH_KEYS", "0")) or max(have, min(1000, max(FANOUT + [SIGNIN_N, ROT_N])))
-    if have < want and set(ONLY) & {"storm", "fanout", "rotation", "footprint"}:
+    if have < want and set(ONLY) & {"storm", "fanout", "rotation"}:
         log(f"generating {want - have} minion keys into {KEYS} (once)")
         subprocess.run([str(REL / "swarm"), "-n", str(want), "--key-cache", str(KEYS), "--exit-after-signin",
                         "--run-time", "0.1", "--ret-port", "1", "--publish-port", "1"], check=False,
