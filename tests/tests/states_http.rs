@@ -1,7 +1,8 @@
 //! `file.managed` from an `http://` source with `source_hash`: a file served by
 //! `python3 -m http.server` on 127.0.0.1, applied by the Python 3007.17 `salt-call --local`
 //! and by ours, each in its own root. States: `sha256=<hash>`, a bare md5 hash, a wrong hash
-//! (fails with Salt's "does not match actual checksum" comment, no file written). The
+//! (fails with Salt's "does not match actual checksum" comment, no file written), none
+//! (fails with Salt's "Unable to verify upstream hash"). The
 //! `--out json` output (roots, times, pids blanked), the retcode and the files written match.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -39,7 +40,8 @@ fn conf(root: &Path, port: u16) {
         format!(
             "good-sha256:\n  file.managed:\n    - name: {out}/a.txt\n    - source: {url}\n    - source_hash: sha256={sha256}\n\
              good-md5:\n  file.managed:\n    - name: {out}/b.txt\n    - source: {url}\n    - source_hash: {md5}\n\
-             bad-hash:\n  file.managed:\n    - name: {out}/c.txt\n    - source: {url}\n    - source_hash: sha256={}\n",
+             bad-hash:\n  file.managed:\n    - name: {out}/c.txt\n    - source: {url}\n    - source_hash: sha256={}\n\
+             no-hash:\n  file.managed:\n    - name: {out}/d.txt\n    - source: {url}\n",
             "0".repeat(64)
         ),
     )
@@ -153,7 +155,7 @@ fn http_source_with_source_hash_same_as_python_3007() {
     let t = Instant::now();
     let (rs_out, rs_rc) = salt_call(&ours, &rs_root);
     println!(
-        "salt-call --local state.sls web (3 http sources): Python {:.2} s, ours {:.2} s",
+        "salt-call --local state.sls web (4 http sources): Python {:.2} s, ours {:.2} s",
         py_t.as_secs_f64(),
         t.elapsed().as_secs_f64()
     );

@@ -85,7 +85,7 @@ pub fn fetch(src: &str, low: &Value) -> Result<Vec<u8>, String> {
         .filter(|s| !s.is_empty())
     else {
         return Err(format!(
-            "Unable to verify upstream hash of source file {src}, please set source_hash or set skip_verify to True"
+            "Unable to manage file: Unable to verify upstream hash of source file {src}, please set source_hash or set skip_verify to True"
         ));
     };
     let (htype, hsum) = source_sum(&sh)?;
