@@ -7,7 +7,9 @@
 //!    give the same returns (ids, results, comments, changes; times and pids left out), the
 //!    same files (content, mode) and the same `--out highstate` text; `cp.list_master`,
 //!    `cp.get_file`, `cp.hash_file`, `cp.push`, `pillar.items`, `pillar.get` answer the same; `salt-call state.apply` against our
-//!    master (no `--local`) applies the same tree with our minion's keys.
+//!    master (no `--local`) applies the same tree with our minion's keys. A second
+//!    `state.sls` while one runs gets Salt's `state.running` conflict list on both minions
+//!    (same text, pids/jids/times aside); ours with `queue=True` waits, then runs.
 //! 2. `ours_on_salt_master`: our minion applies the tree published by Salt 3007.17's master.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
