@@ -7,7 +7,9 @@
 //!    give the same returns (ids, results, comments, changes; times and pids left out), the
 //!    same files (content, mode) and the same `--out highstate` text; `cp.list_master`,
 //!    `cp.get_file`, `cp.hash_file`, `cp.push`, `pillar.items`, `pillar.get` answer the same; `salt-call state.apply` against our
-//!    master (no `--local`) applies the same tree with our minion's keys.
+//!    master (no `--local`) applies the same tree with our minion's keys. A second
+//!    `state.sls` while one runs gets Salt's `state.running` conflict list on both minions
+//!    (same text, pids/jids/times aside); ours with `queue=True` waits, then runs.
 //! 2. `ours_on_salt_master`: our minion applies the tree published by Salt 3007.17's master.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -373,6 +375,49 @@ fn ours_and_python_on_our_master() {
     });
     assert!(all_true(&slow), "{slow:#}");
     step(t0, "test.ping answers during a 5 s state run");
+
+    // A second state run while one is running gets Salt's conflict list (ours and Python's
+    // minion alike, pids/jids/times aside); with queue=True ours waits and then runs.
+    let conflict_shape = |v: &Value| -> Vec<String> {
+        let digits = regex::Regex::new(r"[0-9]+").unwrap();
+        v.as_array()
+            .unwrap_or_else(|| panic!("not a conflict list: {v:#}"))
+            .iter()
+            .map(|l| digits.replace_all(l.as_str().unwrap(), "N").into_owned())
+            .collect()
+    };
+    let cli_ref = &cli;
+    let (conflicts, queued, queued_t) = std::thread::scope(|sc| {
+        let jobs = [rs_id, py_id]
+            .map(|id| sc.spawn(move || answer(cli_ref, id, &["state.sls", "slow"], 60)));
+        std::thread::sleep(Duration::from_millis(2000));
+        let conflicts =
+            [rs_id, py_id].map(|id| conflict_shape(&answer(&cli, id, &["state.sls", "slow"], 20)));
+        let t = Instant::now();
+        let queued = answer(&cli, rs_id, &["state.sls", "slow", "queue=True"], 60);
+        let queued_t = t.elapsed();
+        for j in jobs {
+            assert!(all_true(&j.join().unwrap()));
+        }
+        (conflicts, queued, queued_t)
+    });
+    assert_eq!(conflicts[0].len(), 1, "ours: {:?}", conflicts[0]);
+    let line = &conflicts[0][0];
+    assert!(
+        line.starts_with("The function \"state.sls\" is running as PID N and was started at N, ")
+            && line.ends_with(" N N:N:N.N with jid N"),
+        "ours: {line}"
+    );
+    assert_eq!(
+        conflicts[0], conflicts[1],
+        "conflict: ours (left) and Python's (right)"
+    );
+    assert!(all_true(&queued), "{queued:#}");
+    assert!(
+        queued_t > Duration::from_secs(6),
+        "queue=True did not wait: {queued_t:?}"
+    );
+    step(t0, "state conflict as Salt's, queue=True waits");
 
     // salt-call (no --local) output, ours and Salt's, each with its minion's config.
     for args in [

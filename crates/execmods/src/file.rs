@@ -9,16 +9,21 @@ use crate::{Args, Ret, map, text};
 
 /// `file.get_hash`: hex digest with `md5`, `sha1`, `sha256` (default) or `sha512`.
 pub fn get_hash(path: &str, form: &str) -> Result<String, String> {
-    use sha2::Digest;
     let data = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    digest(&data, form)
+}
+
+/// Hex digest of `data` with `md5`, `sha1`, `sha224`, `sha256`, `sha384` or `sha512`.
+pub fn digest(data: &[u8], form: &str) -> Result<String, String> {
+    use sha2::Digest;
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     Ok(match form {
-        "md5" => hex(&md5::Md5::digest(&data)),
-        "sha1" => hex(&sha1::Sha1::digest(&data)),
-        "sha256" => hex(&sha2::Sha256::digest(&data)),
-        "sha224" => hex(&sha2::Sha224::digest(&data)),
-        "sha384" => hex(&sha2::Sha384::digest(&data)),
-        "sha512" => hex(&sha2::Sha512::digest(&data)),
+        "md5" => hex(&md5::Md5::digest(data)),
+        "sha1" => hex(&sha1::Sha1::digest(data)),
+        "sha256" => hex(&sha2::Sha256::digest(data)),
+        "sha224" => hex(&sha2::Sha224::digest(data)),
+        "sha384" => hex(&sha2::Sha384::digest(data)),
+        "sha512" => hex(&sha2::Sha512::digest(data)),
         other => return Err(format!("Invalid hash type '{other}'")),
     })
 }

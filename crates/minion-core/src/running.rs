@@ -161,3 +161,96 @@ pub fn call(fun: &str, args: &Args, current: Option<&str>) -> CallOutcome {
         _ => CallOutcome::error(format!("'{fun}' is not available.")),
     }
 }
+
+/// Python's `salt.utils.jid.jid_to_time`: `2026, Nov 24 06:40:01.123456`, or `""` for a jid
+/// that is not a timestamp.
+fn jid_to_time(jid: &str) -> String {
+    const MONTHS: [&str; 13] = [
+        "", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let b = jid.as_bytes();
+    let ok_len = b.len() == 20 || (b.len() > 21 && b[20] == b'_');
+    if !ok_len || !b[..20].iter().all(u8::is_ascii_digit) {
+        return String::new();
+    }
+    let month = jid[4..6].parse::<usize>().ok().and_then(|m| MONTHS.get(m));
+    let Some(month) = month else {
+        return String::new();
+    };
+    format!(
+        "{}, {} {} {}:{}:{}.{}",
+        &jid[..4],
+        month,
+        &jid[6..8],
+        &jid[8..10],
+        &jid[10..12],
+        &jid[12..14],
+        &jid[14..20]
+    )
+}
+
+/// Salt's `state.running`: one line per other running `state.*` job (`except` is the calling
+/// job), `The function "state.sls" is running as PID N and was started at ... with jid J`.
+pub fn state_conflicts(except: Option<&str>) -> Vec<String> {
+    running(except)
+        .iter()
+        .filter_map(|d| {
+            let fun = map_lookup(d, "fun").map(text)?;
+            if !salt_matcher::fnmatch(&fun, "state.*") {
+                return None;
+            }
+            let jid = map_lookup(d, "jid").map(text).unwrap_or_default();
+            let pid = map_lookup(d, "pid").map(text).unwrap_or_default();
+            Some(format!(
+                "The function \"{fun}\" is running as PID {pid} and was started at {} with jid {jid}",
+                jid_to_time(&jid)
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod conflict_tests {
+    use super::*;
+
+    #[test]
+    fn jid_to_time_as_salt() {
+        assert_eq!(
+            jid_to_time("20261124064001123456"),
+            "2026, Nov 24 06:40:01.123456"
+        );
+        assert_eq!(jid_to_time("req"), "");
+        assert_eq!(jid_to_time("20261324064001123456"), "");
+    }
+
+    #[test]
+    fn conflicts_list_other_state_jobs_only() {
+        let load = |jid: &str, fun: &str| {
+            Value::Map(vec![
+                (Value::from("fun"), Value::from(fun)),
+                (Value::from("jid"), Value::from(jid)),
+            ])
+        };
+        let _a = register(
+            "20261124064001000001",
+            &load("20261124064001000001", "state.sls"),
+        );
+        let _b = register(
+            "20261124064001000002",
+            &load("20261124064001000002", "test.sleep"),
+        );
+        let c = state_conflicts(Some("20261124064001000003"));
+        assert!(c.iter().any(
+            |l| l.starts_with("The function \"state.sls\" is running as PID ")
+                && l.ends_with(
+                    "started at 2026, Nov 24 06:40:01.000001 with jid 20261124064001000001"
+                )
+        ));
+        assert!(!c.iter().any(|l| l.contains("test.sleep")));
+        assert!(
+            state_conflicts(Some("20261124064001000001"))
+                .iter()
+                .all(|l| !l.contains("000001 with"))
+        );
+    }
+}

@@ -8,6 +8,8 @@ use std::time::Instant;
 use rmpv::Value;
 
 use crate::fileclient::FileClient;
+pub use crate::requisite::requisite_in;
+use crate::requisite::{REQ_KINDS, chunk_matches, req_list};
 use crate::{Opts, empty, get, get_str, map, py_str, set, truthy};
 
 /// Ordered `running` dict: tag -> return.
@@ -82,74 +84,6 @@ pub fn duration_ms(start: Instant) -> Value {
 fn fake_duration() -> (Value, Value) {
     let st = Instant::now();
     (Value::from(now_iso()), duration_ms(st))
-}
-
-const REQ_KINDS: &[&str] = &["require", "watch", "onfail", "onchanges"];
-
-fn req_list(low: &Value, key: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    if let Some(Value::Array(items)) = get(low, key) {
-        for r in items {
-            match r {
-                Value::String(s) => out.push(("id".into(), s.as_str().unwrap_or("").to_owned())),
-                Value::Map(m) if !m.is_empty() => {
-                    out.push((py_str(&m[0].0), py_str(&m[0].1)));
-                }
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
-fn chunk_matches(chunk: &Value, key: &str, val: &str) -> bool {
-    if key == "sls" {
-        let sls = get_str(chunk, "__sls__").unwrap_or("");
-        let inc = matches!(get(chunk, "__sls_included_from__"), Some(Value::Array(a)) if a.iter().any(|x| x.as_str() == Some(val)));
-        return salt_matcher::fnmatch(sls, val) || inc;
-    }
-    let name = py_str(get(chunk, "name").unwrap_or(&Value::Nil));
-    let id = py_str(get(chunk, "__id__").unwrap_or(&Value::Nil));
-    (salt_matcher::fnmatch(&name, val) || salt_matcher::fnmatch(&id, val))
-        && (key == "id" || get_str(chunk, "state") == Some(key))
-}
-
-/// Turn `require_in`/`watch_in`/`onchanges_in`/`onfail_in` into requisites on their targets.
-pub fn requisite_in(chunks: &mut [Value]) {
-    let mut adds: Vec<(usize, String, Value)> = Vec::new();
-    for c in chunks.iter() {
-        for kind in REQ_KINDS {
-            let key = format!("{kind}_in");
-            for (rk, rv) in req_list(c, &key) {
-                for (j, t) in chunks.iter().enumerate() {
-                    if chunk_matches(t, &rk, &rv) {
-                        let req = map(vec![(
-                            get_str(c, "state").unwrap_or(""),
-                            get(c, "__id__").cloned().unwrap_or(Value::Nil),
-                        )]);
-                        adds.push((j, (*kind).to_owned(), req));
-                    }
-                }
-            }
-        }
-    }
-    for (j, kind, req) in adds {
-        let t = &mut chunks[j];
-        match get(t, &kind).cloned() {
-            Some(Value::Array(mut a)) => {
-                if !a.contains(&req) {
-                    a.push(req);
-                }
-                set(t, &kind, Value::Array(a));
-            }
-            _ => set(t, &kind, Value::Array(vec![req])),
-        }
-    }
-    for c in chunks.iter_mut() {
-        for kind in REQ_KINDS {
-            crate::pop(c, &format!("{kind}_in"));
-        }
-    }
 }
 
 /// The state runner.

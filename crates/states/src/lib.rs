@@ -17,6 +17,7 @@ pub mod fileclient;
 pub mod lowstate;
 pub mod mods;
 pub mod output;
+mod requisite;
 
 use rmpv::Value;
 

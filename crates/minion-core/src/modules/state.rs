@@ -51,6 +51,7 @@ const KNOWN: &[&str] = &[
     "pillar",
     "exclude",
     "queue",
+    "concurrent",
     "fun",
     "name",
 ];
@@ -177,9 +178,10 @@ fn run(c: &Call) -> CallOutcome {
             ));
         }
     }
-    if c.args.kw("queue").is_some_and(salt_states::truthy) {
-        return CallOutcome::error(format!("{}: queue=True is not supported by salt-rs", c.fun));
-    }
+    let _queued = match check_queue(c) {
+        Ok(guard) => guard,
+        Err(conflict) => return conflict,
+    };
     let client = match remote_client(c) {
         Ok(cl) => cl,
         Err(e) => return e,
@@ -238,7 +240,13 @@ fn run(c: &Call) -> CallOutcome {
                 .filter(|(k, _)| {
                     !matches!(
                         k.as_str(),
-                        "test" | "saltenv" | "pillar" | "pillarenv" | "queue" | "fun"
+                        "test"
+                            | "saltenv"
+                            | "pillar"
+                            | "pillarenv"
+                            | "queue"
+                            | "concurrent"
+                            | "fun"
                     )
                 })
                 .cloned()
@@ -273,6 +281,41 @@ fn run(c: &Call) -> CallOutcome {
             out,
         },
     }
+}
+
+/// Runs waiting with `queue=True`, one at a time (so two queued runs do not start together).
+static QUEUE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Salt's `_check_queue`: with another `state.*` job running on this minion, answer its
+/// `state.running` lines with retcode 1; `queue=True` (or the `state_queue` option) waits for
+/// it instead, as Salt 3006 does (3007's queue files are not done: the run waits in place).
+/// `concurrent=True` skips the check.
+fn check_queue(c: &Call) -> Result<Option<std::sync::MutexGuard<'static, ()>>, CallOutcome> {
+    if c.args.kw("concurrent").is_some_and(salt_states::truthy) {
+        return Ok(None);
+    }
+    let current = crate::matcher::map_lookup(&c.job, "jid").map(text);
+    let queue = c
+        .args
+        .kw("queue")
+        .or_else(|| salt_states::get(&c.ctx.opts, "state_queue"))
+        .is_some_and(salt_states::truthy);
+    if !queue {
+        let conflicts = crate::running::state_conflicts(current.as_deref());
+        if conflicts.is_empty() {
+            return Ok(None);
+        }
+        return Err(CallOutcome {
+            ret: Value::Array(conflicts.into_iter().map(Value::from).collect()),
+            retcode: EX_STATE_COMPILER_ERROR,
+            out: (!c.fun.starts_with("state.show")).then_some("highstate"),
+        });
+    }
+    let guard = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+    while !crate::running::state_conflicts(current.as_deref()).is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Ok(Some(guard))
 }
 
 /// `state.show_highstate`: the high data of the top file's SLS (Python's dict form).

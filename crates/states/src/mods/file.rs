@@ -129,9 +129,13 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
         };
         let mut found = None;
         for s in &srcs {
+            if super::file_http::is_web(s) {
+                found = Some(super::file_http::fetch(s, low)?);
+                break;
+            }
             let Some((path, env)) = parse_salt_url(s, &saltenv) else {
                 return Err(format!(
-                    "file.managed source {s:?} is not supported by salt-rs (only salt:// sources)"
+                    "file.managed source {s:?} is not supported by salt-rs (only salt:// and http:// sources)"
                 ));
             };
             if let Some(b) = ctx.client.get_file(&path, &env)? {
@@ -192,7 +196,6 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = py_str(&name_v);
     let mut r = managed_ret(&name_v);
     for unsupported in [
-        "source_hash",
         "backup",
         "replace",
         "show_changes",

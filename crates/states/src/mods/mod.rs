@@ -6,6 +6,7 @@ mod cmd_script;
 pub mod cron;
 pub mod file;
 mod file_edit;
+mod file_http;
 mod file_link;
 mod file_recurse;
 pub mod group;
