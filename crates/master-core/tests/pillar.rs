@@ -129,7 +129,7 @@ fn render_errors_are_reported_by_name() {
         &req(None, Some("base"), Js::Null),
     );
     let text = format!("{:?}", errors_of(&detailed));
-    assert!(text.contains("salt['cmd.run'] is not supported"), "{text}");
+    assert!(text.contains("'cmd.run' is not available."), "{text}");
     assert!(text.contains("conflicting ID 'k'"), "{text}");
     assert!(
         text.contains("renderer \\\"py\\\" is not supported"),
