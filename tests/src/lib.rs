@@ -32,6 +32,7 @@ pub mod pillar_support;
 pub mod ports;
 pub mod process;
 pub mod root;
+pub mod states_support;
 pub mod venv;
 pub mod wait;
 

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::states_support::normalize;
 use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
 fn setup(root: &Path) {
@@ -54,36 +55,6 @@ fn files(root: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-fn normalize(text: &str, root: &Path) -> String {
-    let root = root.display().to_string();
-    let mut after_pid = false;
-    text.replace(&root, "ROOT")
-        .lines()
-        .map(|l| {
-            let t = l.trim_start();
-            let pid_line = after_pid;
-            after_pid = t == "pid:";
-            if pid_line {
-                return "PID".to_owned();
-            }
-            for key in [
-                "\"start_time\": ",
-                "\"duration\": ",
-                "\"pid\": ",
-                "Started: ",
-                "Duration: ",
-                "Total run time: ",
-            ] {
-                if t.starts_with(key) {
-                    return format!("{}{key}X", &l[..l.len() - t.len()]);
-                }
-            }
-            l.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::states_support::normalize;
 use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
 const PKGS: &[(&str, &str)] = &[("saltrs-e2e-alpha", "1.0-1"), ("saltrs-e2e-beta", "2.1-1")];
@@ -136,36 +137,6 @@ fn conf(root: &Path) {
         ),
     )
     .unwrap();
-}
-
-fn normalize(text: &str, root: &Path) -> String {
-    let root = root.display().to_string();
-    let mut after_pid = false;
-    text.replace(&root, "ROOT")
-        .lines()
-        .map(|l| {
-            let t = l.trim_start();
-            let pid_line = after_pid;
-            after_pid = t == "pid:";
-            if pid_line {
-                return "PID".to_owned();
-            }
-            for key in [
-                "\"start_time\": ",
-                "\"duration\": ",
-                "\"pid\": ",
-                "Started: ",
-                "Duration: ",
-                "Total run time: ",
-            ] {
-                if t.starts_with(key) {
-                    return format!("{}{key}X", &l[..l.len() - t.len()]);
-                }
-            }
-            l.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn salt_call(

@@ -18,6 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::states_support::normalize;
 use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
 fn setup(root: &Path) {
@@ -74,36 +75,6 @@ fn actions(root: &Path) -> Vec<String> {
         })
         .map(str::to_owned)
         .collect()
-}
-
-fn normalize(text: &str, root: &Path) -> String {
-    let root = root.display().to_string();
-    let mut after_pid = false;
-    text.replace(&root, "ROOT")
-        .lines()
-        .map(|l| {
-            let t = l.trim_start();
-            let pid_line = after_pid;
-            after_pid = t == "pid:";
-            if pid_line {
-                return "PID".to_owned();
-            }
-            for key in [
-                "\"start_time\": ",
-                "\"duration\": ",
-                "\"pid\": ",
-                "Started: ",
-                "Duration: ",
-                "Total run time: ",
-            ] {
-                if t.starts_with(key) {
-                    return format!("{}{key}X", &l[..l.len() - t.len()]);
-                }
-            }
-            l.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn salt_call(bin: &Path, root: &Path, out: &str, args: &[String]) -> (String, Option<i32>) {

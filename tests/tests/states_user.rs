@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::states_support::normalize;
 use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
 fn cleanup() {
@@ -49,23 +50,6 @@ fn setup(root: &Path) {
         ),
     )
     .unwrap();
-}
-
-fn normalize(text: &str, root: &Path) -> String {
-    let root = root.display().to_string();
-    text.replace(&root, "ROOT")
-        .lines()
-        .map(|l| {
-            let t = l.trim_start();
-            for key in ["\"start_time\": ", "\"duration\": "] {
-                if t.starts_with(key) {
-                    return format!("{}{key}X", &l[..l.len() - t.len()]);
-                }
-            }
-            l.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]
