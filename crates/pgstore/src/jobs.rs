@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::spool::{Item, Spool};
-use crate::{CALL_TIMEOUT, Error, Settings, schema};
+use crate::{Error, Settings, schema};
 
 /// `NOTIFY` channel of new returns.
 pub(crate) const RETURNS: &str = "salt_rs_returns";
@@ -198,16 +198,7 @@ impl JobDb {
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: Send + 'static,
     {
-        let Some(rt) = &self.rt else {
-            return Err(Error::Pool("job cache runtime stopped".into()));
-        };
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let fut = f(self.inner.clone());
-        rt.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv_timeout(CALL_TIMEOUT)
-            .map_err(|_| Error::Timeout(CALL_TIMEOUT))?
+        crate::run_on(self.rt.as_ref(), "job cache", f(self.inner.clone()))
     }
 
     /// Connect and apply the migrations (at start; an error is not fatal: the spool).

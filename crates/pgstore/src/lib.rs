@@ -45,6 +45,28 @@ pub const POLL: Duration = Duration::from_secs(2);
 pub const LOG_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a caller waits for the database before giving up.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Run `fut` on `rt` (a store's own runtime, `what` names it) and wait for it, from any
+/// thread, async or not, for at most [`CALL_TIMEOUT`].
+pub(crate) fn run_on<T, F>(
+    rt: Option<&tokio::runtime::Runtime>,
+    what: &str,
+    fut: F,
+) -> Result<T, Error>
+where
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+    T: Send + 'static,
+{
+    let Some(rt) = rt else {
+        return Err(Error::Pool(format!("{what} runtime stopped")));
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    rt.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv_timeout(CALL_TIMEOUT)
+        .map_err(|_| Error::Timeout(CALL_TIMEOUT))?
+}
 /// Connect (and pool wait) timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -210,16 +232,7 @@ impl Group {
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: Send + 'static,
     {
-        let Some(rt) = &self.rt else {
-            return Err(Error::Pool("group runtime stopped".into()));
-        };
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let fut = f(self.inner.clone());
-        rt.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv_timeout(CALL_TIMEOUT)
-            .map_err(|_| Error::Timeout(CALL_TIMEOUT))?
+        run_on(self.rt.as_ref(), "group", f(self.inner.clone()))
     }
 
     /// Connect, apply migrations, create the group's row, bring the mirror up to date.
