@@ -1,0 +1,262 @@
+//! `_auth`: a minion's sign-in (§3), decided by `proto::auth_master` and answered here.
+
+use super::*;
+
+pub(super) fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
+    let req = match AuthRequest::from_load(load) {
+        Ok(r) => r,
+        Err(AuthRequestError::BadSigAlgo(a)) => {
+            tracing::info!("Minion tried to authenticate with unsupported signing algorithm: {a}");
+            return encode(&auth_master::unsigned_reply("bad sig algo"));
+        }
+        Err(AuthRequestError::BadEncAlgo(a)) => {
+            tracing::info!(
+                "Minion tried to authenticate with unsupported encryption algorithm: {a}"
+            );
+            return encode(&auth_master::unsigned_reply("bad enc algo"));
+        }
+        Err(e) => {
+            if shared.log_limit.allow("auth-parse") {
+                tracing::warn!("Bad auth load from minion: {e}");
+            }
+            return reply_str(BAD_LOAD);
+        }
+    };
+    if version < 2 {
+        // Unsigned legacy replies are not implemented; such minions are refused.
+        return reply_str(BAD_LOAD);
+    }
+    {
+        let mut guard = shared.auth_nonces.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.check(&req.nonce, Instant::now()) == ReplayVerdict::Replayed {
+            if shared.log_limit.allow("auth-replay") {
+                tracing::warn!("Replayed authentication request for {} refused", req.id);
+            }
+            return reply_str(BAD_LOAD);
+        }
+    }
+    tracing::info!("Authentication request from {}", req.id);
+    match auth_reply(shared, &req) {
+        Ok(v) => encode(&v),
+        Err(e) => {
+            tracing::error!(
+                "Authentication of {} failed on the master side: {e}",
+                req.id
+            );
+            // A signed refusal keeps the minion's state machine simple.
+            fail(shared, &req, AuthRet::Refused)
+        }
+    }
+}
+
+fn fail(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Vec<u8> {
+    match fail_reply(shared, req, ret) {
+        Ok(v) => encode(&v),
+        Err(_) => reply_str(BAD_LOAD),
+    }
+}
+
+fn sig_algo_of(req: &AuthRequest) -> SigAlgo {
+    req.sig_algo.parse().unwrap_or(SigAlgo::Pkcs1v15Sha1)
+}
+
+fn enc_algo_of(req: &AuthRequest) -> EncAlgo {
+    req.enc_algo.parse().unwrap_or(EncAlgo::OaepSha1)
+}
+
+/// Signed `{"ret": ret, "nonce": nonce}`.
+fn fail_reply(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Result<Value, salt_pki::Error> {
+    let inner = auth_master::fail_inner(&req.nonce, ret);
+    let sig = shared.keys.key.sign(sig_algo_of(req), &inner)?;
+    Ok(auth_master::signed_reply(inner, sig))
+}
+
+/// Errors on the master's side of a sign-in.
+#[derive(Debug, thiserror::Error)]
+enum AuthSideError {
+    #[error("key store: {0}")]
+    Store(#[from] salt_keystore::KeyStoreError),
+    #[error("{0}")]
+    Pki(#[from] salt_pki::Error),
+    #[error("{0}")]
+    Session(#[from] crate::sessions::SessionError),
+}
+
+fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
+    let store = &shared.store;
+    let rejected = store.key_path(KeyState::Rejected, id)?.exists();
+    let accepted = store.read_key(KeyState::Accepted, id)?;
+    let pre_path = store.key_path(KeyState::Pending, id)?;
+    let pending = if pre_path.is_dir() {
+        Pending::Directory
+    } else {
+        match store.read_key(KeyState::Pending, id)? {
+            Some(k) => Pending::File(k),
+            None => Pending::Absent,
+        }
+    };
+    Ok(KeyFacts {
+        rejected,
+        accepted,
+        pending,
+    })
+}
+
+fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError> {
+    let cfg = &shared.cfg;
+    if !auth_master::valid_id(&req.id) {
+        tracing::info!("Authentication request from invalid id {:?}", req.id);
+        shared.metrics.signin("refused");
+        return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+    }
+    // The presented key is parsed before anything is written: an unusable or weak key
+    // (under 2048 bits, which Salt itself never generates) is refused and leaves no trace.
+    let minion_pub = match PublicKey::from_pem(req.pub_key.as_bytes()) {
+        Ok(k) if k.bits() >= salt_pki::MIN_KEY_BITS => k,
+        Ok(k) => {
+            if shared.log_limit.allow("weak-key") {
+                tracing::warn!(
+                    "Authentication request from {} refused: {}-bit key (minimum {})",
+                    req.id,
+                    k.bits(),
+                    salt_pki::MIN_KEY_BITS
+                );
+            }
+            shared.metrics.signin("refused");
+            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+        }
+        Err(e) => {
+            if shared.log_limit.allow("bad-key") {
+                tracing::warn!("Public key of {} cannot be loaded: {e}", req.id);
+            }
+            shared.metrics.signin("refused");
+            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+        }
+    };
+    let full = match cfg.max_minions {
+        Some(max) if max > 0 => {
+            let connected = shared.connected.lock().unwrap_or_else(|e| e.into_inner());
+            connected.len() >= max as usize && !connected.contains(&req.id)
+        }
+        _ => false,
+    };
+    let facts = key_facts(shared, &req.id)?;
+    let new_or_pending = !facts.rejected && facts.accepted.is_none();
+    let auto_reject =
+        new_or_pending && shared.matches_list_file(cfg.autoreject_file.as_deref(), &req.id);
+    let mut auto_sign = cfg.auto_accept
+        || (new_or_pending && shared.matches_list_file(cfg.autosign_file.as_deref(), &req.id));
+    if !auto_sign && new_or_pending && !full && !auto_reject {
+        auto_sign = shared
+            .store
+            .consume_autosign_stub(&req.id, cfg.autosign_timeout)?;
+    }
+    let policy = Policy {
+        open_mode: cfg.open_mode,
+        auto_sign,
+        auto_reject,
+        full,
+    };
+    let decision = auth_master::decide(req, &facts, &policy);
+    shared.metrics.signin(match decision.act {
+        Act::Accept => "accepted",
+        Act::Pend => "pending",
+        Act::Reject => "rejected",
+        Act::Denied => "denied",
+        Act::Full => "full",
+        Act::Invalid => "refused",
+    });
+    let id = &req.id;
+    let write = match decision.action {
+        KeyAction::None => None,
+        KeyAction::WritePending => Some(KeyState::Pending),
+        KeyAction::WriteDenied => Some(KeyState::Denied),
+        KeyAction::WriteRejected | KeyAction::MovePendingToRejected => Some(KeyState::Rejected),
+        KeyAction::WriteAccepted | KeyAction::PendingToAccepted => Some(KeyState::Accepted),
+    };
+    if let Some(state) = write {
+        match shared.key_changes().put(state, id, &req.pub_key) {
+            Ok(()) => {}
+            // A group whose database is down: a pending or denied record waits for the
+            // minion's next sign-in; granting access does not.
+            Err(e @ salt_keystore::KeyStoreError::Backend { .. })
+                if matches!(state, KeyState::Pending | KeyState::Denied) =>
+            {
+                if shared.log_limit.allow("group-write") {
+                    tracing::warn!("{state} key of {id} not recorded: {e}");
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match (decision.act, decision.outcome) {
+        (Act::Denied, _) => tracing::error!(
+            "Authentication attempt from {id} failed, the public keys did not match. This may \
+             be an attempt to compromise the Salt cluster."
+        ),
+        (Act::Pend, _) if decision.action == KeyAction::WritePending => {
+            tracing::info!("New public key for {id} placed in pending");
+        }
+        (Act::Pend, _) => tracing::info!(
+            "Authentication failed from host {id}, the key is in pending and needs to be accepted with salt-key -a {id}"
+        ),
+        (Act::Reject, _) => {
+            tracing::warn!("Public key rejected for {id}: key is in the rejected keys")
+        }
+        (Act::Full, _) => tracing::info!(
+            "Too many minions connected (max_minions={}). Rejecting connection from id {id}",
+            cfg.max_minions.unwrap_or(0)
+        ),
+        (Act::Invalid, _) => {
+            tracing::warn!("Authentication request from {id} refused: invalid key state")
+        }
+        (Act::Accept, _) => {}
+    }
+    if let Err(ret) = decision.outcome {
+        let act = match decision.act {
+            Act::Pend => "pend",
+            Act::Reject => "reject",
+            Act::Denied => "denied",
+            Act::Full => "full",
+            Act::Accept | Act::Invalid => "refused",
+        };
+        shared.events.fire_auth(id, act, false, &req.pub_key);
+        return Ok(fail_reply(shared, req, ret)?);
+    }
+    let session = shared.sessions.get_or_create(id)?;
+    let aes = shared.aes.current();
+    let (enc, sig_algo) = (enc_algo_of(req), sig_algo_of(req));
+    let pub_sig = shared.keys.pub_sig(sig_algo)?;
+    // The token echo: decrypt with master.pem, re-encrypt to the minion; omitted (as Salt
+    // does) when it does not decrypt.
+    let token = match &req.token {
+        Some(ct) => match shared.keys.key.decrypt_oaep(enc, ct) {
+            Ok(plain) => Some(minion_pub.encrypt_oaep(enc, &plain)?),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let aes_enc = minion_pub.encrypt_oaep(enc, aes.crypticle.key_string().as_bytes())?;
+    let session_enc = minion_pub.encrypt_oaep(enc, session.key_string().as_bytes())?;
+    let inner = auth_master::accept_inner(&AcceptInner {
+        pub_key: &shared.keys.pub_clean,
+        publish_port: cfg.publish_port,
+        pub_sig: pub_sig.as_deref().map(Vec::as_slice),
+        token: token.as_deref(),
+        aes: &aes_enc,
+        session: &session_enc,
+        sig: &aes.sig,
+        nonce: &req.nonce,
+    });
+    let sig = shared.keys.key.sign(sig_algo, &inner)?;
+    let reply = auth_master::signed_reply(inner, sig);
+    shared
+        .connected
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.clone());
+    shared.jobs.store().seen(id);
+    tracing::info!("Authentication accepted from {id}");
+    shared.events.fire_auth(id, "accept", true, &req.pub_key);
+    Ok(reply)
+}
