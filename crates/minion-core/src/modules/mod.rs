@@ -381,7 +381,12 @@ pub fn call_blocking(
         m.push((Value::from("__kwarg__"), Value::Boolean(true)));
         raw.push(Value::Map(m));
     }
-    let handle = tokio::runtime::Handle::try_current().ok()?;
+    // A known function without a runtime to run on is an error, not "not available".
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return Some(CallOutcome::error(format!(
+            "{fun}: no runtime to run it on (called outside the minion)"
+        )));
+    };
     Some(handle.block_on(call(fun, &raw, &Value::Map(Vec::new()), ctx)))
 }
 
