@@ -91,8 +91,8 @@ pub use salt_pki::HashType as FingerprintHash;
 /// Salt's `pem_finger` of key text (`salt-key -f` format: lowercase hex pairs joined by `:`).
 pub use salt_pki::pem_finger;
 pub use store::{
-    AUTOSIGN_DIR, AcceptFrom, KEY_FILE_MODE, KeyState, KeyStore, OpenOptions, PKI_DIR_MODE,
-    RejectFrom, Report,
+    AUTOSIGN_DIR, AcceptFrom, DeferredDone, KEY_FILE_MODE, KeyState, KeyStore, OpenOptions,
+    PKI_DIR_MODE, RejectFrom, Report,
 };
 
 #[cfg(test)]

@@ -294,6 +294,12 @@ fn dot_and_long_ids_follow_salt() {
     // A fresh open (salt-key) lists no dotfile, as Salt's `list_keys`.
     let again = KeyStore::open(ks.pki_dir()).unwrap();
     assert!(!again.list(KeyState::Pending).contains(&".dot".to_owned()));
+    // The store that wrote it agrees (it used to list it until reopened), also after an
+    // accept moved it.
+    assert!(!ks.list(KeyState::Pending).contains(&".dot".to_owned()));
+    ks.accept(".dot", AcceptFrom::default()).unwrap();
+    assert_eq!(ks.state(".dot").unwrap(), Some(KeyState::Accepted));
+    assert!(ks.list_all().values().flatten().all(|id| id != ".dot"));
     let long = "x".repeat(256);
     let r = ks.put_pending(&long, PEM);
     assert!(matches!(r, Err(KeyStoreError::Io { .. })), "{r:?}");

@@ -26,51 +26,61 @@ impl KeyStore {
             files.push((path, pem.as_bytes()));
         }
         let _ops = self.lock_ops();
-        let durable = self.durable;
-        let threads = std::thread::available_parallelism()
-            .map_or(2, std::num::NonZeroUsize::get)
-            .clamp(2, 8);
-        let chunk = files.len().div_ceil(threads).max(1);
-        std::thread::scope(|s| {
-            let workers: Vec<_> = files
-                .chunks(chunk)
-                .map(|part| {
-                    s.spawn(move || {
-                        for (path, pem) in part {
-                            fsutil::atomic_write(path, pem, KEY_FILE_MODE, false)?;
-                        }
-                        Ok::<_, KeyStoreError>(())
-                    })
-                })
-                .collect();
-            for w in workers {
-                w.join().map_err(|_| KeyStoreError::Backend {
-                    driver: "files",
-                    message: "a key-writing thread panicked".into(),
-                })??;
-            }
-            Ok::<_, KeyStoreError>(())
-        })?;
-        if durable {
-            let dir = std::fs::File::open(&self.pki_dir)
-                .map_err(|e| KeyStoreError::io("open", self.pki_dir.clone(), e))?;
-            nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)).map_err(|e| {
-                KeyStoreError::io("syncfs", self.pki_dir.clone(), std::io::Error::from(e))
-            })?;
+        write_files(&files)?;
+        if self.durable {
+            self.sync_fs()?;
         }
         let mut index = self.write_index();
         for (state, id, _) in items {
-            index.sets[state.idx()].insert(id.clone());
+            index.insert(*state, id);
         }
         Ok(files.len())
     }
 }
 
+impl KeyStore {
+    /// Flush the `pki_dir`'s file system (one `syncfs`).
+    pub(super) fn sync_fs(&self) -> Result<()> {
+        let dir = std::fs::File::open(&self.pki_dir)
+            .map_err(|e| KeyStoreError::io("open", self.pki_dir.clone(), e))?;
+        nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir))
+            .map_err(|e| KeyStoreError::io("syncfs", self.pki_dir.clone(), std::io::Error::from(e)))
+    }
+}
+
+/// Write each `(path, text)` atomically (not flushed), in parallel.
+pub(super) fn write_files(files: &[(PathBuf, &[u8])]) -> Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, 8);
+    let chunk = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    for (path, pem) in part {
+                        fsutil::atomic_write(path, pem, KEY_FILE_MODE, false)?;
+                    }
+                    Ok::<_, KeyStoreError>(())
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().map_err(|_| KeyStoreError::Backend {
+                driver: "files",
+                message: "a key-writing thread panicked".into(),
+            })??;
+        }
+        Ok::<_, KeyStoreError>(())
+    })
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    pub(super) const PEM: &str = "-----BEGIN PUBLIC KEY-----
+    pub(crate) const PEM: &str = "-----BEGIN PUBLIC KEY-----
 MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsdn2nZbnVJsOKkkYceyh
 8Df1wXt9u6WxwhJxG6/OsYXVbt+i6knzFQa6UE7Mpd5WasYOhQ0B8WG2MGHLSuJC
 4N8Pjyni6wKnpJb1wMjI8NwP/2LjzO/UtEKwfubtREXjoq5X/4400BpyESUZg8ya
