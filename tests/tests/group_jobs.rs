@@ -201,6 +201,15 @@ fn group_jobs_one_view() {
     };
     assert_eq!(db.save_return(again).unwrap(), salt_pgstore::Stored::Db);
     assert_eq!(db.returns(&jid).unwrap().len(), 1);
+    // Salt's pgjsonb `event_return` rows: the job's new event and its return, once each.
+    let new = db.events(&format!("salt/job/{jid}/new")).unwrap();
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new[0].2, "ma");
+    let new_data: serde_json::Value = serde_json::from_str(&new[0].1).unwrap();
+    assert_eq!(new_data["fun"], "test.ping", "{new_data}");
+    let ret = db.events(&format!("salt/job/{jid}/ret/")).unwrap();
+    assert_eq!(ret.len(), 1, "{ret:?}");
+    assert_eq!(ret[0].0, format!("salt/job/{jid}/ret/m1"));
 
     // A salt command waiting on A hears a return another member stores. "ghost" is a
     // known (accepted) minion that never connects to A; member "writer" stores its return.
@@ -227,6 +236,13 @@ fn group_jobs_one_view() {
     writer
         .put(KeyState::Accepted, "ghost", pem.as_str())
         .unwrap();
+    let auth = db.events("salt/auth").unwrap();
+    assert!(
+        auth.iter().any(|(_, d, m)| m == "writer"
+            && d.contains("\"id\": \"ghost\"")
+            && d.contains("\"act\": \"accept\"")),
+        "{auth:?}"
+    );
     let a_pki = root.path().join("ma").join("pki");
     let _ = wait_until("ghost at A", Duration::from_secs(10), || {
         a_pki.join("minions/ghost").exists()

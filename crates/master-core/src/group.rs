@@ -28,6 +28,8 @@ pub(crate) async fn open(
         what: "group database".into(),
         source: std::io::Error::other(e),
     })?;
+    // A new master serves sign-ins from the keys in memory while its files are written.
+    group.defer_first_copy();
     let group = Arc::new(group);
     let key = local.crypticle.key_string().to_owned();
     let g = group.clone();

@@ -83,6 +83,8 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn seen(&self, id: &str) {
         let _ = id;
     }
+    /// This master stops cleanly: clear the presence of the minions it held.
+    fn leave(&self) {}
     /// The group's presence: (minion, the master that holds it, whether that master is
     /// alive); `None` without a group database.
     fn presence(&self) -> Result<Option<Presence>, JobError> {

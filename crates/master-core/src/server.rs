@@ -262,6 +262,7 @@ pub async fn run_with_ready(
         publisher.close();
     })
     .await;
+    let _ = tokio::task::spawn_blocking(move || shared.jobs.store().leave()).await;
     let _ = std::fs::remove_file(&sock_path);
     tracing::info!("Salt master stopped");
     Ok(())

@@ -270,6 +270,7 @@ pub async fn run(
         settings.random_reauth_delay,
         settings.rng_seed.rotate_left(17) ^ 0x7e4e_7e4e,
     );
+    let kept = crate::kept::Kept::persistent(&settings.cachedir.join("kept_returns"));
     let mut d = Driver {
         s: settings,
         key,
@@ -287,7 +288,7 @@ pub async fn run(
         refreshing: false,
         retry_publishes: Vec::new(),
         retry_requests: Vec::new(),
-        kept: crate::kept::Kept::default(),
+        kept,
         rekey,
         exit: None,
     };

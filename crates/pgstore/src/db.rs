@@ -95,7 +95,8 @@ impl Inner {
         let mut client = self.client().await?;
         let _apply = self.apply.lock().await;
         let _lock = MirrorLock::acquire(&self.pki_dir)?;
-        let last = mirror::read_seq(&self.pki_dir, cluster);
+        let on_disk = mirror::read_seq(&self.pki_dir, cluster);
+        let last = (*self.applied.lock().unwrap_or_else(|e| e.into_inner())).or(on_disk);
         // One snapshot: the counter, the log and the keys agree.
         let tx = client
             .build_transaction()
@@ -137,16 +138,21 @@ impl Inner {
             // A new mirror, another group's, or a database that went back in time.
             _ => {
                 let all = read_keys(&tx, cluster, None).await?;
-                let n = mirror::full_sync(&self.mirror, &all)?;
+                let defer = self.defer_copy.load(Ordering::Relaxed);
+                let count = all.len();
+                let n = mirror::full_sync(&self.mirror, all, defer, cluster)?;
                 tracing::info!(
                     "group {cluster}: local key mirror copied from the database ({} minions, \
                      {n} changed)",
-                    all.len()
+                    count
                 );
             }
         }
         tx.commit().await?;
-        if last != Some(seq) {
+        *self.applied.lock().unwrap_or_else(|e| e.into_inner()) = Some(seq);
+        // `.group_seq` promises every file up to `seq`: not before a background copy
+        // ends (the next catch-up, within [`crate::POLL`], writes it then).
+        if on_disk != Some(seq) && self.mirror.unwritten() == 0 {
             mirror::write_seq(&self.pki_dir, cluster, seq)?;
         }
         if let Some(aes) = aes {
@@ -311,6 +317,13 @@ impl Inner {
             "INSERT INTO salt_key_log (cluster_id, seq, minion_id, master) \
              SELECT $1, $2, unnest($3::text[]), $4",
             &[&cluster, &seq, &changed, &self.settings.master],
+        )
+        .await?;
+        let (tags, data) = plan::events(&op, &report);
+        tx.execute(
+            "INSERT INTO salt_events (tag, data, master_id) \
+             SELECT t, d::jsonb, $3 FROM unnest($1::text[], $2::text[]) AS e(t, d)",
+            &[&tags, &data, &self.settings.master],
         )
         .await?;
         if op.revokes() && self.settings.rotate_on_revoke {

@@ -110,11 +110,17 @@ impl JobInner {
         let client = self.client().await?;
         match item {
             Item::Load { jid, load } => {
+                // The job's `salt/job/<jid>/new` event goes to `salt_events` (as Salt's
+                // `pgjsonb.event_return`), once: not again for a load stored twice.
                 client
                     .execute(
-                        "INSERT INTO jids (jid, load) VALUES ($1, $2::text::jsonb) \
-                         ON CONFLICT (jid) DO UPDATE SET load = EXCLUDED.load",
-                        &[jid, load],
+                        "WITH j AS ( \
+                           INSERT INTO jids (jid, load) VALUES ($1, $2::text::jsonb) \
+                           ON CONFLICT (jid) DO UPDATE SET load = EXCLUDED.load \
+                           RETURNING (xmax = 0) AS new, load) \
+                         INSERT INTO salt_events (tag, data, master_id) \
+                         SELECT 'salt/job/' || $1 || '/new', load, $3 FROM j WHERE new",
+                        &[jid, load, &self.settings.master],
                     )
                     .await?;
             }
@@ -127,7 +133,10 @@ impl JobInner {
                            INSERT INTO salt_returns (fun, jid, return, id, success, full_ret) \
                            SELECT $1, $2, coalesce(f -> 'return', 'null'::jsonb), $3, $4, f \
                              FROM (SELECT $5::text::jsonb AS f) AS v \
-                           ON CONFLICT (jid, id) DO NOTHING RETURNING jid, id) \
+                           ON CONFLICT (jid, id) DO NOTHING RETURNING jid, id, full_ret), \
+                         ev AS ( \
+                           INSERT INTO salt_events (tag, data, master_id) \
+                           SELECT 'salt/job/' || jid || '/ret/' || id, full_ret, $7 FROM ins) \
                          SELECT pg_notify($6, $7 || chr(9) || jid || chr(9) || id) FROM ins",
                         &[
                             &fun,
@@ -329,6 +338,26 @@ impl JobDb {
         })
     }
 
+    /// The events in `salt_events` whose tag starts with `tag_prefix` (tag, data JSON
+    /// text, master_id), oldest first.
+    pub fn events(&self, tag_prefix: &str) -> Result<Vec<(String, String, String)>, Error> {
+        let prefix = tag_prefix.to_owned();
+        self.call(move |i| async move {
+            let c = i.client().await?;
+            let rows = c
+                .query(
+                    "SELECT tag, data::text, master_id FROM salt_events \
+                      WHERE starts_with(tag, $1) ORDER BY id",
+                    &[&prefix],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect())
+        })
+    }
+
     /// Record that this master holds `minion` now (in the background; a failure is only
     /// logged at debug level: presence is advisory).
     pub fn seen(&self, minion: &str) {
@@ -351,6 +380,28 @@ impl JobDb {
                 tracing::debug!("presence of {minion} not recorded: {e}");
             }
         });
+    }
+
+    /// This master stops cleanly: the minions it held are no longer held (until they sign
+    /// in elsewhere) and its heartbeat goes, so `manage.status` on the other members
+    /// stops counting them at once. Waits at most a few seconds for the database.
+    pub fn leave(&self) -> Result<u64, Error> {
+        self.call(|i| async move {
+            let c = i.client().await?;
+            let (cluster, master) = (&i.settings.cluster_id, &i.settings.master);
+            let n = c
+                .execute(
+                    "DELETE FROM salt_rs_presence WHERE cluster_id = $1 AND master = $2",
+                    &[cluster, master],
+                )
+                .await?;
+            c.execute(
+                "DELETE FROM salt_rs_masters WHERE cluster_id = $1 AND master = $2",
+                &[cluster, master],
+            )
+            .await?;
+            Ok(n)
+        })
     }
 
     /// Who holds which minion in the group (`alive_within`: a master whose heartbeat is

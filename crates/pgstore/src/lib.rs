@@ -182,6 +182,12 @@ pub(crate) struct Inner {
     apply: tokio::sync::Mutex<()>,
     up: AtomicBool,
     migrated: AtomicBool,
+    /// A first copy lists the keys in memory and writes their files in the background
+    /// (a master; `salt-key` writes them before it lists).
+    defer_copy: AtomicBool,
+    /// The last change applied to the mirror in this process (`.group_seq` is written
+    /// only once every file of the mirror is).
+    applied: Mutex<Option<i64>>,
     aes: Mutex<Option<(i64, String)>>,
     on_aes: Mutex<Option<AesCallback>>,
 }
@@ -220,6 +226,8 @@ impl Group {
                 apply: tokio::sync::Mutex::new(()),
                 up: AtomicBool::new(false),
                 migrated: AtomicBool::new(false),
+                defer_copy: AtomicBool::new(false),
+                applied: Mutex::new(None),
                 aes: Mutex::new(None),
                 on_aes: Mutex::new(None),
             }),
@@ -233,6 +241,14 @@ impl Group {
         T: Send + 'static,
     {
         run_on(self.rt.as_ref(), "group", f(self.inner.clone()))
+    }
+
+    /// A first copy of the database (a new `pki_dir`) lists the keys in memory at once,
+    /// so sign-ins are served from them, and writes their files in the background (the
+    /// master does this; without it the files are written before [`sync`](Self::sync)
+    /// returns, as `salt-key` needs).
+    pub fn defer_first_copy(&self) {
+        self.inner.defer_copy.store(true, Ordering::Relaxed);
     }
 
     /// Connect, apply migrations, create the group's row, bring the mirror up to date.

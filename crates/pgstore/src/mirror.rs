@@ -3,10 +3,12 @@
 //! see the keys. `.group_seq` records the last change applied; `.group.lock` serialises
 //! the processes (a master, `salt-key`) that bring the mirror up to date.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 use nix::fcntl::{Flock, FlockArg};
 use salt_keystore::{KeyChanges as _, KeyState, KeyStore, KeyStoreError};
@@ -74,15 +76,19 @@ pub(crate) fn apply_id(store: &KeyStore, id: &str, want: &Keys) -> Result<bool, 
 
 /// Make the whole mirror equal `all` (after a first start, or a mirror of another group).
 /// Ids the local index does not know at all are written straight away (a first start
-/// writes every key once, without the per-id checks).
+/// writes every key once, without the per-id checks); with `defer`, they are listed in
+/// memory at once and their files written in the background
+/// ([`KeyStore::put_new_many_deferred`]).
 pub(crate) fn full_sync(
-    store: &KeyStore,
-    all: &BTreeMap<String, Keys>,
+    store: &Arc<KeyStore>,
+    all: BTreeMap<String, Keys>,
+    defer: bool,
+    cluster: &str,
 ) -> Result<usize, KeyStoreError> {
     store.refresh()?;
     let mut changed = 0;
     let empty = Keys::new();
-    let mut local: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut local: HashSet<String> = HashSet::new();
     for id in store.list_all().into_values().flatten() {
         if !all.contains_key(&id) && apply_id(store, &id, &empty)? {
             changed += 1;
@@ -92,13 +98,32 @@ pub(crate) fn full_sync(
     // Ids new here: written in bulk (in parallel, one atomic file each).
     let mut new = Vec::new();
     for (id, want) in all {
-        if !local.contains(id) {
-            new.extend(want.iter().map(|(s, pem)| (*s, id.clone(), pem.clone())));
+        if !local.contains(&id) {
+            new.extend(want.into_iter().map(|(s, pem)| (s, id.clone(), pem)));
             changed += 1;
-        } else if apply_id(store, id, want)? {
+        } else if apply_id(store, &id, &want)? {
             changed += 1;
         }
     }
-    store.put_new_many(&new)?;
+    if defer && !new.is_empty() {
+        let started = Instant::now();
+        let cluster = cluster.to_owned();
+        store.put_new_many_deferred(
+            new,
+            Box::new(move |r| match r {
+                Ok(n) => tracing::info!(
+                    "group {cluster}: local key files written ({n} in {:.1} s, served from \
+                     memory meanwhile)",
+                    started.elapsed().as_secs_f64()
+                ),
+                Err(e) => tracing::error!(
+                    "group {cluster}: writing the local key files stopped: {e}; the keys \
+                     not written are served from memory"
+                ),
+            }),
+        )?;
+    } else {
+        store.put_new_many(&new)?;
+    }
     Ok(changed)
 }

@@ -99,6 +99,53 @@ pub(crate) fn apply(op: &Op, cur: &mut BTreeMap<String, Keys>) -> Result<Report,
     Ok(report)
 }
 
+/// The events of a key change for `salt_events` (tag, data JSON text), as Salt fires them:
+/// `salt/key` with `act` accept/reject/delete for `salt-key`'s changes, `salt/auth` with
+/// `act` pend/accept/reject/denied (and the key) for a master recording a sign-in's key.
+pub(crate) fn events(op: &Op, report: &Report) -> (Vec<String>, Vec<String>) {
+    let stamp = stamp();
+    let mut ids: Vec<&str> = report.changed.iter().map(|(id, _)| id.as_str()).collect();
+    ids.dedup();
+    let one = |tag: &str, data: serde_json::Value| (tag.to_owned(), data.to_string());
+    let mut out: Vec<(String, String)> = Vec::new();
+    match op {
+        Op::Put(state, id, pem) => {
+            let act = match state {
+                KeyState::Accepted => "accept",
+                KeyState::Pending => "pend",
+                KeyState::Rejected => "reject",
+                KeyState::Denied => "denied",
+            };
+            out.push(one(
+                "salt/auth",
+                serde_json::json!({"act": act, "id": id, "pub": pem, "result": true,
+                                   "_stamp": stamp}),
+            ));
+        }
+        Op::Accept(..) | Op::Reject(..) | Op::Delete(..) => {
+            let act = match op {
+                Op::Accept(..) => "accept",
+                Op::Reject(..) => "reject",
+                _ => "delete",
+            };
+            for id in ids {
+                out.push(one(
+                    "salt/key",
+                    serde_json::json!({"act": act, "id": id, "result": true, "_stamp": stamp}),
+                ));
+            }
+        }
+    }
+    out.into_iter().unzip()
+}
+
+/// Salt's event `_stamp`: UTC, ISO 8601 with microseconds (as the master's event bus).
+fn stamp() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6f")
+        .to_string()
+}
+
 fn move_many(
     ids: &[String],
     sources: &[KeyState],

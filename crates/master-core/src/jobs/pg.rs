@@ -88,6 +88,8 @@ impl JobStore for PgJobs {
                 .unwrap_or(false),
             full_ret: json.to_string(),
         };
+        // A return refreshes the presence: this master holds the minion now.
+        self.db.seen(id);
         match self.db.save_return(row).map_err(db_err)? {
             Stored::Db => {}
             Stored::Spooled => tracing::debug!("return of {id} for {jid} spooled"),
@@ -137,6 +139,13 @@ impl JobStore for PgJobs {
 
     fn seen(&self, id: &str) {
         self.db.seen(id);
+    }
+
+    fn leave(&self) {
+        match self.db.leave() {
+            Ok(n) => tracing::info!("group: {n} minion(s) no longer held by this master"),
+            Err(e) => tracing::warn!("group: presence not cleared at shutdown: {e}"),
+        }
     }
 
     fn presence(&self) -> Result<Option<Presence>, JobError> {

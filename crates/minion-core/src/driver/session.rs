@@ -212,7 +212,7 @@ impl Driver {
                 info!("Returning information for job: {j}");
             }
             match send_aes(&session, &req, &load, timeout, tries).await {
-                Ok(_) => {}
+                Ok(_) => kept.acked(&load),
                 Err(RequestError::Channel(
                     ChannelError::Decrypt | ChannelError::MasterError(_),
                 )) if may_retry => {
