@@ -35,7 +35,6 @@ use crate::state::{LogLimiter, Shared};
 
 /// Why the master could not start (or stopped).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum MasterError {
     /// Master keys.
     #[error("master keys: {0}")]

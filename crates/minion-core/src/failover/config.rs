@@ -42,7 +42,6 @@ impl fmt::Display for MasterAddr {
 
 /// Salt's `master_type`.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum MasterType {
     /// No master at all (masterless minion): the state machine stops at once.
     Disable,
@@ -170,7 +169,6 @@ impl FailoverConfig {
 
 /// A configuration that [`FailoverState`](super::FailoverState) cannot run with.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConfigError {
     /// `master` is empty while `master_type` needs one.
     #[error("no master configured")]
