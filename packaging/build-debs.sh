@@ -13,7 +13,7 @@ if ! cargo deb --version >/dev/null 2>&1; then
     exit 1
 fi
 
-cargo build --release -p salt-master -p salt-minion -p salt-key "$@"
+cargo build --release -p salt-master -p salt-cli -p salt-minion -p salt-key "$@"
 for pkg in salt-master salt-minion salt-key; do
     # --strip: also drops .comment and .note (lintian: binary-has-unneeded-section); the
     # release profile has stripped the symbols already.

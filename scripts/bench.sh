@@ -10,7 +10,7 @@
 # Prints a table; the raw logs stay under $BENCH_ROOT (default /tmp/salt-bench.<random>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet -p salt-master -p salt-minion -p salt-key -p salt-examples
+cargo build --release --quiet -p salt-master -p salt-cli -p salt-minion -p salt-key -p salt-examples
 only=" ${BENCH_ONLY:-openssl storm fanout rotation footprint jobclean fileserver} "
 if [[ "$only" != " fileserver " ]]; then
     python3 scripts/bench.py "$@"

@@ -44,8 +44,8 @@ die() { printf 'lab: %s\n' "$*" >&2; exit 1; }
 if [ -n "${LAB_BIN_DIR:-}" ]; then
   BIN="$(cd "$LAB_BIN_DIR" && pwd)"
 else
-  say "== building (cargo build --release -p salt-master -p salt-minion -p salt-key)"
-  (cd "$REPO" && cargo build --release -p salt-master -p salt-minion -p salt-key)
+  say "== building (cargo build --release -p salt-master -p salt-cli -p salt-minion -p salt-key)"
+  (cd "$REPO" && cargo build --release -p salt-master -p salt-cli -p salt-minion -p salt-key)
   BIN="${CARGO_TARGET_DIR:-$REPO/target}/release"
 fi
 for b in salt-master salt salt-minion salt-key; do

@@ -42,8 +42,8 @@ else
   BIN="${CARGO_TARGET_DIR:-$REPO/target}/debug"
   for b in salt-master salt salt-minion salt-key; do
     if [ ! -x "$BIN/$b" ]; then
-      say "== building the debug binaries (cargo build -p salt-master -p salt-minion -p salt-key)"
-      (cd "$REPO" && cargo build -p salt-master -p salt-minion -p salt-key)
+      say "== building the debug binaries (cargo build -p salt-master -p salt-cli -p salt-minion -p salt-key)"
+      (cd "$REPO" && cargo build -p salt-master -p salt-cli -p salt-minion -p salt-key)
       break
     fi
   done

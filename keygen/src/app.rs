@@ -17,8 +17,8 @@ use salt_pki::{HashType, PrivateKey, PublicKey, SigAlgo};
 
 use crate::cli::{self, Args, Parsed, StrBool};
 use crate::error::{Error, Result};
-use crate::output::{self, Outputter, Style, Val};
 use crate::progress::Progress;
+use salt_output::ordered::{self as output, Outputter, Style, Val};
 
 /// Exit code of a usage error (Salt's `EX_USAGE`).
 pub const EX_USAGE: i32 = 64;

@@ -13,8 +13,9 @@ pub mod app;
 pub mod cli;
 pub mod error;
 mod group;
-pub mod output;
 pub mod progress;
 pub mod validate;
 
 pub use app::run;
+/// The outputters `salt-key` prints with (`--out`), from `salt-output`.
+pub use salt_output::ordered as output;

@@ -1,16 +1,16 @@
 //! `salt-master`: the shared daemon start-up (`salt_daemon::start`), then the master core
-//! until SIGTERM/SIGINT.
+//! until SIGTERM/SIGINT; the opt-in metrics endpoint is served here from the core's text.
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use salt_config::MasterConfig;
-use salt_daemon::exit;
+use salt_daemon::{exit, metrics_http};
 
 /// The Salt master (Rust implementation).
 #[derive(Debug, Parser)]
-#[command(name = "salt-master", version = salt_daemon::process::VERSION)]
+#[command(name = "salt-master", version = salt_config::VERSION)]
 struct Args {
     #[command(flatten)]
     common: salt_daemon::start::CommonArgs,
@@ -24,8 +24,17 @@ fn main() -> ExitCode {
             Ok(s) => s,
             Err(code) => return code,
         };
-    let mut pidfile = started.pidfile.take();
-    let cfg = started.cfg.clone();
+    let (mut pidfile, cfg) = (started.pidfile.take(), started.cfg.clone());
+    let fail = |e: &dyn std::fmt::Display| {
+        tracing::error!("{e}");
+        eprintln!("salt-master: {e}");
+        ExitCode::from(exit::GENERIC)
+    };
+    // Opt-in Prometheus endpoint (metrics_port), localhost unless metrics_host says else.
+    let mut metrics = match metrics_http::bind(cfg.metrics_host, cfg.metrics_port) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(cfg.worker_threads.max(1) as usize + 8)
@@ -41,23 +50,20 @@ fn main() -> ExitCode {
     let dirs = [&*c.pki_dir, &c.cachedir, &c.sock_dir];
     let result = runtime.block_on(salt_daemon::start::serve(&mut pidfile, notifier, |stop| {
         salt_master_core::run_with_ready(cfg, stop, |ready| {
+            let scrape = ready.metrics.clone();
+            metrics
+                .take()
+                .map(|l| metrics_http::spawn_bound(l, move || scrape.render()));
             // -u USER: drop root only now, with the ports bound and the keys loaded.
             started.drop_privileges("salt-master", &dirs);
+            let (p, r, n) = (&ready.publish, &ready.ret, ready.accepted);
             notifier.ready(&format!(
-                "Serving: publisher {}, request server {}; {} accepted minion keys",
-                ready.publish, ready.ret, ready.accepted
+                "Serving: publisher {p}, request server {r}; {n} accepted minion keys"
             ));
         })
     }));
     drop(pidfile);
-    match result {
-        Ok(()) => ExitCode::from(exit::OK),
-        Err(e) => {
-            tracing::error!("{e}");
-            eprintln!("salt-master: {e}");
-            ExitCode::from(exit::GENERIC)
-        }
-    }
+    result.map_or_else(|e| fail(&e), |()| ExitCode::from(exit::OK))
 }
 
 #[cfg(test)]

@@ -8,18 +8,19 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use salt_config::MinionConfig;
-use salt_daemon::exit;
-use salt_minion_core::driver::{self, RunOutcome};
+use salt_daemon::{exit, metrics_http};
+use salt_minion_core::driver;
 use salt_minion_core::startup::step;
 
 /// The Salt minion (Rust implementation, wire-compatible with Salt 3006, 3007 and 3008).
 #[derive(Debug, Parser)]
-#[command(name = "salt-minion", version = salt_daemon::process::VERSION)]
+#[command(name = "salt-minion", version = salt_config::VERSION)]
 struct Cli {
     #[command(flatten)]
     common: salt_daemon::start::CommonArgs,
     /// Accepted for compatibility; this minion does not fork a keepalive parent.
     #[arg(long = "disable-keepalive")]
+    #[allow(dead_code)]
     disable_keepalive: bool,
 }
 
@@ -36,11 +37,7 @@ fn main() -> ExitCode {
         return ExitCode::from(exit::USAGE);
     };
     step("start the runtime");
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        tracing::error!("cannot start the runtime");
+    let Ok(rt) = settings::runtime() else {
         return ExitCode::from(exit::GENERIC);
     };
     // -u USER: the minion binds no port, so it drops root before anything else runs.
@@ -49,17 +46,19 @@ fn main() -> ExitCode {
     tracing::info!("Setting up the Salt Minion \"{}\"", settings.id);
     let notifier = salt_daemon::Notifier::from_env();
     let masters: Vec<String> = cfg.master.addrs().iter().map(ToString::to_string).collect();
+    let status = format!(
+        "Running as {}; masters: {}",
+        settings.id,
+        masters.join(", ")
+    );
     step("install signal handlers");
     let serve = salt_daemon::start::serve(&mut pidfile, notifier, |stop| async {
         // Opt-in Prometheus endpoint (metrics_port), on metrics_host (127.0.0.1 by default).
-        let addr = cfg.metrics_port.map(|p| (cfg.metrics_host, p).into());
-        let metrics = match addr.zip(settings.metrics.clone()) {
-            Some((addr, m)) => salt_daemon::metrics_http::spawn(addr, move || m.encode()).await,
-            None => None,
-        };
+        let metrics = (settings.metrics.clone()).and_then(|m| {
+            metrics_http::spawn(cfg.metrics_host, cfg.metrics_port, move || m.encode())
+        });
         step("notify the service manager");
-        let id = settings.id.clone();
-        notifier.ready(&format!("Running as {id}; masters: {}", masters.join(", ")));
+        notifier.ready(&status);
         let r = driver::run(settings, stop).await;
         metrics.inspect(tokio::task::JoinHandle::abort);
         r
@@ -68,15 +67,7 @@ fn main() -> ExitCode {
     // Blocking start-up work (a key write stuck in fsync) must not hold up a SIGTERM exit.
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     drop(pidfile);
-    let _ = cli.disable_keepalive;
-    match outcome {
-        Ok(RunOutcome::Shutdown) => ExitCode::from(exit::OK),
-        Ok(RunOutcome::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(e) => {
-            tracing::error!("{e}");
-            ExitCode::from(exit::GENERIC)
-        }
-    }
+    settings::exit_code(outcome)
 }
 
 #[cfg(test)]

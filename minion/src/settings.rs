@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rmpv::Value;
 use salt_config::{MasterType, MinionConfig};
-use salt_minion_core::driver::MinionSettings;
+use salt_minion_core::driver::{MinionSettings, RunOutcome};
 use salt_minion_core::failover::{self, FailoverConfig, MasterAddr};
 use salt_proto::auth_minion::AuthSettings;
 
@@ -24,6 +24,28 @@ pub enum SettingsError {
         /// The error.
         err: std::io::Error,
     },
+}
+
+/// The minion's exit status for how the driver ended: 0 on a signal, the code the master
+/// asked for, or the generic failure (logged).
+pub fn exit_code(outcome: Result<RunOutcome, impl std::fmt::Display>) -> std::process::ExitCode {
+    use salt_daemon::exit;
+    match outcome {
+        Ok(RunOutcome::Shutdown) => std::process::ExitCode::from(exit::OK),
+        Ok(RunOutcome::Exit(code)) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            tracing::error!("{e}");
+            std::process::ExitCode::from(exit::GENERIC)
+        }
+    }
+}
+
+/// The minion's single-threaded runtime (a failure is logged).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    rt.inspect_err(|e| tracing::error!("cannot start the runtime: {e}"))
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -105,16 +127,8 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
     let unsupported = |what: &str| SettingsError::Unsupported(what.to_owned());
     let auth = AuthSettings {
         id: cfg.id.clone(),
-        enc_algo: cfg
-            .encryption_algorithm
-            .as_str()
-            .parse()
-            .map_err(|_| unsupported("encryption_algorithm"))?,
-        sig_algo: cfg
-            .signing_algorithm
-            .as_str()
-            .parse()
-            .map_err(|_| unsupported("signing_algorithm"))?,
+        enc_algo: cfg.encryption_algorithm,
+        sig_algo: cfg.signing_algorithm,
         verify_master_pubkey_sign: cfg.verify_master_pubkey_sign,
         always_verify_signature: cfg.always_verify_signature,
         open_mode: false,

@@ -1,9 +1,9 @@
 //! Finding our daemons' binaries.
 //!
 //! Cargo's `CARGO_BIN_EXE_<name>` only exists for binaries of the package under test, and ours
-//! live in other packages (`salt-master`, `salt-minion`, `salt-key`). So the first call to
-//! [`bins`] in a test process runs `cargo build --profile test -p salt-master -p salt-minion -p
-//! salt-key` and then uses `<target>/debug/<name>`. The `test` profile is the one `cargo test`
+//! live in other packages (`salt-master`, `salt-cli`, `salt-minion`, `salt-key`). So the first
+//! call to [`bins`] in a test process runs `cargo build --profile test -p salt-master -p salt-cli
+//! -p salt-minion -p salt-key` and then uses `<target>/debug/<name>`. The `test` profile is the one `cargo test`
 //! builds with, so under `cargo test --workspace` (which has built these binaries already) the
 //! inner build is a no-op rather than a second build with the `dev` profile. A
 //! `OnceLock` makes that happen once per process however many tests ask in parallel; cargo
@@ -23,7 +23,7 @@ use crate::error::HarnessError;
 pub struct Bins {
     /// `salt-master`.
     pub master: PathBuf,
-    /// `salt` (the publish CLI, package salt-master).
+    /// `salt` (the publish CLI, package salt-cli).
     pub salt: PathBuf,
     /// `salt-minion`.
     pub minion: PathBuf,
@@ -116,6 +116,8 @@ fn build() -> Result<Bins, HarnessError> {
             "-p",
             "salt-master",
             "-p",
+            "salt-cli",
+            "-p",
             "salt-minion",
             "-p",
             "salt-key",
@@ -124,7 +126,7 @@ fn build() -> Result<Bins, HarnessError> {
         .map_err(|e| HarnessError::io("running cargo build", e))?;
     if !out.status.success() {
         return Err(HarnessError::Build(format!(
-            "cargo build -p salt-master -p salt-minion -p salt-key: {}\n{}",
+            "cargo build -p salt-master -p salt-cli -p salt-minion -p salt-key: {}\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         )));

@@ -16,7 +16,6 @@ use crate::error::HarnessError;
 
 /// A YAML value as Salt reads it (`True`/`False` booleans).
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum Yaml {
     /// `True` / `False`.
     Bool(bool),

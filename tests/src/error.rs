@@ -5,7 +5,6 @@ use std::time::Duration;
 
 /// Why a harness step failed. Tests usually `expect` these: the message says what to look at.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum HarnessError {
     /// A file or process operation failed.
     #[error("{what}: {source}")]

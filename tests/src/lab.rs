@@ -62,7 +62,6 @@ pub const RET_PORT: u16 = 4506;
 
 /// Which minion the lab runs (env `LAB_MINION`).
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub enum MinionKind {
     /// Our `salt-minion` (the default).
     Ours,

@@ -8,11 +8,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::normalize;
-use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
+use salt_integration_tests::{TempRoot, bins, workspace_root};
 
 const USER: &str = "saltrs-e2e-cron";
 const START: &str = "MAILTO=root\n# Lines below here are managed by Salt, do not edit\n# SALT_CRON_IDENTIFIER:/bin/old\n0 0 * * * /bin/old\n";
@@ -53,17 +52,8 @@ fn crontab() -> String {
 }
 
 fn setup(root: &Path) {
-    std::fs::create_dir_all(root.join("conf")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
-            r = root.display(),
-            t = workspace_root().join("tests/data/states-cron").display(),
-        ),
-    )
-    .unwrap();
+    let tree = workspace_root().join("tests/data/states-cron");
+    local_minion(root, &tree, Some(&root.join("pillar")), "").unwrap();
 }
 
 #[test]
@@ -97,27 +87,13 @@ fn cron_states_same_as_python_3007() {
         reset(root);
         let mut mine = Vec::new();
         for (test, minute) in steps {
-            let mut c = Command::new(&bin);
-            c.current_dir(root)
-                .args([
-                    "-c",
-                    "conf",
-                    "--local",
-                    "--out",
-                    "json",
-                    "--retcode-passthrough",
-                ])
-                .arg("state.apply");
+            let mut args = vec!["state.apply".to_owned()];
             if test {
-                c.arg("test=True");
+                args.push("test=True".into());
             }
-            c.arg(format!("pillar={{\"minute\": {minute}}}"));
-            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-            mine.push((
-                normalize(&o.stdout, root),
-                o.status.and_then(|s| s.code()),
-                crontab(),
-            ));
+            args.push(format!("pillar={{\"minute\": {minute}}}"));
+            let (o, rc) = salt_call(Command::new(&bin), root, "json", &args).unwrap();
+            mine.push((normalize(&o, root), rc, crontab()));
         }
         outs.push(mine);
     }

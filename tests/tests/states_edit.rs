@@ -7,25 +7,15 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::normalize;
-use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
+use salt_integration_tests::{TempRoot, bins, workspace_root};
 
 fn setup(root: &Path) {
-    std::fs::create_dir_all(root.join("conf")).unwrap();
-    std::fs::create_dir_all(root.join("out")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nhosts.file: {r}/out/hosts\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
-            r = root.display(),
-            t = workspace_root().join("tests/data/states-edit").display(),
-        ),
-    )
-    .unwrap();
+    let tree = workspace_root().join("tests/data/states-edit");
+    let hosts = format!("hosts.file: {}/out/hosts\n", root.display());
+    local_minion(root, &tree, Some(&root.join("pillar")), &hosts).unwrap();
     std::fs::write(
         root.join("out/hosts"),
         "127.0.0.1\tlocalhost\n# a comment\n10.0.0.5\told-alias web.example  # old one\n",
@@ -79,30 +69,16 @@ fn edit_states_same_as_python_3007() {
     for (i, (out, test, port)) in steps.iter().enumerate() {
         let mut res = Vec::new();
         for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
-            let mut c = Command::new(bin);
-            c.current_dir(root)
-                .args([
-                    "-c",
-                    "conf",
-                    "--local",
-                    "--out",
-                    out,
-                    "--retcode-passthrough",
-                ])
-                .arg("state.apply");
+            let mut args = vec!["state.apply".to_owned()];
             if *test {
-                c.arg("test=True");
+                args.push("test=True".into());
             }
-            c.arg(format!(
+            args.push(format!(
                 "pillar={{\"outdir\": \"{}/out\", \"port\": {port}}}",
                 root.display()
             ));
-            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-            res.push((
-                normalize(&o.stdout, root),
-                o.status.and_then(|s| s.code()),
-                files(root),
-            ));
+            let (o, rc) = salt_call(Command::new(bin), root, out, &args).unwrap();
+            res.push((normalize(&o, root), rc, files(root)));
         }
         assert!(
             res[0].0.contains("append-lines"),
@@ -143,31 +119,17 @@ fn recurse_same_as_python_3007() {
             if i == 2 {
                 std::fs::write(root.join("out/tree/sub/b.conf"), "changed\n").unwrap();
             }
-            let mut c = Command::new(bin);
-            c.current_dir(root)
-                .args([
-                    "-c",
-                    "conf",
-                    "--local",
-                    "--out",
-                    "json",
-                    "--retcode-passthrough",
-                ])
-                .args(["state.apply", "recurse"]);
+            let mut args = vec!["state.apply".to_owned(), "recurse".into()];
             if test {
-                c.arg("test=True");
+                args.push("test=True".into());
             }
-            c.arg(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
-            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-            let text = o.stdout.replace(&root.display().to_string(), "ROOT");
+            args.push(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
+            let (o, rc) = salt_call(Command::new(bin), root, "json", &args).unwrap();
+            let text = o.replace(&root.display().to_string(), "ROOT");
             let mut json: serde_json::Value =
                 serde_json::from_str(&text).unwrap_or_else(|e| panic!("step {i}: {e}: {text}"));
             blank(&mut json);
-            res.push((
-                json,
-                o.status.and_then(|s| s.code()),
-                tree_files(&root.join("out/tree")),
-            ));
+            res.push((json, rc, tree_files(&root.join("out/tree"))));
         }
         assert!(
             res[0].0.to_string().contains("recurse-tree"),

@@ -11,25 +11,15 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::{TempRoot, bins, run_with_timeout};
+use salt_integration_tests::states_support::{self, local_minion, normalize};
+use salt_integration_tests::{TempRoot, bins};
 
 const BODY: &str = "hello from http\n";
 
 fn conf(root: &Path, port: u16) {
     let srv = root.join("srv");
     std::fs::create_dir_all(&srv).unwrap();
-    std::fs::create_dir_all(root.join("conf")).unwrap();
-    std::fs::create_dir_all(root.join("out")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{s}]\n",
-            r = root.display(),
-            s = srv.display()
-        ),
-    )
-    .unwrap();
+    local_minion(root, &srv, None, "").unwrap();
     let url = format!("http://127.0.0.1:{port}/pkg.txt");
     // sha256sum / md5sum of BODY.
     let sha256 = "9347bf9e5b6f42fa181ab19631e9011b836363d3a08b05a8faf318868be5882e";
@@ -48,38 +38,8 @@ fn conf(root: &Path, port: u16) {
     .unwrap();
 }
 
-fn normalize(text: &str, root: &Path) -> String {
-    let root = root.display().to_string();
-    text.replace(&root, "ROOT")
-        .lines()
-        .map(|l| {
-            let t = l.trim_start();
-            for key in ["\"start_time\": ", "\"duration\": ", "\"pid\": "] {
-                if t.starts_with(key) {
-                    let comma = if t.ends_with(',') { "," } else { "" };
-                    return format!("{}{key}X{comma}", &l[..l.len() - t.len()]);
-                }
-            }
-            l.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn salt_call(bin: &Path, root: &Path) -> (String, Option<i32>) {
-    let mut c = Command::new(bin);
-    c.current_dir(root).args([
-        "-c",
-        "conf",
-        "--local",
-        "--out",
-        "json",
-        "--retcode-passthrough",
-        "state.sls",
-        "web",
-    ]);
-    let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-    (out.stdout, out.status.and_then(|s| s.code()))
+    states_support::salt_call(Command::new(bin), root, "json", &["state.sls", "web"]).unwrap()
 }
 
 fn files(root: &Path) -> Vec<(String, String)> {

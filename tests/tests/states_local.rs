@@ -16,46 +16,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::states_support::{self, local_minion, normalize};
 use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
 fn conf(root: &Path) {
     let tree = workspace_root().join("tests/data/states-formula");
     let pillar = workspace_root().join("tests/data/states-formula-pillar");
-    std::fs::create_dir_all(root.join("conf")).unwrap();
-    std::fs::create_dir_all(root.join("out")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{p}]\n",
-            r = root.display(),
-            t = tree.display(),
-            p = pillar.display()
-        ),
-    )
-    .unwrap();
+    local_minion(root, &tree, Some(&pillar), "").unwrap();
     // States that change something existing: a diff and a removal.
     std::fs::write(root.join("out/c.txt"), "old\n").unwrap();
     std::fs::write(root.join("out/gone"), "").unwrap();
-}
-
-/// Blank what differs between two runs by nature.
-fn normalize(text: &str, root: &Path) -> String {
-    let root = root.display().to_string();
-    text.replace(&root, "ROOT")
-        .lines()
-        .map(|l| {
-            let t = l.trim_start();
-            for key in ["\"start_time\": ", "\"duration\": ", "\"pid\": "] {
-                if t.starts_with(key) {
-                    let comma = if t.ends_with(',') { "," } else { "" };
-                    return format!("{}{key}X{comma}", &l[..l.len() - t.len()]);
-                }
-            }
-            l.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn files(root: &Path) -> Vec<String> {
@@ -89,20 +59,10 @@ fn salt_call(bin: &Path, root: &Path, extra: &[&str]) -> (String, Option<i32>) {
 }
 
 fn salt_call_out(bin: &Path, root: &Path, out: &str, extra: &[&str]) -> (String, Option<i32>) {
-    let mut c = Command::new(bin);
-    c.current_dir(root)
-        .args([
-            "-c",
-            "conf",
-            "--local",
-            "--out",
-            out,
-            "--retcode-passthrough",
-        ])
-        .arg("state.apply")
-        .args(extra);
-    let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-    (out.stdout, out.status.and_then(|s| s.code()))
+    let args: Vec<&str> = std::iter::once("state.apply")
+        .chain(extra.iter().copied())
+        .collect();
+    states_support::salt_call(Command::new(bin), root, out, &args).unwrap()
 }
 
 #[test]

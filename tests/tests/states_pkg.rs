@@ -12,11 +12,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::normalize;
-use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+use salt_integration_tests::states_support::{self, local_minion, normalize};
+use salt_integration_tests::{TempRoot, bins, workspace_root};
 
 const PKGS: &[(&str, &str)] = &[("saltrs-e2e-alpha", "1.0-1"), ("saltrs-e2e-beta", "2.1-1")];
 
@@ -125,18 +124,8 @@ fn installed() -> String {
 }
 
 fn conf(root: &Path) {
-    std::fs::create_dir_all(root.join("conf")).unwrap();
-    std::fs::create_dir_all(root.join("out")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
-            r = root.display(),
-            t = workspace_root().join("tests/data/states-pkg").display(),
-        ),
-    )
-    .unwrap();
+    let tree = workspace_root().join("tests/data/states-pkg");
+    local_minion(root, &tree, Some(&root.join("pillar")), "").unwrap();
 }
 
 fn salt_call(
@@ -147,19 +136,8 @@ fn salt_call(
     args: &[String],
 ) -> (String, Option<i32>) {
     let mut c = Command::new(bin);
-    c.current_dir(root)
-        .env("APT_CONFIG", apt)
-        .args([
-            "-c",
-            "conf",
-            "--local",
-            "--out",
-            out,
-            "--retcode-passthrough",
-        ])
-        .args(args);
-    let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-    (out.stdout, out.status.and_then(|s| s.code()))
+    c.env("APT_CONFIG", apt);
+    states_support::salt_call(c, root, out, args).unwrap()
 }
 
 #[test]

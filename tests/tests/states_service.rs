@@ -15,11 +15,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::normalize;
-use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+use salt_integration_tests::states_support::{self, local_minion, normalize};
+use salt_integration_tests::{TempRoot, bins, workspace_root};
 
 fn setup(root: &Path) {
     let state = root.join("units");
@@ -39,17 +38,12 @@ fn setup(root: &Path) {
             std::fs::write(state.join(format!("{u}.enabled")), "").unwrap();
         }
     }
-    std::fs::create_dir_all(root.join("conf")).unwrap();
-    std::fs::create_dir_all(root.join("out")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nsystemd.scope: False\nfile_roots:\n  base: [{t}]\n\
-             pillar_roots:\n  base: [{r}/pillar]\n",
-            r = root.display(),
-            t = workspace_root().join("tests/data/states-service").display(),
-        ),
+    let tree = workspace_root().join("tests/data/states-service");
+    local_minion(
+        root,
+        &tree,
+        Some(&root.join("pillar")),
+        "systemd.scope: False\n",
     )
     .unwrap();
 }
@@ -96,18 +90,8 @@ fn salt_call(bin: &Path, root: &Path, out: &str, args: &[String]) -> (String, Op
             "mount -t tmpfs salt-rs-test /run/systemd && mkdir /run/systemd/system && exec \"$@\"",
             "sh",
         ])
-        .arg(bin)
-        .args([
-            "-c",
-            "conf",
-            "--local",
-            "--out",
-            out,
-            "--retcode-passthrough",
-        ])
-        .args(args);
-    let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-    (out.stdout, out.status.and_then(|s| s.code()))
+        .arg(bin);
+    states_support::salt_call(c, root, out, args).unwrap()
 }
 
 #[test]

@@ -10,11 +10,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::normalize;
-use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
+use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
+use salt_integration_tests::{TempRoot, bins, workspace_root};
 
 fn cleanup() {
     let _ = Command::new("userdel")
@@ -38,18 +37,9 @@ fn accounts(root: &Path) -> Vec<String> {
 }
 
 fn setup(root: &Path) {
-    std::fs::create_dir_all(root.join("conf")).unwrap();
+    let tree = workspace_root().join("tests/data/states-user");
+    local_minion(root, &tree, Some(&root.join("pillar")), "").unwrap();
     std::fs::create_dir_all(root.join("out/home")).unwrap();
-    std::fs::write(
-        root.join("conf/minion"),
-        format!(
-            "id: t1\nfile_client: local\nroot_dir: {r}\ncachedir: {r}/cache\npki_dir: {r}/pki\n\
-             log_file: {r}/minion.log\nfile_roots:\n  base: [{t}]\npillar_roots:\n  base: [{r}/pillar]\n",
-            r = root.display(),
-            t = workspace_root().join("tests/data/states-user").display(),
-        ),
-    )
-    .unwrap();
 }
 
 #[test]
@@ -82,28 +72,14 @@ fn user_group_states_same_as_python_3007() {
         cleanup();
         let mut mine = Vec::new();
         for (args, extra) in &steps {
-            let mut c = Command::new(&bin);
-            c.current_dir(root)
-                .args([
-                    "-c",
-                    "conf",
-                    "--local",
-                    "--out",
-                    "json",
-                    "--retcode-passthrough",
-                ])
-                .args(args);
             let sep = if extra.is_empty() { "" } else { ", " };
-            c.arg(format!(
+            let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            args.push(format!(
                 "pillar={{\"outdir\": \"{}/out\"{sep}{extra}}}",
                 root.display()
             ));
-            let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
-            mine.push((
-                normalize(&o.stdout, root),
-                o.status.and_then(|s| s.code()),
-                accounts(root),
-            ));
+            let (o, rc) = salt_call(Command::new(&bin), root, "json", &args).unwrap();
+            mine.push((normalize(&o, root), rc, accounts(root)));
         }
         outs.push(mine);
     }

@@ -24,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod cli;
 mod cluster;
 mod common;
 mod error;
@@ -36,6 +37,7 @@ mod reader;
 mod source;
 mod types;
 
+pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};

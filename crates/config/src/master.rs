@@ -388,7 +388,7 @@ impl MasterConfig {
             publish_signing_algorithm: r.get(
                 "publish_signing_algorithm",
                 SigningAlgorithm::Pkcs1v15Sha1,
-                word(SigningAlgorithm::parse),
+                word(crate::types::parse_sig_algo),
             ),
             keysize: r.get("keysize", DEFAULT_KEYSIZE, int_in(2048, 16384)),
             hash_type: r.get(

@@ -385,12 +385,12 @@ impl MinionConfig {
             encryption_algorithm: r.get(
                 "encryption_algorithm",
                 EncryptionAlgorithm::OaepSha1,
-                word(EncryptionAlgorithm::parse),
+                word(crate::types::parse_enc_algo),
             ),
             signing_algorithm: r.get(
                 "signing_algorithm",
                 SigningAlgorithm::Pkcs1v15Sha1,
-                word(SigningAlgorithm::parse),
+                word(crate::types::parse_sig_algo),
             ),
             pki_dir: under_root(pki_dir),
             cachedir: under_root(cachedir),

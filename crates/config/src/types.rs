@@ -116,58 +116,24 @@ pub(crate) fn parse_hash_type(s: &str) -> Result<HashType, Problem> {
         .map_err(|_| invalid(s, "expected md5, sha1, sha224, sha256, sha384 or sha512"))
 }
 
-/// RSA signing scheme (`salt.crypt.VALID_SIGNING_ALGORITHMS`).
-#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-pub enum SigningAlgorithm {
-    /// `PKCS1v15-SHA1` (Salt's default).
-    Pkcs1v15Sha1,
-    /// `PKCS1v15-SHA224`.
-    Pkcs1v15Sha224,
+/// RSA signing scheme (`salt.crypt.VALID_SIGNING_ALGORITHMS`): one definition,
+/// `salt_pki::SigAlgo`, which the handshakes use.
+pub type SigningAlgorithm = salt_pki::SigAlgo;
+
+/// RSA encryption scheme (`salt.crypt.VALID_ENCRYPTION_ALGORITHMS`): one definition,
+/// `salt_pki::EncAlgo`.
+pub type EncryptionAlgorithm = salt_pki::EncAlgo;
+
+/// Parse `signing_algorithm` / `publish_signing_algorithm` (exact names, as Salt).
+pub(crate) fn parse_sig_algo(s: &str) -> Result<SigningAlgorithm, Problem> {
+    s.parse()
+        .map_err(|_| invalid(s, "expected PKCS1v15-SHA1 or PKCS1v15-SHA224"))
 }
 
-impl SigningAlgorithm {
-    /// The Salt spelling, as sent on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pkcs1v15Sha1 => "PKCS1v15-SHA1",
-            Self::Pkcs1v15Sha224 => "PKCS1v15-SHA224",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Result<Self, Problem> {
-        match s {
-            "PKCS1v15-SHA1" => Ok(Self::Pkcs1v15Sha1),
-            "PKCS1v15-SHA224" => Ok(Self::Pkcs1v15Sha224),
-            _ => Err(invalid(s, "expected PKCS1v15-SHA1 or PKCS1v15-SHA224")),
-        }
-    }
-}
-
-/// RSA encryption scheme (`salt.crypt.VALID_ENCRYPTION_ALGORITHMS`).
-#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-pub enum EncryptionAlgorithm {
-    /// `OAEP-SHA1` (Salt's default).
-    OaepSha1,
-    /// `OAEP-SHA224`.
-    OaepSha224,
-}
-
-impl EncryptionAlgorithm {
-    /// The Salt spelling, as sent on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OaepSha1 => "OAEP-SHA1",
-            Self::OaepSha224 => "OAEP-SHA224",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Result<Self, Problem> {
-        match s {
-            "OAEP-SHA1" => Ok(Self::OaepSha1),
-            "OAEP-SHA224" => Ok(Self::OaepSha224),
-            _ => Err(invalid(s, "expected OAEP-SHA1 or OAEP-SHA224")),
-        }
-    }
+/// Parse `encryption_algorithm` (exact names, as Salt).
+pub(crate) fn parse_enc_algo(s: &str) -> Result<EncryptionAlgorithm, Problem> {
+    s.parse()
+        .map_err(|_| invalid(s, "expected OAEP-SHA1 or OAEP-SHA224"))
 }
 
 /// How the minion chooses among its masters (`master_type`, `salt/minion.py` `eval_master`).

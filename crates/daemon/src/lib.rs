@@ -174,7 +174,7 @@ pub mod man {
         assert!(
             committed == page,
             "{} is stale: regenerate the man pages with \
-             UPDATE_MAN=1 cargo test -p salt-master -p salt-minion -p salt-key man_page",
+             UPDATE_MAN=1 cargo test -p salt-master -p salt-cli -p salt-minion -p salt-key man_page",
             path.display()
         );
     }

@@ -8,13 +8,49 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// Bind `addr` and serve scrapes there on a task (`None`, logged, when the port cannot be
-/// bound: metrics are optional, the daemon runs on). Call it inside the tokio runtime.
-pub async fn spawn(
-    addr: std::net::SocketAddr,
+/// Bind `metrics_port` on `metrics_host` and serve scrapes there on a task (`None` without
+/// a port, or, logged, when the port cannot be bound: metrics are optional, the minion runs
+/// on). Call it inside the tokio runtime.
+pub fn spawn(
+    host: std::net::IpAddr,
+    port: Option<u16>,
     render: impl Fn() -> String + Send + Sync + 'static,
 ) -> Option<tokio::task::JoinHandle<()>> {
-    match tokio::net::TcpListener::bind(addr).await {
+    match bind(host, port) {
+        Ok(l) => spawn_bound(l?, render),
+        Err(e) => {
+            tracing::error!("cannot serve {e}");
+            None
+        }
+    }
+}
+
+/// Bind the opt-in endpoint (`metrics_port` on `metrics_host`; no port or port 0: none)
+/// before the runtime starts, so a port that cannot be bound stops the daemon that wants it
+/// (the master). The error names the address.
+pub fn bind(
+    host: std::net::IpAddr,
+    port: Option<u16>,
+) -> Result<Option<std::net::TcpListener>, String> {
+    let Some(addr) = port
+        .filter(|p| *p != 0)
+        .map(|p| std::net::SocketAddr::new(host, p))
+    else {
+        return Ok(None);
+    };
+    let bound = std::net::TcpListener::bind(addr).and_then(|l| l.set_nonblocking(true).map(|()| l));
+    bound
+        .map(Some)
+        .map_err(|e| format!("metrics endpoint {addr}: {e}"))
+}
+
+/// Serve scrapes on a listener from [`bind`] on a task (inside the tokio runtime).
+pub fn spawn_bound(
+    listener: std::net::TcpListener,
+    render: impl Fn() -> String + Send + Sync + 'static,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let addr = listener.local_addr().ok()?;
+    match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => {
             tracing::info!("Serving Prometheus metrics on http://{addr}/metrics");
             Some(tokio::spawn(serve(l, render)))

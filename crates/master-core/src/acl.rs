@@ -44,7 +44,6 @@ pub struct AclBlacklist {
 
 /// Why a publish was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum AclDenied {
     /// The user or the function is blacklisted.
     #[error("{user} does not have permissions to run {fun}: blacklisted")]

@@ -35,7 +35,6 @@ pub type ReturnEvent = (String, Value);
 
 /// Job cache problems.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum JobError {
     /// The jid is not safe to use as a directory name.
     #[error("invalid jid {0:?}")]

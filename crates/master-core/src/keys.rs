@@ -17,7 +17,6 @@ use salt_pki::{PrivateKey, PublicKey, SigAlgo, clean_key, files, pubsig};
 
 /// Key problems that stop the master at start.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum KeyError {
     /// Reading, generating or parsing a key failed.
     #[error("{path}: {source}")]

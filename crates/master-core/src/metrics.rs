@@ -1,9 +1,10 @@
 //! The master's Prometheus metrics (opt-in: `metrics_port`, bound to `metrics_host`,
 //! 127.0.0.1 by default): sign-ins by outcome, AES rotations by cause, publishes, returns,
 //! request latency, and the minions signed in during this run. Encoded with the
-//! `prometheus-client` crate (OpenMetrics text) and served by
-//! [`salt_daemon::metrics_http`].
+//! `prometheus-client` crate (OpenMetrics text); the `salt-master` binary serves
+//! [`Scrape`] with `salt_daemon::metrics_http` (this crate serves no HTTP).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -116,18 +117,30 @@ impl Metrics {
     }
 }
 
-/// Answer scrapes on `listener` until the task is dropped; `refresh` runs before each
-/// scrape (to update gauges).
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    metrics: std::sync::Arc<Metrics>,
-    refresh: impl Fn(&Metrics) + Send + Sync + 'static,
-) {
-    salt_daemon::metrics_http::serve(listener, move || {
-        refresh(&metrics);
-        metrics.encode()
-    })
-    .await;
+/// What a scrape answers: `refresh` (to update gauges) then the OpenMetrics text. Cheap to
+/// clone; handed to the binary in [`crate::Ready`].
+#[derive(Clone)]
+pub struct Scrape(Arc<dyn Fn() -> String + Send + Sync>);
+
+impl Scrape {
+    /// The text of `metrics`, with `refresh` run before each scrape.
+    pub fn new(metrics: Arc<Metrics>, refresh: impl Fn(&Metrics) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(move || {
+            refresh(&metrics);
+            metrics.encode()
+        }))
+    }
+
+    /// The OpenMetrics text now.
+    pub fn render(&self) -> String {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Scrape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scrape")
+    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,6 @@ impl Job {
 
 /// Publish failures.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum PublishError {
     /// Signing the payload failed.
     #[error("signing the publish: {0}")]

@@ -35,7 +35,6 @@ use crate::state::{LogLimiter, Shared};
 
 /// Why the master could not start (or stopped).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum MasterError {
     /// Master keys.
     #[error("master keys: {0}")]
@@ -73,9 +72,6 @@ fn mkdir(path: &std::path::Path, mode: u32) -> Result<(), MasterError> {
 
 fn sig_algo(cfg: &MasterConfig) -> SigAlgo {
     cfg.publish_signing_algorithm
-        .as_str()
-        .parse()
-        .unwrap_or(SigAlgo::Pkcs1v15Sha1)
 }
 
 /// What the master reports once it can serve (for systemd's `READY=1` and `STATUS=`).
@@ -88,6 +84,8 @@ pub struct Ready {
     pub ret: String,
     /// Accepted minion keys at start.
     pub accepted: usize,
+    /// The OpenMetrics text, for the binary's `metrics_port` endpoint.
+    pub metrics: crate::metrics::Scrape,
 }
 
 /// Run the master until `shutdown` completes.
@@ -208,26 +206,12 @@ pub async fn run_with_ready(
         tracker.clone(),
     ));
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
-    // Opt-in Prometheus endpoint (metrics_port), localhost unless metrics_host says else.
-    let metrics_task = match cfg.metrics_port.filter(|p| *p != 0) {
-        Some(port) => {
-            let addr = std::net::SocketAddr::new(cfg.metrics_host, port);
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(io_err(format!("metrics endpoint {addr}")))?;
-            tracing::info!("Serving Prometheus metrics on http://{addr}/metrics");
-            let s = shared.clone();
-            Some(tokio::spawn(crate::metrics::serve(
-                listener,
-                shared.metrics.clone(),
-                move |m| {
-                    let n = s.connected.lock().unwrap_or_else(|e| e.into_inner()).len();
-                    m.signed_in.set(i64::try_from(n).unwrap_or(i64::MAX));
-                },
-            )))
-        }
-        None => None,
-    };
+    // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
+    let s = shared.clone();
+    let metrics = crate::metrics::Scrape::new(shared.metrics.clone(), move |m| {
+        let n = s.connected.lock().unwrap_or_else(|e| e.into_inner()).len();
+        m.signed_in.set(i64::try_from(n).unwrap_or(i64::MAX));
+    });
     tracing::info!(
         "Salt master {} is running with {} worker threads",
         cfg.id,
@@ -237,6 +221,7 @@ pub async fn run_with_ready(
         publish: publisher.endpoint().to_string(),
         ret: router.endpoint().to_string(),
         accepted: shared.store.list(salt_keystore::KeyState::Accepted).len(),
+        metrics,
     });
 
     shutdown.await;
@@ -251,9 +236,6 @@ pub async fn run_with_ready(
     }
     let _ = local.await;
     let _ = maintenance.await;
-    if let Some(t) = metrics_task {
-        t.abort();
-    }
     // Running handlers finish (returns get written) and their replies go out.
     let _ = tokio::task::spawn_blocking(move || {
         if !router.close(Duration::from_secs(10)) {

@@ -24,7 +24,6 @@ pub struct Sessions {
 
 /// Session-key file problems.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum SessionError {
     /// Reading or writing the file failed.
     #[error("session key for {id}: {source}")]

@@ -13,7 +13,6 @@ use crate::{Facts, NodeGroups, py_str, single};
 
 /// A target that cannot be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum CompoundError {
     /// Not a well-formed compound expression.
     #[error("invalid compound target: {0}")]

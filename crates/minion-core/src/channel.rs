@@ -18,7 +18,6 @@ use crate::matcher::map_lookup;
 
 /// Why an incoming message was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ChannelError {
     /// Not msgpack, or not the expected shape.
     #[error("malformed message: {0}")]

@@ -96,7 +96,6 @@ pub enum RunOutcome {
 
 /// Errors that stop the minion before it can run.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum DriverError {
     /// Loading or creating the minion key failed.
     #[error("minion key: {0}")]
@@ -460,8 +459,6 @@ impl Driver {
                 error!("{reason}");
                 self.exit = Some(code);
             }
-            #[allow(unreachable_patterns)]
-            other => debug!("unhandled failover action {other:?}"),
         }
     }
 

@@ -15,7 +15,6 @@ pub const JID_QUEUE_HWM: usize = 100;
 
 /// Why a publish load was not turned into a job.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum JobError {
     /// The load is not a map.
     #[error("publish load is not a map")]

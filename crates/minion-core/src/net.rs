@@ -13,7 +13,6 @@ use tokio::sync::mpsc;
 
 /// A network failure (the message is for logs).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum NetError {
     /// No reply within the timeout.
     #[error("request timed out")]
@@ -139,8 +138,6 @@ pub fn spawn_sub<T: Copy + Send + 'static>(
                 SubEvent::Message(frames) => SubNote::Message(frames),
                 SubEvent::Connected => SubNote::Connected,
                 SubEvent::Disconnected => SubNote::Disconnected,
-                #[allow(unreachable_patterns)]
-                _ => continue,
             };
             if tx.send((tag, note)).await.is_err() {
                 break;

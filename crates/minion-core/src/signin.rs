@@ -57,14 +57,11 @@ pub async fn sign_in(s: &MinionSettings) -> Result<MasterLink, String> {
             let v = salt_proto::decode(&reply).map_err(|_| "malformed sign-in reply".to_owned())?;
             match auth.handle_reply(&pending, &v) {
                 Ok(AuthOutcome::Accepted(creds)) => {
-                    for a in &creds.actions {
-                        if let AuthAction::WriteMasterPub(text) = a {
-                            let path = s.pki_dir.join("minion_master.pub");
-                            if let Err(e) =
-                                salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
-                            {
-                                tracing::error!("Unable to write {}: {e}", path.display());
-                            }
+                    for AuthAction::WriteMasterPub(text) in &creds.actions {
+                        let path = s.pki_dir.join("minion_master.pub");
+                        if let Err(e) = salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
+                        {
+                            tracing::error!("Unable to write {}: {e}", path.display());
                         }
                     }
                     let session = Session {

@@ -2,6 +2,9 @@
 //! minion's `salt-call`): `nested`, `json`, `yaml`, `txt`, `raw` and [`highstate`], byte for
 //! byte as Salt's (golden tests run Salt's own outputters from the venv).
 //!
+//! [`ordered`]: the same outputters over insertion-ordered data (`salt-key`'s listings, whose
+//! `json`/`txt`/`raw` keep Salt's dict order), plus salt-key's `key` outputter.
+//!
 //! Data arrives as JSON values (the local socket speaks JSON). Maps print with sorted keys
 //! like Salt's nested outputter does for plain dicts. Salt's colours when asked for.
 
@@ -10,6 +13,7 @@
 use serde_json::Value;
 
 pub mod highstate;
+pub mod ordered;
 
 /// Output format chosen with `--out`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,7 +72,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Errors of the group store.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The database refused a statement or the connection failed.
     #[error("PostgreSQL: {0}")]

@@ -17,7 +17,6 @@ use std::path::PathBuf;
 
 /// Everything that can go wrong in `salt-pki`.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The PEM text is not a readable RSA key (or the passphrase is wrong: OpenSSL cannot
     /// tell a wrong passphrase from a corrupt encrypted body).
@@ -84,7 +83,6 @@ pub enum Error {
 
 /// Who is at fault for an [`Error`]; lets callers map errors to logs or replies in one place.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Fault {
     /// The caller misused the API.
     Caller,

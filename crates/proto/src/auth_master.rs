@@ -45,7 +45,6 @@ pub struct AuthRequest {
 
 /// Why an `_auth` load cannot be handled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum AuthRequestError {
     /// The load is not a map.
     #[error("auth load is not a map")]

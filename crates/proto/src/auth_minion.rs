@@ -71,7 +71,6 @@ impl AuthSettings {
 
 /// Why a sign-in failed. Each variant names the check of §3.6 that refused the reply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum AuthError {
     /// The reply is not a map with a `load` (step 1).
     #[error("sign-in reply is not a map with a load")]
@@ -171,7 +170,6 @@ impl AuthError {
 
 /// A file write the driver must perform after a successful sign-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum AuthAction {
     /// Write `minion_master.pub` (in `pki_dir`) with this text (clean_key form).
     WriteMasterPub(String),
@@ -179,7 +177,6 @@ pub enum AuthAction {
 
 /// Log-worthy events of a handshake, in order, for the driver to report at Salt's levels.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum AuthNote {
     /// `pub_sig` verified with `master_sign.pub` (Salt: debug).
     PubSigVerified,
@@ -217,7 +214,6 @@ impl std::fmt::Debug for Credentials {
 
 /// The outcome of a sign-in reply that passed the checks.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub enum AuthOutcome {
     /// Signed in.
     Accepted(Box<Credentials>),

@@ -63,7 +63,6 @@ impl Default for DecodeLimits {
 
 /// Why a byte string is not one acceptable msgpack document.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum DecodeError {
     /// The input is larger than [`DecodeLimits::max_input`].
     #[error("msgpack input of {len} bytes exceeds the limit of {max} bytes")]

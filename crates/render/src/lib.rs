@@ -106,7 +106,6 @@ pub trait Loader: Send + Sync {
 
 /// A render failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum RenderError {
     /// The Jinja stage failed.
     #[error("Jinja error: {0}")]

@@ -9,7 +9,6 @@ use std::fmt;
 /// [`Bind`](Self::Bind) / [`Connect`](Self::Connect) are configuration problems reported
 /// at start-up; [`Zmq`](Self::Zmq) and [`Spawn`](Self::Spawn) are environment failures.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum TransportError {
     /// No reply arrived before the deadline. The REQ socket was replaced by a fresh one,
     /// so the next request can proceed.

@@ -13,7 +13,6 @@ use crate::{SubOptions, TransportError};
 
 /// What a [`SubClient`] reports, in order.
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum SubEvent {
     /// The ZMTP handshake with the publisher succeeded (not just TCP connect: a frozen
     /// publisher whose kernel still accepts connections does not count).

@@ -92,7 +92,6 @@ async fn watch(mut rx: mpsc::Receiver<SubEvent>, until: Instant) -> Seen {
             SubEvent::Connected => seen.connected += 1,
             SubEvent::Disconnected => seen.disconnected += 1,
             SubEvent::Message(_) => seen.messages += 1,
-            _ => {}
         }
     }
     seen

@@ -13,7 +13,6 @@ use salt_pki::PrivateKey;
 
 /// Key cache failures.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum KeyCacheError {
     /// A key file could not be read, parsed, generated or written.
     #[error("key {path}: {source}")]

@@ -165,7 +165,6 @@ impl Config {
 
 /// Swarm failures.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum SwarmError {
     /// The key cache.
     #[error(transparent)]

@@ -64,24 +64,19 @@ impl Driver {
                             info!("Received signed and verified master pubkey from master {ip}");
                         }
                         AuthNote::DecryptingAes => debug!("Decrypting the current master AES key"),
-                        #[allow(unreachable_patterns)]
-                        _ => {}
                     }
                 }
-                for action in &creds.actions {
-                    if let AuthAction::WriteMasterPub(text) = action {
-                        // Durable writes wait for the disk (seconds under I/O load): never on
-                        // the loop that times alive checks.
-                        let path = self.s.pki_dir.join("minion_master.pub");
-                        let text = text.clone();
-                        tokio::task::spawn_blocking(move || {
-                            if let Err(e) =
-                                salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
-                            {
-                                error!("Unable to write {}: {e}", path.display());
-                            }
-                        });
-                    }
+                for AuthAction::WriteMasterPub(text) in &creds.actions {
+                    // Durable writes wait for the disk (seconds under I/O load): never on
+                    // the loop that times alive checks.
+                    let path = self.s.pki_dir.join("minion_master.pub");
+                    let text = text.clone();
+                    tokio::task::spawn_blocking(move || {
+                        if let Err(e) = salt_pki::files::atomic_write(&path, text.as_bytes(), 0o644)
+                        {
+                            error!("Unable to write {}: {e}", path.display());
+                        }
+                    });
                 }
                 info!("Authentication with master at {ip} successful!");
                 let session = Session {
@@ -140,7 +135,6 @@ impl Driver {
                 }
                 Event::SignInPending(idx)
             }
-            Ok(_) => Event::SignInFailed(idx),
             Err(e) => {
                 self.log_auth_error(&e);
                 if purpose == Purpose::Refresh {

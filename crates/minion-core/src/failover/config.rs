@@ -10,7 +10,8 @@ use std::time::Duration;
 /// Salt's default request port (`master_port`).
 pub const DEFAULT_MASTER_PORT: u16 = 4506;
 
-/// One entry of Salt's `master` option: a host name or address plus the request port.
+/// One entry of Salt's `master` option: a host name or address plus the request port (the
+/// text is parsed once, by `salt_config::MasterAddr::parse`; the minion copies it here).
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct MasterAddr {
     /// Host name, IPv4 address, or IPv6 address without brackets.
@@ -27,44 +28,6 @@ impl MasterAddr {
             port,
         }
     }
-
-    /// Parses one `master` entry the way Salt's `prep_ip_port` does: `host`, `host:port`,
-    /// `[v6]`, `[v6]:port`, or a bare IPv6 address (more than one colon, no brackets, no port).
-    /// `default_port` (Salt's `master_port`) is used when the entry has no port.
-    pub fn parse(entry: &str, default_port: u16) -> Result<Self, ConfigError> {
-        let bad = || ConfigError::BadMasterAddr(entry.to_owned());
-        let entry_trimmed = entry.trim();
-        if entry_trimmed.is_empty() {
-            return Err(bad());
-        }
-        if let Some(rest) = entry_trimmed.strip_prefix('[') {
-            let (host, tail) = rest.split_once(']').ok_or_else(bad)?;
-            if host.is_empty() {
-                return Err(bad());
-            }
-            let port = match tail {
-                "" => default_port,
-                t => t
-                    .strip_prefix(':')
-                    .and_then(|p| p.parse::<u16>().ok())
-                    .ok_or_else(bad)?,
-            };
-            return Ok(Self::new(host, port));
-        }
-        match entry_trimmed.matches(':').count() {
-            0 => Ok(Self::new(entry_trimmed, default_port)),
-            1 => {
-                let (host, port) = entry_trimmed.split_once(':').ok_or_else(bad)?;
-                let port = port.parse::<u16>().map_err(|_| bad())?;
-                if host.is_empty() {
-                    return Err(bad());
-                }
-                Ok(Self::new(host, port))
-            }
-            // A bare IPv6 address: Salt treats it as a host without a port.
-            _ => Ok(Self::new(entry_trimmed, default_port)),
-        }
-    }
 }
 
 impl fmt::Display for MasterAddr {
@@ -79,7 +42,6 @@ impl fmt::Display for MasterAddr {
 
 /// Salt's `master_type`.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum MasterType {
     /// No master at all (masterless minion): the state machine stops at once.
     Disable,
@@ -207,11 +169,7 @@ impl FailoverConfig {
 
 /// A configuration that [`FailoverState`](super::FailoverState) cannot run with.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConfigError {
-    /// A `master` entry could not be parsed as `host`, `host:port` or `[v6]:port`.
-    #[error("invalid master address {0:?}")]
-    BadMasterAddr(String),
     /// `master` is empty while `master_type` needs one.
     #[error("no master configured")]
     NoMasters,
@@ -228,23 +186,6 @@ pub enum ConfigError {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_salt_master_forms() {
-        let p = |s| MasterAddr::parse(s, 4506);
-        assert_eq!(p("salt").unwrap(), MasterAddr::new("salt", 4506));
-        assert_eq!(
-            p("10.0.0.1:5506").unwrap(),
-            MasterAddr::new("10.0.0.1", 5506)
-        );
-        assert_eq!(p("[::1]:7").unwrap(), MasterAddr::new("::1", 7));
-        assert_eq!(p("[::1]").unwrap(), MasterAddr::new("::1", 4506));
-        assert_eq!(p("fe80::1").unwrap(), MasterAddr::new("fe80::1", 4506));
-        assert!(p("host:notaport").is_err());
-        assert!(p("").is_err());
-        assert!(p(":80").is_err());
-        assert!(p("[::1]x").is_err());
-    }
 
     #[test]
     fn validate_and_split() {

@@ -21,7 +21,6 @@ use super::{Action, Event, FailoverConfig, FailoverState, PhaseKind};
 
 /// What a fake master answers to a sign-in while it is healthy.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Answer {
     /// Accepts the minion.
     Accept,
@@ -37,7 +36,6 @@ pub enum Answer {
 
 /// The health of a fake master at some moment.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Health {
     /// Black-holed network: packets dropped, no RST. No answers, no disconnect.
     BlackHole,
@@ -111,7 +109,6 @@ pub struct Record {
 
 /// [`Sim::drive_bounded`] gave up.
 #[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum SimError {
     /// Too many steps without reaching the end time: the state machine is spinning.
     #[error("livelock: {steps} steps without reaching {until:?} (now {now:?})")]

@@ -16,7 +16,6 @@ pub struct CheckId(pub u64);
 /// [`FailoverConfig::masters`]) it is about; events about a master the state machine is not
 /// currently working with are stale and ignored.
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Event {
     /// The master accepted the sign-in (`_auth` reply with AES key and session): the minion
     /// now uses it.
@@ -75,7 +74,6 @@ pub enum Event {
 /// What the driver must do. Actions come out of [`FailoverState::poll_action`] in order and
 /// must be carried out in that order.
 #[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum Action {
     /// Resolve `addr`, connect the request channel and send one `_auth` sign-in; report the
     /// outcome with one of the `SignIn*` events or [`Event::DnsFailed`]. The state machine
@@ -154,7 +152,6 @@ pub enum Action {
 
 /// Why the minion left the master it was using (for metrics).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum LeaveCause {
     /// The publish channel stayed down longer than the reconnect grace.
     PublishChannelDown,
@@ -184,7 +181,6 @@ impl LeaveCause {
 
 /// A summary of the current phase, for getters and tests.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
 pub enum PhaseKind {
     /// Waiting `acceptance_wait_time` before signing in again to a master that has our key
     /// pending.

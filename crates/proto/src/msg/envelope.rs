@@ -192,7 +192,6 @@ impl RequestEnvelope {
 
 /// The bare-string error replies of the Python request server (§2.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ErrorReply {
     /// `"bad load"`: undecodable, wrong version, failed decryption, bad token, ...
     BadLoad,

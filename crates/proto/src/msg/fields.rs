@@ -10,7 +10,6 @@ use crate::value::ValueExt;
 /// Every variant names the message (`msg`, e.g. `"AuthRequest"`) and, where it
 /// applies, the offending field.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum InvalidMessage {
     /// The body could not be decoded as msgpack at all.
     #[error("{msg}: undecodable msgpack: {source}")]

@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
 #[derive(Debug, Parser)]
-#[command(name = "salt", version = salt_daemon::process::VERSION)]
+#[command(name = "salt", version = salt_config::VERSION)]
 struct Args {
     /// Configuration directory of the master [default: /etc/salt]. Given explicitly,
     /// DIR/master must exist.
@@ -198,8 +198,7 @@ fn main() -> ExitCode {
         .config_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(salt_config::DEFAULT_CONFIG_DIR));
-    match salt_daemon::process::check_config_file(&config_dir, "master", args.config_dir.is_some())
-    {
+    match salt_config::check_config_file(&config_dir, "master", args.config_dir.is_some()) {
         Ok(None) => {}
         Ok(Some(warning)) => eprintln!("salt: warning: {warning}"),
         Err(e) => {

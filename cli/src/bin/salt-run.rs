@@ -24,7 +24,7 @@ use serde_json::Value;
 
 /// Run a runner function on the master.
 #[derive(Debug, Parser)]
-#[command(name = "salt-run", version = salt_daemon::process::VERSION)]
+#[command(name = "salt-run", version = salt_config::VERSION)]
 struct Args {
     /// Configuration directory of the master.
     #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]

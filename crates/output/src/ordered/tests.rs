@@ -1,0 +1,108 @@
+use super::*;
+
+fn listing() -> Val {
+    Val::Map(vec![
+        ("minions".into(), Val::List(vec!["acc1".into()])),
+        (
+            "minions_pre".into(),
+            Val::List(vec!["Alpha".into(), "db1".into()]),
+        ),
+        ("minions_rejected".into(), Val::List(vec![])),
+        ("minions_denied".into(), Val::List(vec!["web1".into()])),
+    ])
+}
+const PLAIN: Style = Style {
+    color: false,
+    indent: None,
+};
+
+#[test]
+fn key_outputter_plain_and_colored() {
+    assert_eq!(
+        render(&listing(), Outputter::Key, PLAIN),
+        "Accepted Keys:\nacc1\nDenied Keys:\nweb1\nUnaccepted Keys:\nAlpha\ndb1\nRejected Keys:"
+    );
+    let colored = render(
+        &listing(),
+        Outputter::Key,
+        Style {
+            color: true,
+            indent: None,
+        },
+    );
+    assert!(colored.starts_with("\x1b[0;1;32mAccepted Keys:\x1b[0;0m\n\x1b[0;32macc1\x1b[0;0m\n"));
+}
+
+#[test]
+fn key_falls_back_to_nested() {
+    let v = Val::ret(Val::Bool(true));
+    assert_eq!(render(&v, Outputter::Key, PLAIN), "return:\n    True");
+}
+
+#[test]
+fn json_like_python() {
+    assert_eq!(
+        render(&listing(), Outputter::Json, PLAIN),
+        "{\n    \"minions\": [\n        \"acc1\"\n    ],\n    \"minions_pre\": [\n        \"Alpha\",\n        \"db1\"\n    ],\n    \"minions_rejected\": [],\n    \"minions_denied\": [\n        \"web1\"\n    ]\n}"
+    );
+    let one = Style {
+        color: false,
+        indent: Some(-1),
+    };
+    assert_eq!(
+        render(&listing(), Outputter::Json, one),
+        "{\"minions\": [\"acc1\"], \"minions_pre\": [\"Alpha\", \"db1\"], \"minions_rejected\": [], \"minions_denied\": [\"web1\"]}"
+    );
+}
+
+#[test]
+fn yaml_like_pyyaml() {
+    assert_eq!(
+        render(&listing(), Outputter::Yaml, PLAIN),
+        "minions:\n- acc1\nminions_denied:\n- web1\nminions_pre:\n- Alpha\n- db1\nminions_rejected: []"
+    );
+    let pem = Val::Map(vec![(
+        "minions".into(),
+        Val::Map(vec![(
+            "a".into(),
+            Val::Str("-----BEGIN X-----\nAB\n".into()),
+        )]),
+    )]);
+    assert_eq!(
+        render(&pem, Outputter::Yaml, PLAIN),
+        "minions:\n  a: '-----BEGIN X-----\n\n    AB\n\n    '"
+    );
+    assert_eq!(yaml_scalar("yes", 0), "'yes'");
+    assert_eq!(yaml_scalar("12:34:56", 0), "'12:34:56'");
+    assert_eq!(yaml_scalar("ab:cd:12", 0), "ab:cd:12");
+    assert_eq!(yaml_scalar("-a", 0), "-a");
+    assert_eq!(yaml_scalar("#a", 0), "'#a'");
+}
+
+#[test]
+fn nested_and_txt_and_raw() {
+    assert_eq!(
+        render(&listing(), Outputter::Nested, PLAIN),
+        "minions:\n    - acc1\nminions_denied:\n    - web1\nminions_pre:\n    - Alpha\n    - db1\nminions_rejected:"
+    );
+    assert_eq!(
+        render(&listing(), Outputter::Txt, PLAIN),
+        "minions: ['acc1']\nminions_pre: ['Alpha', 'db1']\nminions_rejected: []\nminions_denied: ['web1']"
+    );
+    assert_eq!(
+        render(
+            &Val::Map(vec![("a".into(), Val::Str("it's".into()))]),
+            Outputter::Raw,
+            PLAIN
+        ),
+        "{'a': \"it's\"}"
+    );
+    let fp = Val::Map(vec![(
+        "minions".into(),
+        Val::Map(vec![("a".into(), Val::Str("ab:cd".into()))]),
+    )]);
+    assert_eq!(
+        render(&fp, Outputter::Nested, PLAIN),
+        "minions:\n    ----------\n    a:\n        ab:cd"
+    );
+}
