@@ -113,7 +113,7 @@ pub fn auth_master(data: &[u8]) {
             let bytes = fail_inner(&req.nonce, ret);
             let back = decode(&bytes).expect("own fail_inner decodes");
             let want = match ret {
-                AuthRet::Refused => Value::Boolean(false),
+                AuthRet::Rejected => Value::Boolean(false),
                 AuthRet::Pending => Value::Boolean(true),
                 AuthRet::Full => Value::from("full"),
             };

@@ -13,7 +13,8 @@
 //!   envelope, signature checked;
 //! * 3: the rest as an AES reply to a request sent with `NONCE` (`open_reply`).
 //!
-//! Invariants: no panic; the serial never goes backwards.
+//! Invariants: no panic; the serial never goes backwards; an accepted job load (read by
+//! `salt_proto::msg::JobLoad`) has no serial left and reads back from its own encoding.
 
 use std::sync::{Arc, OnceLock};
 
@@ -56,7 +57,9 @@ pub fn publish(data: &[u8]) {
     };
     let fx = fixture();
     let topic = salt_minion_core::channel::topic_for(&fx.session.id);
-    let mut serial = 5;
+    let mut serial = salt_proto::SerialGuard::new();
+    let mut seed = Value::Map(vec![("serial".into(), 5.into())]);
+    serial.check(&mut seed);
     let result = match mode % 4 {
         0 => fx
             .session
@@ -85,9 +88,11 @@ pub fn publish(data: &[u8]) {
             return;
         }
     };
-    assert!(serial >= 5, "serial went backwards");
-    // A job that got through has its serial removed.
-    if let Ok(Some(Value::Map(m))) = &result {
-        assert!(!m.iter().any(|(k, _)| k.as_str() == Some("serial")));
+    assert!(serial.last() >= 5, "serial went backwards");
+    // A job that got through has its serial consumed and re-encodes as it reads.
+    if let Ok(Some(job)) = &result {
+        assert_eq!(job.serial, None);
+        let again = salt_proto::msg::JobLoad::from_value(&job.to_value()).expect("re-reads");
+        assert_eq!(&again, job);
     }
 }

@@ -10,8 +10,7 @@ use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_pki::{Crypticle, EncAlgo, PublicKey, SigAlgo, generate_key_string};
 use salt_proto::auth_master::{
-    self, AcceptInner, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending,
-    Policy,
+    self, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending, Policy,
 };
 use salt_proto::{ReplayVerdict, decode, encode, map_get};
 

@@ -8,16 +8,22 @@
 //! * [`Session::open_publish`] opens a publish: optional signature check, publish AES key,
 //!   serial replay check (§4.3, §7.3).
 //! * [`open_pillar`] decodes a `_pillar` `send_private` reply (§10.2).
+//!
+//! Every message is read and written by `salt_proto::msg` ([`PublishPayload`],
+//! [`JobLoad`], [`RequestMeta`], [`AesRequest`], [`PillarReply`], ...): no map lookups here.
 
 use std::sync::Arc;
 
 use rmpv::Value;
 use salt_pki::{Crypticle, EncAlgo, PrivateKey, PublicKey, SigAlgo};
-
-use crate::matcher::map_lookup;
+use salt_proto::msg::{
+    AesRequest, ErrorReply, InvalidMessage, JobLoad, PillarData, PillarReply, PillarSignedData,
+    PublishPayload, RequestEnvelope, RequestMeta,
+};
+use salt_proto::{SerialGuard, SerialVerdict, ValueExt};
 
 /// Why an incoming message was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ChannelError {
     /// Not msgpack, or not the expected shape.
     #[error("malformed message: {0}")]
@@ -37,15 +43,10 @@ pub enum ChannelError {
     /// The master answered with an error string (e.g. "bad load").
     #[error("master error reply: {0}")]
     MasterError(String),
-}
-
-/// Bytes of a str-family or bin value.
-pub fn value_bytes(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::String(s) => Some(s.as_bytes()),
-        Value::Binary(b) => Some(b),
-        _ => None,
-    }
+    /// The publish decrypted but is not a job load Salt would run (`tgt`, `jid`, `fun`,
+    /// `arg` missing or of the wrong type).
+    #[error("publish load: {0}")]
+    Job(InvalidMessage),
 }
 
 /// Keys and identity for one signed-in master connection.
@@ -84,41 +85,37 @@ impl Session {
     /// Build the AES request envelope for command map `load` (a map), with `nonce`
     /// (32 hex chars) and `ts` (unix seconds).
     pub fn aes_request(&self, load: &Value, nonce: &str, ts: u64) -> Vec<u8> {
-        let mut m = match load {
-            Value::Map(m) => m.clone(),
-            _ => Vec::new(),
+        let mut load = if load.is_map() {
+            load.clone()
+        } else {
+            Value::Map(Vec::new())
         };
-        let mut set =
-            |k: &str, v: Value| match m.iter_mut().find(|(key, _)| key.as_str() == Some(k)) {
-                Some(slot) => slot.1 = v,
-                None => m.push((Value::from(k), v)),
-            };
-        set("nonce", Value::from(nonce));
-        set("ts", Value::from(ts));
-        set("tok", Value::Binary(self.tok.as_ref().clone()));
-        set("id", Value::from(self.id.as_str()));
-        let body = salt_proto::encode(&Value::Map(m));
-        let ct = self.session.dumps(&body, None);
-        let env = Value::Map(vec![
-            ("enc".into(), "aes".into()),
-            ("load".into(), Value::Binary(ct)),
-            ("version".into(), 3.into()),
-            ("id".into(), self.id.as_str().into()),
-            ("enc_algo".into(), self.enc_algo.as_str().into()),
-            ("sig_algo".into(), self.sig_algo.as_str().into()),
-        ]);
-        salt_proto::encode(&env)
+        RequestMeta {
+            nonce: nonce.to_owned(),
+            ts: Some(i64::try_from(ts).unwrap_or(i64::MAX)),
+            tok: self.tok.as_ref().clone(),
+            id: self.id.clone(),
+        }
+        .apply(&mut load);
+        let ct = self.session.dumps(&salt_proto::encode(&load), None);
+        let env = AesRequest::new(ct, &self.id, self.enc_algo.as_str(), self.sig_algo.as_str());
+        salt_proto::encode(&RequestEnvelope::Aes(env).to_value())
     }
 
-    /// Open the reply to an AES request sent with `nonce`.
+    /// Open the reply to an AES request sent with `nonce` (the `_return` ack, a module's
+    /// file-server answer, ...).
     pub fn open_reply(&self, reply: &[u8], nonce: &str) -> Result<Value, ChannelError> {
         let v = salt_proto::decode(reply).map_err(|_| ChannelError::Malformed("reply"))?;
-        let ct = value_bytes(&v).ok_or(ChannelError::Malformed("reply is not bytes"))?;
+        let ct = v
+            .as_bytes()
+            .ok_or(ChannelError::Malformed("reply is not bytes"))?;
         let body = self.session.loads(ct, Some(nonce)).map_err(|e| match e {
             salt_pki::Error::NonceMismatch => ChannelError::Nonce,
-            _ => match std::str::from_utf8(ct) {
-                // Error replies are bare strings ("bad load"): show them.
-                Ok(s) if s.len() < 200 => ChannelError::MasterError(s.to_owned()),
+            // Error replies are bare strings ("bad load"): show them.
+            _ => match ErrorReply::from_value(&v) {
+                Ok(err) if err.as_str().len() < 200 => {
+                    ChannelError::MasterError(err.as_str().to_owned())
+                }
                 _ => ChannelError::Decrypt,
             },
         })?;
@@ -129,17 +126,17 @@ impl Session {
         salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("reply body"))
     }
 
-    /// Open a publish message (the frames received on SUB). `serial` is the last serial
-    /// seen with the current AES key (updated on success). Returns the job load with
-    /// `serial` removed, or `Ok(None)` for a message not meant for us (filtered topic,
-    /// non-`aes` enc).
+    /// Open a publish message (the frames received on SUB). `serial` is the guard of the
+    /// current AES key (Salt's publish `serial` check). Returns the job load with `serial`
+    /// consumed, or `Ok(None)` for a message not meant for us (filtered topic, non-`aes`
+    /// enc, an empty body).
     pub fn open_publish(
         &self,
         frames: &[Vec<u8>],
         my_topic: &str,
         check_sig: bool,
-        serial: &mut u64,
-    ) -> Result<Option<Value>, ChannelError> {
+        serial: &mut SerialGuard,
+    ) -> Result<Option<JobLoad>, ChannelError> {
         let payload = match frames {
             [one] => one,
             [topic, payload] => {
@@ -150,45 +147,50 @@ impl Session {
             }
             _ => return Err(ChannelError::Malformed("publish frame count")),
         };
-        let v = salt_proto::decode(payload).map_err(|_| ChannelError::Malformed("publish"))?;
-        if map_lookup(&v, "enc").and_then(Value::as_str) != Some("aes") {
-            return Ok(None);
-        }
-        let load = map_lookup(&v, "load")
-            .and_then(value_bytes)
-            .ok_or(ChannelError::Malformed("publish load"))?;
+        let payload = match PublishPayload::from_bytes(payload) {
+            Ok(p) => p,
+            // Not an `aes` publish (or not a map): a Python minion ignores it.
+            Err(
+                InvalidMessage::NotAMap { .. }
+                | InvalidMessage::MissingField { field: "enc", .. }
+                | InvalidMessage::WrongType { field: "enc", .. }
+                | InvalidMessage::BadValue { field: "enc", .. },
+            ) => return Ok(None),
+            Err(InvalidMessage::Decode { .. }) => return Err(ChannelError::Malformed("publish")),
+            Err(_) => return Err(ChannelError::Malformed("publish load")),
+        };
         if check_sig {
-            let sig = map_lookup(&v, "sig")
-                .and_then(value_bytes)
-                .ok_or(ChannelError::Signature)?;
-            let alg = map_lookup(&v, "sig_algo")
-                .and_then(Value::as_str)
+            let sig = payload.sig.as_deref().ok_or(ChannelError::Signature)?;
+            let alg = payload
+                .sig_algo
+                .as_deref()
                 .and_then(|a| a.parse::<SigAlgo>().ok())
                 .unwrap_or(SigAlgo::Pkcs1v15Sha1);
             self.master_pub
-                .verify(alg, load, sig)
+                .verify(alg, &payload.load, sig)
                 .map_err(|_| ChannelError::Signature)?;
         }
         let body = self
             .aes
-            .loads(load, None)
+            .loads(&payload.load, None)
             .map_err(|_| ChannelError::Decrypt)?;
         if body.is_empty() {
             return Ok(None);
         }
         let mut job =
             salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("publish body"))?;
-        if let Value::Map(m) = &mut job
-            && let Some(pos) = m.iter().position(|(k, _)| k.as_str() == Some("serial"))
-        {
-            let (_, s) = m.remove(pos);
-            let s = s.as_u64().unwrap_or(0);
-            if s <= *serial {
-                return Err(ChannelError::Replay(s));
+        match serial.check(&mut job) {
+            SerialVerdict::Accepted(_) | SerialVerdict::NoSerial => {}
+            SerialVerdict::Invalid => return Err(ChannelError::Malformed("publish serial")),
+            SerialVerdict::Replayed { serial, .. } => {
+                return Err(ChannelError::Replay(
+                    u64::try_from(serial).unwrap_or_default(),
+                ));
             }
-            *serial = s;
         }
-        Ok(Some(job))
+        JobLoad::from_value(&job)
+            .map(Some)
+            .map_err(ChannelError::Job)
     }
 }
 
@@ -204,44 +206,55 @@ pub fn open_pillar(
     sig_algo: SigAlgo,
 ) -> Result<Value, ChannelError> {
     let v = salt_proto::decode(reply).map_err(|_| ChannelError::Malformed("pillar reply"))?;
-    if let Some(e) = map_lookup(&v, "error") {
+    if let Some(e) = v.get("error") {
         return Err(ChannelError::MasterError(crate::matcher::py_str(e)));
     }
-    let wrapped = map_lookup(&v, "key")
-        .and_then(value_bytes)
-        .ok_or(ChannelError::Malformed("pillar reply key"))?;
-    let pillar_ct = map_lookup(&v, "pillar")
-        .and_then(value_bytes)
-        .ok_or(ChannelError::Malformed("pillar reply pillar"))?;
+    let r = PillarReply::from_value(&v).map_err(|e| match e {
+        InvalidMessage::MissingField { field: "key", .. }
+        | InvalidMessage::WrongType { field: "key", .. } => {
+            ChannelError::Malformed("pillar reply key")
+        }
+        _ => ChannelError::Malformed("pillar reply pillar"),
+    })?;
     let k = key
-        .decrypt_oaep(enc_algo, wrapped)
+        .decrypt_oaep(enc_algo, &r.key)
         .map_err(|_| ChannelError::Decrypt)?;
     let ks = std::str::from_utf8(&k).map_err(|_| ChannelError::Decrypt)?;
     let c = Crypticle::from_key_string(ks).map_err(|_| ChannelError::Decrypt)?;
     let body = c
-        .loads(pillar_ct, None)
+        .loads(&r.pillar, None)
         .map_err(|_| ChannelError::Decrypt)?;
     let outer = salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("pillar body"))?;
-    let data = map_lookup(&outer, "data")
-        .and_then(value_bytes)
-        .ok_or(ChannelError::Malformed("pillar data"))?;
-    let sig = map_lookup(&outer, "sig")
-        .and_then(value_bytes)
-        .ok_or(ChannelError::Signature)?;
+    let signed = PillarSignedData::from_value(&outer).map_err(|e| match e {
+        InvalidMessage::MissingField { field: "sig", .. }
+        | InvalidMessage::WrongType { field: "sig", .. } => ChannelError::Signature,
+        _ => ChannelError::Malformed("pillar data"),
+    })?;
     master_pub
-        .verify(sig_algo, data, sig)
+        .verify(sig_algo, &signed.data, &signed.sig)
         .map_err(|_| ChannelError::Signature)?;
-    let inner = salt_proto::decode(data).map_err(|_| ChannelError::Malformed("pillar data"))?;
-    if map_lookup(&inner, "key").and_then(value_bytes) != Some(wrapped) {
+    let data = PillarData::from_bytes(&signed.data).map_err(|e| match e {
+        InvalidMessage::MissingField { field: "nonce", .. }
+        | InvalidMessage::WrongType { field: "nonce", .. } => ChannelError::Nonce,
+        InvalidMessage::MissingField { field: "key", .. }
+        | InvalidMessage::WrongType { field: "key", .. } => {
+            ChannelError::Malformed("pillar key mismatch")
+        }
+        InvalidMessage::MissingField {
+            field: "pillar", ..
+        }
+        | InvalidMessage::WrongType {
+            field: "pillar", ..
+        } => ChannelError::Malformed("pillar is not a map"),
+        _ => ChannelError::Malformed("pillar data"),
+    })?;
+    if data.key != r.key {
         return Err(ChannelError::Malformed("pillar key mismatch"));
     }
-    if map_lookup(&inner, "nonce").and_then(Value::as_str) != Some(nonce) {
+    if data.nonce != nonce {
         return Err(ChannelError::Nonce);
     }
-    match map_lookup(&inner, "pillar") {
-        Some(p @ Value::Map(_)) => Ok(p.clone()),
-        _ => Err(ChannelError::Malformed("pillar is not a map")),
-    }
+    Ok(data.pillar)
 }
 
 /// The `zmq_filtering` topic of a minion: lowercase hex SHA-1 of its id.

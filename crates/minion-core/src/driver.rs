@@ -175,7 +175,7 @@ struct Driver {
     epoch: u64,
     signing_in: Option<(usize, u64)>,
     conn: Option<Conn>,
-    serial: u64,
+    serial: salt_proto::SerialGuard,
     jids: JidQueue,
     topic: String,
     refreshing: bool,
@@ -230,11 +230,8 @@ fn load_keys(
 }
 
 fn clear_request(load: Value) -> Vec<u8> {
-    salt_proto::encode(&Value::Map(vec![
-        ("enc".into(), "clear".into()),
-        ("load".into(), load),
-        ("version".into(), 3.into()),
-    ]))
+    let env = salt_proto::msg::RequestEnvelope::Clear(salt_proto::msg::ClearRequest::new(load));
+    salt_proto::encode(&env.to_value())
 }
 
 /// Run the minion until `shutdown` completes or the master tells it to exit.
@@ -281,7 +278,7 @@ pub async fn run(
         epoch: 0,
         signing_in: None,
         conn: None,
-        serial: 0,
+        serial: salt_proto::SerialGuard::new(),
         jids: JidQueue::default(),
         topic,
         refreshing: false,

@@ -14,9 +14,9 @@ use std::sync::Mutex;
 
 use rmpv::Value;
 
-use crate::channel::value_bytes;
 use crate::master_link::MasterLink;
 use crate::matcher::map_lookup;
+use salt_proto::ValueExt;
 
 /// `salt://` files from the master (blocking calls: run on a blocking thread).
 #[derive(Debug)]
@@ -44,7 +44,10 @@ fn str_list(v: &Value) -> Vec<String> {
     match v {
         Value::Array(a) => a
             .iter()
-            .filter_map(|x| value_bytes(x).map(|b| String::from_utf8_lossy(b).into_owned()))
+            .filter_map(|x| {
+                x.as_bytes()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+            })
             .collect(),
         _ => Vec::new(),
     }
@@ -66,7 +69,7 @@ pub fn hex_digest(hash_type: &str, data: &[u8]) -> Option<String> {
 }
 
 fn text_of(v: Option<&Value>) -> Option<String> {
-    v.and_then(value_bytes)
+    v.and_then(ValueExt::as_bytes)
         .map(|b| String::from_utf8_lossy(b).into_owned())
 }
 
@@ -194,7 +197,7 @@ impl RemoteFileClient {
                 }
                 let r = self.send(load)?;
                 let chunk = map_lookup(&r, "data")
-                    .and_then(value_bytes)
+                    .and_then(ValueExt::as_bytes)
                     .ok_or_else(|| format!("_serve_file of {path}: no data in the reply"))?;
                 if chunk.is_empty() {
                     break;

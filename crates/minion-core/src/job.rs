@@ -7,7 +7,10 @@ use std::collections::VecDeque;
 
 use rmpv::Value;
 
-use crate::matcher::{MatchContext, map_lookup, matches};
+use salt_proto::ValueExt;
+use salt_proto::msg::JobLoad;
+
+use crate::matcher::{MatchContext, matches};
 use crate::modules::{self, ExecContext};
 
 /// Salt's default `minion_jid_queue_hwm`.
@@ -16,13 +19,7 @@ pub const JID_QUEUE_HWM: usize = 100;
 /// Why a publish load was not turned into a job.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JobError {
-    /// The load is not a map.
-    #[error("publish load is not a map")]
-    NotAMap,
-    /// One of `tgt`, `jid`, `fun`, `arg` is missing (Salt ignores such loads).
-    #[error("publish load lacks {0}")]
-    Missing(&'static str),
-    /// A field has the wrong type.
+    /// A field has the wrong type for a job this minion runs (a multi-function `fun`).
     #[error("publish load field {0} has the wrong type")]
     BadField(&'static str),
 }
@@ -53,44 +50,28 @@ pub struct Job {
 }
 
 impl Job {
-    /// Parse a decrypted publish load (after the serial check).
-    pub fn from_load(load: Value) -> Result<Self, JobError> {
-        if !load.is_map() {
-            return Err(JobError::NotAMap);
-        }
-        let get = |k: &'static str| map_lookup(&load, k).ok_or(JobError::Missing(k));
-        let tgt = get("tgt")?.clone();
-        let jid = match get("jid")? {
-            Value::String(s) => s.as_str().ok_or(JobError::BadField("jid"))?.to_owned(),
-            Value::Integer(i) => i.to_string(),
-            _ => return Err(JobError::BadField("jid")),
-        };
-        let fun = get("fun")?
-            .as_str()
+    /// Take a publish load read by [`JobLoad`] (after the serial check).
+    pub fn from_load(load: JobLoad) -> Result<Self, JobError> {
+        let fun = load
+            .fun
+            .as_text()
             .ok_or(JobError::BadField("fun"))?
             .to_owned();
-        let arg = match get("arg")? {
-            Value::Array(a) => a.clone(),
-            _ => return Err(JobError::BadField("arg")),
-        };
-        let s = |k: &str| {
-            map_lookup(&load, k)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
+        let delimiter = load
+            .extra_get("delimiter")
+            .and_then(ValueExt::as_text)
+            .map(str::to_owned);
         Ok(Self {
-            jid,
             fun,
-            arg,
-            tgt,
-            tgt_type: s("tgt_type"),
-            delimiter: s("delimiter"),
-            user: map_lookup(&load, "user").cloned(),
-            master_id: map_lookup(&load, "master_id").cloned(),
-            metadata: map_lookup(&load, "metadata")
-                .filter(|m| m.is_map())
-                .cloned(),
-            load,
+            delimiter,
+            user: load.user.as_deref().map(Value::from),
+            master_id: load.extra_get("master_id").cloned(),
+            metadata: load.extra_get("metadata").filter(|m| m.is_map()).cloned(),
+            load: load.to_value(),
+            jid: load.jid,
+            arg: load.arg,
+            tgt: load.tgt,
+            tgt_type: load.tgt_type,
         })
     }
 
@@ -187,8 +168,8 @@ mod tests {
 
     use super::*;
 
-    fn load(fun: &str, tgt: &str) -> Value {
-        Value::Map(vec![
+    fn load(fun: &str, tgt: &str) -> JobLoad {
+        JobLoad::from_value(&Value::Map(vec![
             ("fun".into(), fun.into()),
             ("arg".into(), Value::Array(vec![])),
             ("tgt".into(), tgt.into()),
@@ -196,7 +177,8 @@ mod tests {
             ("ret".into(), "".into()),
             ("tgt_type".into(), "glob".into()),
             ("user".into(), "root".into()),
-        ])
+        ]))
+        .unwrap()
     }
 
     #[test]
@@ -205,12 +187,11 @@ mod tests {
         assert_eq!(j.jid, "20261122012345678901");
         assert!(j.targets("m1", &Value::Map(vec![]), None));
         assert!(!j.targets("x1", &Value::Map(vec![]), None));
-        assert_eq!(Job::from_load(Value::from(1)), Err(JobError::NotAMap));
-        let mut l = load("test.ping", "*");
-        if let Value::Map(m) = &mut l {
-            m.retain(|(k, _)| k.as_str() != Some("arg"));
-        }
-        assert_eq!(Job::from_load(l), Err(JobError::Missing("arg")));
+        let multi = JobLoad {
+            fun: Value::Array(vec!["test.ping".into()]),
+            ..load("test.ping", "*")
+        };
+        assert_eq!(Job::from_load(multi), Err(JobError::BadField("fun")));
     }
 
     #[test]
@@ -237,12 +218,12 @@ mod tests {
                 "cmd", "id", "success", "return", "retcode", "jid", "fun", "fun_args", "user"
             ]
         );
-        assert_eq!(map_lookup(&r, "return"), Some(&Value::Boolean(true)));
-        assert_eq!(map_lookup(&r, "retcode"), Some(&Value::from(0)));
+        assert_eq!(r.get("return"), Some(&Value::Boolean(true)));
+        assert_eq!(r.get("retcode"), Some(&Value::from(0)));
         let bad = run(&Job::from_load(load("no.such", "m1")).unwrap(), &ctx)
             .await
             .unwrap();
-        assert_eq!(map_lookup(&bad, "success"), Some(&Value::Boolean(false)));
-        assert_eq!(map_lookup(&bad, "out"), Some(&Value::from("nested")));
+        assert_eq!(bad.get("success"), Some(&Value::Boolean(false)));
+        assert_eq!(bad.get("out"), Some(&Value::from("nested")));
     }
 }

@@ -85,17 +85,13 @@ impl MasterLink {
         pillarenv: Option<&str>,
         pillar_override: Value,
     ) -> Result<Value, String> {
-        let opt = |s: Option<&str>| s.map_or(Value::Nil, Value::from);
-        let load = Value::Map(vec![
-            ("cmd".into(), "_pillar".into()),
-            ("id".into(), self.session.id.as_str().into()),
-            ("grains".into(), grains.clone()),
-            ("saltenv".into(), opt(saltenv)),
-            ("pillarenv".into(), opt(pillarenv)),
-            ("pillar_override".into(), pillar_override),
-            ("extra_minion_data".into(), Value::Map(vec![])),
-            ("ver".into(), "2".into()),
-        ]);
+        let load = pillar_request(
+            &self.session.id,
+            grains,
+            saltenv,
+            pillarenv,
+            pillar_override,
+        );
         let mut last = String::from("request timed out");
         for _ in 0..self.tries.max(1) {
             let n = nonce();
@@ -117,4 +113,28 @@ impl MasterLink {
         }
         Err(format!("pillar request failed: {last}"))
     }
+}
+
+/// The `_pillar` (ver 2) request load, in the Python minion's key order
+/// (`RemotePillar.compile_pillar`).
+pub fn pillar_request(
+    id: &str,
+    grains: &Value,
+    saltenv: Option<&str>,
+    pillarenv: Option<&str>,
+    pillar_override: Value,
+) -> Value {
+    salt_proto::msg::PillarRequest {
+        id: id.to_owned(),
+        grains: grains.clone(),
+        saltenv: saltenv.map(str::to_owned),
+        pillarenv: pillarenv.map(str::to_owned),
+        pillar_override,
+        extra_minion_data: Value::Map(vec![]),
+        ver: Some("2".to_owned()),
+        clean_cache: None,
+        ext: None,
+        extra: Vec::new(),
+    }
+    .to_value()
 }

@@ -48,11 +48,14 @@ fn sleepers(marker: &str) -> usize {
 #[tokio::test]
 async fn running_find_and_kill() {
     let jid = "20250101000000000042";
-    let j = Job::from_load(load(
-        jid,
-        "cmd.run",
-        vec![Value::from("sleep 37.25; echo done")],
-    ))
+    let j = Job::from_load(
+        salt_proto::msg::JobLoad::from_value(&load(
+            jid,
+            "cmd.run",
+            vec![Value::from("sleep 37.25; echo done")],
+        ))
+        .unwrap(),
+    )
     .unwrap();
     let task = tokio::spawn(async move { job::run(&j, &ctx()).await });
 

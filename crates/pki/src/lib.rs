@@ -10,6 +10,8 @@
 //! * [`pubsig`]: master public-key signatures (`master_sign_pubkey`).
 //! * [`Crypticle`]: AES-192-CBC + HMAC-SHA256 session/publish encryption (§4).
 //! * [`clean_key`], [`pem_finger`]: Salt's key normalisation and `salt-key -f` fingerprints.
+//! * [`KeyPairOps`]: every RSA operation of the `_auth` handshake, the one trait both
+//!   halves in `salt-proto` take (so that crate stays crypto-free).
 //!
 //! What is *not* here: no networking, no msgpack decoding, no key-acceptance policy, and not
 //! Salt's `serial` replay check (all in `salt-proto` / `salt-keystore`). Bytes in, bytes out;
@@ -43,6 +45,7 @@ pub mod backend;
 mod crypticle;
 mod error;
 pub mod files;
+mod handshake;
 mod key;
 pub mod pubsig;
 
@@ -53,6 +56,7 @@ pub use zeroize::Zeroizing;
 
 pub use crate::crypticle::{Crypticle, NONCE_LEN, PICKLE_PAD, generate_key_string};
 pub use crate::error::{Error, Fault};
+pub use crate::handshake::KeyPairOps;
 pub use crate::key::{DEFAULT_KEY_BITS, MAX_KEY_BITS, MIN_KEY_BITS, PrivateKey, PublicKey};
 
 /// RSA encryption algorithm (Salt's `encryption_algorithm`): OAEP with MGF1 over the same

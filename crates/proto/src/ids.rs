@@ -26,9 +26,9 @@ fn format_micros(micros: u64) -> String {
     )
 }
 
-/// Generates job ids like Salt's `gen_jid`. With `unique_jid` (a pid given) ids are
-/// strictly increasing: a time not after the previous one is bumped by 1 µs, and
-/// `_<pid>` is appended.
+/// Generates job ids like Salt's `gen_jid`, strictly increasing: a time not after the
+/// previous one is bumped by 1 µs (so two jobs in one microsecond never share a jid).
+/// With `unique_jid` (a pid given) `_<pid>` is appended.
 #[derive(Clone, Debug, Default)]
 pub struct JidGenerator {
     last_micros: Option<u64>,
@@ -41,19 +41,18 @@ impl JidGenerator {
     }
 
     /// The next jid for wall-clock time `since_epoch` (UTC, since the Unix epoch).
-    /// `unique_pid: Some(pid)` is Salt's `unique_jid: True` (monotonic, `_pid` suffix);
-    /// `None` formats the time as is.
+    /// `unique_pid: Some(pid)` is Salt's `unique_jid: True` (`_pid` suffix).
     pub fn next(&mut self, since_epoch: Duration, unique_pid: Option<u32>) -> String {
         let now = u64::try_from(since_epoch.as_micros()).unwrap_or(u64::MAX);
-        let Some(pid) = unique_pid else {
-            return format_micros(now);
-        };
         let micros = match self.last_micros {
             Some(last) if last >= now => last.saturating_add(1),
             _ => now,
         };
         self.last_micros = Some(micros);
-        format!("{}_{pid}", format_micros(micros))
+        match unique_pid {
+            Some(pid) => format!("{}_{pid}", format_micros(micros)),
+            None => format_micros(micros),
+        }
     }
 }
 
@@ -118,6 +117,8 @@ mod tests {
         assert_eq!(b, "20251122012345000001_42");
         assert_eq!(c, "20251122012345000002_42");
         assert!(is_jid(&c));
+        assert_eq!(g.next(t, None), "20251122012345000003");
+        let mut g = JidGenerator::new();
         assert_eq!(g.next(t, None), "20251122012345000000");
     }
 

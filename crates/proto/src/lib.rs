@@ -16,10 +16,12 @@
 //!   nonce memory for the master.
 //!
 //! What it does not do: no I/O of any kind — no sockets, no files, no clock reads,
-//! no global randomness (time and RNGs are parameters). No cryptography either:
-//! RSA and the Crypticle AES layer live in `salt-pki`; this crate carries their
-//! inputs and outputs as bytes (ciphertexts, signatures) and leaves signing,
-//! verification and decryption to the caller.
+//! no global randomness (time and RNGs are parameters; the one exception is
+//! [`auth_minion::AuthClient::new`], which draws the minion's token from `salt-pki`).
+//! No cryptography either: RSA and the Crypticle AES layer live in `salt-pki`. Both
+//! halves of the `_auth` handshake ([`auth_master`], [`auth_minion`]) take a
+//! [`salt_pki::KeyPairOps`] and call it for every RSA operation; the other messages
+//! carry ciphertexts and signatures as bytes and leave the crypto to the caller.
 //!
 //! The reference for every format is `docs/salt-wire-protocol.md` (section numbers
 //! in the docs here refer to it) and, ultimately, Salt's own source.

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmpv::Value;
-use salt_minion_core::channel::value_bytes;
 use salt_minion_core::matcher::map_lookup;
 use salt_pki::{Crypticle, EncAlgo, PrivateKey, PublicKey, SigAlgo};
+use salt_proto::ValueExt;
 use salt_proto::auth_minion::{AuthClient, AuthOutcome, PendingAuth};
 
 /// How thoroughly a sign-in reply is checked.
@@ -180,7 +180,7 @@ pub fn build_request(
 /// The nonce of a sign-in reply (its signed inner load is clear msgpack), to route a reply
 /// that arrived on a socket shared by several minions. `None`: not a sign-in reply.
 pub fn reply_nonce(reply: &Value) -> Option<String> {
-    let load = map_lookup(reply, "load").and_then(value_bytes)?;
+    let load = map_lookup(reply, "load").and_then(ValueExt::as_bytes)?;
     let inner = salt_proto::decode(load).ok()?;
     map_lookup(&inner, "nonce")
         .and_then(Value::as_str)
@@ -230,16 +230,16 @@ fn lean_reply(
     shared: &Shared,
 ) -> Result<Option<Accepted>, &'static str> {
     let signed = map_lookup(reply, "load")
-        .and_then(value_bytes)
+        .and_then(ValueExt::as_bytes)
         .ok_or("reply has no load")?;
     let outer_sig = map_lookup(reply, "sig")
-        .and_then(value_bytes)
+        .and_then(ValueExt::as_bytes)
         .ok_or("reply is not signed")?;
     let inner = salt_proto::decode(signed).map_err(|_| "inner load does not decode")?;
     if map_lookup(&inner, "nonce").and_then(Value::as_str) != Some(nonce) {
         return Err("nonce mismatch");
     }
-    let Some(pk) = map_lookup(&inner, "pub_key").and_then(value_bytes) else {
+    let Some(pk) = map_lookup(&inner, "pub_key").and_then(ValueExt::as_bytes) else {
         // No keys: pending (truthy ret), rejected or full.
         return match map_lookup(&inner, "ret") {
             Some(Value::Boolean(false)) | Some(Value::Nil) => Err("rejected"),
@@ -247,7 +247,7 @@ fn lean_reply(
             _ => Ok(None),
         };
     };
-    let pub_sig = map_lookup(&inner, "pub_sig").and_then(value_bytes);
+    let pub_sig = map_lookup(&inner, "pub_sig").and_then(ValueExt::as_bytes);
     let (master_pub, text) = {
         let mut cache = shared.masters.lock().unwrap_or_else(|e| e.into_inner());
         let entry = match cache.get(pk) {
@@ -279,7 +279,7 @@ fn lean_reply(
         .verify(shared.sig, signed, outer_sig)
         .map_err(|_| "outer signature invalid")?;
     let aes_sig = map_lookup(&inner, "sig")
-        .and_then(value_bytes)
+        .and_then(ValueExt::as_bytes)
         .ok_or("aes key unsigned")?;
     let cached = shared
         .aes
@@ -291,7 +291,7 @@ fn lean_reply(
         Some(c) => c,
         None => {
             let ct = map_lookup(&inner, "aes")
-                .and_then(value_bytes)
+                .and_then(ValueExt::as_bytes)
                 .ok_or("no aes")?;
             let plain = key
                 .decrypt_oaep(shared.enc, ct)
@@ -314,7 +314,7 @@ fn lean_reply(
         }
     };
     let session = map_lookup(&inner, "session")
-        .and_then(value_bytes)
+        .and_then(ValueExt::as_bytes)
         .ok_or("no session key")?
         .to_vec();
     Ok(Some(Accepted {

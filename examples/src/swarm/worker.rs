@@ -8,11 +8,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::RngCore;
 use rmpv::Value;
-use salt_minion_core::channel::{Session, value_bytes};
+use salt_minion_core::channel::Session;
 use salt_minion_core::job::{JidQueue, Job};
 use salt_minion_core::matcher::{fnmatch_to_regex, map_lookup};
 use salt_minion_core::rekey::ReauthSpread;
 use salt_pki::{Crypticle, PublicKey, Zeroizing};
+use salt_proto::ValueExt;
 use salt_proto::auth_minion::{AuthClient, AuthSettings};
 
 use super::keys::CachedKey;
@@ -488,7 +489,7 @@ impl Worker {
         if map_lookup(&v, "enc").and_then(Value::as_str) != Some("aes") {
             return;
         }
-        let Some(load) = map_lookup(&v, "load").and_then(value_bytes) else {
+        let Some(load) = map_lookup(&v, "load").and_then(ValueExt::as_bytes) else {
             return;
         };
         if !matches!(m.phase, Phase::Ready) {
@@ -535,7 +536,10 @@ impl Worker {
             }
             m.serial = s;
         }
-        let Ok(job) = Job::from_load(job) else {
+        let Some(job) = salt_proto::msg::JobLoad::from_value(&job)
+            .ok()
+            .and_then(|j| Job::from_load(j).ok())
+        else {
             return;
         };
         if !m.jids.insert(&job.jid) {

@@ -1,19 +1,24 @@
 //! `_auth`: a minion's sign-in (§3), decided by `proto::auth_master` and answered here.
 
+use salt_proto::auth_master::AcceptKeys;
+
 use super::*;
 
 pub(super) fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
     let req = match AuthRequest::from_load(load) {
         Ok(r) => r,
-        Err(AuthRequestError::BadSigAlgo(a)) => {
-            tracing::info!("Minion tried to authenticate with unsupported signing algorithm: {a}");
-            return encode(&auth_master::unsigned_reply("bad sig algo"));
-        }
-        Err(AuthRequestError::BadEncAlgo(a)) => {
-            tracing::info!(
-                "Minion tried to authenticate with unsupported encryption algorithm: {a}"
-            );
-            return encode(&auth_master::unsigned_reply("bad enc algo"));
+        Err(e @ (AuthRequestError::BadSigAlgo(_) | AuthRequestError::BadEncAlgo(_))) => {
+            match &e {
+                AuthRequestError::BadSigAlgo(a) => tracing::info!(
+                    "Minion tried to authenticate with unsupported signing algorithm: {a}"
+                ),
+                AuthRequestError::BadEncAlgo(a) => tracing::info!(
+                    "Minion tried to authenticate with unsupported encryption algorithm: {a}"
+                ),
+                _ => {}
+            }
+            return auth_master::unsigned_reply(&e)
+                .map_or_else(|| reply_str(BAD_LOAD), |v| encode(&v));
         }
         Err(e) => {
             if shared.log_limit.allow("auth-parse") {
@@ -44,7 +49,7 @@ pub(super) fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8
                 req.id
             );
             // A signed refusal keeps the minion's state machine simple.
-            fail(shared, &req, AuthRet::Refused)
+            fail(shared, &req, AuthRet::Rejected)
         }
     }
 }
@@ -56,19 +61,9 @@ fn fail(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Vec<u8> {
     }
 }
 
-fn sig_algo_of(req: &AuthRequest) -> SigAlgo {
-    req.sig_algo.parse().unwrap_or(SigAlgo::Pkcs1v15Sha1)
-}
-
-fn enc_algo_of(req: &AuthRequest) -> EncAlgo {
-    req.enc_algo.parse().unwrap_or(EncAlgo::OaepSha1)
-}
-
 /// Signed `{"ret": ret, "nonce": nonce}`.
 fn fail_reply(shared: &Shared, req: &AuthRequest, ret: AuthRet) -> Result<Value, salt_pki::Error> {
-    let inner = auth_master::fail_inner(&req.nonce, ret);
-    let sig = shared.keys.key.sign(sig_algo_of(req), &inner)?;
-    Ok(auth_master::signed_reply(inner, sig))
+    auth_master::fail_reply(&shared.keys.key, req, ret)
 }
 
 /// Errors on the master's side of a sign-in.
@@ -107,7 +102,7 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
     if !auth_master::valid_id(&req.id) {
         tracing::info!("Authentication request from invalid id {:?}", req.id);
         shared.metrics.signin("refused");
-        return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+        return Ok(fail_reply(shared, req, AuthRet::Rejected)?);
     }
     // The presented key is parsed before anything is written: an unusable or weak key
     // (under 2048 bits, which Salt itself never generates) is refused and leaves no trace.
@@ -123,14 +118,14 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
                 );
             }
             shared.metrics.signin("refused");
-            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+            return Ok(fail_reply(shared, req, AuthRet::Rejected)?);
         }
         Err(e) => {
             if shared.log_limit.allow("bad-key") {
                 tracing::warn!("Public key of {} cannot be loaded: {e}", req.id);
             }
             shared.metrics.signin("refused");
-            return Ok(fail_reply(shared, req, AuthRet::Refused)?);
+            return Ok(fail_reply(shared, req, AuthRet::Rejected)?);
         }
     };
     let full = match cfg.max_minions {
@@ -225,31 +220,20 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
     }
     let session = shared.sessions.get_or_create(id)?;
     let aes = shared.aes.current();
-    let (enc, sig_algo) = (enc_algo_of(req), sig_algo_of(req));
-    let pub_sig = shared.keys.pub_sig(sig_algo)?;
-    // The token echo: decrypt with master.pem, re-encrypt to the minion; omitted (as Salt
-    // does) when it does not decrypt.
-    let token = match &req.token {
-        Some(ct) => match shared.keys.key.decrypt_oaep(enc, ct) {
-            Ok(plain) => Some(minion_pub.encrypt_oaep(enc, &plain)?),
-            Err(_) => None,
+    let pub_sig = shared.keys.pub_sig(auth_master::sig_algo_of(req))?;
+    let reply = auth_master::accept_reply(
+        &shared.keys.key,
+        req,
+        &minion_pub,
+        &AcceptKeys {
+            pub_key: &shared.keys.pub_clean,
+            publish_port: cfg.publish_port,
+            pub_sig: pub_sig.as_deref().map(Vec::as_slice),
+            aes_key: aes.crypticle.key_string(),
+            aes_sig: &aes.sig,
+            session_key: session.key_string(),
         },
-        None => None,
-    };
-    let aes_enc = minion_pub.encrypt_oaep(enc, aes.crypticle.key_string().as_bytes())?;
-    let session_enc = minion_pub.encrypt_oaep(enc, session.key_string().as_bytes())?;
-    let inner = auth_master::accept_inner(&AcceptInner {
-        pub_key: &shared.keys.pub_clean,
-        publish_port: cfg.publish_port,
-        pub_sig: pub_sig.as_deref().map(Vec::as_slice),
-        token: token.as_deref(),
-        aes: &aes_enc,
-        session: &session_enc,
-        sig: &aes.sig,
-        nonce: &req.nonce,
-    });
-    let sig = shared.keys.key.sign(sig_algo, &inner)?;
-    let reply = auth_master::signed_reply(inner, sig);
+    )?;
     shared
         .connected
         .lock()

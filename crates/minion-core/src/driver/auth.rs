@@ -100,7 +100,7 @@ impl Driver {
                                 return;
                             }
                         };
-                        self.serial = 0;
+                        self.serial.reset();
                         self.conn = Some(Conn {
                             idx,
                             epoch,
@@ -118,7 +118,7 @@ impl Driver {
                         if let Some(c) = &mut self.conn {
                             if c.session.aes.key_string() != session.aes.key_string() {
                                 debug!("The master's aes key has changed.");
-                                self.serial = 0;
+                                self.serial.reset();
                             }
                             c.session = session;
                         }

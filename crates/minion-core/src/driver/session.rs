@@ -1,6 +1,8 @@
 //! The session with the master in use: the SUB socket, publishes, AES requests, pillar,
 //! and the clear ping used by alive checks and failback.
 
+use salt_proto::msg::{EventBody, MinionEvent, Ping};
+
 use super::*;
 
 impl Driver {
@@ -71,14 +73,18 @@ impl Driver {
             }
             tags.push(format!("salt/minion/{}/start", s.id));
             for tag in tags {
-                let load = Value::Map(vec![
-                    ("id".into(), s.id.as_str().into()),
-                    ("cmd".into(), "_minion_event".into()),
-                    ("pretag".into(), Value::Nil),
-                    ("tok".into(), Value::Binary(session.tok.as_ref().clone())),
-                    ("data".into(), data.as_str().into()),
-                    ("tag".into(), tag.into()),
-                ]);
+                let load = MinionEvent {
+                    id: s.id.clone(),
+                    pretag: None,
+                    tok: Some(session.tok.as_ref().clone()),
+                    body: EventBody::Single {
+                        tag,
+                        data: data.as_str().into(),
+                    },
+                    grains: None,
+                    extra: Vec::new(),
+                }
+                .to_value();
                 if let Err(RequestError::Channel(
                     ChannelError::Decrypt | ChannelError::MasterError(_),
                 )) = send_aes(&session, &req, &load, s.return_timeout, s.return_tries).await
@@ -135,7 +141,7 @@ impl Driver {
                 error!(
                     critical = true,
                     "A message with an invalid serial was received.\nthis serial: {s}\nlast serial: {}\nThe minion will not honor this request.",
-                    self.serial
+                    self.serial.last()
                 );
                 return;
             }
@@ -280,16 +286,7 @@ pub(super) async fn fetch_pillar(
     session: &Session,
     req: &salt_transport::ReqClient,
 ) {
-    let load = Value::Map(vec![
-        ("cmd".into(), "_pillar".into()),
-        ("id".into(), s.id.as_str().into()),
-        ("grains".into(), (*s.grains).clone()),
-        ("saltenv".into(), Value::Nil),
-        ("pillarenv".into(), Value::Nil),
-        ("pillar_override".into(), Value::Map(vec![])),
-        ("extra_minion_data".into(), Value::Map(vec![])),
-        ("ver".into(), "2".into()),
-    ]);
+    let load = crate::master_link::pillar_request(&s.id, &s.grains, None, None, Value::Map(vec![]));
     let n = nonce();
     let body = session.aes_request(&load, &n, unix_now());
     match net::request(req, body, s.return_timeout).await {
@@ -317,7 +314,7 @@ pub(super) async fn fetch_pillar(
 /// Salt's clear `ping` (alive check / `status.ping_master`): any reply counts. `None` when
 /// it timed out, `Some(false)` when it failed early (refused, dropped, socket error).
 pub(super) async fn ping(id: &str, uri: &str, timeout: Duration) -> Option<bool> {
-    let body = clear_request(Value::Map(vec![("cmd".into(), "ping".into())]));
+    let body = clear_request(Ping::default().to_value());
     match net::request_once(id, uri, body, timeout, true).await {
         Ok(_) => Some(true),
         Err(NetError::Timeout) => None,

@@ -117,13 +117,13 @@ impl SignedClearReply {
             .build()
     }
 
-    /// Reads the signed reply; `enc` must be `"clear"`, `load` and `sig` bytes.
+    /// Reads the signed reply: `load` and `sig` bytes. `enc` is not checked, as the
+    /// Python minion's `handle_signin_response` does not check it.
     ///
     /// # Errors
     /// [`InvalidMessage`] naming the first bad field.
     pub fn from_value(v: &Value) -> Result<Self, InvalidMessage> {
         let f = Fields::new(Self::MSG, v)?;
-        f.expect_text("enc", "clear", "expected \"clear\"")?;
         Ok(Self {
             load: f.bytes("load")?.to_vec(),
             sig: f.bytes("sig")?.to_vec(),

@@ -13,7 +13,7 @@
 
 mod auth;
 mod envelope;
-mod fields;
+pub(crate) mod fields;
 mod job;
 mod requests;
 

@@ -1,20 +1,32 @@
 //! Master side of the `_auth` handshake (salt-wire-protocol.md §3.4, §3.5), sans-IO.
 //!
 //! The master daemon feeds three things in and gets a decision out:
-//! 1. [`AuthRequest::from_load`] parses the clear `_auth` load;
+//! 1. [`AuthRequest::from_load`] parses the clear `_auth` load (the one reader,
+//!    [`crate::msg::AuthRequest`], plus the algorithm checks Salt answers unsigned);
 //! 2. the daemon reads the key-state files into [`KeyFacts`] and its policy into [`Policy`]
 //!    (auto-accept, autosign/autoreject matches, whether the master is full);
 //! 3. [`decide`] returns a [`Decision`]: what to write into the key directories and which
 //!    reply to send. Nothing here touches a file, a socket or the clock.
 //!
-//! Replies: [`fail_inner`] / [`accept_inner`] produce the msgpack bytes of INNER in
-//! Python's key order; the caller signs them (PKCS#1 v1.5, master.pem, the request's
-//! `sig_algo`) and wraps both with [`signed_reply`] into
-//! `{"enc": "clear", "load": INNER bytes, "sig": signature}`, the form 3006.30/3007.17
-//! minions require. Like the rest of this crate, no cryptography happens here: the
-//! ciphertexts and signatures come in as bytes.
+//! Replies: [`fail_reply`] / [`accept_reply`] build the signed clear reply
+//! `{"enc": "clear", "load": INNER bytes, "sig": signature}` (the form 3006.30/3007.17
+//! minions require) through [`crate::msg`]'s `AuthFailure` / `AuthSuccess` /
+//! `SignedClearReply`. Every RSA operation (token decryption, encryption to the minion,
+//! the PKCS#1 signature) goes through the [`KeyPairOps`] the caller passes: the same
+//! trait the minion's half ([`crate::auth_minion`]) takes. No cryptography happens here.
 
 use rmpv::Value;
+
+use crate::msg::InvalidMessage;
+use crate::msg::fields::Fields;
+
+mod reply;
+
+pub use crate::msg::{AuthRequest, AuthRet};
+pub use reply::{
+    AcceptInner, AcceptKeys, accept_inner, accept_reply, enc_algo_of, fail_inner, fail_reply,
+    sig_algo_of, signed_reply, unsigned_reply,
+};
 
 /// `encryption_algorithm` names Salt accepts.
 pub const ENC_ALGOS: [&str; 2] = ["OAEP-SHA1", "OAEP-SHA224"];
@@ -25,23 +37,6 @@ pub const SIG_ALGOS: [&str; 2] = ["PKCS1v15-SHA1", "PKCS1v15-SHA224"];
 /// line breaks): the one implementation in `salt-pki`, so the key-state decision and the
 /// key files can never disagree (fuzz finding 3 in docs/security.md).
 pub use salt_pki::clean_key;
-
-/// A parsed `_auth` load.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuthRequest {
-    /// Minion id (not yet validated: see [`valid_id`]).
-    pub id: String,
-    /// Request nonce, echoed in every signed reply.
-    pub nonce: String,
-    /// OAEP algorithm for `aes`, `session`, `token` (one of [`ENC_ALGOS`]).
-    pub enc_algo: String,
-    /// PKCS#1 v1.5 algorithm for the reply signature and `pub_sig` (one of [`SIG_ALGOS`]).
-    pub sig_algo: String,
-    /// RSA-OAEP ciphertext of the minion's token, present once it caches our key.
-    pub token: Option<Vec<u8>>,
-    /// The minion's public key PEM text exactly as received.
-    pub pub_key: String,
-}
 
 /// Why an `_auth` load cannot be handled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -58,17 +53,6 @@ pub enum AuthRequestError {
     /// `sig_algo` names an algorithm we do not implement (reply "bad sig algo").
     #[error("unsupported sig_algo {0:?}")]
     BadSigAlgo(String),
-}
-
-/// The `ret` of a failed (or pending) sign-in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AuthRet {
-    /// Rejected, denied or invalid: `ret: False` (the minion exits 77 unless `rejected_retry`).
-    Refused,
-    /// Pending acceptance: `ret: True` (the minion retries).
-    Pending,
-    /// `max_minions` reached: `ret: "full"`.
-    Full,
 }
 
 /// What the master knows about the id's key files.
@@ -155,55 +139,35 @@ pub struct Decision {
 }
 
 impl AuthRequest {
-    /// Parse the clear `load` of an `_auth` request (the caller already checked `cmd`).
+    /// Parse the clear `load` of an `_auth` request (the caller already checked `cmd`):
+    /// `id`, `nonce` and `pub` first (a missing one is answered `"bad load"`), then the
+    /// algorithms (answered unsigned, [`unsigned_reply`]), then the rest through
+    /// [`AuthRequest::from_value`].
     pub fn from_load(load: &Value) -> Result<Self, AuthRequestError> {
-        let map = load.as_map().ok_or(AuthRequestError::NotAMap)?;
-        let get = |key: &str| {
-            map.iter()
-                .find(|(k, _)| k.as_str() == Some(key))
-                .map(|(_, v)| v)
-        };
-        let text = |key: &'static str| -> Result<String, AuthRequestError> {
-            match get(key) {
-                Some(Value::String(s)) => s
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or(AuthRequestError::Missing(key)),
-                _ => Err(AuthRequestError::Missing(key)),
-            }
-        };
-        let id = text("id")?;
-        let nonce = text("nonce")?;
-        let pub_key = text("pub")?;
-        let algo = |key: &str, valid: &[&str], default: &str| -> Result<String, String> {
-            match get(key) {
-                None | Some(Value::Nil) => Ok(default.to_owned()),
+        let f = Fields::new("AuthRequest", load).map_err(|_| AuthRequestError::NotAMap)?;
+        for key in ["id", "nonce", "pub"] {
+            f.text(key).map_err(|_| AuthRequestError::Missing(key))?;
+        }
+        let algo = |key: &str, valid: &[&str]| -> Result<(), String> {
+            match f.present(key) {
+                None => Ok(()),
                 Some(v) => {
-                    let s = v.as_str().unwrap_or_default();
+                    let s = crate::ValueExt::as_text(v).unwrap_or_default();
                     if valid.contains(&s) {
-                        Ok(s.to_owned())
+                        Ok(())
                     } else {
                         Err(s.to_owned())
                     }
                 }
             }
         };
-        let sig_algo =
-            algo("sig_algo", &SIG_ALGOS, SIG_ALGOS[0]).map_err(AuthRequestError::BadSigAlgo)?;
-        let enc_algo =
-            algo("enc_algo", &ENC_ALGOS, ENC_ALGOS[0]).map_err(AuthRequestError::BadEncAlgo)?;
-        let token = match get("token") {
-            Some(Value::String(s)) => Some(s.as_bytes().to_vec()),
-            Some(Value::Binary(b)) => Some(b.clone()),
-            _ => None,
-        };
-        Ok(AuthRequest {
-            id,
-            nonce,
-            enc_algo,
-            sig_algo,
-            token,
-            pub_key,
+        algo("sig_algo", &SIG_ALGOS).map_err(AuthRequestError::BadSigAlgo)?;
+        algo("enc_algo", &ENC_ALGOS).map_err(AuthRequestError::BadEncAlgo)?;
+        AuthRequest::from_value(load).map_err(|e| match e {
+            InvalidMessage::MissingField { field, .. }
+            | InvalidMessage::WrongType { field, .. }
+            | InvalidMessage::BadValue { field, .. } => AuthRequestError::Missing(field),
+            _ => AuthRequestError::NotAMap,
         })
     }
 }
@@ -224,7 +188,7 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
         act: Act::Accept,
     };
     if !valid_id(&req.id) {
-        return fail(KeyAction::None, AuthRet::Refused, Act::Invalid);
+        return fail(KeyAction::None, AuthRet::Rejected, Act::Invalid);
     }
     if policy.full {
         return fail(KeyAction::None, AuthRet::Full, Act::Full);
@@ -242,20 +206,20 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
         });
     }
     if facts.rejected {
-        return fail(KeyAction::None, AuthRet::Refused, Act::Reject);
+        return fail(KeyAction::None, AuthRet::Rejected, Act::Reject);
     }
     if let Some(stored) = &facts.accepted {
         return if clean_key(stored) == presented {
             accept(KeyAction::None)
         } else {
-            fail(KeyAction::WriteDenied, AuthRet::Refused, Act::Denied)
+            fail(KeyAction::WriteDenied, AuthRet::Rejected, Act::Denied)
         };
     }
     match &facts.pending {
-        Pending::Directory => fail(KeyAction::None, AuthRet::Refused, Act::Invalid),
+        Pending::Directory => fail(KeyAction::None, AuthRet::Rejected, Act::Invalid),
         Pending::Absent => {
             if policy.auto_reject {
-                fail(KeyAction::WriteRejected, AuthRet::Refused, Act::Reject)
+                fail(KeyAction::WriteRejected, AuthRet::Rejected, Act::Reject)
             } else if !policy.auto_sign {
                 fail(KeyAction::WritePending, AuthRet::Pending, Act::Pend)
             } else {
@@ -267,11 +231,11 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
             if policy.auto_reject {
                 fail(
                     KeyAction::MovePendingToRejected,
-                    AuthRet::Refused,
+                    AuthRet::Rejected,
                     Act::Reject,
                 )
             } else if !same {
-                fail(KeyAction::WriteDenied, AuthRet::Refused, Act::Denied)
+                fail(KeyAction::WriteDenied, AuthRet::Rejected, Act::Denied)
             } else if !policy.auto_sign {
                 fail(KeyAction::None, AuthRet::Pending, Act::Pend)
             } else {
@@ -281,84 +245,13 @@ pub fn decide(req: &AuthRequest, facts: &KeyFacts, policy: &Policy) -> Decision 
     }
 }
 
-/// The fields of a successful sign-in reply, crypto already done by the caller.
-#[derive(Clone, Copy, Debug)]
-pub struct AcceptInner<'a> {
-    /// `clean_key(master.pub)`.
-    pub pub_key: &'a str,
-    /// `publish_port`.
-    pub publish_port: u16,
-    /// `pub_sig` (base64 + "\n" for `master_sign_pubkey`, the file text otherwise).
-    pub pub_sig: Option<&'a [u8]>,
-    /// The request token re-encrypted to the minion (present iff the request had one
-    /// that decrypted).
-    pub token: Option<&'a [u8]>,
-    /// Publish AES key string, OAEP-encrypted to the minion.
-    pub aes: &'a [u8],
-    /// Session key string, OAEP-encrypted to the minion.
-    pub session: &'a [u8],
-    /// X9.31 signature by master.pem over hex(sha256(publish key string)).
-    pub sig: &'a [u8],
-    /// The request nonce.
-    pub nonce: &'a str,
-}
-
-fn s(v: &str) -> Value {
-    Value::from(v)
-}
-
-/// INNER bytes of a failure reply: `{"ret": ret, "nonce": nonce}` (§3.5).
-pub fn fail_inner(nonce: &str, ret: AuthRet) -> Vec<u8> {
-    let ret = match ret {
-        AuthRet::Refused => Value::Boolean(false),
-        AuthRet::Pending => Value::Boolean(true),
-        AuthRet::Full => s("full"),
-    };
-    crate::encode(&Value::Map(vec![(s("ret"), ret), (s("nonce"), s(nonce))]))
-}
-
-/// INNER bytes of a success reply (§3.5), in Python's key order:
-/// `enc, pub_key, publish_port, [pub_sig], [token], aes, session, sig, nonce`.
-pub fn accept_inner(f: &AcceptInner<'_>) -> Vec<u8> {
-    let mut inner = vec![
-        (s("enc"), s("pub")),
-        (s("pub_key"), s(f.pub_key)),
-        (s("publish_port"), Value::from(f.publish_port)),
-    ];
-    if let Some(sig) = f.pub_sig {
-        inner.push((s("pub_sig"), Value::Binary(sig.to_vec())));
-    }
-    if let Some(tok) = f.token {
-        inner.push((s("token"), Value::Binary(tok.to_vec())));
-    }
-    inner.push((s("aes"), Value::Binary(f.aes.to_vec())));
-    inner.push((s("session"), Value::Binary(f.session.to_vec())));
-    inner.push((s("sig"), Value::Binary(f.sig.to_vec())));
-    inner.push((s("nonce"), s(f.nonce)));
-    crate::encode(&Value::Map(inner))
-}
-
-/// The signed clear reply `{"enc": "clear", "load": inner, "sig": sig}`.
-pub fn signed_reply(inner: Vec<u8>, sig: Vec<u8>) -> Value {
-    Value::Map(vec![
-        (s("enc"), s("clear")),
-        (s("load"), Value::Binary(inner)),
-        (s("sig"), Value::Binary(sig)),
-    ])
-}
-
-/// The unsigned replies Salt sends when it cannot use the requested algorithm:
-/// `{"enc": "clear", "load": {"ret": "bad enc algo" | "bad sig algo"}}`.
-pub fn unsigned_reply(ret: &str) -> Value {
-    Value::Map(vec![
-        (s("enc"), s("clear")),
-        (s("load"), Value::Map(vec![(s("ret"), s(ret))])),
-    ])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn s(v: &str) -> Value {
+        Value::from(v)
+    }
 
     const KEY_A: &str = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----";
     const KEY_B: &str = "-----BEGIN PUBLIC KEY-----\nBBBB\n-----END PUBLIC KEY-----";
@@ -369,6 +262,7 @@ mod tests {
             nonce: "0123456789abcdef0123456789abcdef".into(),
             enc_algo: "OAEP-SHA1".into(),
             sig_algo: "PKCS1v15-SHA1".into(),
+            autosign_grains: None,
             token: None,
             pub_key: key.into(),
         }
@@ -405,7 +299,11 @@ mod tests {
         };
         assert_eq!(
             decide(&r, &none, &rej),
-            d(KeyAction::WriteRejected, Err(AuthRet::Refused), Act::Reject)
+            d(
+                KeyAction::WriteRejected,
+                Err(AuthRet::Rejected),
+                Act::Reject
+            )
         );
     }
 
@@ -422,7 +320,7 @@ mod tests {
         );
         assert_eq!(
             decide(&req("m1", KEY_B), &facts, &Policy::default()),
-            d(KeyAction::WriteDenied, Err(AuthRet::Refused), Act::Denied)
+            d(KeyAction::WriteDenied, Err(AuthRet::Rejected), Act::Denied)
         );
     }
 
@@ -438,7 +336,7 @@ mod tests {
         );
         assert_eq!(
             decide(&req("m1", KEY_B), &facts, &Policy::default()),
-            d(KeyAction::WriteDenied, Err(AuthRet::Refused), Act::Denied)
+            d(KeyAction::WriteDenied, Err(AuthRet::Rejected), Act::Denied)
         );
         let auto = Policy {
             auto_sign: true,
@@ -456,7 +354,7 @@ mod tests {
             decide(&req("m1", KEY_A), &facts, &rej),
             d(
                 KeyAction::MovePendingToRejected,
-                Err(AuthRet::Refused),
+                Err(AuthRet::Rejected),
                 Act::Reject
             )
         );
@@ -466,7 +364,7 @@ mod tests {
         };
         assert_eq!(
             decide(&req("m1", KEY_A), &dir, &auto),
-            d(KeyAction::None, Err(AuthRet::Refused), Act::Invalid)
+            d(KeyAction::None, Err(AuthRet::Rejected), Act::Invalid)
         );
     }
 
@@ -479,7 +377,7 @@ mod tests {
         };
         assert_eq!(
             decide(&req("m1", KEY_A), &rejected, &Policy::default()),
-            d(KeyAction::None, Err(AuthRet::Refused), Act::Reject)
+            d(KeyAction::None, Err(AuthRet::Rejected), Act::Reject)
         );
         let full = Policy {
             full: true,
