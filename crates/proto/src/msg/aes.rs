@@ -460,4 +460,39 @@ mod tests {
             Ok(Command::Other { cmd, .. }) if cmd == "minion_pub"
         ));
     }
+
+    #[test]
+    fn events_and_pillar_read_as_salts_master_reads_them() {
+        // A batch event without `data` carries the event map itself (Salt fires it so).
+        let ev = MapBuilder::new()
+            .str("cmd", "_minion_event")
+            .str("id", "m1")
+            .insert(
+                "events",
+                Value::Array(vec![
+                    MapBuilder::new().str("tag", "a/b").insert("x", 1).build(),
+                ]),
+            )
+            .build();
+        let Command::MinionEvent(ev, _) = Command::read("_minion_event", ev).unwrap() else {
+            panic!("not an event")
+        };
+        let super::super::EventBody::Batch(evs) = ev.body else {
+            panic!("not a batch")
+        };
+        assert_eq!(evs[0].1.get("x"), Some(&Value::from(1)));
+        // `saltenv`, else the older `env`; a non-text `ver` counts as none.
+        let p = MapBuilder::new()
+            .str("id", "m1")
+            .insert("grains", Value::Map(vec![]))
+            .str("env", "dev")
+            .insert("ver", 2)
+            .str("cmd", "_pillar")
+            .build();
+        let Command::Pillar(p) = Command::read("_pillar", p).unwrap() else {
+            panic!("not a pillar request")
+        };
+        assert_eq!(p.saltenv_or_env(), Some("dev"));
+        assert_eq!(p.ver, None);
+    }
 }
