@@ -89,33 +89,22 @@ impl EventBus {
         }
     }
 
-    /// Salt's `masterapi._minion_event`: each event of `events` under its own tag, or the
-    /// load itself under `tag`.
-    pub fn fire_minion_events(&self, load: &rmpv::Value) {
+    /// Salt's `masterapi._minion_event`: each event of a batch under its own tag (and under
+    /// `<pretag>/<tag>`), or a single event's whole `load` under its tag.
+    pub fn fire_minion_events(&self, ev: &salt_proto::msg::MinionEvent, load: &rmpv::Value) {
         if !self.wanted() {
             return;
         }
-        let get = salt_proto::map_get;
-        let text =
-            |v: &rmpv::Value, k: &str| get(v, k).and_then(rmpv::Value::as_str).map(str::to_owned);
-        match get(load, "events") {
-            Some(rmpv::Value::Array(evs)) => {
-                for ev in evs {
-                    let Some(tag) = text(ev, "tag") else {
-                        continue;
-                    };
-                    let data = get(ev, "data").unwrap_or(ev);
+        match &ev.body {
+            salt_proto::msg::EventBody::Batch(evs) => {
+                for (tag, data) in evs {
                     self.fire_mp(tag.as_str(), data);
-                    if let Some(pre) = text(load, "pretag") {
+                    if let Some(pre) = &ev.pretag {
                         self.fire_mp(format!("{pre}/{tag}"), data);
                     }
                 }
             }
-            _ => {
-                if let Some(tag) = text(load, "tag") {
-                    self.fire_mp(tag, load);
-                }
-            }
+            salt_proto::msg::EventBody::Single { tag, .. } => self.fire_mp(tag.as_str(), load),
         }
     }
 

@@ -7,6 +7,7 @@
 use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_matcher::{map_lookup, pcre_match, py_str};
+use salt_proto::msg::{Command, MineDelete, MineGet, MineLoad};
 
 use crate::minion_data::MinionCache;
 use crate::state::Shared;
@@ -14,59 +15,83 @@ use crate::state::Shared;
 const ACL_ID: &str = "__saltmine_acl_id__";
 const ACL_DATA: &str = "__data__";
 
-/// Answer one `_mine*` command from minion `id`.
+/// The reply to one `_mine*` load from minion `id`, read as the request server reads it
+/// (the typed readers of `salt_proto::msg`, Salt's reply to a load that lacks a key).
 pub fn handle(shared: &Shared, id: &str, cmd: &str, load: &Value) -> Value {
-    let cache = MinionCache::new(&shared.cfg.cachedir);
-    let enabled = shared.cfg.minion_data_cache;
-    match cmd {
-        "_mine" => {
-            let Some(new) = map_lookup(load, "data") else {
-                return Value::Boolean(false);
-            };
-            if !enabled {
-                return Value::Boolean(true);
-            }
-            let clear = map_lookup(load, "clear").is_some_and(|c| c.as_bool() == Some(true));
-            let mut data = match cache.fetch(id, "mine") {
-                Some(Value::Map(m)) if !clear => m,
-                _ => Vec::new(),
-            };
-            if let Value::Map(new) = new {
-                for (k, v) in new {
-                    match data.iter_mut().find(|(e, _)| e == k) {
-                        Some(slot) => slot.1 = v.clone(),
-                        None => data.push((k.clone(), v.clone())),
-                    }
-                }
-            }
-            store(&cache, id, Value::Map(data))
-        }
-        "_mine_delete" => {
-            let Some(fun) = map_lookup(load, "fun") else {
-                return Value::Boolean(false);
-            };
-            if !enabled {
-                return Value::Boolean(true);
-            }
-            match cache.fetch(id, "mine") {
-                Some(Value::Map(mut m)) => {
-                    let before = m.len();
-                    m.retain(|(k, _)| k != fun);
-                    if m.len() == before {
-                        Value::Boolean(true)
-                    } else {
-                        store(&cache, id, Value::Map(m))
-                    }
-                }
-                _ => Value::Boolean(false),
-            }
-        }
-        "_mine_flush" => Value::Boolean(!enabled || cache.flush(id, "mine")),
-        _ => mine_get(shared, &cache, id, load),
+    match Command::read(cmd, load.clone()) {
+        Ok(Command::Mine(m)) => store(shared, id, &m),
+        Ok(Command::MineGet(g)) => get(shared, id, &g),
+        Ok(Command::MineDelete(d)) => delete(shared, id, &d),
+        Ok(Command::MineFlush) => flush(shared, id),
+        Ok(_) => Value::Map(Vec::new()),
+        Err(source) => match (crate::request::RequestError::Command {
+            cmd: cmd.to_owned(),
+            source,
+        })
+        .wire()
+        {
+            crate::request::error::Wire::Sealed(v) | crate::request::error::Wire::Plain(v) => v,
+        },
     }
 }
 
-fn store(cache: &MinionCache, id: &str, data: Value) -> Value {
+/// `_mine`: merge (or with `clear`, replace) the minion's mine data.
+pub fn store(shared: &Shared, id: &str, m: &MineLoad) -> Value {
+    if !shared.cfg.minion_data_cache {
+        return Value::Boolean(true);
+    }
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    let mut data = match m.clear {
+        Some(true) => Vec::new(),
+        _ => match cache.fetch(id, "mine") {
+            Some(Value::Map(old)) => old,
+            _ => Vec::new(),
+        },
+    };
+    if let Value::Map(new) = &m.data {
+        for (k, v) in new {
+            match data.iter_mut().find(|(e, _)| e == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => data.push((k.clone(), v.clone())),
+            }
+        }
+    }
+    put(&cache, id, Value::Map(data))
+}
+
+/// `_mine_delete`: drop one function from the minion's mine.
+pub fn delete(shared: &Shared, id: &str, d: &MineDelete) -> Value {
+    if !shared.cfg.minion_data_cache {
+        return Value::Boolean(true);
+    }
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    match cache.fetch(id, "mine") {
+        Some(Value::Map(mut m)) => {
+            let before = m.len();
+            m.retain(|(k, _)| *k != d.fun);
+            if m.len() == before {
+                Value::Boolean(true)
+            } else {
+                put(&cache, id, Value::Map(m))
+            }
+        }
+        _ => Value::Boolean(false),
+    }
+}
+
+/// `_mine_flush`: drop the minion's mine.
+pub fn flush(shared: &Shared, id: &str) -> Value {
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    Value::Boolean(!shared.cfg.minion_data_cache || cache.flush(id, "mine"))
+}
+
+/// `_mine_get`: other minions' mine data, under the `mine_get` ACL.
+pub fn get(shared: &Shared, id: &str, g: &MineGet) -> Value {
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    mine_get(shared, &cache, id, g)
+}
+
+fn put(cache: &MinionCache, id: &str, data: Value) -> Value {
     match cache.store(id, "mine", &data) {
         Ok(()) => Value::Boolean(true),
         Err(e) => {
@@ -80,10 +105,8 @@ fn empty() -> Value {
     Value::Map(Vec::new())
 }
 
-fn mine_get(shared: &Shared, cache: &MinionCache, id: &str, load: &Value) -> Value {
-    let (Some(tgt), Some(fun)) = (map_lookup(load, "tgt"), map_lookup(load, "fun")) else {
-        return empty();
-    };
+fn mine_get(shared: &Shared, cache: &MinionCache, id: &str, g: &MineGet) -> Value {
+    let (tgt, fun) = (&g.tgt, &g.fun);
     let (functions, as_dict): (Vec<String>, bool) = match fun {
         Value::Array(items) => (items.iter().map(py_str).collect(), true),
         Value::String(_) => {
@@ -111,8 +134,9 @@ fn mine_get(shared: &Shared, cache: &MinionCache, id: &str, load: &Value) -> Val
     if allowed.is_empty() {
         return empty();
     }
-    let tgt_type = map_lookup(load, "tgt_type")
-        .or_else(|| map_lookup(load, "expr_form"))
+    let tgt_type = g
+        .tgt_type
+        .as_ref()
         .map_or_else(|| "glob".to_owned(), py_str);
     let minions = match targets(shared, cache, &py_str_or_list(tgt), &tgt_type) {
         Ok(m) => m,

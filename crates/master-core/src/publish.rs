@@ -1,6 +1,7 @@
 //! Building and sending publishes (§7.1, §7.2).
 
 use rmpv::Value;
+use salt_proto::msg::{JobLoad, PublishPayload};
 use salt_transport::Publisher;
 
 use crate::state::Shared;
@@ -25,18 +26,24 @@ pub struct Job {
 }
 
 impl Job {
-    /// The clear job load in Salt's key order (without `serial`).
+    /// The job load (`salt_proto::msg::JobLoad`, Salt's key order), without `serial`.
+    pub fn job_load(&self) -> JobLoad {
+        JobLoad {
+            fun: Value::from(self.fun.as_str()),
+            arg: self.arg.clone(),
+            tgt: self.tgt.clone(),
+            jid: self.jid.clone(),
+            ret: Some(Value::from(self.ret.as_str())),
+            tgt_type: Some(self.tgt_type.clone()),
+            user: Some(self.user.clone()),
+            serial: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// The clear job load in Salt's key order (without `serial`), as the job cache keeps it.
     pub fn load(&self) -> Value {
-        let t = Value::from;
-        Value::Map(vec![
-            (t("fun"), t(self.fun.as_str())),
-            (t("arg"), Value::Array(self.arg.clone())),
-            (t("tgt"), self.tgt.clone()),
-            (t("jid"), t(self.jid.as_str())),
-            (t("ret"), t(self.ret.as_str())),
-            (t("tgt_type"), t(self.tgt_type.as_str())),
-            (t("user"), t(self.user.as_str())),
-        ])
+        self.job_load().to_value()
     }
 }
 
@@ -54,23 +61,24 @@ pub enum PublishError {
 /// Encrypt `job` with the publish key (next serial), sign it if `sign_pub_messages`, and
 /// send it as one frame. Blocking (one RSA signature): call from the worker pool.
 pub fn publish(shared: &Shared, publisher: &Publisher, job: &Job) -> Result<(), PublishError> {
-    let t = Value::from;
     shared.aes.with_next_serial(|key, serial| {
-        let mut load = job.load();
-        if let Value::Map(entries) = &mut load {
-            entries.push((t("serial"), Value::from(serial)));
-        }
-        let ct = key.crypticle.dumps(&salt_proto::encode(&load), None);
-        let mut payload = vec![(t("enc"), t("aes"))];
-        if shared.cfg.sign_pub_messages {
+        let mut load = job.job_load();
+        load.serial = Some(i64::try_from(serial).unwrap_or(i64::MAX));
+        let ct = key
+            .crypticle
+            .dumps(&salt_proto::encode(&load.to_value()), None);
+        let (sig_algo, sig) = if shared.cfg.sign_pub_messages {
             let sig = shared.keys.key.sign(shared.publish_sig_algo, &ct)?;
-            payload.push((t("load"), Value::Binary(ct)));
-            payload.push((t("sig"), Value::Binary(sig)));
-            payload.push((t("sig_algo"), t(shared.publish_sig_algo.as_str())));
+            (Some(shared.publish_sig_algo.as_str().to_owned()), Some(sig))
         } else {
-            payload.push((t("load"), Value::Binary(ct)));
-        }
-        publisher.publish(vec![salt_proto::encode(&Value::Map(payload))])?;
+            (None, None)
+        };
+        let payload = PublishPayload {
+            load: ct,
+            sig_algo,
+            sig,
+        };
+        publisher.publish(vec![salt_proto::encode(&payload.to_value())])?;
         shared.metrics.publishes.inc();
         tracing::info!(
             "Published job {} ({}) to {} {}",

@@ -3,8 +3,8 @@
 //!
 //! * Not one of Salt's exposed methods: Salt's `get_method` logs "Requested method not
 //!   exposed" and replies `{}`; so do we.
-//! * `minion_pub`, `minion_publish`, `minion_runner`, `pub_ret` (`peer`, `peer_run` unset),
-//!   `_mine_get`: `{}`; `_mine_delete`, `_mine_flush`: `False`.
+//! * `minion_pub`, `minion_publish`, `minion_runner`, `pub_ret` (`peer`, `peer_run` unset):
+//!   `{}`.
 //! * `revoke_auth` (`allow_minion_key_revoke: False`): the load back, key kept.
 //! * `_syndic_return`: `None`; `verify_minion` (not callable with a load): `""`.
 
@@ -23,8 +23,6 @@ pub fn reply(cmd: &str, id: &str, load: &Value) -> Value {
         "minion_pub" | "minion_publish" => ("peer publishing (`peer`)", Value::Map(vec![])),
         "minion_runner" => ("peer runners (`peer_run`)", Value::Map(vec![])),
         "pub_ret" => ("peer job returns (`peer`)", Value::Map(vec![])),
-        "_mine_get" => ("the mine", Value::Map(vec![])),
-        "_mine_delete" | "_mine_flush" => ("the mine", Value::Boolean(false)),
         "revoke_auth" => ("minion key revocation", load.clone()),
         "_syndic_return" => ("syndics", Value::Nil),
         "verify_minion" => ("verify_minion", Value::from("")),

@@ -797,8 +797,11 @@ fn mine_store_get_acl_delete_flush() {
     let map = |entries: Vec<(&str, Value)>| {
         Value::Map(entries.into_iter().map(|(k, v)| (t(k), v)).collect())
     };
+    // A load as a minion sends it: `cmd` and `id` first.
     let mine = |id: &str, cmd: &str, load: Vec<(&str, Value)>| {
-        salt_master_core::mine::handle(&s, id, cmd, &map(load))
+        let mut full = vec![("cmd", t(cmd)), ("id", t(id))];
+        full.extend(load);
+        salt_master_core::mine::handle(&s, id, cmd, &map(full))
     };
     // Store, then update (merged), for two minions.
     assert_eq!(
@@ -833,11 +836,8 @@ fn mine_store_get_acl_delete_flush() {
             ]),
         )],
     );
-    assert_eq!(
-        mine("web1", "_mine", vec![]),
-        Value::Boolean(false),
-        "no data"
-    );
+    // No `data`: Salt's `__verify_load` refuses it and `_mine` answers `{}`.
+    assert_eq!(mine("web1", "_mine", vec![]), map(vec![]), "no data");
 
     let get = |who: &str, tgt: &str, fun: Value, ty: &str| {
         mine(
@@ -890,4 +890,160 @@ fn mine_store_get_acl_delete_flush() {
     assert_eq!(mine("web1", "_mine_flush", vec![]), Value::Boolean(true));
     assert_eq!(get("db1", "web1", t("test.ping"), "glob"), map(vec![]));
     assert!(dir.path().join("cache/minions/web2/mine.p").is_file());
+}
+
+/// Hostile loads from a signed-in minion, each answered with Salt's exact reply for it (one
+/// `RequestError`, one mapping): bare strings before dispatch, the command's "refused" value
+/// (sealed) when a key Salt requires is missing, `""` (sealed, Salt's reply when its handler
+/// raises) for a value of the wrong type. Nothing is stored for a refused return.
+#[test]
+fn hostile_loads_get_salts_exact_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "auto_accept: True\n");
+    let m = Minion::new("h1");
+    let reply = handle(&s, &m.auth("0123456789abcdef0123456789abcdef", None, 3));
+    assert!(map_get(&open_signed(&s, &reply), "session").is_some());
+    let session = Crypticle::from_key_string(
+        std::str::from_utf8(&std::fs::read(dir.path().join("cache/sessions/h1")).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let tok = m.key.x931_sign(b"salt").unwrap();
+    let nonce = "33333333333333333333333333333333";
+    // The reply: a bare string, or the value sealed with the session key and nonce.
+    let ask = |load: Vec<(Value, Value)>| -> Result<Value, Value> {
+        let body = m.aes_request(&session, load, nonce, tok.clone());
+        let reply = decode(&handle(&s, &body)).unwrap();
+        // Sealed replies are raw msgpack strings (Salt's `use_bin_type=False`).
+        match session.loads(&bytes(&reply), Some(nonce)) {
+            Ok(plain) => Ok(decode(&plain).unwrap()),
+            Err(_) => Err(reply),
+        }
+    };
+    let kv = |k: &str, v: Value| (t(k), v);
+    let empty = Value::Map(vec![]);
+
+    // Before dispatch: bare strings.
+    assert_eq!(
+        ask(vec![kv("fun", t("x"))]),
+        Err(t("Some exception handling minion payload")),
+        "no cmd"
+    );
+    // A `_return` without `jid` (Salt's `store_job` ignores it): None, nothing stored.
+    assert_eq!(
+        ask(vec![
+            kv("cmd", t("_return")),
+            kv("return", Value::Boolean(true))
+        ]),
+        Ok(Value::Nil)
+    );
+    assert!(
+        !dir.path()
+            .join("cache/jobs")
+            .read_dir()
+            .unwrap()
+            .any(|e| { e.unwrap().path().join("h1").exists() })
+    );
+    // A `jid` that is not text: Salt's handler raises, `run_func` answers "".
+    assert_eq!(
+        ask(vec![
+            kv("cmd", t("_return")),
+            kv("return", Value::Boolean(true)),
+            kv("jid", Value::from(5)),
+        ]),
+        Ok(t(""))
+    );
+    // `_pillar` without grains: False; grains that are not a map: "".
+    assert_eq!(
+        ask(vec![kv("cmd", t("_pillar")), kv("ver", t("2"))]),
+        Ok(Value::Boolean(false))
+    );
+    assert_eq!(
+        ask(vec![
+            kv("cmd", t("_pillar")),
+            kv("grains", Value::Array(vec![])),
+        ]),
+        Ok(t(""))
+    );
+    // `_mine*` without their keys: {} (`__verify_load`).
+    assert_eq!(
+        ask(vec![kv("cmd", t("_mine_get")), kv("tgt", t("*"))]),
+        Ok(empty.clone())
+    );
+    assert_eq!(ask(vec![kv("cmd", t("_mine_delete"))]), Ok(empty.clone()));
+    assert_eq!(ask(vec![kv("cmd", t("_mine"))]), Ok(empty.clone()));
+    // `_minion_event` without tag/data: None; a batch event without a tag: "".
+    assert_eq!(
+        ask(vec![
+            kv("cmd", t("_minion_event")),
+            kv("data", empty.clone())
+        ]),
+        Ok(Value::Nil)
+    );
+    assert_eq!(
+        ask(vec![
+            kv("cmd", t("_minion_event")),
+            kv(
+                "events",
+                Value::Array(vec![Value::Map(vec![kv("data", empty.clone())])])
+            ),
+        ]),
+        Ok(t(""))
+    );
+    // A well-formed event still gets None.
+    assert_eq!(
+        ask(vec![
+            kv("cmd", t("_minion_event")),
+            kv("tag", t("a/b")),
+            kv("data", empty.clone()),
+        ]),
+        Ok(Value::Nil)
+    );
+
+    // The channel fields: a NUL in the id, a tok that is not bytes.
+    let body = |load: Vec<(Value, Value)>, id: &str| {
+        let ct = session.dumps(&encode(&Value::Map(load)), None);
+        encode(&Value::Map(vec![
+            kv("enc", t("aes")),
+            kv("load", Value::Binary(ct)),
+            kv("version", Value::from(3)),
+            kv("id", t(id)),
+        ]))
+    };
+    let nul = body(vec![kv("cmd", t("_return")), kv("id", t("h1\0x"))], "h1");
+    assert_eq!(
+        decode(&handle(&s, &nul)).unwrap(),
+        t("bad load: id contains a null byte")
+    );
+    let int_tok = body(
+        vec![
+            kv("cmd", t("_return")),
+            kv("tok", Value::from(1)),
+            kv("id", t("h1")),
+        ],
+        "h1",
+    );
+    assert_eq!(decode(&handle(&s, &int_tok)).unwrap(), t("bad load"));
+
+    // The envelope: a clear load that is not a map, an aes load that is not bytes, an
+    // unknown enc, a body that is not msgpack.
+    let env = |enc: &str, load: Value| {
+        encode(&Value::Map(vec![
+            kv("enc", t(enc)),
+            kv("load", load),
+            kv("version", Value::from(3)),
+        ]))
+    };
+    assert_eq!(
+        decode(&handle(&s, &env("clear", Value::from(1)))).unwrap(),
+        t("payload and load must be a dict")
+    );
+    assert_eq!(
+        decode(&handle(&s, &env("aes", empty.clone()))).unwrap(),
+        t("bad load")
+    );
+    assert_eq!(
+        decode(&handle(&s, &env("rot13", empty.clone()))).unwrap(),
+        t("bad load")
+    );
+    assert_eq!(decode(&handle(&s, &[0xc1])).unwrap(), t("bad load"));
 }

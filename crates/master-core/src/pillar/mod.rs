@@ -478,12 +478,14 @@ fn take_key(v: &Value, key: &str) -> Vec<Value> {
     }
 }
 
-/// Answer a `_pillar` load (Salt's `AESFuncs._pillar`): compile, then keep grains and
-/// pillar in the minion data cache. `None` when the load lacks `grains` (Salt answers
-/// `False`).
-pub fn answer(shared: &crate::state::Shared, id: &str, load: &Value) -> Option<Value> {
-    let grains = salt_matcher::map_lookup(load, "grains")?;
-    let mut grains = match grains {
+/// Answer a `_pillar` request (Salt's `AESFuncs._pillar`): compile, then keep grains and
+/// pillar in the minion data cache.
+pub fn answer(
+    shared: &crate::state::Shared,
+    id: &str,
+    load: &salt_proto::msg::PillarRequest,
+) -> Value {
+    let mut grains = match &load.grains {
         Value::Map(m) => m.clone(),
         _ => Vec::new(),
     };
@@ -491,19 +493,12 @@ pub fn answer(shared: &crate::state::Shared, id: &str, load: &Value) -> Option<V
         Some(slot) => slot.1 = Value::from(id),
         None => grains.push((Value::from("id"), Value::from(id))),
     }
-    let text = |k: &str| {
-        salt_matcher::map_lookup(load, k)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
     let req = Request {
         id: id.to_owned(),
         grains: Value::Map(grains),
-        saltenv: text("saltenv").or_else(|| text("env")),
-        pillarenv: text("pillarenv"),
-        pillar_override: salt_matcher::map_lookup(load, "pillar_override")
-            .cloned()
-            .unwrap_or(Value::Nil),
+        saltenv: load.saltenv_or_env().map(str::to_owned),
+        pillarenv: load.pillarenv.clone(),
+        pillar_override: load.pillar_override.clone(),
     };
     let pillar = compile(&shared.cfg, &req);
     if shared.cfg.minion_data_cache {
@@ -516,5 +511,5 @@ pub fn answer(shared: &crate::state::Shared, id: &str, load: &Value) -> Option<V
             tracing::warn!("Minion data cache for {id} not written: {e}");
         }
     }
-    Some(pillar)
+    pillar
 }

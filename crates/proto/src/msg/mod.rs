@@ -11,12 +11,14 @@
 //! wire; when present it must have the documented type. "Text" accepts msgpack str
 //! or bin holding valid UTF-8; "bytes" accepts any str or bin.
 
+mod aes;
 mod auth;
 mod envelope;
 pub(crate) mod fields;
 mod job;
 mod requests;
 
+pub use aes::{AesMeta, Command, FILE_COMMANDS, FileRequest, MineDelete, MineGet, Return, load_id};
 pub use auth::{
     AuthFailure, AuthReply, AuthRequest, AuthResponse, AuthRet, AuthSuccess, SignedClearReply,
 };

@@ -131,21 +131,23 @@ impl ReturnLoad {
             .build()
     }
 
-    /// Reads a `_return` load: `cmd` must be `"_return"`; `id` and `jid` text, `fun`
-    /// text or list, `return` any value, `fun_args` a list when present.
+    /// Reads a `_return` load as a minion writes it: `cmd` must be `"_return"`; what the
+    /// master requires (`return` present, `id` and `jid` text: [`super::Return::read`]),
+    /// and `fun` text or list, `fun_args` a list when present.
     ///
     /// # Errors
     /// [`InvalidMessage`] naming the first bad field.
     pub fn from_value(v: &Value) -> Result<Self, InvalidMessage> {
         let f = Fields::new(Self::MSG, v)?;
         expect_cmd(&f, "_return", "expected \"_return\"")?;
+        let (jid, id) = super::aes::return_ids(&f)?;
         let fun = f.req("fun")?;
         if !(fun.as_text().is_some() || fun.is_array()) {
             return Err(f.wrong("fun", "text or a list"));
         }
         Ok(Self {
-            id: f.text("id")?.to_owned(),
-            jid: f.text("jid")?.to_owned(),
+            id: id.to_owned(),
+            jid: jid.to_owned(),
             fun: fun.clone(),
             ret: f.req("return")?.clone(),
             success: f.raw("success").cloned(),
@@ -237,8 +239,10 @@ impl MinionEvent {
             .build()
     }
 
-    /// Reads a `_minion_event` load: `events` (a list of `{tag, data}` maps) or
-    /// `tag` (text) with `data` (any; absent means `{}`).
+    /// Reads a `_minion_event` load as Salt's master does (`masterapi._minion_event`):
+    /// `events`, a list of maps with a text `tag` (an event without `data` carries the
+    /// event map itself, as Salt fires it), or `tag` (text) with `data` (any, required).
+    /// `grains` may be anything (the master does not read it).
     ///
     /// # Errors
     /// [`InvalidMessage`] naming the first bad field.
@@ -253,14 +257,14 @@ impl MinionEvent {
                 let tag = ef
                     .text("tag")
                     .map_err(|_| f.wrong("events", "maps with a text tag"))?;
-                let data = ef.raw("data").cloned().unwrap_or(Value::Map(Vec::new()));
+                let data = ef.raw("data").unwrap_or(ev).clone();
                 out.push((tag.to_owned(), data));
             }
             EventBody::Batch(out)
         } else {
             EventBody::Single {
                 tag: f.text("tag")?.to_owned(),
-                data: f.raw("data").cloned().unwrap_or(Value::Map(Vec::new())),
+                data: f.req("data")?.clone(),
             }
         };
         Ok(Self {
@@ -268,7 +272,7 @@ impl MinionEvent {
             pretag: f.opt_text("pretag")?.map(str::to_owned),
             tok: f.opt_bytes("tok")?.map(<[u8]>::to_vec),
             body,
-            grains: f.opt_map("grains")?.cloned(),
+            grains: f.present("grains").cloned(),
             extra: f.extra(EVENT_TYPED),
         })
     }
@@ -335,7 +339,9 @@ impl PillarRequest {
             .build()
     }
 
-    /// Reads a `_pillar` load: `id` text; `grains` a map (absent means `{}`).
+    /// Reads a `_pillar` load as Salt's `AESFuncs._pillar` needs it: `id` text, `grains` a
+    /// map (both required); `saltenv`/`pillarenv` text when present; `ver` as Salt
+    /// compares it (non-text is none); `clean_cache` a bool when present.
     ///
     /// # Errors
     /// [`InvalidMessage`] naming the first bad field.
@@ -344,10 +350,7 @@ impl PillarRequest {
         expect_cmd(&f, "_pillar", "expected \"_pillar\"")?;
         Ok(Self {
             id: f.text("id")?.to_owned(),
-            grains: f
-                .opt_map("grains")?
-                .cloned()
-                .unwrap_or(Value::Map(Vec::new())),
+            grains: f.map("grains")?.clone(),
             saltenv: f.opt_text("saltenv")?.map(str::to_owned),
             pillarenv: f.opt_text("pillarenv")?.map(str::to_owned),
             pillar_override: f
@@ -358,10 +361,24 @@ impl PillarRequest {
                 .raw("extra_minion_data")
                 .cloned()
                 .unwrap_or(Value::Map(Vec::new())),
-            ver: f.opt_text("ver")?.map(str::to_owned),
+            ver: f.raw("ver").and_then(ValueExt::as_text).map(str::to_owned),
             clean_cache: f.opt_bool("clean_cache")?,
             ext: f.present("ext").cloned(),
             extra: f.extra(PILLAR_TYPED),
+        })
+    }
+}
+
+impl PillarRequest {
+    /// `saltenv`, or the older `env` when `saltenv` is absent (Salt's
+    /// `load.get("saltenv", load.get("env"))`).
+    pub fn saltenv_or_env(&self) -> Option<&str> {
+        self.saltenv.as_deref().or_else(|| {
+            self.extra
+                .iter()
+                .rev()
+                .find(|(k, _)| k.as_text() == Some("env"))
+                .and_then(|(_, v)| v.as_text())
         })
     }
 }
@@ -546,7 +563,8 @@ impl MineLoad {
             .build()
     }
 
-    /// Reads a `_mine` load: `data` a map, `id` text, `clear` a bool when present.
+    /// Reads a `_mine` load: `data` present (Salt's `__verify_load`; a non-map `data`
+    /// changes nothing), `id` text, `clear` a bool when present.
     ///
     /// # Errors
     /// [`InvalidMessage`] naming the first bad field.
@@ -554,7 +572,7 @@ impl MineLoad {
         let f = Fields::new(Self::MSG, v)?;
         expect_cmd(&f, "_mine", "expected \"_mine\"")?;
         Ok(Self {
-            data: f.map("data")?.clone(),
+            data: f.req("data")?.clone(),
             id: f.text("id")?.to_owned(),
             clear: f.opt_bool("clear")?,
             extra: f.extra(&["cmd", "data", "id", "clear"]),
