@@ -84,6 +84,8 @@ pub fn handle(shared: &Shared, body: &[u8]) -> Vec<u8> {
         return reply_str(BAD_LOAD);
     }
     match get_str(&payload, "enc") {
+        // A sign-in is RSA work: declined on the socket thread (server.rs), done by a worker.
+        Some("clear") if salt_fileserver::inline::decline() => Vec::new(),
         Some("clear") => handle_clear(shared, &payload, version),
         Some("aes") => handle_aes(shared, &payload, version),
         _ => {
@@ -180,6 +182,9 @@ fn handle_aes(shared: &Shared, payload: &Value, version: i64) -> Vec<u8> {
     };
     if let Err(e) = check_id(&load) {
         return reply_str(e);
+    }
+    if salt_fileserver::inline::declines_cmd(get_str(&load, "cmd")) {
+        return Vec::new(); // not a quick file-server command: for a worker (server.rs)
     }
     let nonce = if version > 1 {
         pop(&mut load, "nonce").and_then(|n| n.as_str().map(str::to_owned))
