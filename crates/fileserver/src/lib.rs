@@ -20,7 +20,8 @@
 //!
 //! Listings come from an in-memory [`index::EnvIndex`] per environment, dropped when a
 //! watched root changes; hashes are computed once per file version (inode, size, mtime);
-//! `_serve_file` reads with `pread` from a cached open handle. Hostile paths (absolute,
+//! `_serve_file` reads with `pread` from a cached open handle, or for a small file (up to
+//! [`inline::SMALL`]) from its contents kept in memory per version. Hostile paths (absolute,
 //! `..`, NUL, over-long, symlinks leaving the root without `fileserver_followsymlinks`) get
 //! the "not found" shape and a log line; nothing outside `file_roots` is read.
 #![forbid(unsafe_code)]
@@ -28,6 +29,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod index;
+pub mod inline;
 mod opts;
 pub mod paths;
 mod recv;
@@ -115,6 +117,7 @@ pub struct FileServer {
     watch: watch::Watch,
     hashes: Mutex<HashMap<PathBuf, serve::CachedHash>>,
     handles: Mutex<HashMap<PathBuf, serve::Handle>>,
+    small: Mutex<serve::SmallFiles>,
     log_last: Mutex<HashMap<&'static str, Instant>>,
 }
 
@@ -144,6 +147,7 @@ impl FileServer {
             watch,
             hashes: Mutex::new(HashMap::new()),
             handles: Mutex::new(HashMap::new()),
+            small: Mutex::default(),
             log_last: Mutex::new(HashMap::new()),
         }
     }
@@ -187,6 +191,7 @@ impl FileServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        *self.small.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
     }
 
     /// The configured environments, sorted (`__env__` included when configured).
@@ -215,6 +220,10 @@ impl FileServer {
     /// The index of `saltenv`, built when missing or stale.
     fn index(&self, saltenv: &str) -> Option<(Arc<EnvIndex>, Vec<PathBuf>)> {
         let roots = self.roots_for(saltenv)?;
+        // Rebuilding is a tree walk: never on a socket thread (see `inline`).
+        if self.dirty.load(Ordering::Acquire) && inline::decline() {
+            return None;
+        }
         if self.dirty.swap(false, Ordering::AcqRel) {
             self.update();
         }
@@ -228,6 +237,9 @@ impl FileServer {
             .filter(|i| fresh(i))
         {
             return Some((i.clone(), roots));
+        }
+        if inline::decline() {
+            return None;
         }
         let mut built = EnvIndex::build(
             &roots,

@@ -1,9 +1,11 @@
 //! `_file_find`, `_file_hash`, `_file_hash_and_stat` and `_serve_file`: a file found through
 //! the index (or, for paths the index does not list, on disk as `roots.find_file` does),
-//! hashed once per version, read with `pread` from a cached handle.
+//! hashed once per version, read with `pread` from a cached handle or, when small, from its
+//! contents kept in memory per version (no open, read or close per request).
 
+use std::collections::HashMap;
 use std::fs::{File, Metadata};
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use std::sync::Arc;
 use salt_proto::{Value, ValueExt};
 
 use crate::index::{file_in_root, find_on_disk};
+use crate::inline::{self, SMALL};
 use crate::paths::{self, Refused};
 use crate::{FileServer, not_found, py_str};
 
@@ -18,6 +21,15 @@ use crate::{FileServer, not_found, py_str};
 const MAX_HANDLES: usize = 512;
 /// Most hashes kept.
 const MAX_HASHES: usize = 200_000;
+/// Most bytes of small-file contents kept (the map is cleared when a file would exceed it).
+const MAX_SMALL_BYTES: usize = 64 << 20;
+
+/// Contents of files of at most [`SMALL`] bytes, per version.
+#[derive(Debug, Default)]
+pub(crate) struct SmallFiles {
+    map: HashMap<PathBuf, (Version, Arc<[u8]>)>,
+    bytes: usize,
+}
 
 /// Identity of one version of a file: a change of any field means new content.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -178,12 +190,19 @@ impl FileServer {
         {
             return Some(c.hex.clone());
         }
-        let file = self.open(f, version)?;
-        let hex = hex::encode(
-            self.hash_type
-                .digest_reader(std::io::BufReader::new(ReadAt::new(&file)))
-                .ok()?,
-        );
+        let hex = if version.size <= SMALL {
+            hex::encode(self.hash_type.digest(&self.small_contents(f, version)?))
+        } else {
+            if inline::declines_size(version.size) {
+                return None;
+            }
+            let file = self.open(f, version)?;
+            hex::encode(
+                self.hash_type
+                    .digest_reader(std::io::BufReader::new(ReadAt::new(&file)))
+                    .ok()?,
+            )
+        };
         let mut map = self.hashes.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_HASHES {
             map.clear();
@@ -230,6 +249,38 @@ impl FileServer {
         Some(file)
     }
 
+    /// The contents of a small found file version, read once and kept.
+    fn small_contents(&self, f: &Found, version: Version) -> Option<Arc<[u8]>> {
+        if let Some((_, data)) = self
+            .small
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map
+            .get(&f.full)
+            .filter(|(v, _)| *v == version)
+        {
+            return Some(data.clone());
+        }
+        let file = File::open(&f.full).ok()?;
+        let mut data = Vec::with_capacity(usize::try_from(version.size).ok()? + 1);
+        (&file).take(SMALL + 1).read_to_end(&mut data).ok()?;
+        // What was read must be the version stat'ed: same file, unchanged since.
+        let after = file.metadata().ok()?;
+        if Version::of(&after) != version || data.len() as u64 != version.size {
+            return None;
+        }
+        let data: Arc<[u8]> = data.into();
+        let mut small = self.small.lock().unwrap_or_else(|e| e.into_inner());
+        if small.bytes + data.len() > MAX_SMALL_BYTES {
+            *small = SmallFiles::default();
+        }
+        small.bytes += data.len();
+        if let Some((_, old)) = small.map.insert(f.full.clone(), (version, data.clone())) {
+            small.bytes -= old.len();
+        }
+        Some(data)
+    }
+
     /// The checks of `_serve_file`: the chunk to read, or the reply when there is none.
     fn serve_plan(&self, load: &Value) -> Result<Chunk, Value> {
         let empty = || {
@@ -252,9 +303,6 @@ impl FileServer {
             self.log_refusal("loc", "_serve_file with a negative or non-integer loc");
             return Err(Value::from(""));
         };
-        let Some(file) = self.open(&found, Version::of(&found.meta)) else {
-            return Err(empty());
-        };
         let want = self.cfg.file_buffer_size as usize;
         let len = if loc < found.meta.size() {
             let left = usize::try_from(found.meta.size() - loc).unwrap_or(usize::MAX);
@@ -262,8 +310,17 @@ impl FileServer {
         } else {
             0
         };
+        if inline::declines_size(len as u64) {
+            return Err(empty());
+        }
+        let version = Version::of(&found.meta);
+        let source = if version.size <= SMALL {
+            Source::Memory(self.small_contents(&found, version).ok_or_else(empty)?)
+        } else {
+            Source::File(self.open(&found, version).ok_or_else(empty)?)
+        };
         Ok(Chunk {
-            file,
+            source,
             loc,
             len,
             rel: found.rel,
@@ -341,25 +398,40 @@ impl FileServer {
     }
 }
 
-/// One `_serve_file` chunk: `len` bytes of `file` from `loc`.
+/// Where a chunk's bytes come from.
+enum Source {
+    File(Arc<File>),
+    Memory(Arc<[u8]>),
+}
+
+/// One `_serve_file` chunk: `len` bytes of the file from `loc`.
 struct Chunk {
-    file: Arc<File>,
+    source: Source,
     loc: u64,
     len: usize,
     rel: String,
 }
 
 impl Chunk {
-    /// Append up to `len` bytes to `out` with `pread`; how many were read (fewer at EOF).
+    /// Append up to `len` bytes to `out` (`pread`, or a copy of kept contents); how many
+    /// were read (fewer at EOF).
     fn read_into(&self, out: &mut Vec<u8>) -> Result<usize, ()> {
+        let file = match &self.source {
+            Source::File(f) => f,
+            Source::Memory(data) => {
+                let from = usize::try_from(self.loc)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
+                let to = from.saturating_add(self.len).min(data.len());
+                out.extend_from_slice(&data[from..to]);
+                return Ok(to - from);
+            }
+        };
         let start = out.len();
         out.resize(start + self.len, 0);
         let mut got = 0;
         while got < self.len {
-            match self
-                .file
-                .read_at(&mut out[start + got..], self.loc + got as u64)
-            {
+            match file.read_at(&mut out[start + got..], self.loc + got as u64) {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -409,3 +409,66 @@ fn serve_file_into_matches_the_encoded_reply() {
     assert!(out.is_empty());
     assert_eq!(r.get("gzip"), Some(&Value::from(5)));
 }
+
+/// Small files are served from memory yet follow rewrites; under the socket-thread guard
+/// (`salt_fileserver::inline`) cheap requests are answered and long work is declined.
+#[test]
+fn small_files_from_memory_and_the_inline_guard() {
+    use salt_fileserver::inline::Guard;
+    let t = tree();
+    write(&t.base, "big.bin", &vec![7u8; 100 * 1024]);
+    let fs = server(&t, "file_buffer_size: 1048576\n");
+    let q = |p: &str| [("path", Value::from(p)), ("saltenv", Value::from("base"))];
+    let serve = |fs: &FileServer, p: &str| {
+        let mut load = q(p).to_vec();
+        load.push(("loc", Value::from(0)));
+        ask(fs, "_serve_file", &load)
+            .get("data")
+            .and_then(ValueExt::as_bytes)
+            .map(<[u8]>::to_vec)
+    };
+    // No index yet: building one is declined under the guard.
+    {
+        let g = Guard::enter();
+        let _ = ask(&fs, "_file_hash", &q("files/a.txt"));
+        assert!(
+            g.declined(),
+            "an index build is not done on a socket thread"
+        );
+    }
+    assert_eq!(serve(&fs, "files/a.txt").unwrap(), b"hello\n");
+    {
+        let g = Guard::enter();
+        let h = ask(&fs, "_file_hash", &q("files/a.txt"));
+        assert_eq!(serve(&fs, "files/a.txt").unwrap(), b"hello\n");
+        assert!(!g.declined(), "small files are answered under the guard");
+        let want = HashType::Sha256.digest(b"hello\n");
+        assert_eq!(
+            h.get("hsum").and_then(ValueExt::as_text).unwrap(),
+            hex::encode(want)
+        );
+    }
+    for cmd in ["_file_hash", "_serve_file"] {
+        let g = Guard::enter();
+        let mut load = q("big.bin").to_vec();
+        load.push(("loc", Value::from(0)));
+        let _ = ask(&fs, cmd, &load);
+        assert!(g.declined(), "{cmd} of 100 KiB is declined under the guard");
+    }
+    assert_eq!(serve(&fs, "big.bin").unwrap().len(), 100 * 1024);
+    let _ = ask(&fs, "_file_hash", &q("big.bin"));
+    {
+        let g = Guard::enter();
+        let _ = ask(&fs, "_file_hash", &q("big.bin"));
+        assert!(
+            !g.declined(),
+            "a hash computed once is answered from memory"
+        );
+    }
+    write(&t.base, "files/a.txt", b"hello, rewritten\n");
+    assert_eq!(
+        serve(&fs, "files/a.txt").unwrap(),
+        b"hello, rewritten\n",
+        "a rewritten small file is served anew"
+    );
+}

@@ -40,6 +40,8 @@ fn reply_str(s: &str) -> Vec<u8> {
 /// Handle one request body. Salt always answers, so this always returns a reply.
 pub fn handle(shared: &Shared, body: &[u8]) -> Vec<u8> {
     match envelope(shared, body) {
+        // A sign-in is RSA work: declined on the socket thread (server.rs), done by a worker.
+        Ok(RequestEnvelope::Clear(_)) if salt_fileserver::inline::decline() => Vec::new(),
         Ok(RequestEnvelope::Clear(c)) => handle_clear(shared, &c.load, c.version),
         Ok(RequestEnvelope::Aes(a)) => aes::handle(shared, a),
         Err(e) => error::reply(shared, None, &e, None),

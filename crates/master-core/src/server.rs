@@ -9,8 +9,8 @@
 //! ```
 //!
 //! RSA and AES work runs on a fixed pool of `worker_threads` OS threads fed by the socket
-//! thread, so at most that many requests are processed at once and the socket thread only
-//! moves bytes. Shutdown (mini-redis style): stop reading requests, let in-flight handlers
+//! thread, so at most that many requests are processed at once; the socket thread itself
+//! answers only quick file-server requests (`salt_fileserver::inline`). Shutdown (mini-redis style): stop reading requests, let in-flight handlers
 //! finish (returns get written; every file is written atomically), close the sockets.
 
 use std::future::Future;
@@ -181,11 +181,33 @@ pub async fn run_with_ready(
             r
         })
     };
-    let router = PoolServer::bind(
+    // Quick file-server requests (a hash or a small file from memory) are answered on the
+    // socket thread itself: no hand-off to a worker and back. Anything else (sign-ins,
+    // returns, big chunks, an index to build) is declined there and goes to the pool.
+    let inline: salt_transport::Inline = {
+        let shared = shared.clone();
+        Arc::new(move |body: &[u8]| {
+            // A sign-in (`"enc": "clear"` near the start of the envelope) goes to the pool
+            // without being decoded here first.
+            if looks_clear(body) {
+                return None;
+            }
+            let t0 = std::time::Instant::now();
+            let guard = salt_fileserver::inline::Guard::enter();
+            let r = crate::request::handle(&shared, body);
+            if guard.declined() {
+                return None;
+            }
+            shared.metrics.request(t0.elapsed());
+            Some(r)
+        })
+    };
+    let router = PoolServer::bind_inline(
         &tcp_endpoint(&host, cfg.ret_port),
         &srv_opts,
         cfg.worker_threads.max(1) as usize,
         handler,
+        Some(inline),
     )?;
     tracing::info!(
         "Setting up the master communication server on {}",
@@ -248,6 +270,15 @@ pub async fn run_with_ready(
     let _ = std::fs::remove_file(&sock_path);
     tracing::info!("Salt master stopped");
     Ok(())
+}
+
+/// Whether a request envelope has the msgpack bytes of `"enc": "clear"` in its first 64
+/// bytes (where Salt's clients put it). Only a shortcut: a miss is decoded and declined.
+fn looks_clear(body: &[u8]) -> bool {
+    const ENC_CLEAR: &[u8] = b"\xa3enc\xa5clear";
+    body[..body.len().min(64)]
+        .windows(ENC_CLEAR.len())
+        .any(|w| w == ENC_CLEAR)
 }
 
 /// Every `loop_interval`: rotate the publish key when the dropfile asks for it or when
@@ -363,5 +394,29 @@ fn clean_jobs(s: &Shared) {
                 tracing::warn!("Job cache: cannot clean {}: {e}", s.jobs.dir().display());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmpv::Value;
+
+    /// A sign-in envelope as Salt's clients build it is recognised without decoding; an AES
+    /// one is not (it is decoded, and declined there if it is not a quick request).
+    #[test]
+    fn looks_clear_spots_sign_ins_only() {
+        let env = |enc: &str| {
+            salt_proto::encode(&Value::Map(vec![
+                ("enc".into(), enc.into()),
+                (
+                    "load".into(),
+                    Value::Map(vec![("cmd".into(), "_auth".into())]),
+                ),
+                ("version".into(), 3.into()),
+            ]))
+        };
+        assert!(super::looks_clear(&env("clear")));
+        assert!(!super::looks_clear(&env("aes")));
+        assert!(!super::looks_clear(b""));
     }
 }

@@ -38,7 +38,7 @@ mod worker;
 pub use endpoint::{ip_bracket, tcp_endpoint, tcp_endpoint_from};
 pub use error::{TransportError, ZmqError};
 pub use options::{Heartbeat, PublisherOptions, ReqOptions, ServerOptions, SubOptions};
-pub use pool::{Handler, PoolServer};
+pub use pool::{Handler, Inline, PoolServer};
 pub use publisher::Publisher;
 pub use req::{ReqClient, request_once};
 pub use router::{PeerId, Replier, Request, RouterServer};

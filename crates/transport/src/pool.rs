@@ -6,8 +6,10 @@
 //!  ROUTER thread ──bounded queue──▶ worker 1..n: handler(body) ──reply + doorbell──▶ ROUTER
 //! ```
 //!
-//! One hand-off each way per request: no async task, semaphore or blocking-pool hop. The
-//! queue is bounded (`ServerOptions::queue_capacity`); when it is full the socket thread
+//! One hand-off each way per request: no async task, semaphore or blocking-pool hop. With
+//! [`PoolServer::bind_inline`] cheap requests take none: an [`Inline`] handler tried on the
+//! socket thread first answers them there (its reply is sent at once) and declines the rest,
+//! which go to the pool. The queue is bounded (`ServerOptions::queue_capacity`); when it is full the socket thread
 //! stops reading, so backpressure reaches libzmq's queues and then the peers, as with
 //! [`RouterServer::bind`]. Replies of one wake-up are sent in one batch (the doorbell
 //! coalesces rings).
@@ -18,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::router::{Intake, Request, RouterServer};
+use crate::router::{Intake, Offered, Request, RouterServer};
 use crate::{ServerOptions, TransportError};
 
 /// A request handler: request body in, reply body out. Called on the pool's threads,
@@ -26,23 +28,44 @@ use crate::{ServerOptions, TransportError};
 /// request goes unanswered, as a crashed Salt worker's would).
 pub type Handler = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
 
+/// A handler tried on the socket thread before the pool: `Some(reply)` answers the request
+/// at once, `None` hands it to the pool's [`Handler`]. It must be quick (it holds up every
+/// other peer's reads and replies while it runs) and decline anything that could block or
+/// take long; like [`Handler`], it must not panic on peer input (a panic is caught, logged,
+/// and the request goes to the pool).
+pub type Inline = Arc<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync>;
+
 enum Job {
     Request(Request),
     Stop,
 }
 
-struct PoolIntake(SyncSender<Job>);
+struct PoolIntake {
+    queue: SyncSender<Job>,
+    inline: Option<Inline>,
+    handled: Arc<AtomicUsize>,
+}
 
 impl Intake for PoolIntake {
-    fn offer(&self, req: Request) -> Option<Request> {
-        match self.0.try_send(Job::Request(req)) {
-            Ok(()) => None,
-            Err(TrySendError::Full(Job::Request(req))) => Some(req),
+    fn offer(&self, req: Request) -> Offered {
+        if let Some(inline) = &self.inline {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inline(&req.body))) {
+                Ok(Some(reply)) => {
+                    self.handled.fetch_add(1, Ordering::Relaxed);
+                    return Offered::Answered(req.peer, reply);
+                }
+                Ok(None) => {}
+                Err(_) => tracing::error!(peer = ?req.peer, "inline request handler panicked"),
+            }
+        }
+        match self.queue.try_send(Job::Request(req)) {
+            Ok(()) => Offered::Taken,
+            Err(TrySendError::Full(Job::Request(req))) => Offered::Full(req),
             Err(TrySendError::Disconnected(Job::Request(req))) => {
                 tracing::debug!(peer = ?req.peer, "request dropped: worker pool gone");
-                None
+                Offered::Taken
             }
-            Err(_) => None,
+            Err(_) => Offered::Taken,
         }
     }
 }
@@ -84,12 +107,29 @@ impl PoolServer {
         threads: usize,
         handler: Handler,
     ) -> Result<Self, TransportError> {
+        Self::bind_inline(endpoint, opts, threads, handler, None)
+    }
+
+    /// [`bind`](Self::bind) with an [`Inline`] handler that answers cheap requests on the
+    /// socket thread (no hand-off to a worker and back) and declines the others.
+    pub fn bind_inline(
+        endpoint: &str,
+        opts: &ServerOptions,
+        threads: usize,
+        handler: Handler,
+        inline: Option<Inline>,
+    ) -> Result<Self, TransportError> {
         let (queue, jobs) = sync_channel(opts.queue_capacity.max(1));
-        let router = RouterServer::bind_to(endpoint, opts, PoolIntake(queue.clone()))?;
+        let handled = Arc::new(AtomicUsize::new(0));
+        let intake = PoolIntake {
+            queue: queue.clone(),
+            inline,
+            handled: Arc::clone(&handled),
+        };
+        let router = RouterServer::bind_to(endpoint, opts, intake)?;
         let jobs = Arc::new(Mutex::new(jobs));
         let stopping = Arc::new(AtomicBool::new(false));
         let in_flight = Arc::new(InFlight::default());
-        let handled = Arc::new(AtomicUsize::new(0));
         let mut workers = Vec::new();
         for i in 0..threads.max(1) {
             let ctx = WorkerCtx {
@@ -282,6 +322,45 @@ mod tests {
             }
         }
         assert_eq!(pool.handled(), 200);
+        assert!(pool.close(Duration::from_secs(5)));
+    }
+
+    /// An inline handler answers what it takes on the socket thread; what it declines (or
+    /// panics on) reaches the pool's workers.
+    #[test]
+    fn inline_answers_cheap_requests_and_declines_the_rest() {
+        let handler: Handler = Arc::new(|b: &[u8]| {
+            let mut r = format!("pool-{:?}:", thread::current().name()).into_bytes();
+            r.extend_from_slice(b);
+            r
+        });
+        let inline: Inline = Arc::new(|b: &[u8]| {
+            assert!(b != b"boom", "inline handler panics on purpose");
+            b.starts_with(b"cheap").then(|| {
+                let mut r = format!("inline-{:?}:", thread::current().name()).into_bytes();
+                r.extend_from_slice(b);
+                r
+            })
+        });
+        let pool = PoolServer::bind_inline("tcp://127.0.0.1:*", &opts(), 2, handler, Some(inline))
+            .unwrap();
+        let ctx = zmq::Context::new();
+        let s = ctx.socket(zmq::REQ).unwrap();
+        s.set_linger(0).unwrap();
+        s.set_rcvtimeo(10_000).unwrap();
+        s.connect(pool.endpoint()).unwrap();
+        let ask = |b: &[u8]| {
+            s.send(b, 0).unwrap();
+            String::from_utf8(s.recv_bytes(0).unwrap()).unwrap()
+        };
+        assert_eq!(ask(b"cheap 1"), "inline-Some(\"zmq-router\"):cheap 1");
+        assert!(ask(b"dear 2").starts_with("pool-Some(\"salt-worker-"));
+        assert!(
+            ask(b"boom").ends_with(":boom"),
+            "a panic hands over to the pool"
+        );
+        assert_eq!(ask(b"cheap 3"), "inline-Some(\"zmq-router\"):cheap 3");
+        assert_eq!(pool.handled(), 4);
         assert!(pool.close(Duration::from_secs(5)));
     }
 

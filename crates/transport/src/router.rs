@@ -193,21 +193,31 @@ const BACKPRESSURE_RETRY: Duration = Duration::from_millis(2);
 /// At most this many messages are read per wake-up, so replies interleave with reads.
 const READ_BATCH: usize = 256;
 
+/// What became of a request offered to an [`Intake`].
+pub(crate) enum Offered {
+    /// Queued (or dropped with a log line): nothing more to do here.
+    Taken,
+    /// No room: the socket thread keeps it and stops reading until there is.
+    Full(Request),
+    /// Answered at once on the socket thread: send this reply now.
+    Answered(PeerId, Vec<u8>),
+}
+
 /// Where the socket thread hands requests: [`offer`](Intake::offer) gives a request back
 /// when there is no room, and the thread then stops reading until there is.
 pub(crate) trait Intake: Send + 'static {
-    fn offer(&self, req: Request) -> Option<Request>;
+    fn offer(&self, req: Request) -> Offered;
 }
 
 impl Intake for mpsc::Sender<Request> {
     /// Hand `req` to the application; give it back if the channel is full.
-    fn offer(&self, req: Request) -> Option<Request> {
+    fn offer(&self, req: Request) -> Offered {
         match self.try_send(req) {
-            Ok(()) => None,
-            Err(mpsc::error::TrySendError::Full(req)) => Some(req),
+            Ok(()) => Offered::Taken,
+            Err(mpsc::error::TrySendError::Full(req)) => Offered::Full(req),
             Err(mpsc::error::TrySendError::Closed(req)) => {
                 tracing::debug!(peer = ?req.peer, "request dropped: receiver gone");
-                None
+                Offered::Taken
             }
         }
     }
@@ -246,7 +256,7 @@ fn run<I: Intake>(
             send_reply(&sock, peer, body);
         }
         if let Some(req) = pending.take() {
-            pending = requests.offer(req);
+            pending = offer(&sock, &requests, req);
         }
         if pending.is_none() {
             pending = read_requests(&sock, &requests);
@@ -290,12 +300,24 @@ fn read_requests<I: Intake>(sock: &zmq::Socket, requests: &I) -> Option<Request>
             }
         };
         if let Some(req) = parse_request(frames)
-            && let Some(req) = requests.offer(req)
+            && let Some(req) = offer(sock, requests, req)
         {
             return Some(req);
         }
     }
     None
+}
+
+/// Offer one request; a reply made on the spot goes out at once. Returns it when full.
+fn offer<I: Intake>(sock: &zmq::Socket, requests: &I, req: Request) -> Option<Request> {
+    match requests.offer(req) {
+        Offered::Taken => None,
+        Offered::Full(req) => Some(req),
+        Offered::Answered(peer, body) => {
+            send_reply(sock, peer, body);
+            None
+        }
+    }
 }
 
 /// `[id][empty][body]` → a [`Request`]; any other shape is logged and dropped.

@@ -24,6 +24,9 @@ pub(super) fn handle(shared: &Shared, req: AesRequest) -> Vec<u8> {
         Ok(m) => m,
         Err(e) => return error::reply(shared, None, &load_error(e), None),
     };
+    if salt_fileserver::inline::declines_cmd(meta.cmd.as_deref()) {
+        return Vec::new(); // not a quick file-server command: for a worker (server.rs)
+    }
     let cmd = meta.cmd.clone();
     let seal = Seal {
         crypticle: &crypticle,
