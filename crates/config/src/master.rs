@@ -42,8 +42,6 @@ pub const DEFAULT_PUBLISH_SESSION: Duration = Duration::from_secs(86400);
 pub const DEFAULT_LOOP_INTERVAL: Duration = Duration::from_secs(60);
 /// Default `keep_jobs_seconds` (86400 s, i.e. `keep_jobs: 24` hours).
 pub const DEFAULT_KEEP_JOBS: Duration = Duration::from_secs(86400);
-/// Salt 3008's `_DEFAULT_ZMQ_HEARTBEAT_IVL` (10 000 ms); ours is off (see `zmq_heartbeat_ivl`).
-pub const DEFAULT_ZMQ_HEARTBEAT_IVL: Duration = Duration::from_millis(10_000);
 /// Default `zmq_heartbeat_timeout` (Salt 3008's `_DEFAULT_ZMQ_HEARTBEAT_TIMEOUT`, 30 000 ms).
 pub const DEFAULT_ZMQ_HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(30_000);
 /// Default `tcp_keepalive_idle` (300 s).
