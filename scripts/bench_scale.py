@@ -73,7 +73,7 @@ def median(pings):
 
 def svg(res, path):
     """Two panels: fan-out seconds (log scale) and master RSS (MiB), vs minions."""
-    W, H, PAD_L, PAD_B, PAD_T, GAP = 900, 380, 60, 50, 40, 90
+    W, H, PAD_L, PAD_B, PAD_T, GAP = 900, 400, 60, 45, 60, 90
     pw = (W - 2 * PAD_L - GAP) // 2
     ph = H - PAD_T - PAD_B
     xs = sorted({s for k in res for s in res[k] if isinstance(s, int)})
@@ -108,7 +108,7 @@ def svg(res, path):
             hi = max(hi, ticks[-1])
             fy = lambda v: PAD_T + ph - v / hi * ph
         fx = lambda s: x0 + s / xmax * pw
-        el.append(f'<text x="{x0 + pw / 2}" y="{PAD_T - 15}" text-anchor="middle" font-weight="bold">{title}</text>')
+        el.append(f'<text x="{x0 + pw / 2}" y="{PAD_T - 12}" text-anchor="middle" font-weight="bold">{title}</text>')
         el.append(f'<rect x="{x0}" y="{PAD_T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>')
         for t in ticks:
             y = fy(t)
@@ -139,7 +139,7 @@ def svg(res, path):
           lambda r: median(r["pings"]), True, "seconds (log scale)")
     panel(PAD_L * 2 + pw + GAP - PAD_L, "master RSS holding the minions",
           lambda r: r["rss_mib"], False, "MiB")
-    ly = H - 28
+    ly = 16
     for i, k in enumerate(res):
         x = PAD_L + 10 + i * 170
         dash = '' if k == "ours" else ' stroke-dasharray="6 4"'
@@ -149,7 +149,61 @@ def svg(res, path):
     path.write_text("\n".join(el) + "\n")
 
 
+def from_log(path):
+    """Results re-read from a run's printed lines (`scale KIND SIZE: ...`)."""
+    import ast
+    import re
+    res = {}
+    pat = re.compile(r"scale (\w+) (\d+): signed (\d+), pings (\[.*?\]), rss ([0-9.]+) MiB, "
+                     r"idle cpu ([0-9.]+)%, load (.*)$")
+    for line in Path(path).read_text().splitlines():
+        m = pat.search(line)
+        if m:
+            res.setdefault(m.group(1), {})[int(m.group(2))] = dict(
+                signed=int(m.group(3)), pings=ast.literal_eval(m.group(4)), rss_mib=float(m.group(5)),
+                idle_cpu=float(m.group(6)), load=m.group(7))
+    return res
+
+
+def report(res):
+    sizes = sorted({s for k in res for s in res[k] if isinstance(s, int)})
+    rows = ["size,kind,signed,returns,median_s,best_s,rss_mib,idle_cpu_pct,load"]
+    print()
+    print("| minions | ours: fan-out median (best) s, returns | Salt: fan-out median (best) s, returns | "
+          "ours: RSS MiB | Salt: RSS MiB | ours: idle CPU % | Salt: idle CPU % | load (ours) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in sizes:
+        for k in ("ours", "salt"):
+            r = res.get(k, {}).get(s)
+            if r:
+                rows.append(f"{s},{k},{r['signed']},{max(p[1] for p in r['pings'])},{median(r['pings']):.3f},"
+                            f"{min(p[0] for p in r['pings']):.3f},{r['rss_mib']:.1f},{r['idle_cpu']:.2f},{r['load']}")
+        o, sl = res.get("ours", {}).get(s), res.get("salt", {}).get(s)
+
+        def f(r):
+            if not r:
+                return "not run"
+            return (f"{median(r['pings']):.2f} ({min(p[0] for p in r['pings']):.2f}), "
+                    f"{max(p[1] for p in r['pings'])}/{r['signed']}")
+
+        def g(r, key, fmt):
+            return format(r[key], fmt) if r else "-"
+
+        print(f"| {s:,} | {f(o)} | {f(sl)} | {g(o, 'rss_mib', '.0f')} | {g(sl, 'rss_mib', '.0f')} | "
+              f"{g(o, 'idle_cpu', '.1f')} | {g(sl, 'idle_cpu', '.1f')} | {o['load'] if o else '-'} |")
+    (OUT / "scale.csv").write_text("\n".join(rows) + "\n")
+    svg(res, OUT / "scale.svg")
+    B.log(f"wrote {OUT / 'scale.csv'} and {OUT / 'scale.svg'}")
+    dest = os.environ.get("BENCH_SCALE_SVG")
+    if dest:
+        Path(dest).write_text((OUT / "scale.svg").read_text())
+        B.log(f"chart copied to {dest}")
+
+
 def main():
+    if sys.argv[1:2] == ["--from-log"]:
+        report(from_log(sys.argv[2]))
+        return
     B.log(f"scale bench root {B.ROOT}; sizes {SIZES}; load {B.loadavg()}")
     have = B.count_keys()
     want = int(os.environ.get("BENCH_KEYS", "0")) or max(have, 300)
@@ -169,38 +223,7 @@ def main():
             B.log(f"Salt skipped at {skipped} (BENCH_SCALE_SALT_MAX={SALT_MAX}: its 10k fan-out "
                   f"takes ~90 s and its sign-ins minutes)")
         res["salt"] = run("salt", salt_sizes)
-    rows = ["size,kind,signed,returns,median_s,best_s,rss_mib,idle_cpu_pct,load"]
-    print()
-    print("| minions | ours: fan-out median (best) s | Salt: fan-out median (best) s | ours: RSS MiB | "
-          "Salt: RSS MiB | ours: idle CPU % | Salt: idle CPU % | load |")
-    print("|---|---|---|---|---|---|---|---|")
-    for s in SIZES:
-        cells = []
-        for k in ("ours", "salt"):
-            r = res.get(k, {}).get(s)
-            if r:
-                rows.append(f"{s},{k},{r['signed']},{max(p[1] for p in r['pings'])},{median(r['pings']):.3f},"
-                            f"{min(p[0] for p in r['pings']):.3f},{r['rss_mib']:.1f},{r['idle_cpu']:.2f},{r['load']}")
-        o, sl = res["ours"].get(s), res.get("salt", {}).get(s)
-
-        def f(r):
-            if not r:
-                return "not run"
-            return (f"{median(r['pings']):.2f} ({min(p[0] for p in r['pings']):.2f}), "
-                    f"{max(p[1] for p in r['pings'])}/{r['signed']}")
-
-        def g(r, key, fmt):
-            return format(r[key], fmt) if r else "-"
-
-        print(f"| {s:,} | {f(o)} | {f(sl)} | {g(o, 'rss_mib', '.0f')} | {g(sl, 'rss_mib', '.0f')} | "
-              f"{g(o, 'idle_cpu', '.1f')} | {g(sl, 'idle_cpu', '.1f')} | {o['load'] if o else '-'} |")
-    (OUT / "scale.csv").write_text("\n".join(rows) + "\n")
-    svg({k: v for k, v in res.items()}, OUT / "scale.svg")
-    B.log(f"wrote {OUT / 'scale.csv'} and {OUT / 'scale.svg'}")
-    dest = os.environ.get("BENCH_SCALE_SVG")
-    if dest:
-        Path(dest).write_text((OUT / "scale.svg").read_text())
-        B.log(f"chart copied to {dest}")
+    report(res)
 
 
 if __name__ == "__main__":
