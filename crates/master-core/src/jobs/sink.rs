@@ -91,7 +91,7 @@ impl ReturnSink {
             .is_some_and(|t| !t.is_finished())
     }
 
-    /// Queue a return (waits while the queue is full). `false`: the writer is not running
+    /// Queue a return (waits while the queue is full). `Err(load)`: the writer is not running
     /// (closed, or could not start); the caller handles the return itself.
     pub(super) fn push(&self, jid: &str, id: &str, load: Value, store: bool) -> Result<(), Value> {
         if !self.running() {
@@ -105,6 +105,9 @@ impl ReturnSink {
                 .wait_timeout(q, Duration::from_millis(100))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            if q.items.len() >= CAPACITY && !self.running() {
+                return Err(load); // the writer is gone: never wait for it
+            }
         }
         if q.closed {
             return Err(load);
