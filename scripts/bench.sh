@@ -18,3 +18,5 @@ fi
 if [[ "$only" == *" fileserver "* ]]; then
     scripts/bench-fileserver.sh
 fi
+if [[ "$only" == *" scale "* ]]; then scripts/bench-scale.sh; fi # scaling curve + chart; not in the default set
+

@@ -42,8 +42,6 @@ pub const DEFAULT_PUBLISH_SESSION: Duration = Duration::from_secs(86400);
 pub const DEFAULT_LOOP_INTERVAL: Duration = Duration::from_secs(60);
 /// Default `keep_jobs_seconds` (86400 s, i.e. `keep_jobs: 24` hours).
 pub const DEFAULT_KEEP_JOBS: Duration = Duration::from_secs(86400);
-/// Default `zmq_heartbeat_ivl` (Salt 3008's `_DEFAULT_ZMQ_HEARTBEAT_IVL`, 10 000 ms).
-pub const DEFAULT_ZMQ_HEARTBEAT_IVL: Duration = Duration::from_millis(10_000);
 /// Default `zmq_heartbeat_timeout` (Salt 3008's `_DEFAULT_ZMQ_HEARTBEAT_TIMEOUT`, 30 000 ms).
 pub const DEFAULT_ZMQ_HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(30_000);
 /// Default `tcp_keepalive_idle` (300 s).
@@ -210,8 +208,10 @@ salt_options! {
         #[salt_default = "None"]
         pub signing_key_pass: Option<Secret>,
         /// ZMTP heartbeat interval on the master sockets (milliseconds; `0` disables).
-        /// Salt 3008 sets it; Salt 3006/3007 do not.
-        #[salt_default = "10000"]
+        /// Salt 3008 sets 10000; Salt 3006/3007 and salt-rs (by default) do not: libzmq's
+        /// heartbeat timers cost O(connections²) (docs/benchmarks.md), and minions detect a
+        /// lost master with their own checks (docs/failover.md).
+        #[salt_default = "0"]
         pub zmq_heartbeat_ivl: Option<Duration>,
         /// ZMTP heartbeat timeout (milliseconds; `0` disables).
         #[salt_default = "30000"]
@@ -425,11 +425,7 @@ impl MasterConfig {
             gather_job_timeout: r.get("gather_job_timeout", Duration::from_secs(10), duration(SEC)),
             key_pass: r.opt("key_pass", |n| string(n).map(Secret::new)),
             signing_key_pass: r.opt("signing_key_pass", |n| string(n).map(Secret::new)),
-            zmq_heartbeat_ivl: r.get(
-                "zmq_heartbeat_ivl",
-                Some(DEFAULT_ZMQ_HEARTBEAT_IVL),
-                zero_disables(MS),
-            ),
+            zmq_heartbeat_ivl: r.get("zmq_heartbeat_ivl", None, zero_disables(MS)),
             zmq_heartbeat_timeout: r.get(
                 "zmq_heartbeat_timeout",
                 Some(DEFAULT_ZMQ_HEARTBEAT_TIMEOUT),

@@ -28,9 +28,12 @@ use tokio::time::Instant;
 
 use crate::convert::mp_to_json;
 use crate::jobs::ReturnEvent;
-use crate::local::{FrameError, LocalEvent, write_frame};
+use crate::local::{FrameError, LocalEvent, MAX_FRAME};
 use crate::publish::{Job, publish};
 use crate::state::Shared;
+
+/// Returns taken from the channel before they are sent on to the sink.
+const BATCH: usize = 4096;
 
 /// How a wait ended: the minions that did not return.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -49,15 +52,55 @@ pub trait ReturnSink {
         id: String,
         data: Value,
     ) -> impl Future<Output = Result<(), FrameError>> + Send;
+
+    /// The returns that arrived together have all been passed to
+    /// [`returned`](Self::returned): send what is buffered.
+    fn flush(&mut self) -> impl Future<Output = Result<(), FrameError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
-/// Returns streamed to a `salt` command as [`LocalEvent::Return`] frames.
-pub struct FrameSink<'a, W>(pub &'a mut W);
+/// Returns streamed to a `salt` command as [`LocalEvent::Return`] frames, those that arrived
+/// together in one write.
+pub struct FrameSink<'a, W> {
+    w: &'a mut W,
+    buf: Vec<u8>,
+}
+
+impl<'a, W> FrameSink<'a, W> {
+    /// Frames to `w`.
+    pub fn new(w: &'a mut W) -> Self {
+        Self { w, buf: Vec::new() }
+    }
+}
 
 impl<W: tokio::io::AsyncWrite + Unpin + Send> ReturnSink for FrameSink<'_, W> {
     async fn returned(&mut self, id: String, data: Value) -> Result<(), FrameError> {
         let data = mp_to_json(&data);
-        write_frame(self.0, &LocalEvent::Return { id, data }).await
+        // The frame `write_frame` would write: a big-endian u32 length, then the JSON.
+        let at = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        serde_json::to_writer(&mut self.buf, &LocalEvent::Return { id, data })?;
+        let len = self.buf.len() - at - 4;
+        let Some(len32) = u32::try_from(len).ok().filter(|_| len <= MAX_FRAME) else {
+            self.buf.truncate(at);
+            return Err(FrameError::TooLarge(len));
+        };
+        self.buf[at..at + 4].copy_from_slice(&len32.to_be_bytes());
+        if self.buf.len() >= 1 << 20 {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), FrameError> {
+        use tokio::io::AsyncWriteExt as _;
+        if !self.buf.is_empty() {
+            self.w.write_all(&self.buf).await?;
+            self.buf.clear();
+            self.w.flush().await?;
+        }
+        Ok(())
     }
 }
 
@@ -152,11 +195,20 @@ impl Gather {
                     }
                 }
                 got = returns.recv() => match got {
-                    Some((id, data)) => {
-                        if let Some(w) = self.waiting.as_mut() {
-                            w.remove(&id);
+                    Some(first) => {
+                        // Everything that arrived with it, in one go (the return sink
+                        // delivers in batches).
+                        let mut next = Some(first);
+                        let mut n = 0;
+                        while let Some((id, data)) = next {
+                            if let Some(w) = self.waiting.as_mut() {
+                                w.remove(&id);
+                            }
+                            sink.returned(id, data).await?;
+                            n += 1;
+                            next = if n < BATCH { returns.try_recv().ok() } else { None };
                         }
-                        sink.returned(id, data).await?;
+                        sink.flush().await?;
                     }
                     None => break,
                 },
@@ -177,6 +229,10 @@ impl Gather {
         if let Phase::Asking(r) = phase {
             self.shared.jobs.unsubscribe(&r.jid);
         }
+        // The returns handed over are written before the wait ends: when `salt` exits, the
+        // job cache holds every return it printed.
+        let shared = self.shared.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.jobs.flush()).await;
         Ok(self.missing())
     }
 
@@ -311,6 +367,35 @@ mod tests {
 
     fn ret(v: Value) -> Value {
         Value::Map(vec![(Value::from("return"), v)])
+    }
+
+    /// Returns buffered by the frame sink come out as the frames `write_frame` writes, in
+    /// order, only once flushed.
+    #[tokio::test]
+    async fn frame_sink_batches_whole_frames() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 20);
+        let mut sink = FrameSink::new(&mut a);
+        for i in 0..100 {
+            sink.returned(format!("m{i}"), ret(Value::from(i)))
+                .await
+                .unwrap();
+        }
+        assert!(!sink.buf.is_empty(), "nothing written before the flush");
+        sink.flush().await.unwrap();
+        assert!(sink.buf.is_empty());
+        drop(a);
+        for i in 0..100 {
+            let ev: LocalEvent = crate::local::read_frame(&mut b).await.unwrap().unwrap();
+            match ev {
+                LocalEvent::Return { id, data } => {
+                    assert_eq!(id, format!("m{i}"));
+                    assert_eq!(data, serde_json::json!({ "return": i }));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let end: Option<LocalEvent> = crate::local::read_frame(&mut b).await.unwrap();
+        assert!(end.is_none());
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 mod files;
 mod pg;
+mod sink;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -65,6 +66,21 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError>;
     /// Salt's `returner`: one minion's return load (stored once per `(jid, id)`).
     fn save_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError>;
+    /// Several returns of one job (the return sink's batches): each as [`save_return`]
+    /// would; all are tried, the first error is returned.
+    ///
+    /// [`save_return`]: JobStore::save_return
+    fn save_returns(&self, jid: &str, returns: &[(String, Value)]) -> Result<(), JobError> {
+        let mut first = Ok(());
+        for (id, load) in returns {
+            if let Err(e) = self.save_return(jid, id, load)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    }
     /// Salt's `get_load`.
     fn load(&self, jid: &str) -> Result<Option<Value>, JobError>;
     /// Salt's `get_jid`: (minion id, return load), by id.
@@ -126,6 +142,22 @@ impl Waiters {
         }
     }
 
+    /// [`deliver`](Self::deliver) for many returns under one lock: a waiting command is
+    /// woken once per batch, not once per return.
+    pub fn deliver_many<'a>(&self, returns: impl Iterator<Item = (&'a str, &'a str, &'a Value)>) {
+        let mut w = self.lock();
+        if w.is_empty() {
+            return;
+        }
+        for (jid, id, load) in returns {
+            if let Some(waiter) = w.get_mut(jid)
+                && waiter.had.insert(id.to_owned())
+            {
+                let _ = waiter.tx.send((id.to_owned(), load.clone()));
+            }
+        }
+    }
+
     /// The waited jids with the minions each has had.
     pub fn waited(&self) -> Vec<(String, Vec<String>)> {
         self.lock()
@@ -138,8 +170,9 @@ impl Waiters {
 /// The job cache in use and the registry of waiting `salt` commands.
 #[derive(Debug)]
 pub struct Jobs {
-    store: Box<dyn JobStore>,
+    store: Arc<dyn JobStore>,
     waiters: Arc<Waiters>,
+    sink: sink::ReturnSink,
     dir: std::path::PathBuf,
 }
 
@@ -153,7 +186,9 @@ impl Jobs {
     pub fn with_store(store: Box<dyn JobStore>, dir: std::path::PathBuf) -> Self {
         let waiters = Arc::new(Waiters::default());
         store.start(waiters.clone());
+        let store: Arc<dyn JobStore> = Arc::from(store);
         Self {
+            sink: sink::ReturnSink::start(store.clone(), waiters.clone()),
             store,
             waiters,
             dir,
@@ -188,9 +223,25 @@ impl Jobs {
         self.waiters.lock().keys().cloned().collect()
     }
 
-    /// Hand a return to a waiting `salt` command without storing it (`job_cache: False`).
+    /// Hand a return to a waiting `salt` command without storing it (`job_cache: False`),
+    /// through the return sink.
     pub fn deliver(&self, jid: &str, id: &str, load: &Value) {
-        self.waiters.deliver(jid, id, load);
+        if self.sink.push(jid, id, load.clone(), false).is_err() {
+            self.waiters.deliver(jid, id, load);
+        }
+    }
+
+    /// Wait until every return queued so far is delivered and written (see [`store_return`]).
+    ///
+    /// [`store_return`]: Jobs::store_return
+    pub fn flush(&self) {
+        self.sink.flush();
+    }
+
+    /// Write what is queued and stop the return sink (shutdown); later returns are written
+    /// by the caller's thread.
+    pub fn close(&self) {
+        self.sink.close();
     }
 
     /// Stop listening for `jid`.
@@ -203,13 +254,19 @@ impl Jobs {
         self.store.save_load(jid, load)
     }
 
-    /// Save a minion's return (id already validated) and hand it to a waiting command
-    /// (even when it could not be stored).
+    /// Queue a minion's return (id already validated) for the return sink, which hands it to
+    /// a waiting command and then stores it (a failed write is logged there); `Ok` once
+    /// queued. [`flush`](Self::flush) waits for the write. Without the sink's thread the
+    /// return is stored and delivered here.
     pub fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
-        let r = self.store.save_return(jid, id, load);
-        if !matches!(r, Err(JobError::BadJid(_))) {
-            self.deliver(jid, id, load);
+        if !safe_jid(jid) {
+            return Err(JobError::BadJid(jid.to_owned()));
         }
+        let Err(load) = self.sink.push(jid, id, load.clone(), true) else {
+            return Ok(());
+        };
+        let r = self.store.save_return(jid, id, &load);
+        self.waiters.deliver(jid, id, &load);
         r
     }
 
@@ -234,11 +291,13 @@ mod tests {
         let load = Value::Map(vec![(Value::from("return"), Value::Boolean(true))]);
         jobs.store_return("20250101000000000000", "m1", &load)
             .unwrap();
+        jobs.flush();
         let (id, got) = rx.try_recv().unwrap();
         assert_eq!(id, "m1");
         assert_eq!(got, load);
         // The same return again (another master, a minion resending): not delivered twice.
         jobs.deliver("20250101000000000000", "m1", &load);
+        jobs.flush();
         assert!(rx.try_recv().is_err());
         let bytes =
             std::fs::read(dir.path().join("jobs/20250101000000000000/m1/return.p")).unwrap();
@@ -250,10 +309,65 @@ mod tests {
         jobs.unsubscribe("20250101000000000000");
         jobs.store_return("20250101000000000000", "m2", &load)
             .unwrap();
+        jobs.flush();
         assert!(rx.try_recv().is_err());
         assert!(matches!(
             jobs.store_return("../x", "m1", &load),
             Err(JobError::BadJid(_))
         ));
+    }
+
+    /// Returns pushed from several threads at once (the request workers) reach the waiting
+    /// command each exactly once and are all on disk after `flush`; `close` writes what is
+    /// still queued, and a return after `close` is stored by the caller's thread.
+    #[test]
+    fn batched_returns_from_many_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = Arc::new(Jobs::new(dir.path().join("jobs")));
+        let jid = "20250101000000000001";
+        let mut rx = jobs.subscribe(jid);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let jobs = jobs.clone();
+                std::thread::spawn(move || {
+                    for i in 0..250 {
+                        let load = Value::Map(vec![(Value::from("return"), Value::from(i))]);
+                        jobs.store_return(jid, &format!("m{t}-{i}"), &load).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        jobs.flush();
+        let mut got = HashSet::new();
+        while let Ok((id, _)) = rx.try_recv() {
+            assert!(got.insert(id), "delivered twice");
+        }
+        assert_eq!(got.len(), 1000);
+        assert_eq!(jobs.store().returns(jid).unwrap().len(), 1000);
+        for t in 0..4 {
+            assert!(
+                dir.path()
+                    .join(format!("jobs/{jid}/m{t}-7/return.p"))
+                    .is_file()
+            );
+        }
+        jobs.store_return(jid, "late", &Value::Nil).unwrap();
+        jobs.close();
+        assert!(
+            dir.path()
+                .join(format!("jobs/{jid}/late/return.p"))
+                .is_file()
+        );
+        jobs.store_return(jid, "after-close", &Value::Nil).unwrap();
+        assert!(
+            dir.path()
+                .join(format!("jobs/{jid}/after-close/return.p"))
+                .is_file()
+        );
+        assert_eq!(rx.try_recv().unwrap().0, "late");
+        assert_eq!(rx.try_recv().unwrap().0, "after-close");
     }
 }

@@ -153,7 +153,7 @@ async fn client(
             .run(
                 &mut returns,
                 &stop,
-                &mut crate::gather::FrameSink(&mut stream),
+                &mut crate::gather::FrameSink::new(&mut stream),
             )
             .await?;
         write_frame(

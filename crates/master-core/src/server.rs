@@ -263,6 +263,7 @@ pub async fn run_with_ready(
         if !router.close(Duration::from_secs(10)) {
             tracing::warn!("some requests were still running at shutdown");
         }
+        shared.jobs.close(); // the queued returns get written
         publisher.close();
     })
     .await;

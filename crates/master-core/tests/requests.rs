@@ -281,6 +281,7 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
     let reply = decode(&handle(&s, &body)).unwrap();
     let plain = session.loads(&bytes(&reply), Some(ret_nonce)).unwrap();
     assert_eq!(decode(&plain).unwrap(), Value::Nil);
+    s.jobs.flush(); // returns are delivered and written by the return sink's thread
     let (id, load) = waiter.try_recv().unwrap();
     assert_eq!(id, "m1");
     assert_eq!(map_get(&load, "return"), Some(&Value::Boolean(true)));
@@ -691,6 +692,7 @@ fn request_older_than_request_server_ttl_is_refused() {
         ]
     };
     let stored = |jid: &str| {
+        s.jobs.flush(); // written by the return sink's thread
         dir.path()
             .join(format!("cache/jobs/{jid}/m3/return.p"))
             .is_file()

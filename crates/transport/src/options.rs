@@ -98,7 +98,12 @@ pub struct PublisherOptions {
     pub linger: Duration,
     /// `ZMQ_BACKLOG`, Salt `zmq_backlog`: 1000.
     pub backlog: i32,
-    /// ZMTP heartbeats (Salt 3006.30 / 3008: 10 s / 30 s).
+    /// ZMTP heartbeats (Salt 3006.30 / 3008: 10 s / 30 s). libzmq cancels a connection's
+    /// heartbeat timeout with a linear scan of its I/O thread's timers on every PONG, so the
+    /// cost is O(connections²) per interval: 13% of a core idle at 5,000 subscribers, 25–54% at
+    /// 10,000, against ~1% without (docs/benchmarks.md); a starved I/O thread then also drops
+    /// live subscribers whose PONG it handles late. The master leaves them off unless
+    /// `zmq_heartbeat_ivl` is set. Peers' PINGs are answered either way.
     pub heartbeat: Option<Heartbeat>,
     /// Accept IPv6 as well (`ZMQ_IPV6`).
     pub ipv6: bool,
