@@ -305,6 +305,8 @@ class Swarm:
 
 def add(section, metric, ours, salt, note=""):
     results.append((section, metric, ours, salt, note))
+    with open(ROOT / "results.tsv", "a") as f:  # read by scripts/bench_targets.py
+        f.write("\t".join(str("" if v is None else v) for v in (section, metric, ours, salt, note)) + "\n")
     log(f"[{section}] {metric}: ours={ours} salt={salt} {note}")
 
 
