@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench as b  # noqa: E402
 
 
-def tree(srv, n):
+def tree(srv, n, out):
     srv.mkdir(parents=True, exist_ok=True)
     (srv / "top.sls").write_text("base:\n  '*':\n    - many\n")
     (srv / "many.sls").write_text(
-        "{% set out = opts['root_dir'] ~ '/out' %}\n"
+        f"{{% set out = '{out}' %}}\n"
         f"{{% for i in range({n}) %}}\n"
         "{{ out }}/f{{ i }}.conf:\n"
         "  file.managed:\n"
@@ -38,7 +38,7 @@ def tree(srv, n):
 
 def side(kind, n):
     srv = b.ROOT / f"hs-srv-{kind}"
-    tree(srv, n)
+    tree(srv, n, b.ROOT / f"hs-out-{kind}")
     m = b.Master(kind, f"hs-{kind}", sign=False, extra={"file_roots": "{base: ['%s']}" % srv})
     m.start()
     d = m.dir / "minion"
