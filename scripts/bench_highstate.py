@@ -44,7 +44,7 @@ def side(kind, n):
     d = m.dir / "minion"
     mid = f"hs-{kind}"
     b.minion_conf(d, m, mid, kind)
-    mbin = str(b.REL / "salt-minion") if kind == "ours" else str(b.VENV / "bin" / "salt-minion")
+    mbin = str(b.MINION_REL / "salt-minion") if kind == "ours" else str(b.VENV / "bin" / "salt-minion")
     p = subprocess.Popen([mbin, "-c", str(d / "conf")], stdout=open(d / "stdout.log", "a"),
                          stderr=subprocess.STDOUT, start_new_session=True)
     try:
