@@ -19,6 +19,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 REL = Path(os.environ.get("BENCH_BIN_DIR") or REPO / "target" / "release").resolve()
+# The minion's binaries (footprint section): scripts/bench.sh points this at the size-built
+# target/minion/ (Cargo profile `minion`); default REL.
+MINION_REL = Path(os.environ.get("BENCH_MINION_BIN_DIR") or REL).resolve()
 VENV = Path(os.environ.get("SALT_VENV", "/work/main/.venv/salt-3007.17"))
 KEYS = REPO / "target" / "swarm-keys"
 SIGNIN_N = int(os.environ.get("BENCH_SIGNIN_N", "1000"))
@@ -305,6 +308,8 @@ class Swarm:
 
 def add(section, metric, ours, salt, note=""):
     results.append((section, metric, ours, salt, note))
+    with open(ROOT / "results.tsv", "a") as f:  # read by scripts/bench_targets.py
+        f.write("\t".join(str("" if v is None else v) for v in (section, metric, ours, salt, note)) + "\n")
     log(f"[{section}] {metric}: ours={ours} salt={salt} {note}")
 
 
@@ -526,7 +531,7 @@ def minion_footprint(kind):
     d = m.dir / "minion"
     mid = f"fp-{kind}"
     minion_conf(d, m, mid, kind)
-    mbin = str(REL / "salt-minion") if kind == "ours" else str(VENV / "bin" / "salt-minion")
+    mbin = str(MINION_REL / "salt-minion") if kind == "ours" else str(VENV / "bin" / "salt-minion")
 
     def start():
         (d / "minion.pid").unlink(missing_ok=True)

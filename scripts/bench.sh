@@ -1,22 +1,62 @@
 #!/usr/bin/env bash
-# Benchmarks: our master vs real Salt 3007.17, side by side in one run, on this machine.
+# Benchmarks: ours vs real Salt 3007.17, side by side in one run, on this machine.
+# `scripts/bench.sh` with no arguments reproduces every figure in docs/benchmarks.md and ends
+# with a TARGETS table (issues #21 and #16: each target, the measured value, met / NOT MET).
 # Documented in docs/benchmarks.md. Sizes and knobs are environment variables:
 #   BENCH_SIGNIN_N=1000  BENCH_FANOUT="1000 5000 10000"  BENCH_ROT_N=1000
 #   BENCH_WORKERS=4  BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
 #   BENCH_KEYS=<distinct minion keys; default: what the cache holds, generating up to 1000>
-#   BENCH_ONLY="openssl storm fanout rotation footprint jobclean fileserver" (subset, in that
-#   order; fileserver is scripts/bench-fileserver.sh, knobs BENCH_FS_* there)
 #   BENCH_JOBCLEAN_N=100000 (old jobs the masters remove while answering pings)
-# Prints a table; the raw logs stay under $BENCH_ROOT (default /tmp/salt-bench.<random>).
+#   BENCH_ONLY="<sections>": a subset, run in the order of SECTIONS below. The sections of
+#   scripts/bench.py go first, then one line per scripts/bench-*.sh (their knobs are in
+#   their headers: BENCH_FS_*, BENCH_PILLAR_*, BENCH_STATES_N, GROUP_KEYS, ...).
+# Prints each section's output; the raw logs stay under $BENCH_ROOT (default
+# /tmp/salt-bench.<random>): results.tsv (bench.py's rows) and <section>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PY_SECTIONS="openssl storm fanout rotation footprint jobclean"
+SECTIONS="$PY_SECTIONS fileserver pillar states group"
+only=" ${BENCH_ONLY:-$SECTIONS} "
+export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
+mkdir -p "$BENCH_ROOT"
+export SALT_VENV="${SALT_VENV:-$PWD/.venv/salt-3007.17}"
+[ -x "$SALT_VENV/bin/salt-master" ] || SALT_VENV=/work/main/.venv/salt-3007.17
+# Salt compiles ~3 pillars/s here: 200 of them keep its side of `pillar` near a minute.
+export BENCH_PILLAR_SALT_N="${BENCH_PILLAR_SALT_N:-200}"
+t_start=$(date +%s)
+echo "bench: $(date -u '+%F %T') UTC, sections:$only, load $(cut -d' ' -f1-3 /proc/loadavg), logs $BENCH_ROOT"
 cargo build --release --quiet -p salt-master -p salt-cli -p salt-minion -p salt-key -p salt-examples
-only=" ${BENCH_ONLY:-openssl storm fanout rotation footprint jobclean fileserver} "
-if [[ "$only" != " fileserver " ]]; then
-    python3 scripts/bench.py "$@"
-fi
-if [[ "$only" == *" fileserver "* ]]; then
-    scripts/bench-fileserver.sh
-fi
-if [[ "$only" == *" scale "* ]]; then scripts/bench-scale.sh; fi # scaling curve + chart; not in the default set
+# The minion as shipped for a small footprint: Cargo profile `minion` (docs/benchmarks.md).
+cargo build --profile minion --quiet -p salt-minion
+export BENCH_MINION_BIN_DIR="${BENCH_MINION_BIN_DIR:-$PWD/target/minion}"
 
+py_only=""
+for s in $PY_SECTIONS; do [[ "$only" == *" $s "* ]] && py_only+="$s "; done
+if [ -n "$py_only" ]; then
+    BENCH_ONLY="$py_only" python3 scripts/bench.py "$@" 2>&1 | tee "$BENCH_ROOT/py.log"
+fi
+
+# section NAME COMMAND...: run a scripts/bench-*.sh section if selected; its output goes to
+# the terminal and to $BENCH_ROOT/NAME.log (read by the TARGETS table). A failing section
+# does not stop the others.
+section() {
+    local name=$1
+    shift
+    [[ "$only" == *" $name "* ]] || return 0
+    echo
+    echo "== $name: $* (load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC)"
+    local t0=$SECONDS
+    "$@" 2>&1 | tee "$BENCH_ROOT/$name.log" || echo "section $name FAILED" | tee -a "$BENCH_ROOT/$name.log"
+    echo "== $name took $((SECONDS - t0)) s"
+}
+# One line per section (helpers add theirs here).
+section fileserver scripts/bench-fileserver.sh
+section pillar scripts/bench-pillar.sh
+section states scripts/bench-states.sh
+section group scripts/group-bench.sh
+# The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
+section scale scripts/bench-scale.sh
+
+echo
+python3 scripts/bench_targets.py "$BENCH_ROOT"
+echo "bench: $(( $(date +%s) - t_start )) s in all; load at end $(cut -d' ' -f1-3 /proc/loadavg)"
