@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use rmpv::Value;
 use salt_keystore::KeyState;
-use salt_pki::{EncAlgo, PublicKey, SigAlgo};
+use salt_pki::PublicKey;
 use salt_proto::auth_master::{
     self, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending, Policy,
 };

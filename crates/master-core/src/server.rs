@@ -265,9 +265,9 @@ pub async fn run_with_ready(
         }
         shared.jobs.close(); // the queued returns get written
         publisher.close();
+        shared.jobs.store().leave();
     })
     .await;
-    let _ = tokio::task::spawn_blocking(move || shared.jobs.store().leave()).await;
     let _ = std::fs::remove_file(&sock_path);
     tracing::info!("Salt master stopped");
     Ok(())
