@@ -90,14 +90,16 @@ impl EventBus {
     }
 
     /// Salt's `masterapi._minion_event`: each event of a batch under its own tag (and under
-    /// `<pretag>/<tag>`), or a single event's whole `load` under its tag.
+    /// `<pretag>/<tag>`), or a single event's whole `load` under its tag. A batch event whose
+    /// tag only the master may fire ([`valid_minion_tag`]) is dropped, as Salt drops it (the
+    /// caller logs it).
     pub fn fire_minion_events(&self, ev: &salt_proto::msg::MinionEvent, load: &rmpv::Value) {
         if !self.wanted() {
             return;
         }
         match &ev.body {
             salt_proto::msg::EventBody::Batch(evs) => {
-                for (tag, data) in evs {
+                for (tag, data) in evs.iter().filter(|(tag, _)| valid_minion_tag(tag)) {
                     self.fire_mp(tag.as_str(), data);
                     if let Some(pre) = &ev.pretag {
                         self.fire_mp(format!("{pre}/{tag}"), data);
@@ -129,12 +131,70 @@ impl EventBus {
     }
 }
 
+/// Tags a minion may not fire through `_minion_event`: Salt's `masterapi.MINION_EVENT_BLACKLIST`
+/// (job publications and returns, key events, runner, wheel, cloud and cluster events).
+const MINION_EVENT_BLACKLIST: [&str; 9] = [
+    "salt/job/*/publish",
+    "salt/job/*/new",
+    "salt/job/*/return",
+    "salt/key",
+    "salt/cloud/*",
+    "salt/run/*",
+    "salt/cluster/*",
+    "salt/wheel/*/new",
+    "salt/wheel/*/return",
+];
+
+/// Salt's `masterapi.valid_minion_tag`: whether a minion's batch event may go on the bus.
+pub fn valid_minion_tag(tag: &str) -> bool {
+    static BLACKLIST: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        let alternatives: Vec<String> = MINION_EVENT_BLACKLIST
+            .iter()
+            .filter_map(|glob| salt_compat::fnmatch::translate(glob).ok().flatten())
+            .collect();
+        salt_compat::fnmatch::compile(&alternatives, "MINION_EVENT_BLACKLIST").ok()
+    });
+    match &*BLACKLIST {
+        Some(re) => !re.is_match(tag),
+        // Never happens (constant globs); checked one by one if it did.
+        None => !MINION_EVENT_BLACKLIST
+            .iter()
+            .any(|black| salt_compat::fnmatch(tag, black)),
+    }
+}
+
 /// Python's `json.dumps(data)` as `state.event` prints payloads: `salt_client::py_json`.
 pub use salt_client::py_json;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minion_tags_salt_blacklists_are_refused() {
+        for tag in [
+            "salt/job/20250101000000000000/new",
+            "salt/job/1/return",
+            "salt/job/1/publish",
+            "salt/key",
+            "salt/run/1/new",
+            "salt/cloud/x/created",
+            "salt/cluster/peer",
+            "salt/wheel/1/return",
+        ] {
+            assert!(!valid_minion_tag(tag), "{tag}");
+        }
+        for tag in [
+            "salt/minion/m1/start",
+            "salt/job/1/ret/m1",
+            "salt/keys",
+            "salt/state_result/1/m1",
+            "my/custom/tag",
+            "salt/wheel/1/progress",
+        ] {
+            assert!(valid_minion_tag(tag), "{tag}");
+        }
+    }
 
     #[tokio::test]
     async fn listeners_get_stamped_events_and_nobody_costs_nothing() {

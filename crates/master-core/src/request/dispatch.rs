@@ -46,7 +46,7 @@ pub(super) fn run(
             Value::Nil
         }
         Command::MinionEvent(ev, load) => {
-            log_event(id, &ev);
+            log_event(shared, id, &ev);
             shared.events.fire_minion_events(&ev, &load);
             Value::Nil
         }
@@ -99,7 +99,14 @@ fn frame_bin(mut buf: Vec<u8>) -> Vec<u8> {
     buf
 }
 
-fn log_event(id: &str, ev: &MinionEvent) {
+fn log_event(shared: &Shared, id: &str, ev: &MinionEvent) {
+    if let EventBody::Batch(evs) = &ev.body {
+        for (tag, _) in evs {
+            if !crate::events::valid_minion_tag(tag) && shared.log_limit.allow("event-tag") {
+                tracing::warn!("Filtering blacklisted event tag {tag} (from {id})");
+            }
+        }
+    }
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
     }
