@@ -30,6 +30,7 @@ mod common;
 mod error;
 mod fileserver;
 mod known;
+mod load;
 mod master;
 mod minion;
 mod node;

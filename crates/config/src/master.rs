@@ -6,23 +6,18 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::{
-    MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir, zero_disables,
-};
+use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, zero_disables};
 use crate::error::{ConfigErrors, Problem};
 use crate::fileserver::FileServerConfig;
+use crate::load::{Paths, loader_methods};
 use crate::reader::{
     Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, path, port,
     string, string_list_map, word,
 };
-use crate::source::Sources;
 use crate::types::{
     HashType, LogFile, LogLevel, PublisherAclBlacklist, Secret, SigningAlgorithm, invalid,
 };
-use crate::{LoadOptions, Loaded, OptionDoc, finish, prepend_root_dir, salt_options};
-
-/// The role name: the config file and the `.d` directory are named after it.
-const ROLE: &str = "master";
+use crate::{LoadOptions, Loaded, OptionDoc, salt_options};
 
 /// Default `publish_port`.
 pub const DEFAULT_PUBLISH_PORT: u16 = 4505;
@@ -273,63 +268,21 @@ salt_options! {
 }
 
 impl MasterConfig {
-    /// Loads `<config_dir>/master`, `master.d/*.conf` and `include:`; the embedded defaults
-    /// when there is no file. Fails with every error found.
-    pub fn load(opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::gather(opts, ROLE), opts)
-    }
+    loader_methods!("master");
+}
 
-    /// Loads from YAML text as if it were `<config_dir>/master` (includes are not followed).
-    pub fn from_yaml_str(text: &str, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::from_text(text, &opts.config_dir.join(ROLE)), opts)
-    }
+impl crate::load::Role for MasterConfig {
+    const ROLE: &'static str = "master";
 
-    /// The configuration with no file at all.
-    pub fn embedded_default(opts: &LoadOptions) -> Self {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        Self::read(&mut reader, opts)
-    }
-
-    /// Every option salt-rs reads for the master: name, Salt default, description.
-    pub fn option_table() -> Vec<OptionDoc> {
-        let mut table = Self::field_docs();
-        table.extend(FileServerConfig::option_docs());
-        table.extend(extra_docs());
-        table
-    }
-
-    fn from_sources(sources: Sources, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        let mut reader = Reader::new(&sources);
-        let config = Self::read(&mut reader, opts);
-        let (errors, warnings) = reader.finish(ROLE);
-        let mut all_errors = sources.errors;
-        all_errors.extend(errors);
-        let mut all_warnings = sources.warnings;
-        all_warnings.extend(warnings);
-        finish(config, all_errors, all_warnings, sources.files)
-    }
-
-    /// Reads every option; problems are recorded in `r`.
     fn read(r: &mut Reader<'_>, opts: &LoadOptions) -> Self {
-        let root_dir = read_root_dir(r, opts, ROLE);
-        let sub = |p: &str| PathBuf::from(p);
-        let pki_dir = r.get("pki_dir", sub("/etc/salt/pki/master"), path);
-        let cachedir = r.get("cachedir", sub("/var/cache/salt/master"), path);
-        let mut sock_dir = r.get("sock_dir", sub("/var/run/salt/master"), path);
-        if sock_dir.as_os_str().len() > cachedir.as_os_str().len() + 10 {
-            sock_dir = cachedir.join(".salt-unix");
-        }
-        let pidfile = r.get("pidfile", sub("/var/run/salt-master.pid"), path);
-        let log_file = read_log_file(r, "log_file", "/var/log/salt/master", &root_dir);
-        let key_logfile = read_log_file(r, "key_logfile", "/var/log/salt/key", &root_dir);
-        let autosign_file = r.opt("autosign_file", path);
-        let autoreject_file = r.opt("autoreject_file", path);
-        let under_root = |p: PathBuf| prepend_root_dir(&root_dir, &p);
+        let paths = Paths::read(r, opts, Self::ROLE);
+        let key_logfile = read_log_file(r, "key_logfile", "/var/log/salt/key", &paths.root_dir);
+        let autosign_file = r.opt("autosign_file", path).map(|p| paths.under_root(&p));
+        let autoreject_file = r.opt("autoreject_file", path).map(|p| paths.under_root(&p));
 
         let id = match r.opt("id", string) {
             Some(id) => id,
-            None => format!("{}_master", default_id(opts, &root_dir, true)),
+            None => format!("{}_master", default_id(opts, &paths.root_dir, true)),
         };
 
         let keep_jobs_hours = r.get("keep_jobs", 24u32, count);
@@ -359,18 +312,18 @@ impl MasterConfig {
             publish_port: r.get("publish_port", DEFAULT_PUBLISH_PORT, port),
             ret_port: r.get("ret_port", DEFAULT_RET_PORT, port),
             worker_threads: r.get("worker_threads", DEFAULT_WORKER_THREADS, int_in(1, 1024)),
-            pki_dir: under_root(pki_dir),
-            cachedir: under_root(cachedir),
-            sock_dir: under_root(sock_dir),
-            pidfile: under_root(pidfile),
-            log_file,
+            pki_dir: paths.pki_dir,
+            cachedir: paths.cachedir,
+            sock_dir: paths.sock_dir,
+            pidfile: paths.pidfile,
+            log_file: paths.log_file,
             key_logfile,
             log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
             log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
             user: r.get("user", opts.default_user(), string),
             auto_accept: r.get("auto_accept", false, boolean),
-            autosign_file: autosign_file.map(under_root),
-            autoreject_file: autoreject_file.map(under_root),
+            autosign_file,
+            autoreject_file,
             autosign_timeout: r.get("autosign_timeout", DEFAULT_AUTOSIGN_TIMEOUT, duration(MIN)),
             open_mode: r.get("open_mode", false, boolean),
             max_minions: r.get("max_minions", None, |n| {
@@ -456,8 +409,15 @@ impl MasterConfig {
             pillarenv: r.opt("pillarenv", string),
             minion_data_cache: r.get("minion_data_cache", true, boolean),
             mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),
-            root_dir,
+            root_dir: paths.root_dir,
         }
+    }
+
+    fn option_table() -> Vec<OptionDoc> {
+        let mut table = Self::field_docs();
+        table.extend(FileServerConfig::option_docs());
+        table.extend(extra_docs());
+        table
     }
 }
 
@@ -533,17 +493,7 @@ mod tests {
 
     #[test]
     fn option_table_matches_what_the_loader_reads() {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        let _ = MasterConfig::read(&mut reader, &LoadOptions::new("/nonexistent"));
-        let mut asked: Vec<&str> = reader.asked().to_vec();
-        asked.sort_unstable();
-        asked.dedup();
-        let mut table: Vec<&str> = MasterConfig::option_table()
-            .iter()
-            .map(|o| o.name)
-            .collect();
-        table.sort_unstable();
-        assert_eq!(asked, table);
+        let (asked, documented) = crate::load::asked_and_documented::<MasterConfig>();
+        assert_eq!(asked, documented);
     }
 }

@@ -4,22 +4,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
+use crate::common::{MIN, MS, SEC, default_id, parse_ip};
 use crate::error::{ConfigErrors, Problem};
+use crate::load::{Paths, loader_methods};
 use crate::node::{Kind, Node};
 use crate::reader::{
-    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,
-    port, string, word,
+    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, port,
+    string, word,
 };
-use crate::source::Sources;
 use crate::types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     SigningAlgorithm,
 };
-use crate::{LoadOptions, Loaded, OptionDoc, finish, prepend_root_dir, salt_options};
-
-/// The role name: the config file and the `.d` directory are named after it.
-const ROLE: &str = "minion";
+use crate::{LoadOptions, Loaded, OptionDoc, salt_options};
 
 /// Default `master`.
 pub const DEFAULT_MASTER: &str = "salt";
@@ -236,65 +233,24 @@ salt_options! {
 }
 
 impl MinionConfig {
-    /// Loads `<config_dir>/minion`, `minion.d/*.conf` and `include:`; the embedded defaults
-    /// when there is no file. Fails with every error found.
-    pub fn load(opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::gather(opts, ROLE), opts)
-    }
-
-    /// Loads from YAML text as if it were `<config_dir>/minion` (includes are not followed).
-    pub fn from_yaml_str(text: &str, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::from_text(text, &opts.config_dir.join(ROLE)), opts)
-    }
-
-    /// The configuration with no file at all.
-    pub fn embedded_default(opts: &LoadOptions) -> Self {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        Self::read(&mut reader, opts)
-    }
-
-    /// Every option salt-rs reads for the minion: name, Salt default, description.
-    pub fn option_table() -> Vec<OptionDoc> {
-        let mut table = Self::field_docs();
-        table.extend(extra_docs());
-        table
-    }
+    loader_methods!("minion");
 
     /// The master port to use for `addr`: its own port or `master_port`.
     pub fn ret_port_of(&self, addr: &MasterAddr) -> u16 {
         addr.port_or(self.master_port)
     }
+}
 
-    fn from_sources(sources: Sources, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        let mut reader = Reader::new(&sources);
-        let config = Self::read(&mut reader, opts);
-        let (errors, warnings) = reader.finish(ROLE);
-        let mut all_errors = sources.errors;
-        all_errors.extend(errors);
-        let mut all_warnings = sources.warnings;
-        all_warnings.extend(warnings);
-        finish(config, all_errors, all_warnings, sources.files)
-    }
+impl crate::load::Role for MinionConfig {
+    const ROLE: &'static str = "minion";
 
-    /// Reads every option; problems are recorded in `r`.
     fn read(r: &mut Reader<'_>, opts: &LoadOptions) -> Self {
-        let root_dir = read_root_dir(r, opts, ROLE);
-        let sub = |p: &str| PathBuf::from(p);
-        let pki_dir = r.get("pki_dir", sub("/etc/salt/pki/minion"), path);
-        let cachedir = r.get("cachedir", sub("/var/cache/salt/minion"), path);
-        let mut sock_dir = r.get("sock_dir", sub("/var/run/salt/minion"), path);
-        if sock_dir.as_os_str().len() > cachedir.as_os_str().len() + 10 {
-            sock_dir = cachedir.join(".salt-unix");
-        }
-        let pidfile = r.get("pidfile", sub("/var/run/salt-minion.pid"), path);
-        let log_file = read_log_file(r, "log_file", "/var/log/salt/minion", &root_dir);
-        let under_root = |p: PathBuf| prepend_root_dir(&root_dir, &p);
+        let paths = Paths::read(r, opts, Self::ROLE);
 
         let minion_id_caching = r.get("minion_id_caching", true, boolean);
         let id = match r.opt("id", string) {
             Some(id) => id,
-            None => default_id(opts, &root_dir, minion_id_caching),
+            None => default_id(opts, &paths.root_dir, minion_id_caching),
         };
 
         let random_entry = r.entry_aliased(
@@ -392,11 +348,11 @@ impl MinionConfig {
                 SigningAlgorithm::Pkcs1v15Sha1,
                 word(crate::types::parse_sig_algo),
             ),
-            pki_dir: under_root(pki_dir),
-            cachedir: under_root(cachedir),
-            sock_dir: under_root(sock_dir),
-            pidfile: under_root(pidfile),
-            log_file,
+            pki_dir: paths.pki_dir,
+            cachedir: paths.cachedir,
+            sock_dir: paths.sock_dir,
+            pidfile: paths.pidfile,
+            log_file: paths.log_file,
             log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
             log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
             user: r.get("user", opts.default_user(), string),
@@ -450,8 +406,14 @@ impl MinionConfig {
             ),
             return_retry_tries: r.get("return_retry_tries", 3, count),
             minion_id_caching,
-            root_dir,
+            root_dir: paths.root_dir,
         }
+    }
+
+    fn option_table() -> Vec<OptionDoc> {
+        let mut table = Self::field_docs();
+        table.extend(extra_docs());
+        table
     }
 }
 
@@ -530,17 +492,7 @@ mod tests {
 
     #[test]
     fn option_table_matches_what_the_loader_reads() {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        let _ = MinionConfig::read(&mut reader, &LoadOptions::new("/nonexistent"));
-        let mut asked: Vec<&str> = reader.asked().to_vec();
-        asked.sort_unstable();
-        asked.dedup();
-        let mut table: Vec<&str> = MinionConfig::option_table()
-            .iter()
-            .map(|o| o.name)
-            .collect();
-        table.sort_unstable();
-        assert_eq!(asked, table);
+        let (asked, documented) = crate::load::asked_and_documented::<MinionConfig>();
+        assert_eq!(asked, documented);
     }
 }
