@@ -2,13 +2,15 @@
 //! collect every problem. [`MasterConfig`](crate::MasterConfig) and
 //! [`MinionConfig`](crate::MinionConfig) only say what differs ([`Role`]).
 
+use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use crate::common::{read_log_file, read_root_dir};
+use crate::common::{SEC, parse_ip, read_log_file, read_root_dir};
 use crate::error::ConfigErrors;
-use crate::reader::{Reader, path};
+use crate::reader::{Reader, boolean, count_or_unset, duration_or_unset, path, port, string, word};
 use crate::source::Sources;
-use crate::types::LogFile;
+use crate::types::{LogFile, LogLevel};
 use crate::{LoadOptions, Loaded, OptionDoc, finish, prepend_root_dir};
 
 /// What a configuration file says of itself: its name and how its options are read.
@@ -83,6 +85,70 @@ macro_rules! loader_methods {
     };
 }
 pub(crate) use loader_methods;
+
+/// The options both daemons have and read alike (declared by `salt_options!`'s
+/// `shared_daemon_options;`).
+pub(crate) struct Shared {
+    pub log_level: LogLevel,
+    pub log_level_logfile: Option<LogLevel>,
+    pub tcp_keepalive: bool,
+    pub tcp_keepalive_idle: Option<Duration>,
+    pub tcp_keepalive_cnt: Option<u32>,
+    pub tcp_keepalive_intvl: Option<Duration>,
+    pub metrics_port: Option<u16>,
+    pub metrics_host: IpAddr,
+}
+
+impl Shared {
+    /// Reads them, with Salt's defaults (the same for master and minion).
+    pub(crate) fn read(r: &mut Reader<'_>) -> Self {
+        Self {
+            log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
+            log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
+            tcp_keepalive: r.get("tcp_keepalive", true, boolean),
+            tcp_keepalive_idle: r.get(
+                "tcp_keepalive_idle",
+                Some(crate::master::DEFAULT_TCP_KEEPALIVE_IDLE),
+                duration_or_unset(SEC),
+            ),
+            tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
+            tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
+            metrics_port: r.opt("metrics_port", port),
+            metrics_host: r.get("metrics_host", IpAddr::from([127, 0, 0, 1]), word(parse_ip)),
+        }
+    }
+}
+
+/// `Self { <fields>, <the shared ones from $shared> }`: the struct literal of a
+/// configuration declared with `shared_daemon_options;`.
+macro_rules! with_shared {
+    ($shared:expr, Self { $($own:tt)* }) => {{
+        let shared: $crate::load::Shared = $shared;
+        Self {
+            $($own)*
+            log_level: shared.log_level,
+            log_level_logfile: shared.log_level_logfile,
+            tcp_keepalive: shared.tcp_keepalive,
+            tcp_keepalive_idle: shared.tcp_keepalive_idle,
+            tcp_keepalive_cnt: shared.tcp_keepalive_cnt,
+            tcp_keepalive_intvl: shared.tcp_keepalive_intvl,
+            metrics_port: shared.metrics_port,
+            metrics_host: shared.metrics_host,
+        }
+    }};
+}
+pub(crate) use with_shared;
+
+/// `master_sign_key_name` (also read as `master_key_sign_name`, with a warning): the base
+/// name of the master's signing key pair, on both sides.
+pub(crate) fn read_master_sign_key_name(r: &mut Reader<'_>) -> String {
+    let entry = r.entry_aliased(
+        "master_sign_key_name",
+        "master_key_sign_name",
+        "`master_key_sign_name` is not a Salt option",
+    );
+    r.convert(entry, "master_sign".to_owned(), string)
+}
 
 /// The locations every daemon has, read in this order, each under `root_dir`.
 pub(crate) struct Paths {

@@ -4,17 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::{MIN, MS, SEC, default_id, parse_ip};
+use crate::common::{MIN, MS, SEC, default_id};
 use crate::error::{ConfigErrors, Problem};
-use crate::load::{Paths, loader_methods};
+use crate::load::{Paths, Shared, loader_methods, read_master_sign_key_name, with_shared};
 use crate::node::{Kind, Node};
 use crate::reader::{
-    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, port,
-    string, word,
+    Reader, boolean, count, count_or_unset, duration, int_in, json_map, port, string, word,
 };
 use crate::types::{
-    EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
-    SigningAlgorithm,
+    EncryptionAlgorithm, HashType, LogFile, MasterAddr, MasterType, Masters, SigningAlgorithm,
 };
 use crate::{LoadOptions, Loaded, OptionDoc, salt_options};
 
@@ -48,6 +46,7 @@ salt_options! {
     #[derive(Clone, Debug, PartialEq)]
     #[non_exhaustive]
     pub struct MinionConfig {
+        shared_daemon_options;
         /// The minion id. Unset: `<root_dir>/etc/salt/minion_id` if present, else the host name.
         #[salt_default = "<hostname>"]
         pub id: String,
@@ -138,12 +137,6 @@ salt_options! {
         /// Log destination: a path or a URL.
         #[salt_default = "/var/log/salt/minion"]
         pub log_file: LogFile,
-        /// Console log level.
-        #[salt_default = "warning"]
-        pub log_level: LogLevel,
-        /// Log file level (`None`: same as `log_level`).
-        #[salt_default = "None"]
-        pub log_level_logfile: Option<LogLevel>,
         /// User the daemon runs as.
         #[salt_default = "root"]
         pub user: String,
@@ -186,18 +179,6 @@ salt_options! {
         /// Mine update period (minutes).
         #[salt_default = "60"]
         pub mine_interval: Duration,
-        /// Enable TCP keepalive on the sockets.
-        #[salt_default = "True"]
-        pub tcp_keepalive: bool,
-        /// Keepalive idle time (seconds; `-1`: OS default).
-        #[salt_default = "300"]
-        pub tcp_keepalive_idle: Option<Duration>,
-        /// Keepalive probe count (`-1`: OS default).
-        #[salt_default = "-1"]
-        pub tcp_keepalive_cnt: Option<u32>,
-        /// Keepalive probe interval (seconds; `-1`: OS default).
-        #[salt_default = "-1"]
-        pub tcp_keepalive_intvl: Option<Duration>,
         /// Watch ZeroMQ socket events (connect/disconnect) and log them.
         #[salt_default = "True (3007/3008), False (3006)"]
         pub zmq_monitor: bool,
@@ -214,12 +195,6 @@ salt_options! {
         /// Minimum wait before retrying a failed return (seconds).
         #[salt_default = "5"]
         pub return_retry_timer: Duration,
-        /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
-        #[salt_default = "None (salt-rs only)"]
-        pub metrics_port: Option<u16>,
-        /// salt-rs only: address the metrics endpoint binds to.
-        #[salt_default = "127.0.0.1 (salt-rs only)"]
-        pub metrics_host: std::net::IpAddr,
         /// Maximum wait before retrying a failed return (seconds).
         #[salt_default = "10"]
         pub return_retry_timer_max: Duration,
@@ -265,12 +240,7 @@ impl crate::load::Role for MinionConfig {
             "`verify_master_pub_sig` is not a Salt option",
         );
         let verify_master_pubkey_sign = r.convert(verify_entry, false, boolean);
-        let sign_name_entry = r.entry_aliased(
-            "master_sign_key_name",
-            "master_key_sign_name",
-            "`master_key_sign_name` is not a Salt option",
-        );
-        let master_sign_key_name = r.convert(sign_name_entry, "master_sign".to_owned(), string);
+        let master_sign_key_name = read_master_sign_key_name(r);
 
         let master_type = r.get("master_type", MasterType::Str, word(MasterType::parse));
         let default_master = Masters::One(MasterAddr {
@@ -303,111 +273,102 @@ impl crate::load::Role for MinionConfig {
             r.ignore(key);
         }
 
-        Self {
-            id,
-            master,
-            master_port: r.get("master_port", DEFAULT_MASTER_PORT, port),
-            publish_port: r.opt("publish_port", port),
-            master_type,
-            random_master,
-            master_alive_interval: r.get("master_alive_interval", Duration::ZERO, duration(SEC)),
-            master_failback: r.get("master_failback", false, boolean),
-            master_failback_interval: r.get(
-                "master_failback_interval",
-                Duration::ZERO,
-                duration(SEC),
-            ),
-            master_tries: r.get("master_tries", None, count_or_unset),
-            auth_tries: r.get("auth_tries", DEFAULT_AUTH_TRIES, count),
-            auth_timeout: r.get("auth_timeout", DEFAULT_AUTH_TIMEOUT, duration(SEC)),
-            auth_safemode: r.get("auth_safemode", false, boolean),
-            acceptance_wait_time: r.get(
-                "acceptance_wait_time",
-                DEFAULT_ACCEPTANCE_WAIT_TIME,
-                duration(SEC),
-            ),
-            acceptance_wait_time_max: r.get(
-                "acceptance_wait_time_max",
-                Duration::ZERO,
-                duration(SEC),
-            ),
-            rejected_retry: r.get("rejected_retry", false, boolean),
-            retry_dns: r.get("retry_dns", DEFAULT_RETRY_DNS, duration(SEC)),
-            retry_dns_count: r.opt("retry_dns_count", count),
-            verify_master_pubkey_sign,
-            master_sign_key_name,
-            always_verify_signature: r.get("always_verify_signature", false, boolean),
-            master_finger: r.opt("master_finger", string).filter(|f| !f.is_empty()),
-            encryption_algorithm: r.get(
-                "encryption_algorithm",
-                EncryptionAlgorithm::OaepSha1,
-                word(crate::types::parse_enc_algo),
-            ),
-            signing_algorithm: r.get(
-                "signing_algorithm",
-                SigningAlgorithm::Pkcs1v15Sha1,
-                word(crate::types::parse_sig_algo),
-            ),
-            pki_dir: paths.pki_dir,
-            cachedir: paths.cachedir,
-            sock_dir: paths.sock_dir,
-            pidfile: paths.pidfile,
-            log_file: paths.log_file,
-            log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
-            log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
-            user: r.get("user", opts.default_user(), string),
-            keysize: r.get("keysize", 2048, int_in(2048, 16384)),
-            hash_type: r.get(
-                "hash_type",
-                HashType::Sha256,
-                word(crate::types::parse_hash_type),
-            ),
-            zmq_filtering: r.get("zmq_filtering", false, boolean),
-            recon_default: r.get("recon_default", DEFAULT_RECON_DEFAULT, duration(MS)),
-            recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),
-            recon_randomize: r.get("recon_randomize", true, boolean),
-            sign_pub_messages: r.get("sign_pub_messages", false, boolean),
-            ping_interval: r.get("ping_interval", Duration::ZERO, duration(MIN)),
-            grains: r.get("grains", serde_json::Map::new(), json_map),
-            multiprocessing: r.get("multiprocessing", true, boolean),
-            mine_enabled: r.get("mine_enabled", true, boolean),
-            mine_interval: r.get("mine_interval", DEFAULT_MINE_INTERVAL, duration(MIN)),
-            tcp_keepalive: r.get("tcp_keepalive", true, boolean),
-            tcp_keepalive_idle: r.get(
-                "tcp_keepalive_idle",
-                Some(Duration::from_secs(300)),
-                duration_or_unset(SEC),
-            ),
-            tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
-            tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
-            zmq_monitor: r.get("zmq_monitor", true, boolean),
-            ipv6: r.opt("ipv6", boolean),
-            minion_jid_queue_hwm: r.get("minion_jid_queue_hwm", 100, count),
-            random_reauth_delay: r.get(
-                "random_reauth_delay",
-                DEFAULT_RANDOM_REAUTH_DELAY,
-                duration(SEC),
-            ),
-            metrics_port: r.opt("metrics_port", port),
-            metrics_host: r.get(
-                "metrics_host",
-                std::net::IpAddr::from([127, 0, 0, 1]),
-                word(parse_ip),
-            ),
-            return_retry_timer: r.get(
-                "return_retry_timer",
-                DEFAULT_RETURN_RETRY_TIMER,
-                duration(SEC),
-            ),
-            return_retry_timer_max: r.get(
-                "return_retry_timer_max",
-                DEFAULT_RETURN_RETRY_TIMER_MAX,
-                duration(SEC),
-            ),
-            return_retry_tries: r.get("return_retry_tries", 3, count),
-            minion_id_caching,
-            root_dir: paths.root_dir,
-        }
+        with_shared!(
+            Shared::read(r),
+            Self {
+                id,
+                master,
+                master_port: r.get("master_port", DEFAULT_MASTER_PORT, port),
+                publish_port: r.opt("publish_port", port),
+                master_type,
+                random_master,
+                master_alive_interval: r.get(
+                    "master_alive_interval",
+                    Duration::ZERO,
+                    duration(SEC)
+                ),
+                master_failback: r.get("master_failback", false, boolean),
+                master_failback_interval: r.get(
+                    "master_failback_interval",
+                    Duration::ZERO,
+                    duration(SEC),
+                ),
+                master_tries: r.get("master_tries", None, count_or_unset),
+                auth_tries: r.get("auth_tries", DEFAULT_AUTH_TRIES, count),
+                auth_timeout: r.get("auth_timeout", DEFAULT_AUTH_TIMEOUT, duration(SEC)),
+                auth_safemode: r.get("auth_safemode", false, boolean),
+                acceptance_wait_time: r.get(
+                    "acceptance_wait_time",
+                    DEFAULT_ACCEPTANCE_WAIT_TIME,
+                    duration(SEC),
+                ),
+                acceptance_wait_time_max: r.get(
+                    "acceptance_wait_time_max",
+                    Duration::ZERO,
+                    duration(SEC),
+                ),
+                rejected_retry: r.get("rejected_retry", false, boolean),
+                retry_dns: r.get("retry_dns", DEFAULT_RETRY_DNS, duration(SEC)),
+                retry_dns_count: r.opt("retry_dns_count", count),
+                verify_master_pubkey_sign,
+                master_sign_key_name,
+                always_verify_signature: r.get("always_verify_signature", false, boolean),
+                master_finger: r.opt("master_finger", string).filter(|f| !f.is_empty()),
+                encryption_algorithm: r.get(
+                    "encryption_algorithm",
+                    EncryptionAlgorithm::OaepSha1,
+                    word(crate::types::parse_enc_algo),
+                ),
+                signing_algorithm: r.get(
+                    "signing_algorithm",
+                    SigningAlgorithm::Pkcs1v15Sha1,
+                    word(crate::types::parse_sig_algo),
+                ),
+                pki_dir: paths.pki_dir,
+                cachedir: paths.cachedir,
+                sock_dir: paths.sock_dir,
+                pidfile: paths.pidfile,
+                log_file: paths.log_file,
+                user: r.get("user", opts.default_user(), string),
+                keysize: r.get("keysize", 2048, int_in(2048, 16384)),
+                hash_type: r.get(
+                    "hash_type",
+                    HashType::Sha256,
+                    word(crate::types::parse_hash_type),
+                ),
+                zmq_filtering: r.get("zmq_filtering", false, boolean),
+                recon_default: r.get("recon_default", DEFAULT_RECON_DEFAULT, duration(MS)),
+                recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),
+                recon_randomize: r.get("recon_randomize", true, boolean),
+                sign_pub_messages: r.get("sign_pub_messages", false, boolean),
+                ping_interval: r.get("ping_interval", Duration::ZERO, duration(MIN)),
+                grains: r.get("grains", serde_json::Map::new(), json_map),
+                multiprocessing: r.get("multiprocessing", true, boolean),
+                mine_enabled: r.get("mine_enabled", true, boolean),
+                mine_interval: r.get("mine_interval", DEFAULT_MINE_INTERVAL, duration(MIN)),
+                zmq_monitor: r.get("zmq_monitor", true, boolean),
+                ipv6: r.opt("ipv6", boolean),
+                minion_jid_queue_hwm: r.get("minion_jid_queue_hwm", 100, count),
+                random_reauth_delay: r.get(
+                    "random_reauth_delay",
+                    DEFAULT_RANDOM_REAUTH_DELAY,
+                    duration(SEC),
+                ),
+                return_retry_timer: r.get(
+                    "return_retry_timer",
+                    DEFAULT_RETURN_RETRY_TIMER,
+                    duration(SEC),
+                ),
+                return_retry_timer_max: r.get(
+                    "return_retry_timer_max",
+                    DEFAULT_RETURN_RETRY_TIMER_MAX,
+                    duration(SEC),
+                ),
+                return_retry_tries: r.get("return_retry_tries", 3, count),
+                minion_id_caching,
+                root_dir: paths.root_dir,
+            }
+        )
     }
 
     fn option_table() -> Vec<OptionDoc> {
