@@ -194,8 +194,19 @@ pub fn sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String])
 /// `state.show_sls mods`: the high data (Python's dict form, `__sls__`/`__env__` kept).
 pub fn show_sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String]) -> Outcome {
     let mut compiler = compile::Compiler::new(client, opts.clone());
-    let matches = vec![(opts.saltenv.clone(), mods.to_vec())];
-    let (mut high, mut errors) = compiler.render_highstate(&matches);
+    high_data(&mut compiler, &[(opts.saltenv.clone(), mods.to_vec())])
+}
+
+/// `state.show_highstate`: the high data of the top file's SLS (Python's dict form).
+pub fn show_highstate(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
+    let mut compiler = compile::Compiler::new(client, opts.clone());
+    let matches = compiler.top_matches()?;
+    high_data(&mut compiler, &matches)
+}
+
+/// The high data of `matches` (`{id: body}`), extends applied, or every error found.
+fn high_data(compiler: &mut compile::Compiler, matches: &[(String, Vec<String>)]) -> Outcome {
+    let (mut high, mut errors) = compiler.render_highstate(matches);
     errors.extend(lowstate::reconcile(&mut high));
     if !errors.is_empty() {
         return Err(errors);
