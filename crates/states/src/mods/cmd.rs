@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 
 use rmpv::Value;
 
-use super::ret::comment;
+use super::ret::{self, comment};
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
 use crate::{get, get_str, map, set};
@@ -51,13 +51,8 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
         }
     }
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        comment(
-            &mut r,
-            format!("Command \"{name}\" would have been executed"),
-        );
-        set(&mut r, "changes", map(vec![("cmd", Value::from(name))]));
-        return r;
+        let msg = format!("Command \"{name}\" would have been executed");
+        return ret::changed(r, true, map(vec![("cmd", Value::from(name))]), msg);
     }
     let cwd = get_str(low, "cwd");
     if let Some(d) = cwd

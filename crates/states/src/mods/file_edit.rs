@@ -272,14 +272,13 @@ pub fn replace(ctx: &Ctx<'_>, low: &Value) -> Value {
     let pos = [Value::from(name.as_str())];
     match salt_execmods::file::call("replace", &Args::new("file.replace", &pos, &kw)) {
         Ok(changes) if truthy(&changes) => {
-            set(&mut r, "changes", map(vec![("diff", changes)]));
-            if ctx.opts.test {
-                set(&mut r, "result", Value::Nil);
-                comment(&mut r, "Changes would have been made");
+            let test = ctx.opts.test;
+            let msg = if test {
+                "Changes would have been made"
             } else {
-                comment(&mut r, "Changes were made");
-            }
-            r
+                "Changes were made"
+            };
+            ret::changed(r, test, map(vec![("diff", changes)]), msg)
         }
         Ok(_) => {
             comment(&mut r, "No changes needed to be made");
@@ -336,14 +335,13 @@ pub fn line(ctx: &Ctx<'_>, low: &Value) -> Value {
     let mut r = r;
     match salt_execmods::file::call("line", &Args::new("file.line", &pos, &kw)) {
         Ok(ch) if truthy(&ch) => {
-            set(&mut r, "changes", map(vec![("diff", ch)]));
-            if ctx.opts.test {
-                set(&mut r, "result", Value::Nil);
-                comment(&mut r, "Changes would be made");
+            let test = ctx.opts.test;
+            let msg = if test {
+                "Changes would be made"
             } else {
-                comment(&mut r, "Changes were made");
-            }
-            r
+                "Changes were made"
+            };
+            ret::changed(r, test, map(vec![("diff", ch)]), msg)
         }
         Ok(_) => {
             comment(&mut r, "No changes needed to be made");

@@ -5,7 +5,7 @@
 use rmpv::Value;
 use salt_execmods::{Args, service as ex};
 
-use super::ret::{self, comment, would};
+use super::ret::{self, comment, fail, would};
 use crate::engine::Ctx;
 use crate::{get, get_str, map, set, truthy};
 
@@ -50,11 +50,7 @@ fn toggle(
     let mut r = Value::Map(vec![]);
     let avail = match ex::available(name) {
         Ok(a) => a,
-        Err(e) => {
-            set(&mut r, "result", Value::Boolean(false));
-            comment(&mut r, e);
-            return r;
-        }
+        Err(e) => return fail(r, e),
     };
     if !avail {
         set(&mut r, "result", Value::Boolean(!on));
@@ -69,11 +65,7 @@ fn toggle(
     };
     let before = match ex::enabled(name) {
         Ok(e) => e == on,
-        Err(e) => {
-            set(&mut r, "result", Value::Boolean(false));
-            comment(&mut r, e);
-            return r;
-        }
+        Err(e) => return fail(r, e),
     };
     let tail = |s: Option<bool>| match s {
         Some(true) => "is running".to_owned(),
@@ -149,12 +141,8 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
     let mut r = ret::new(name, true, "");
     for k in ["unmask", "unmask_runtime", "sig", "timeout", "init_delay"] {
         if get(low, k).is_some_and(truthy) {
-            set(&mut r, "result", Value::Boolean(false));
-            comment(
-                &mut r,
-                format!("service option '{k}' is not supported by salt-rs"),
-            );
-            return Ok(r);
+            let msg = format!("service option '{k}' is not supported by salt-rs");
+            return Ok(fail(r, msg));
         }
     }
     let enable = enable_opt(low);
@@ -298,9 +286,7 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
         }
     };
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        comment(&mut r, format!("Service is set to be {past}"));
-        return Ok(r);
+        return Ok(would(r, format!("Service is set to be {past}")));
     }
     if verb == "start" {
         let _ = exec("stop", name, low);
