@@ -30,6 +30,7 @@ mod common;
 mod error;
 mod fileserver;
 mod known;
+mod load;
 mod master;
 mod minion;
 mod node;
@@ -268,6 +269,48 @@ fn doc_text(lines: &[&str]) -> String {
 /// Declares a configuration struct whose fields are Salt options: each field carries its
 /// doc comment and its Salt default, and `field_docs()` lists them for the option table.
 macro_rules! salt_options {
+    // `shared_daemon_options;` first: the options both daemons have, declared once (read by
+    // `load::Shared`, assigned by `load::with_shared!`), appended to the struct's own.
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            shared_daemon_options;
+            $($own:tt)*
+        }
+        $($rest:tt)*
+    ) => {
+        $crate::salt_options! {
+            $(#[$meta])*
+            pub struct $name {
+                $($own)*
+                /// Console log level.
+                #[salt_default = "warning"]
+                pub log_level: $crate::LogLevel,
+                /// Log file level (`None`: same as `log_level`).
+                #[salt_default = "None"]
+                pub log_level_logfile: Option<$crate::LogLevel>,
+                /// Enable TCP keepalive on the sockets.
+                #[salt_default = "True"]
+                pub tcp_keepalive: bool,
+                /// Keepalive idle time (seconds; `-1`: OS default).
+                #[salt_default = "300"]
+                pub tcp_keepalive_idle: Option<std::time::Duration>,
+                /// Keepalive probe count (`-1`: OS default).
+                #[salt_default = "-1"]
+                pub tcp_keepalive_cnt: Option<u32>,
+                /// Keepalive probe interval (seconds; `-1`: OS default).
+                #[salt_default = "-1"]
+                pub tcp_keepalive_intvl: Option<std::time::Duration>,
+                /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
+                #[salt_default = "None (salt-rs only)"]
+                pub metrics_port: Option<u16>,
+                /// salt-rs only: address the metrics endpoint binds to.
+                #[salt_default = "127.0.0.1 (salt-rs only)"]
+                pub metrics_host: std::net::IpAddr,
+            }
+            $($rest)*
+        }
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {

@@ -6,23 +6,15 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::{
-    MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir, zero_disables,
-};
+use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, zero_disables};
 use crate::error::{ConfigErrors, Problem};
 use crate::fileserver::FileServerConfig;
+use crate::load::{Paths, Shared, loader_methods, read_master_sign_key_name, with_shared};
 use crate::reader::{
-    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, path, port,
-    string, string_list_map, word,
+    Reader, boolean, count, duration, int_in, path, port, string, string_list_map, word,
 };
-use crate::source::Sources;
-use crate::types::{
-    HashType, LogFile, LogLevel, PublisherAclBlacklist, Secret, SigningAlgorithm, invalid,
-};
-use crate::{LoadOptions, Loaded, OptionDoc, finish, prepend_root_dir, salt_options};
-
-/// The role name: the config file and the `.d` directory are named after it.
-const ROLE: &str = "master";
+use crate::types::{HashType, LogFile, PublisherAclBlacklist, Secret, SigningAlgorithm, invalid};
+use crate::{LoadOptions, Loaded, OptionDoc, salt_options};
 
 /// Default `publish_port`.
 pub const DEFAULT_PUBLISH_PORT: u16 = 4505;
@@ -52,6 +44,7 @@ salt_options! {
     #[derive(Clone, Debug, PartialEq)]
     #[non_exhaustive]
     pub struct MasterConfig {
+        shared_daemon_options;
         /// The master's id. Unset: the cached `minion_id` file or the host name, plus
         /// `_master`, as Salt does.
         #[salt_default = "<hostname>_master"]
@@ -90,12 +83,6 @@ salt_options! {
         /// Log of key operations (salt-key).
         #[salt_default = "/var/log/salt/key"]
         pub key_logfile: LogFile,
-        /// Console log level.
-        #[salt_default = "warning"]
-        pub log_level: LogLevel,
-        /// Log file level (`None`: same as `log_level`).
-        #[salt_default = "None"]
-        pub log_level_logfile: Option<LogLevel>,
         /// User the daemon runs as.
         #[salt_default = "root (the current user)"]
         pub user: String,
@@ -216,28 +203,10 @@ salt_options! {
         /// ZMTP heartbeat timeout (milliseconds; `0` disables).
         #[salt_default = "30000"]
         pub zmq_heartbeat_timeout: Option<Duration>,
-        /// Enable TCP keepalive on the sockets.
-        #[salt_default = "True"]
-        pub tcp_keepalive: bool,
-        /// Keepalive idle time (seconds; `-1`: OS default).
-        #[salt_default = "300"]
-        pub tcp_keepalive_idle: Option<Duration>,
-        /// Keepalive probe count (`-1`: OS default).
-        #[salt_default = "-1"]
-        pub tcp_keepalive_cnt: Option<u32>,
-        /// Keepalive probe interval (seconds; `-1`: OS default).
-        #[salt_default = "-1"]
-        pub tcp_keepalive_intvl: Option<Duration>,
         /// The master group this master belongs to (`cluster_id`, with `keys.cache_driver`
         /// and the `postgres.*` connection; docs/group.md). `None`: a single master.
         #[salt_default = "None"]
         pub cluster_id: Option<crate::cluster::ClusterConfig>,
-        /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
-        #[salt_default = "None (salt-rs only)"]
-        pub metrics_port: Option<u16>,
-        /// salt-rs only: address the metrics endpoint binds to.
-        #[salt_default = "127.0.0.1 (salt-rs only)"]
-        pub metrics_host: IpAddr,
         /// Pillar environments and their directories (`__env__` maps any other name).
         #[salt_default = "{base: [/srv/pillar, /srv/spm/pillar]}"]
         pub pillar_roots: BTreeMap<String, Vec<String>>,
@@ -273,63 +242,21 @@ salt_options! {
 }
 
 impl MasterConfig {
-    /// Loads `<config_dir>/master`, `master.d/*.conf` and `include:`; the embedded defaults
-    /// when there is no file. Fails with every error found.
-    pub fn load(opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::gather(opts, ROLE), opts)
-    }
+    loader_methods!("master");
+}
 
-    /// Loads from YAML text as if it were `<config_dir>/master` (includes are not followed).
-    pub fn from_yaml_str(text: &str, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::from_text(text, &opts.config_dir.join(ROLE)), opts)
-    }
+impl crate::load::Role for MasterConfig {
+    const ROLE: &'static str = "master";
 
-    /// The configuration with no file at all.
-    pub fn embedded_default(opts: &LoadOptions) -> Self {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        Self::read(&mut reader, opts)
-    }
-
-    /// Every option salt-rs reads for the master: name, Salt default, description.
-    pub fn option_table() -> Vec<OptionDoc> {
-        let mut table = Self::field_docs();
-        table.extend(FileServerConfig::option_docs());
-        table.extend(extra_docs());
-        table
-    }
-
-    fn from_sources(sources: Sources, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        let mut reader = Reader::new(&sources);
-        let config = Self::read(&mut reader, opts);
-        let (errors, warnings) = reader.finish(ROLE);
-        let mut all_errors = sources.errors;
-        all_errors.extend(errors);
-        let mut all_warnings = sources.warnings;
-        all_warnings.extend(warnings);
-        finish(config, all_errors, all_warnings, sources.files)
-    }
-
-    /// Reads every option; problems are recorded in `r`.
     fn read(r: &mut Reader<'_>, opts: &LoadOptions) -> Self {
-        let root_dir = read_root_dir(r, opts, ROLE);
-        let sub = |p: &str| PathBuf::from(p);
-        let pki_dir = r.get("pki_dir", sub("/etc/salt/pki/master"), path);
-        let cachedir = r.get("cachedir", sub("/var/cache/salt/master"), path);
-        let mut sock_dir = r.get("sock_dir", sub("/var/run/salt/master"), path);
-        if sock_dir.as_os_str().len() > cachedir.as_os_str().len() + 10 {
-            sock_dir = cachedir.join(".salt-unix");
-        }
-        let pidfile = r.get("pidfile", sub("/var/run/salt-master.pid"), path);
-        let log_file = read_log_file(r, "log_file", "/var/log/salt/master", &root_dir);
-        let key_logfile = read_log_file(r, "key_logfile", "/var/log/salt/key", &root_dir);
-        let autosign_file = r.opt("autosign_file", path);
-        let autoreject_file = r.opt("autoreject_file", path);
-        let under_root = |p: PathBuf| prepend_root_dir(&root_dir, &p);
+        let paths = Paths::read(r, opts, Self::ROLE);
+        let key_logfile = read_log_file(r, "key_logfile", "/var/log/salt/key", &paths.root_dir);
+        let autosign_file = r.opt("autosign_file", path).map(|p| paths.under_root(&p));
+        let autoreject_file = r.opt("autoreject_file", path).map(|p| paths.under_root(&p));
 
         let id = match r.opt("id", string) {
             Some(id) => id,
-            None => format!("{}_master", default_id(opts, &root_dir, true)),
+            None => format!("{}_master", default_id(opts, &paths.root_dir, true)),
         };
 
         let keep_jobs_hours = r.get("keep_jobs", 24u32, count);
@@ -340,124 +267,125 @@ impl MasterConfig {
             keep_jobs_seconds
         };
 
-        let sign_key_name = r.entry_aliased(
-            "master_sign_key_name",
-            "master_key_sign_name",
-            "`master_key_sign_name` is not a Salt option",
-        );
-        let master_sign_key_name = r.convert(sign_key_name, "master_sign".to_owned(), string);
+        let master_sign_key_name = read_master_sign_key_name(r);
 
         // Handled by the loader (`include:`, `default_include`), not options of their own.
         for key in ["include", "default_include"] {
             r.ignore(key);
         }
 
-        Self {
-            id,
-            interface: r.get("interface", IpAddr::from([0, 0, 0, 0]), word(parse_ip)),
-            ipv6: r.opt("ipv6", boolean),
-            publish_port: r.get("publish_port", DEFAULT_PUBLISH_PORT, port),
-            ret_port: r.get("ret_port", DEFAULT_RET_PORT, port),
-            worker_threads: r.get("worker_threads", DEFAULT_WORKER_THREADS, int_in(1, 1024)),
-            pki_dir: under_root(pki_dir),
-            cachedir: under_root(cachedir),
-            sock_dir: under_root(sock_dir),
-            pidfile: under_root(pidfile),
-            log_file,
-            key_logfile,
-            log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
-            log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
-            user: r.get("user", opts.default_user(), string),
-            auto_accept: r.get("auto_accept", false, boolean),
-            autosign_file: autosign_file.map(under_root),
-            autoreject_file: autoreject_file.map(under_root),
-            autosign_timeout: r.get("autosign_timeout", DEFAULT_AUTOSIGN_TIMEOUT, duration(MIN)),
-            open_mode: r.get("open_mode", false, boolean),
-            max_minions: r.get("max_minions", None, |n| {
-                count(n).map(|c| (c > 0).then_some(c))
-            }),
-            master_sign_pubkey: r.get("master_sign_pubkey", false, boolean),
-            master_sign_key_name,
-            master_pubkey_signature: r.get(
-                "master_pubkey_signature",
-                "master_pubkey_signature".to_owned(),
-                string,
-            ),
-            master_use_pubkey_signature: r.get("master_use_pubkey_signature", false, boolean),
-            sign_pub_messages: r.get("sign_pub_messages", true, boolean),
-            publish_signing_algorithm: r.get(
-                "publish_signing_algorithm",
-                SigningAlgorithm::Pkcs1v15Sha1,
-                word(crate::types::parse_sig_algo),
-            ),
-            keysize: r.get("keysize", DEFAULT_KEYSIZE, int_in(2048, 16384)),
-            hash_type: r.get(
-                "hash_type",
-                HashType::Sha256,
-                word(crate::types::parse_hash_type),
-            ),
-            minimum_auth_version: r.get("minimum_auth_version", 3, count),
-            publish_session: r.get("publish_session", DEFAULT_PUBLISH_SESSION, duration(SEC)),
-            loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),
-            rotate_aes_key: r.get("rotate_aes_key", true, boolean),
-            ping_on_rotate: r.get("ping_on_rotate", false, boolean),
-            aes_rotation_grace: r.get(
-                "aes_rotation_grace",
-                DEFAULT_AES_ROTATION_GRACE,
-                duration(SEC),
-            ),
-            zmq_filtering: r.get("zmq_filtering", false, boolean),
-            pub_hwm: r.get("pub_hwm", 1000, count),
-            zmq_backlog: r.get("zmq_backlog", 1000, count),
-            publisher_acl: r.get("publisher_acl", BTreeMap::new(), string_list_map),
-            publisher_acl_blacklist: r.get(
-                "publisher_acl_blacklist",
-                PublisherAclBlacklist::default(),
-                acl_blacklist,
-            ),
-            keep_jobs_seconds,
-            request_server_ttl: r.get("request_server_ttl", None, |n| {
-                duration(SEC)(n).map(|d| (!d.is_zero()).then_some(d))
-            }),
-            permissive_pki_access: r.get("permissive_pki_access", false, boolean),
-            preserve_minion_cache: r.get("preserve_minion_cache", false, boolean),
-            job_cache: r.get("job_cache", true, boolean),
-            gather_job_timeout: r.get("gather_job_timeout", Duration::from_secs(10), duration(SEC)),
-            key_pass: r.opt("key_pass", |n| string(n).map(Secret::new)),
-            signing_key_pass: r.opt("signing_key_pass", |n| string(n).map(Secret::new)),
-            zmq_heartbeat_ivl: r.get("zmq_heartbeat_ivl", None, zero_disables(MS)),
-            zmq_heartbeat_timeout: r.get(
-                "zmq_heartbeat_timeout",
-                Some(DEFAULT_ZMQ_HEARTBEAT_TIMEOUT),
-                zero_disables(MS),
-            ),
-            tcp_keepalive: r.get("tcp_keepalive", true, boolean),
-            tcp_keepalive_idle: r.get(
-                "tcp_keepalive_idle",
-                Some(DEFAULT_TCP_KEEPALIVE_IDLE),
-                duration_or_unset(SEC),
-            ),
-            tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
-            tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
-            cluster_id: crate::cluster::read(r),
-            metrics_port: r.opt("metrics_port", port),
-            metrics_host: r.get("metrics_host", IpAddr::from([127, 0, 0, 1]), word(parse_ip)),
-            fileserver: FileServerConfig::read(r),
-            pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
-            pillar_source_merging_strategy: r.get(
-                "pillar_source_merging_strategy",
-                "smart".to_owned(),
-                word(merge_strategy),
-            ),
-            pillar_merge_lists: r.get("pillar_merge_lists", false, boolean),
-            pillar_safe_render_error: r.get("pillar_safe_render_error", true, boolean),
-            pillar_includes_override_sls: r.get("pillar_includes_override_sls", false, boolean),
-            pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
-            pillarenv: r.opt("pillarenv", string),
-            minion_data_cache: r.get("minion_data_cache", true, boolean),
-            mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),
-            root_dir,
-        }
+        with_shared!(
+            Shared::read(r),
+            Self {
+                id,
+                interface: r.get("interface", IpAddr::from([0, 0, 0, 0]), word(parse_ip)),
+                ipv6: r.opt("ipv6", boolean),
+                publish_port: r.get("publish_port", DEFAULT_PUBLISH_PORT, port),
+                ret_port: r.get("ret_port", DEFAULT_RET_PORT, port),
+                worker_threads: r.get("worker_threads", DEFAULT_WORKER_THREADS, int_in(1, 1024)),
+                pki_dir: paths.pki_dir,
+                cachedir: paths.cachedir,
+                sock_dir: paths.sock_dir,
+                pidfile: paths.pidfile,
+                log_file: paths.log_file,
+                key_logfile,
+                user: r.get("user", opts.default_user(), string),
+                auto_accept: r.get("auto_accept", false, boolean),
+                autosign_file,
+                autoreject_file,
+                autosign_timeout: r.get(
+                    "autosign_timeout",
+                    DEFAULT_AUTOSIGN_TIMEOUT,
+                    duration(MIN)
+                ),
+                open_mode: r.get("open_mode", false, boolean),
+                max_minions: r.get("max_minions", None, |n| {
+                    count(n).map(|c| (c > 0).then_some(c))
+                }),
+                master_sign_pubkey: r.get("master_sign_pubkey", false, boolean),
+                master_sign_key_name,
+                master_pubkey_signature: r.get(
+                    "master_pubkey_signature",
+                    "master_pubkey_signature".to_owned(),
+                    string,
+                ),
+                master_use_pubkey_signature: r.get("master_use_pubkey_signature", false, boolean),
+                sign_pub_messages: r.get("sign_pub_messages", true, boolean),
+                publish_signing_algorithm: r.get(
+                    "publish_signing_algorithm",
+                    SigningAlgorithm::Pkcs1v15Sha1,
+                    word(crate::types::parse_sig_algo),
+                ),
+                keysize: r.get("keysize", DEFAULT_KEYSIZE, int_in(2048, 16384)),
+                hash_type: r.get(
+                    "hash_type",
+                    HashType::Sha256,
+                    word(crate::types::parse_hash_type),
+                ),
+                minimum_auth_version: r.get("minimum_auth_version", 3, count),
+                publish_session: r.get("publish_session", DEFAULT_PUBLISH_SESSION, duration(SEC)),
+                loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),
+                rotate_aes_key: r.get("rotate_aes_key", true, boolean),
+                ping_on_rotate: r.get("ping_on_rotate", false, boolean),
+                aes_rotation_grace: r.get(
+                    "aes_rotation_grace",
+                    DEFAULT_AES_ROTATION_GRACE,
+                    duration(SEC),
+                ),
+                zmq_filtering: r.get("zmq_filtering", false, boolean),
+                pub_hwm: r.get("pub_hwm", 1000, count),
+                zmq_backlog: r.get("zmq_backlog", 1000, count),
+                publisher_acl: r.get("publisher_acl", BTreeMap::new(), string_list_map),
+                publisher_acl_blacklist: r.get(
+                    "publisher_acl_blacklist",
+                    PublisherAclBlacklist::default(),
+                    acl_blacklist,
+                ),
+                keep_jobs_seconds,
+                request_server_ttl: r.get("request_server_ttl", None, |n| {
+                    duration(SEC)(n).map(|d| (!d.is_zero()).then_some(d))
+                }),
+                permissive_pki_access: r.get("permissive_pki_access", false, boolean),
+                preserve_minion_cache: r.get("preserve_minion_cache", false, boolean),
+                job_cache: r.get("job_cache", true, boolean),
+                gather_job_timeout: r.get(
+                    "gather_job_timeout",
+                    Duration::from_secs(10),
+                    duration(SEC)
+                ),
+                key_pass: r.opt("key_pass", |n| string(n).map(Secret::new)),
+                signing_key_pass: r.opt("signing_key_pass", |n| string(n).map(Secret::new)),
+                zmq_heartbeat_ivl: r.get("zmq_heartbeat_ivl", None, zero_disables(MS)),
+                zmq_heartbeat_timeout: r.get(
+                    "zmq_heartbeat_timeout",
+                    Some(DEFAULT_ZMQ_HEARTBEAT_TIMEOUT),
+                    zero_disables(MS),
+                ),
+                cluster_id: crate::cluster::read(r),
+                fileserver: FileServerConfig::read(r),
+                pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
+                pillar_source_merging_strategy: r.get(
+                    "pillar_source_merging_strategy",
+                    "smart".to_owned(),
+                    word(merge_strategy),
+                ),
+                pillar_merge_lists: r.get("pillar_merge_lists", false, boolean),
+                pillar_safe_render_error: r.get("pillar_safe_render_error", true, boolean),
+                pillar_includes_override_sls: r.get("pillar_includes_override_sls", false, boolean),
+                pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
+                pillarenv: r.opt("pillarenv", string),
+                minion_data_cache: r.get("minion_data_cache", true, boolean),
+                mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),
+                root_dir: paths.root_dir,
+            }
+        )
+    }
+
+    fn option_table() -> Vec<OptionDoc> {
+        let mut table = Self::field_docs();
+        table.extend(FileServerConfig::option_docs());
+        table.extend(extra_docs());
+        table
     }
 }
 
@@ -533,17 +461,7 @@ mod tests {
 
     #[test]
     fn option_table_matches_what_the_loader_reads() {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        let _ = MasterConfig::read(&mut reader, &LoadOptions::new("/nonexistent"));
-        let mut asked: Vec<&str> = reader.asked().to_vec();
-        asked.sort_unstable();
-        asked.dedup();
-        let mut table: Vec<&str> = MasterConfig::option_table()
-            .iter()
-            .map(|o| o.name)
-            .collect();
-        table.sort_unstable();
-        assert_eq!(asked, table);
+        let (asked, documented) = crate::load::asked_and_documented::<MasterConfig>();
+        assert_eq!(asked, documented);
     }
 }

@@ -4,22 +4,17 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, read_root_dir};
+use crate::common::{MIN, MS, SEC, default_id};
 use crate::error::{ConfigErrors, Problem};
+use crate::load::{Paths, Shared, loader_methods, read_master_sign_key_name, with_shared};
 use crate::node::{Kind, Node};
 use crate::reader::{
-    Reader, boolean, count, count_or_unset, duration, duration_or_unset, int_in, json_map, path,
-    port, string, word,
+    Reader, boolean, count, count_or_unset, duration, int_in, json_map, port, string, word,
 };
-use crate::source::Sources;
 use crate::types::{
-    EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
-    SigningAlgorithm,
+    EncryptionAlgorithm, HashType, LogFile, MasterAddr, MasterType, Masters, SigningAlgorithm,
 };
-use crate::{LoadOptions, Loaded, OptionDoc, finish, prepend_root_dir, salt_options};
-
-/// The role name: the config file and the `.d` directory are named after it.
-const ROLE: &str = "minion";
+use crate::{LoadOptions, Loaded, OptionDoc, salt_options};
 
 /// Default `master`.
 pub const DEFAULT_MASTER: &str = "salt";
@@ -51,6 +46,7 @@ salt_options! {
     #[derive(Clone, Debug, PartialEq)]
     #[non_exhaustive]
     pub struct MinionConfig {
+        shared_daemon_options;
         /// The minion id. Unset: `<root_dir>/etc/salt/minion_id` if present, else the host name.
         #[salt_default = "<hostname>"]
         pub id: String,
@@ -141,12 +137,6 @@ salt_options! {
         /// Log destination: a path or a URL.
         #[salt_default = "/var/log/salt/minion"]
         pub log_file: LogFile,
-        /// Console log level.
-        #[salt_default = "warning"]
-        pub log_level: LogLevel,
-        /// Log file level (`None`: same as `log_level`).
-        #[salt_default = "None"]
-        pub log_level_logfile: Option<LogLevel>,
         /// User the daemon runs as.
         #[salt_default = "root"]
         pub user: String,
@@ -189,18 +179,6 @@ salt_options! {
         /// Mine update period (minutes).
         #[salt_default = "60"]
         pub mine_interval: Duration,
-        /// Enable TCP keepalive on the sockets.
-        #[salt_default = "True"]
-        pub tcp_keepalive: bool,
-        /// Keepalive idle time (seconds; `-1`: OS default).
-        #[salt_default = "300"]
-        pub tcp_keepalive_idle: Option<Duration>,
-        /// Keepalive probe count (`-1`: OS default).
-        #[salt_default = "-1"]
-        pub tcp_keepalive_cnt: Option<u32>,
-        /// Keepalive probe interval (seconds; `-1`: OS default).
-        #[salt_default = "-1"]
-        pub tcp_keepalive_intvl: Option<Duration>,
         /// Watch ZeroMQ socket events (connect/disconnect) and log them.
         #[salt_default = "True (3007/3008), False (3006)"]
         pub zmq_monitor: bool,
@@ -217,12 +195,6 @@ salt_options! {
         /// Minimum wait before retrying a failed return (seconds).
         #[salt_default = "5"]
         pub return_retry_timer: Duration,
-        /// salt-rs only: serve Prometheus metrics on this port (`None`/`0`: off).
-        #[salt_default = "None (salt-rs only)"]
-        pub metrics_port: Option<u16>,
-        /// salt-rs only: address the metrics endpoint binds to.
-        #[salt_default = "127.0.0.1 (salt-rs only)"]
-        pub metrics_host: std::net::IpAddr,
         /// Maximum wait before retrying a failed return (seconds).
         #[salt_default = "10"]
         pub return_retry_timer_max: Duration,
@@ -236,65 +208,24 @@ salt_options! {
 }
 
 impl MinionConfig {
-    /// Loads `<config_dir>/minion`, `minion.d/*.conf` and `include:`; the embedded defaults
-    /// when there is no file. Fails with every error found.
-    pub fn load(opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::gather(opts, ROLE), opts)
-    }
-
-    /// Loads from YAML text as if it were `<config_dir>/minion` (includes are not followed).
-    pub fn from_yaml_str(text: &str, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        Self::from_sources(Sources::from_text(text, &opts.config_dir.join(ROLE)), opts)
-    }
-
-    /// The configuration with no file at all.
-    pub fn embedded_default(opts: &LoadOptions) -> Self {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        Self::read(&mut reader, opts)
-    }
-
-    /// Every option salt-rs reads for the minion: name, Salt default, description.
-    pub fn option_table() -> Vec<OptionDoc> {
-        let mut table = Self::field_docs();
-        table.extend(extra_docs());
-        table
-    }
+    loader_methods!("minion");
 
     /// The master port to use for `addr`: its own port or `master_port`.
     pub fn ret_port_of(&self, addr: &MasterAddr) -> u16 {
         addr.port_or(self.master_port)
     }
+}
 
-    fn from_sources(sources: Sources, opts: &LoadOptions) -> Result<Loaded<Self>, ConfigErrors> {
-        let mut reader = Reader::new(&sources);
-        let config = Self::read(&mut reader, opts);
-        let (errors, warnings) = reader.finish(ROLE);
-        let mut all_errors = sources.errors;
-        all_errors.extend(errors);
-        let mut all_warnings = sources.warnings;
-        all_warnings.extend(warnings);
-        finish(config, all_errors, all_warnings, sources.files)
-    }
+impl crate::load::Role for MinionConfig {
+    const ROLE: &'static str = "minion";
 
-    /// Reads every option; problems are recorded in `r`.
     fn read(r: &mut Reader<'_>, opts: &LoadOptions) -> Self {
-        let root_dir = read_root_dir(r, opts, ROLE);
-        let sub = |p: &str| PathBuf::from(p);
-        let pki_dir = r.get("pki_dir", sub("/etc/salt/pki/minion"), path);
-        let cachedir = r.get("cachedir", sub("/var/cache/salt/minion"), path);
-        let mut sock_dir = r.get("sock_dir", sub("/var/run/salt/minion"), path);
-        if sock_dir.as_os_str().len() > cachedir.as_os_str().len() + 10 {
-            sock_dir = cachedir.join(".salt-unix");
-        }
-        let pidfile = r.get("pidfile", sub("/var/run/salt-minion.pid"), path);
-        let log_file = read_log_file(r, "log_file", "/var/log/salt/minion", &root_dir);
-        let under_root = |p: PathBuf| prepend_root_dir(&root_dir, &p);
+        let paths = Paths::read(r, opts, Self::ROLE);
 
         let minion_id_caching = r.get("minion_id_caching", true, boolean);
         let id = match r.opt("id", string) {
             Some(id) => id,
-            None => default_id(opts, &root_dir, minion_id_caching),
+            None => default_id(opts, &paths.root_dir, minion_id_caching),
         };
 
         let random_entry = r.entry_aliased(
@@ -309,12 +240,7 @@ impl MinionConfig {
             "`verify_master_pub_sig` is not a Salt option",
         );
         let verify_master_pubkey_sign = r.convert(verify_entry, false, boolean);
-        let sign_name_entry = r.entry_aliased(
-            "master_sign_key_name",
-            "master_key_sign_name",
-            "`master_key_sign_name` is not a Salt option",
-        );
-        let master_sign_key_name = r.convert(sign_name_entry, "master_sign".to_owned(), string);
+        let master_sign_key_name = read_master_sign_key_name(r);
 
         let master_type = r.get("master_type", MasterType::Str, word(MasterType::parse));
         let default_master = Masters::One(MasterAddr {
@@ -347,111 +273,108 @@ impl MinionConfig {
             r.ignore(key);
         }
 
-        Self {
-            id,
-            master,
-            master_port: r.get("master_port", DEFAULT_MASTER_PORT, port),
-            publish_port: r.opt("publish_port", port),
-            master_type,
-            random_master,
-            master_alive_interval: r.get("master_alive_interval", Duration::ZERO, duration(SEC)),
-            master_failback: r.get("master_failback", false, boolean),
-            master_failback_interval: r.get(
-                "master_failback_interval",
-                Duration::ZERO,
-                duration(SEC),
-            ),
-            master_tries: r.get("master_tries", None, count_or_unset),
-            auth_tries: r.get("auth_tries", DEFAULT_AUTH_TRIES, count),
-            auth_timeout: r.get("auth_timeout", DEFAULT_AUTH_TIMEOUT, duration(SEC)),
-            auth_safemode: r.get("auth_safemode", false, boolean),
-            acceptance_wait_time: r.get(
-                "acceptance_wait_time",
-                DEFAULT_ACCEPTANCE_WAIT_TIME,
-                duration(SEC),
-            ),
-            acceptance_wait_time_max: r.get(
-                "acceptance_wait_time_max",
-                Duration::ZERO,
-                duration(SEC),
-            ),
-            rejected_retry: r.get("rejected_retry", false, boolean),
-            retry_dns: r.get("retry_dns", DEFAULT_RETRY_DNS, duration(SEC)),
-            retry_dns_count: r.opt("retry_dns_count", count),
-            verify_master_pubkey_sign,
-            master_sign_key_name,
-            always_verify_signature: r.get("always_verify_signature", false, boolean),
-            master_finger: r.opt("master_finger", string).filter(|f| !f.is_empty()),
-            encryption_algorithm: r.get(
-                "encryption_algorithm",
-                EncryptionAlgorithm::OaepSha1,
-                word(crate::types::parse_enc_algo),
-            ),
-            signing_algorithm: r.get(
-                "signing_algorithm",
-                SigningAlgorithm::Pkcs1v15Sha1,
-                word(crate::types::parse_sig_algo),
-            ),
-            pki_dir: under_root(pki_dir),
-            cachedir: under_root(cachedir),
-            sock_dir: under_root(sock_dir),
-            pidfile: under_root(pidfile),
-            log_file,
-            log_level: r.get("log_level", LogLevel::Warning, word(LogLevel::parse)),
-            log_level_logfile: r.opt("log_level_logfile", word(LogLevel::parse)),
-            user: r.get("user", opts.default_user(), string),
-            keysize: r.get("keysize", 2048, int_in(2048, 16384)),
-            hash_type: r.get(
-                "hash_type",
-                HashType::Sha256,
-                word(crate::types::parse_hash_type),
-            ),
-            zmq_filtering: r.get("zmq_filtering", false, boolean),
-            recon_default: r.get("recon_default", DEFAULT_RECON_DEFAULT, duration(MS)),
-            recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),
-            recon_randomize: r.get("recon_randomize", true, boolean),
-            sign_pub_messages: r.get("sign_pub_messages", false, boolean),
-            ping_interval: r.get("ping_interval", Duration::ZERO, duration(MIN)),
-            grains: r.get("grains", serde_json::Map::new(), json_map),
-            multiprocessing: r.get("multiprocessing", true, boolean),
-            mine_enabled: r.get("mine_enabled", true, boolean),
-            mine_interval: r.get("mine_interval", DEFAULT_MINE_INTERVAL, duration(MIN)),
-            tcp_keepalive: r.get("tcp_keepalive", true, boolean),
-            tcp_keepalive_idle: r.get(
-                "tcp_keepalive_idle",
-                Some(Duration::from_secs(300)),
-                duration_or_unset(SEC),
-            ),
-            tcp_keepalive_cnt: r.get("tcp_keepalive_cnt", None, count_or_unset),
-            tcp_keepalive_intvl: r.get("tcp_keepalive_intvl", None, duration_or_unset(SEC)),
-            zmq_monitor: r.get("zmq_monitor", true, boolean),
-            ipv6: r.opt("ipv6", boolean),
-            minion_jid_queue_hwm: r.get("minion_jid_queue_hwm", 100, count),
-            random_reauth_delay: r.get(
-                "random_reauth_delay",
-                DEFAULT_RANDOM_REAUTH_DELAY,
-                duration(SEC),
-            ),
-            metrics_port: r.opt("metrics_port", port),
-            metrics_host: r.get(
-                "metrics_host",
-                std::net::IpAddr::from([127, 0, 0, 1]),
-                word(parse_ip),
-            ),
-            return_retry_timer: r.get(
-                "return_retry_timer",
-                DEFAULT_RETURN_RETRY_TIMER,
-                duration(SEC),
-            ),
-            return_retry_timer_max: r.get(
-                "return_retry_timer_max",
-                DEFAULT_RETURN_RETRY_TIMER_MAX,
-                duration(SEC),
-            ),
-            return_retry_tries: r.get("return_retry_tries", 3, count),
-            minion_id_caching,
-            root_dir,
-        }
+        with_shared!(
+            Shared::read(r),
+            Self {
+                id,
+                master,
+                master_port: r.get("master_port", DEFAULT_MASTER_PORT, port),
+                publish_port: r.opt("publish_port", port),
+                master_type,
+                random_master,
+                master_alive_interval: r.get(
+                    "master_alive_interval",
+                    Duration::ZERO,
+                    duration(SEC)
+                ),
+                master_failback: r.get("master_failback", false, boolean),
+                master_failback_interval: r.get(
+                    "master_failback_interval",
+                    Duration::ZERO,
+                    duration(SEC),
+                ),
+                master_tries: r.get("master_tries", None, count_or_unset),
+                auth_tries: r.get("auth_tries", DEFAULT_AUTH_TRIES, count),
+                auth_timeout: r.get("auth_timeout", DEFAULT_AUTH_TIMEOUT, duration(SEC)),
+                auth_safemode: r.get("auth_safemode", false, boolean),
+                acceptance_wait_time: r.get(
+                    "acceptance_wait_time",
+                    DEFAULT_ACCEPTANCE_WAIT_TIME,
+                    duration(SEC),
+                ),
+                acceptance_wait_time_max: r.get(
+                    "acceptance_wait_time_max",
+                    Duration::ZERO,
+                    duration(SEC),
+                ),
+                rejected_retry: r.get("rejected_retry", false, boolean),
+                retry_dns: r.get("retry_dns", DEFAULT_RETRY_DNS, duration(SEC)),
+                retry_dns_count: r.opt("retry_dns_count", count),
+                verify_master_pubkey_sign,
+                master_sign_key_name,
+                always_verify_signature: r.get("always_verify_signature", false, boolean),
+                master_finger: r.opt("master_finger", string).filter(|f| !f.is_empty()),
+                encryption_algorithm: r.get(
+                    "encryption_algorithm",
+                    EncryptionAlgorithm::OaepSha1,
+                    word(crate::types::parse_enc_algo),
+                ),
+                signing_algorithm: r.get(
+                    "signing_algorithm",
+                    SigningAlgorithm::Pkcs1v15Sha1,
+                    word(crate::types::parse_sig_algo),
+                ),
+                pki_dir: paths.pki_dir,
+                cachedir: paths.cachedir,
+                sock_dir: paths.sock_dir,
+                pidfile: paths.pidfile,
+                log_file: paths.log_file,
+                user: r.get("user", opts.default_user(), string),
+                keysize: r.get("keysize", 2048, int_in(2048, 16384)),
+                hash_type: r.get(
+                    "hash_type",
+                    HashType::Sha256,
+                    word(crate::types::parse_hash_type),
+                ),
+                zmq_filtering: r.get("zmq_filtering", false, boolean),
+                recon_default: r.get("recon_default", DEFAULT_RECON_DEFAULT, duration(MS)),
+                recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),
+                recon_randomize: r.get("recon_randomize", true, boolean),
+                sign_pub_messages: r.get("sign_pub_messages", false, boolean),
+                ping_interval: r.get("ping_interval", Duration::ZERO, duration(MIN)),
+                grains: r.get("grains", serde_json::Map::new(), json_map),
+                multiprocessing: r.get("multiprocessing", true, boolean),
+                mine_enabled: r.get("mine_enabled", true, boolean),
+                mine_interval: r.get("mine_interval", DEFAULT_MINE_INTERVAL, duration(MIN)),
+                zmq_monitor: r.get("zmq_monitor", true, boolean),
+                ipv6: r.opt("ipv6", boolean),
+                minion_jid_queue_hwm: r.get("minion_jid_queue_hwm", 100, count),
+                random_reauth_delay: r.get(
+                    "random_reauth_delay",
+                    DEFAULT_RANDOM_REAUTH_DELAY,
+                    duration(SEC),
+                ),
+                return_retry_timer: r.get(
+                    "return_retry_timer",
+                    DEFAULT_RETURN_RETRY_TIMER,
+                    duration(SEC),
+                ),
+                return_retry_timer_max: r.get(
+                    "return_retry_timer_max",
+                    DEFAULT_RETURN_RETRY_TIMER_MAX,
+                    duration(SEC),
+                ),
+                return_retry_tries: r.get("return_retry_tries", 3, count),
+                minion_id_caching,
+                root_dir: paths.root_dir,
+            }
+        )
+    }
+
+    fn option_table() -> Vec<OptionDoc> {
+        let mut table = Self::field_docs();
+        table.extend(extra_docs());
+        table
     }
 }
 
@@ -530,17 +453,7 @@ mod tests {
 
     #[test]
     fn option_table_matches_what_the_loader_reads() {
-        let sources = Sources::default();
-        let mut reader = Reader::new(&sources);
-        let _ = MinionConfig::read(&mut reader, &LoadOptions::new("/nonexistent"));
-        let mut asked: Vec<&str> = reader.asked().to_vec();
-        asked.sort_unstable();
-        asked.dedup();
-        let mut table: Vec<&str> = MinionConfig::option_table()
-            .iter()
-            .map(|o| o.name)
-            .collect();
-        table.sort_unstable();
-        assert_eq!(asked, table);
+        let (asked, documented) = crate::load::asked_and_documented::<MinionConfig>();
+        assert_eq!(asked, documented);
     }
 }

@@ -2,11 +2,10 @@
 //! `*at` calls of bulk operations (each key reached by its name from an open directory).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::os::fd::{AsRawFd as _, RawFd};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{KeyStoreError, Result};
@@ -18,12 +17,9 @@ pub(crate) const TMP_PREFIX: &str = ".keystore-tmp.";
 /// Largest key file we read; public keys are well under 4 KiB.
 pub(crate) const MAX_KEY_FILE: u64 = 64 * 1024;
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// A fresh temp name in `dir`: unique per process (pid) and per call (counter).
 pub(crate) fn tmp_path(dir: &Path) -> PathBuf {
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!("{TMP_PREFIX}{}.{n}", std::process::id()))
+    salt_pki::files::temp_path(dir, TMP_PREFIX)
 }
 
 /// Write `data` to `path` atomically with permission bits `mode`: temp file in the same
@@ -48,36 +44,16 @@ pub(crate) fn rename_tmp(tmp: &Path, path: &Path) -> Result<()> {
 }
 
 /// Write `data` to a fresh temp file in `dir` with mode `mode` (fsync-ed with `sync`);
-/// returns its path. The file is a dotfile, invisible to every key listing.
+/// returns its path. The file is a dotfile, invisible to every key listing. The writing is
+/// `salt-pki`'s ([`salt_pki::files::write_new`]), which removes the file when it fails.
 pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32, sync: bool) -> Result<PathBuf> {
     let tmp = tmp_path(dir);
-    let res = write_tmp_at(&tmp, data, mode, sync);
-    if let Err(e) = &res
-        && !is_simulated_crash(e)
-    {
-        let _ = fs::remove_file(&tmp);
-    }
-    res.map(|()| tmp)
-}
-
-fn write_tmp_at(tmp: &Path, data: &[u8], mode: u32, sync: bool) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(tmp)
-        .map_err(|e| KeyStoreError::io("create", tmp, e))?;
+    salt_pki::files::write_new(&tmp, data, mode, sync).map_err(|e| match e {
+        salt_pki::Error::Io { op, path, source } => KeyStoreError::io(op, path, source),
+        other => KeyStoreError::io("write", &tmp, io::Error::other(other.to_string())),
+    })?;
     crash_point("atomic_write:after_create")?;
-    f.write_all(data)
-        .map_err(|e| KeyStoreError::io("write", tmp, e))?;
-    // The umask may have removed bits; set exactly what was asked.
-    f.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(|e| KeyStoreError::io("chmod", tmp, e))?;
-    if sync {
-        f.sync_all()
-            .map_err(|e| KeyStoreError::io("fsync", tmp, e))?;
-    }
-    Ok(())
+    Ok(tmp)
 }
 
 /// fsync a directory so that renames/unlinks in it are durable.
@@ -251,19 +227,6 @@ pub(crate) fn crash_point(name: &'static str) -> Result<()> {
         return Err(KeyStoreError::SimulatedCrash(name));
     }
     Ok(())
-}
-
-/// Whether `e` is a simulated crash (after which no cleanup may run).
-#[cfg(test)]
-pub(crate) fn is_simulated_crash(e: &KeyStoreError) -> bool {
-    matches!(e, KeyStoreError::SimulatedCrash(_))
-}
-
-/// Whether `e` is a simulated crash (never, outside tests).
-#[cfg(not(test))]
-#[inline(always)]
-pub(crate) fn is_simulated_crash(_e: &KeyStoreError) -> bool {
-    false
 }
 
 /// A named step boundary (no-op outside tests).

@@ -186,28 +186,31 @@ impl serde_json::ser::Formatter for PyCompact {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        comma_unless_first(writer, first)
     }
     fn begin_object_key<W: ?Sized + std::io::Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        comma_unless_first(writer, first)
     }
     fn begin_object_value<W: ?Sized + std::io::Write>(
         &mut self,
         writer: &mut W,
     ) -> std::io::Result<()> {
         writer.write_all(b": ")
+    }
+}
+
+fn comma_unless_first<W: ?Sized + std::io::Write>(
+    writer: &mut W,
+    first: bool,
+) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
     }
 }
 

@@ -72,12 +72,6 @@ impl Colors {
     fn light_magenta(self) -> &'static str {
         self.c("\x1b[0;1;35m")
     }
-    fn cyan(self) -> &'static str {
-        self.c("\x1b[0;36m")
-    }
-    fn light_yellow(self) -> &'static str {
-        self.c("\x1b[0;1;33m")
-    }
 }
 
 /// Which outputter, from `--out`.
@@ -200,58 +194,29 @@ fn py_str(v: &Val) -> String {
 
 // ---------------------------------------------------------------- nested
 
+/// The crate's `nested` outputter (it sorts maps, so insertion order does not matter here),
+/// with escape characters in values made harmless as `salt-key` does.
 fn nested(data: &Val, c: Colors) -> String {
+    let palette = if c.on {
+        crate::SALT_COLOURS
+    } else {
+        crate::NO_COLOUR
+    };
     let mut out = Vec::new();
-    nested_display(data, 0, "", &mut out, c);
+    crate::nested(&to_json(data), 0, "", &mut out, &palette);
     out.join("\n")
 }
 
-fn ustring(indent: usize, color: &str, msg: &str, prefix: &str, suffix: &str, c: Colors) -> String {
-    format!(
-        "{}{color}{prefix}{msg}{}{suffix}",
-        " ".repeat(indent),
-        c.endc()
-    )
-}
-
-fn nested_display(v: &Val, indent: usize, prefix: &str, out: &mut Vec<String>, c: Colors) {
+/// `v` as the crate root's data, values through [`strip_esc`].
+fn to_json(v: &Val) -> serde_json::Value {
+    use serde_json::Value;
     match v {
-        Val::Bool(b) => out.push(ustring(
-            indent,
-            c.light_yellow(),
-            if *b { "True" } else { "False" },
-            prefix,
-            "",
-            c,
-        )),
-        Val::Str(s) => {
-            let mut first = true;
-            for line in py_splitlines(s) {
-                let lp = if first {
-                    prefix.to_owned()
-                } else {
-                    " ".repeat(prefix.len())
-                };
-                out.push(ustring(indent, c.green(), &strip_esc(line), &lp, "", c));
-                first = false;
-            }
-        }
+        Val::Bool(b) => Value::Bool(*b),
+        Val::Str(s) => Value::String(strip_esc(s)),
         Val::List(items) => {
-            for item in items {
-                nested_display(&Val::Str(item.clone()), indent, "- ", out, c);
-            }
+            Value::Array(items.iter().map(|s| Value::String(strip_esc(s))).collect())
         }
-        Val::Map(m) => {
-            if indent > 0 {
-                out.push(ustring(indent, c.cyan(), "----------", "", "", c));
-            }
-            let mut m: Vec<&(String, Val)> = m.iter().collect();
-            m.sort_by(|a, b| a.0.cmp(&b.0));
-            for (k, val) in m {
-                out.push(ustring(indent, c.cyan(), k, prefix, ":", c));
-                nested_display(val, indent + 4, "", out, c);
-            }
-        }
+        Val::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
     }
 }
 

@@ -1,16 +1,16 @@
 //! Key files in Salt's formats, written atomically.
 //!
 //! Private keys: PEM PKCS#1, mode `0400`. Public keys: PEM SPKI, mode `0644`. Every write goes
-//! to a temporary file in the target directory (created `0600`, so a private key is never
-//! readable by others, not even briefly), is fsynced, renamed over the target, and the
-//! directory is fsynced so the rename survives a crash.
+//! to a temporary file in the target directory (created with its final mode, so a private key
+//! is never readable by others, not even briefly), is fsynced, renamed over the target, and
+//! the directory is fsynced so the rename survives a crash. [`temp_path`] and [`write_new`]
+//! are the halves other crates' atomic writes (the key store's) are built from.
 
-use std::fs::{self, File, Permissions};
+use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-
-use tempfile::NamedTempFile;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{Error, PrivateKey, PublicKey};
 
@@ -19,12 +19,17 @@ pub const PRIVATE_KEY_MODE: u32 = 0o400;
 /// Mode of public key files.
 pub const PUBLIC_KEY_MODE: u32 = 0o644;
 
+/// Prefix of pki's own temporary files (a dotfile: no key listing shows it).
+const TMP_PREFIX: &str = ".salt-pki-";
+
 /// Write `data` to `path` atomically with permissions `mode`: temp file in the same
 /// directory, fsync, rename over `path`, fsync the directory.
 pub fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<(), Error> {
     let (tmp, dir) = write_temp(path, data, mode)?;
-    tmp.persist(path)
-        .map_err(|e| Error::io("rename", path, e.error))?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io("rename", path, e)
+    })?;
     sync_dir(dir)
 }
 
@@ -32,8 +37,10 @@ pub fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<(), Error> {
 /// [`Error::Io`] with kind `AlreadyExists` if `path` exists.
 pub fn atomic_create(path: &Path, data: &[u8], mode: u32) -> Result<(), Error> {
     let (tmp, dir) = write_temp(path, data, mode)?;
-    tmp.persist_noclobber(path)
-        .map_err(|e| Error::io("create", path, e.error))?;
+    // link(2) refuses an existing target: the file appears complete or not at all.
+    let linked = fs::hard_link(&tmp, path).map_err(|e| Error::io("create", path, e));
+    let _ = fs::remove_file(&tmp);
+    linked?;
     sync_dir(dir)
 }
 
@@ -44,26 +51,50 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-fn write_temp<'a>(
-    path: &'a Path,
-    data: &[u8],
-    mode: u32,
-) -> Result<(NamedTempFile, &'a Path), Error> {
+fn write_temp<'a>(path: &'a Path, data: &[u8], mode: u32) -> Result<(PathBuf, &'a Path), Error> {
     let dir = parent_dir(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".salt-pki-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io("create temp file in", dir, e))?;
-    let tmp_path = tmp.path().to_owned();
-    tmp.write_all(data)
-        .map_err(|e| Error::io("write", &tmp_path, e))?;
-    tmp.as_file()
-        .set_permissions(Permissions::from_mode(mode))
-        .map_err(|e| Error::io("chmod", &tmp_path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io("fsync", &tmp_path, e))?;
+    let tmp = temp_path(dir, TMP_PREFIX);
+    write_new(&tmp, data, mode, true)?;
     Ok((tmp, dir))
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh temporary file name in `dir`: `<prefix><pid>.<n>`, unique per process and call.
+/// With a prefix starting with `.` the file stays out of key listings (Salt's and ours), so
+/// a crash never makes a half-written file look like a key; the prefix lets its owner find
+/// and sweep leftovers.
+pub fn temp_path(dir: &Path, prefix: &str) -> PathBuf {
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{prefix}{}.{n}", std::process::id()))
+}
+
+/// Create the new file `path` (it must not exist) with exactly the permission bits `mode`
+/// (it is created with them, so it is never more readable than asked, and the umask is
+/// undone), write `data`, and fsync it when `sync`. On failure the file is removed. The
+/// first half of every atomic write: a rename (or link) over the final name follows.
+pub fn write_new(path: &Path, data: &[u8], mode: u32, sync: bool) -> Result<(), Error> {
+    let res = write_new_at(path, data, mode, sync);
+    if res.is_err() {
+        let _ = fs::remove_file(path);
+    }
+    res
+}
+
+fn write_new_at(path: &Path, data: &[u8], mode: u32, sync: bool) -> Result<(), Error> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| Error::io("create", path, e))?;
+    f.write_all(data).map_err(|e| Error::io("write", path, e))?;
+    f.set_permissions(Permissions::from_mode(mode))
+        .map_err(|e| Error::io("chmod", path, e))?;
+    if sync {
+        f.sync_all().map_err(|e| Error::io("fsync", path, e))?;
+    }
+    Ok(())
 }
 
 fn sync_dir(dir: &Path) -> Result<(), Error> {

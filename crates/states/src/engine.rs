@@ -147,6 +147,41 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Pushes onto `found` every chunk the requisite `rk: rv` names; whether it names
+    /// anything (a chunk, or for `sls` an SLS rendered in this run).
+    fn find_required(&self, chunks: &[Value], rk: &str, rv: &str, found: &mut Vec<Value>) -> bool {
+        let before = found.len();
+        found.extend(chunks.iter().filter(|c| chunk_matches(c, rk, rv)).cloned());
+        found.len() > before
+            || (rk == "sls" && self.processed.iter().any(|p| salt_matcher::fnmatch(p, rv)))
+    }
+
+    /// The return of a chunk its requisites kept from running: `changes`, `result`,
+    /// `duration`, `start_time`, `comment`, `__state_ran__` (when given), `__run_num__`.
+    fn not_run(&self, result: bool, comment: impl Into<String>, ran: Option<bool>) -> Value {
+        let (st, du) = fake_duration();
+        let mut v = vec![
+            ("changes", empty()),
+            ("result", Value::Boolean(result)),
+            ("duration", du),
+            ("start_time", st),
+            ("comment", Value::from(comment.into())),
+        ];
+        v.extend(ran.map(|r| ("__state_ran__", Value::Boolean(r))));
+        v.push(("__run_num__", Value::from(self.run_num)));
+        map(v)
+    }
+
+    /// The return of a chunk whose requisites loop.
+    fn recursive(&self) -> Value {
+        map(vec![
+            ("changes", empty()),
+            ("result", Value::Boolean(false)),
+            ("comment", Value::from("Recursive requisite found")),
+            ("__run_num__", Value::from(self.run_num)),
+        ])
+    }
+
     fn check_requisite(
         &self,
         low: &Value,
@@ -175,20 +210,7 @@ impl<'a> Engine<'a> {
         for kind in REQ_KINDS {
             let mut found_chunks = Vec::new();
             for (rk, rv) in req_list(&low, kind) {
-                let mut found = false;
-                for c in chunks {
-                    if chunk_matches(c, &rk, &rv) {
-                        found = true;
-                        found_chunks.push(c.clone());
-                    }
-                }
-                if !found
-                    && rk == "sls"
-                    && self.processed.iter().any(|p| salt_matcher::fnmatch(p, &rv))
-                {
-                    found = true;
-                }
-                if !found {
+                if !self.find_required(chunks, &rk, &rv, &mut found_chunks) {
                     return Err(());
                 }
             }
@@ -287,20 +309,7 @@ impl<'a> Engine<'a> {
                 let mut to_run: Vec<Value> = Vec::new();
                 for kind in ["require", "watch", "onfail", "onchanges"] {
                     for (rk, rv) in req_list(low, kind) {
-                        let mut found = false;
-                        for c in chunks {
-                            if chunk_matches(c, &rk, &rv) {
-                                found = true;
-                                to_run.push(c.clone());
-                            }
-                        }
-                        if !found
-                            && rk == "sls"
-                            && self.processed.iter().any(|p| salt_matcher::fnmatch(p, &rv))
-                        {
-                            found = true;
-                        }
-                        if !found {
+                        if !self.find_required(chunks, &rk, &rv, &mut to_run) {
                             lost.push((kind.to_owned(), rk, rv));
                         }
                     }
@@ -315,15 +324,7 @@ impl<'a> Engine<'a> {
                         }
                         comment.push_str(&format!("{}{rk}: {rv}\n", " ".repeat(23)));
                     }
-                    let (st, du) = fake_duration();
-                    let v = map(vec![
-                        ("changes", empty()),
-                        ("result", Value::Boolean(false)),
-                        ("duration", du),
-                        ("start_time", st),
-                        ("comment", Value::from(comment)),
-                        ("__run_num__", Value::from(self.run_num)),
-                    ]);
+                    let v = self.not_run(false, comment, None);
                     running.insert(tag, self.tail(v, low));
                     self.run_num += 1;
                     return false;
@@ -334,12 +335,7 @@ impl<'a> Engine<'a> {
                         continue;
                     }
                     if self.active.contains(&ctag) {
-                        let v = map(vec![
-                            ("changes", empty()),
-                            ("result", Value::Boolean(false)),
-                            ("comment", Value::from("Recursive requisite found")),
-                            ("__run_num__", Value::from(self.run_num)),
-                        ]);
+                        let v = self.recursive();
                         running.insert(tag.clone(), self.tail(v, low));
                         self.run_num += 1;
                         return false;
@@ -349,12 +345,7 @@ impl<'a> Engine<'a> {
                     }
                 }
                 if depth + 1 >= 20 {
-                    let v = map(vec![
-                        ("changes", empty()),
-                        ("result", Value::Boolean(false)),
-                        ("comment", Value::from("Recursive requisite found")),
-                        ("__run_num__", Value::from(self.run_num)),
-                    ]);
+                    let v = self.recursive();
                     running.insert(tag.clone(), self.tail(v, low));
                 } else if self.call_chunk(low, running, chunks, depth + 1) {
                     return true;
@@ -383,21 +374,8 @@ impl<'a> Engine<'a> {
                         }
                     }
                 }
-                let (st, du) = fake_duration();
-                let v = map(vec![
-                    ("changes", empty()),
-                    ("result", Value::Boolean(false)),
-                    ("duration", du),
-                    ("start_time", st),
-                    (
-                        "comment",
-                        Value::from(format!(
-                            "One or more requisite failed: {}",
-                            failed.join(", ")
-                        )),
-                    ),
-                    ("__run_num__", Value::from(self.run_num)),
-                ]);
+                let comment = format!("One or more requisite failed: {}", failed.join(", "));
+                let v = self.not_run(false, comment, None);
                 running.insert(tag, self.tail(v, low));
                 self.run_num += 1;
             }
@@ -429,16 +407,7 @@ impl<'a> Engine<'a> {
                 } else {
                     "State was not run because none of the onchanges reqs changed"
                 };
-                let (st, du) = fake_duration();
-                let v = map(vec![
-                    ("changes", empty()),
-                    ("result", Value::Boolean(true)),
-                    ("duration", du),
-                    ("start_time", st),
-                    ("comment", Value::from(comment)),
-                    ("__state_ran__", Value::Boolean(false)),
-                    ("__run_num__", Value::from(self.run_num)),
-                ]);
+                let v = self.not_run(true, comment, Some(false));
                 running.insert(tag, self.tail(v, low));
                 self.run_num += 1;
             }

@@ -63,15 +63,7 @@ impl Default for Opts {
 }
 
 /// A value in a map by string key.
-pub fn get<'a>(m: &'a Value, key: &str) -> Option<&'a Value> {
-    match m {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.as_str() == Some(key))
-            .map(|(_, v)| v),
-        _ => None,
-    }
-}
+pub use salt_execmods::get;
 
 /// Set `key` in a map (in place when present, like a Python dict; appended otherwise).
 pub fn set(m: &mut Value, key: &str, val: Value) {
@@ -155,14 +147,8 @@ pub fn no_states() -> Value {
 /// What a state run returns: the running dict, or Salt's list of compile errors.
 pub type Outcome = Result<Value, Vec<String>>;
 
-fn run_high(
-    compiler: compile::Compiler,
-    mut high: compile::High,
-    mut errors: Vec<String>,
-    client: std::sync::Arc<dyn FileClient>,
-    opts: &Opts,
-) -> Outcome {
-    high.exclude.extend(opts.exclude.iter().cloned());
+/// The low chunks of `high` in run order, or every error found (`errors` first).
+fn low_chunks(mut high: compile::High, mut errors: Vec<String>) -> Result<Vec<Value>, Vec<String>> {
     errors.extend(lowstate::reconcile(&mut high));
     errors.extend(lowstate::verify(&high));
     if !errors.is_empty() {
@@ -170,6 +156,18 @@ fn run_high(
     }
     let mut chunks = lowstate::compile_high_data(&high);
     engine::requisite_in(&mut chunks);
+    Ok(chunks)
+}
+
+fn run_high(
+    compiler: compile::Compiler,
+    mut high: compile::High,
+    errors: Vec<String>,
+    client: std::sync::Arc<dyn FileClient>,
+    opts: &Opts,
+) -> Outcome {
+    high.exclude.extend(opts.exclude.iter().cloned());
+    let chunks = low_chunks(high, errors)?;
     let mut eng = engine::Engine::new(opts, client, compiler.processed);
     Ok(eng.call_chunks(&chunks).into_value())
 }
@@ -196,8 +194,19 @@ pub fn sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String])
 /// `state.show_sls mods`: the high data (Python's dict form, `__sls__`/`__env__` kept).
 pub fn show_sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String]) -> Outcome {
     let mut compiler = compile::Compiler::new(client, opts.clone());
-    let matches = vec![(opts.saltenv.clone(), mods.to_vec())];
-    let (mut high, mut errors) = compiler.render_highstate(&matches);
+    high_data(&mut compiler, &[(opts.saltenv.clone(), mods.to_vec())])
+}
+
+/// `state.show_highstate`: the high data of the top file's SLS (Python's dict form).
+pub fn show_highstate(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
+    let mut compiler = compile::Compiler::new(client, opts.clone());
+    let matches = compiler.top_matches()?;
+    high_data(&mut compiler, &matches)
+}
+
+/// The high data of `matches` (`{id: body}`), extends applied, or every error found.
+fn high_data(compiler: &mut compile::Compiler, matches: &[(String, Vec<String>)]) -> Outcome {
+    let (mut high, mut errors) = compiler.render_highstate(matches);
     errors.extend(lowstate::reconcile(&mut high));
     if !errors.is_empty() {
         return Err(errors);
@@ -259,15 +268,8 @@ pub fn single(
 pub fn show_lowstate(client: std::sync::Arc<dyn FileClient>, opts: &Opts) -> Outcome {
     let mut compiler = compile::Compiler::new(client, opts.clone());
     let matches = compiler.top_matches()?;
-    let (mut high, mut errors) = compiler.render_highstate(&matches);
-    errors.extend(lowstate::reconcile(&mut high));
-    errors.extend(lowstate::verify(&high));
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let mut chunks = lowstate::compile_high_data(&high);
-    engine::requisite_in(&mut chunks);
-    Ok(Value::Array(chunks))
+    let (high, errors) = compiler.render_highstate(&matches);
+    Ok(Value::Array(low_chunks(high, errors)?))
 }
 
 /// `state.show_top`: `{saltenv: [sls...]}`.

@@ -204,3 +204,21 @@ fn requisite_cycles() {
     assert_eq!(get_str(c, "comment"), Some("Recursive requisite found"));
     assert!(!salt_states::all_ok(&ret));
 }
+
+#[test]
+fn show_highstate_is_show_sls_of_the_top() {
+    let files = vec![
+        ("top.sls", "base:\n  'm*':\n    - a\n".to_owned()),
+        ("a/init.sls", "include:\n  - .b\nx:\n  test.nop: []\nextend:\n  y:\n    test:\n      - comment: extended\n".to_owned()),
+        ("a/b.sls", "y:\n  test.succeed_without_changes: []\n".to_owned()),
+    ];
+    let client = Arc::new(Mem(files));
+    let high = salt_states::show_highstate(client.clone(), &opts(false)).unwrap();
+    let sls = salt_states::show_sls(client, &opts(false), &["a".to_owned()]).unwrap();
+    assert_eq!(high, sls);
+    let mut ids = keys(&high);
+    ids.sort();
+    assert_eq!(ids, ["x", "y"]);
+    let y = get(get(&high, "y").unwrap(), "test").unwrap();
+    assert!(format!("{y:?}").contains("extended"), "{y:?}");
+}

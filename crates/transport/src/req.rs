@@ -176,25 +176,16 @@ fn new_socket(
     let sock = ctx
         .socket(zmq::REQ)
         .map_err(TransportError::zmq("socket REQ"))?;
-    sock.set_linger(ms(opts.linger))
-        .map_err(TransportError::zmq("setsockopt LINGER"))?;
-    sock.set_reconnect_ivl(ms(opts.reconnect_ivl))
-        .map_err(TransportError::zmq("setsockopt RECONNECT_IVL"))?;
-    sock.set_reconnect_ivl_max(ms(opts.reconnect_ivl_max))
-        .map_err(TransportError::zmq("setsockopt RECONNECT_IVL_MAX"))?;
-    sock.set_maxmsgsize(max_msg_size(opts.max_msg_size))
-        .map_err(TransportError::zmq("setsockopt MAXMSGSIZE"))?;
-    if let Some(prefix) = &opts.identity {
-        sock.set_identity(&unique_identity(prefix))
-            .map_err(TransportError::zmq("setsockopt IDENTITY"))?;
-    }
-    if wants_ipv6(endpoint) {
-        sock.set_ipv6(true)
-            .map_err(TransportError::zmq("setsockopt IPV6"))?;
-    }
-    if let Some(hb) = &opts.heartbeat {
-        hb.apply(&sock)?;
-    }
+    let identity = opts.identity.as_deref().map(unique_identity);
+    let common = Connecting {
+        linger: opts.linger,
+        reconnect_ivl: opts.reconnect_ivl,
+        reconnect_ivl_max: opts.reconnect_ivl_max,
+        max_msg_size: opts.max_msg_size,
+        identity: identity.as_deref(),
+        heartbeat: opts.heartbeat.as_ref(),
+    };
+    common.apply(&sock, endpoint)?;
     // CONNECT_RETRIED: a connect attempt failed (refused, unreachable) or an established
     // connection dropped and libzmq scheduled a reconnect.
     let monitor = if opts.fail_fast {
@@ -207,12 +198,53 @@ fn new_socket(
     } else {
         None
     };
-    sock.connect(endpoint)
-        .map_err(|e| TransportError::Connect {
-            endpoint: endpoint.to_owned(),
-            source: crate::ZmqError(e),
-        })?;
+    connect(&sock, endpoint)?;
     Ok(Sock { req: sock, monitor })
+}
+
+/// The options a connecting socket (REQ, SUB) shares.
+pub(crate) struct Connecting<'a> {
+    pub linger: Duration,
+    pub reconnect_ivl: Duration,
+    pub reconnect_ivl_max: Duration,
+    pub max_msg_size: Option<u64>,
+    pub identity: Option<&'a [u8]>,
+    pub heartbeat: Option<&'a crate::Heartbeat>,
+}
+
+impl Connecting<'_> {
+    /// Sets `LINGER`, `RECONNECT_IVL`, `RECONNECT_IVL_MAX`, `MAXMSGSIZE`, `IDENTITY` (when
+    /// given), `IPV6` (for an IPv6 `endpoint`) and the heartbeats on `sock`.
+    pub(crate) fn apply(&self, sock: &zmq::Socket, endpoint: &str) -> Result<(), TransportError> {
+        sock.set_linger(ms(self.linger))
+            .map_err(TransportError::zmq("setsockopt LINGER"))?;
+        sock.set_reconnect_ivl(ms(self.reconnect_ivl))
+            .map_err(TransportError::zmq("setsockopt RECONNECT_IVL"))?;
+        sock.set_reconnect_ivl_max(ms(self.reconnect_ivl_max))
+            .map_err(TransportError::zmq("setsockopt RECONNECT_IVL_MAX"))?;
+        sock.set_maxmsgsize(max_msg_size(self.max_msg_size))
+            .map_err(TransportError::zmq("setsockopt MAXMSGSIZE"))?;
+        if let Some(id) = self.identity {
+            sock.set_identity(id)
+                .map_err(TransportError::zmq("setsockopt IDENTITY"))?;
+        }
+        if wants_ipv6(endpoint) {
+            sock.set_ipv6(true)
+                .map_err(TransportError::zmq("setsockopt IPV6"))?;
+        }
+        if let Some(hb) = self.heartbeat {
+            hb.apply(sock)?;
+        }
+        Ok(())
+    }
+}
+
+/// `zmq_connect`, its error naming `endpoint`.
+pub(crate) fn connect(sock: &zmq::Socket, endpoint: &str) -> Result<(), TransportError> {
+    sock.connect(endpoint).map_err(|e| TransportError::Connect {
+        endpoint: endpoint.to_owned(),
+        source: crate::ZmqError(e),
+    })
 }
 
 struct Runner {

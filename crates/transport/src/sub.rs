@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::endpoint::wants_ipv6;
-use crate::options::{max_msg_size, ms};
+use crate::req::{Connecting, connect};
 use crate::worker::{Doorbell, MonitorEvent, Worker, attach_monitor, drain_monitor, poll_ms};
 use crate::{SubOptions, TransportError};
 
@@ -55,27 +54,17 @@ impl SubClient {
         let sock = ctx
             .socket(zmq::SUB)
             .map_err(TransportError::zmq("socket SUB"))?;
-        sock.set_linger(ms(opts.linger))
-            .map_err(TransportError::zmq("setsockopt LINGER"))?;
         sock.set_rcvhwm(opts.rcvhwm)
             .map_err(TransportError::zmq("setsockopt RCVHWM"))?;
-        sock.set_reconnect_ivl(ms(opts.reconnect_ivl))
-            .map_err(TransportError::zmq("setsockopt RECONNECT_IVL"))?;
-        sock.set_reconnect_ivl_max(ms(opts.reconnect_ivl_max))
-            .map_err(TransportError::zmq("setsockopt RECONNECT_IVL_MAX"))?;
-        sock.set_maxmsgsize(max_msg_size(opts.max_msg_size))
-            .map_err(TransportError::zmq("setsockopt MAXMSGSIZE"))?;
-        if let Some(id) = &opts.identity {
-            sock.set_identity(id)
-                .map_err(TransportError::zmq("setsockopt IDENTITY"))?;
-        }
-        if wants_ipv6(endpoint) {
-            sock.set_ipv6(true)
-                .map_err(TransportError::zmq("setsockopt IPV6"))?;
-        }
-        if let Some(hb) = &opts.heartbeat {
-            hb.apply(&sock)?;
-        }
+        let common = Connecting {
+            linger: opts.linger,
+            reconnect_ivl: opts.reconnect_ivl,
+            reconnect_ivl_max: opts.reconnect_ivl_max,
+            max_msg_size: opts.max_msg_size,
+            identity: opts.identity.as_deref(),
+            heartbeat: opts.heartbeat.as_ref(),
+        };
+        common.apply(&sock, endpoint)?;
         for topic in &opts.topics {
             sock.set_subscribe(topic)
                 .map_err(TransportError::zmq("setsockopt SUBSCRIBE"))?;
@@ -95,11 +84,7 @@ impl SubClient {
                 zmq::SocketEvent::CONNECT_RETRIED,
             ],
         )?;
-        sock.connect(endpoint)
-            .map_err(|e| TransportError::Connect {
-                endpoint: endpoint.to_owned(),
-                source: crate::ZmqError(e),
-            })?;
+        connect(&sock, endpoint)?;
 
         let (ev_tx, ev_rx) = mpsc::channel(opts.queue_capacity.max(1));
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();

@@ -69,7 +69,7 @@ fn load_one(d: &Path, i: usize, generate: bool) -> Result<CachedKey, KeyCacheErr
             path: pem_path.clone(),
             source: salt_pki::Error::Backend(e.to_string()),
         })?;
-        super::fastkey::from_pem_unchecked(&pem).map_err(kerr(&pem_path))?
+        PrivateKey::from_pem(&pem, None).map_err(kerr(&pem_path))?
     } else if generate {
         let key = PrivateKey::generate(2048).map_err(kerr(&pem_path))?;
         let pem = key.to_pem(None).map_err(kerr(&pem_path))?;

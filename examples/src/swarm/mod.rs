@@ -16,7 +16,6 @@
 //! `nofile` limit here is 20,000, so one process holds at most ~8,000 minions; run several
 //! processes (`id_start`) for more.
 
-mod fastkey;
 pub mod keys;
 pub mod signin;
 mod worker;

@@ -80,16 +80,7 @@ pub(super) fn write_files(files: &[(PathBuf, &[u8])]) -> Result<()> {
 pub(super) mod tests {
     use super::*;
 
-    pub(crate) const PEM: &str = "-----BEGIN PUBLIC KEY-----
-MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsdn2nZbnVJsOKkkYceyh
-8Df1wXt9u6WxwhJxG6/OsYXVbt+i6knzFQa6UE7Mpd5WasYOhQ0B8WG2MGHLSuJC
-4N8Pjyni6wKnpJb1wMjI8NwP/2LjzO/UtEKwfubtREXjoq5X/4400BpyESUZg8ya
-P7e6tetkrZSKlS/z5J0lIfxIbPchPYNG2+rSVA0b7XQF3qQEYUXayvRbuFRBKEIP
-pdmJpJwtHCZorOTy+z8BfcOmWRjCNNVDhI1yZmNUx9srD8Ed9fowbCn1vQsmzuLr
-z+jN/wVDmk+hRMs6RXMcgbcG9y4ZO+71tMxptGENlZlR9MxLqPmeOzX1uBAsPYpY
-mwIDAQAB
------END PUBLIC KEY-----
-";
+    pub(crate) use crate::pem::tests::PEM;
 
     #[test]
     fn new_keys_written_in_bulk_are_listed_and_read() {

@@ -230,7 +230,7 @@ fn run(c: &Call) -> CallOutcome {
         "state.show_sls" => salt_states::show_sls(client, &opts, &mods),
         "state.show_top" => salt_states::show_top(client, &opts),
         "state.show_lowstate" => salt_states::show_lowstate(client, &opts),
-        "state.show_highstate" => show_highstate(client, &opts),
+        "state.show_highstate" => salt_states::show_highstate(client, &opts),
         "state.single" => {
             let fun = c.args.param(0, "fun").map(text).unwrap_or_default();
             let mut kw: Vec<(String, Value)> = c
@@ -316,21 +316,4 @@ fn check_queue(c: &Call) -> Result<Option<std::sync::MutexGuard<'static, ()>>, C
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     Ok(Some(guard))
-}
-
-/// `state.show_highstate`: the high data of the top file's SLS (Python's dict form).
-fn show_highstate(client: Arc<dyn FileClient>, opts: &Opts) -> salt_states::Outcome {
-    let mut compiler = salt_states::compile::Compiler::new(client, opts.clone());
-    let matches = compiler.top_matches()?;
-    let (mut high, mut errors) = compiler.render_highstate(&matches);
-    errors.extend(salt_states::lowstate::reconcile(&mut high));
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(Value::Map(
-        high.ids
-            .into_iter()
-            .map(|(k, v)| (Value::from(k), v))
-            .collect(),
-    ))
 }

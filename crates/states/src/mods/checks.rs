@@ -4,6 +4,7 @@ use std::path::Path;
 
 use rmpv::Value;
 
+use super::ret::comment;
 use crate::{get, map, py_str, set};
 
 /// Run a shell condition; its exit code (100 when it cannot start, like Salt's onlyif).
@@ -40,13 +41,12 @@ fn onlyif(low: &Value, cwd: Option<&str>) -> Value {
     let mut r = head(low);
     for e in entries(get(low, "onlyif").unwrap_or(&Value::Nil)) {
         let Value::String(s) = &e else {
-            set(
+            comment(
                 &mut r,
-                "comment",
-                Value::from(format!(
+                format!(
                     "onlyif with {} is not supported by salt-rs (only shell commands)",
                     py_str(&e)
-                )),
+                ),
             );
             set(&mut r, "result", Value::Boolean(true));
             set(&mut r, "skip_watch", Value::Boolean(true));
@@ -54,12 +54,12 @@ fn onlyif(low: &Value, cwd: Option<&str>) -> Value {
         };
         let rc = retcode(s.as_str().unwrap_or(""), cwd);
         if rc != 0 && get(&r, "result") == Some(&Value::Boolean(false)) {
-            set(&mut r, "comment", Value::from("onlyif condition is false"));
+            comment(&mut r, "onlyif condition is false");
             set(&mut r, "skip_watch", Value::Boolean(true));
             set(&mut r, "result", Value::Boolean(true));
             return r;
         } else if rc == 0 {
-            set(&mut r, "comment", Value::from("onlyif condition is true"));
+            comment(&mut r, "onlyif condition is true");
             set(&mut r, "result", Value::Boolean(false));
         }
     }
@@ -70,25 +70,24 @@ fn unless(low: &Value, cwd: Option<&str>) -> Value {
     let mut r = head(low);
     for e in entries(get(low, "unless").unwrap_or(&Value::Nil)) {
         let Value::String(s) = &e else {
-            set(
+            comment(
                 &mut r,
-                "comment",
-                Value::from(format!(
+                format!(
                     "unless with {} is not supported by salt-rs (only shell commands)",
                     py_str(&e)
-                )),
+                ),
             );
             set(&mut r, "result", Value::Boolean(true));
             set(&mut r, "skip_watch", Value::Boolean(true));
             return r;
         };
         if retcode(s.as_str().unwrap_or(""), cwd) == 0 {
-            set(&mut r, "comment", Value::from("unless condition is true"));
+            comment(&mut r, "unless condition is true");
             set(&mut r, "skip_watch", Value::Boolean(true));
             set(&mut r, "result", Value::Boolean(true));
         } else {
             crate::pop(&mut r, "skip_watch");
-            set(&mut r, "comment", Value::from("unless condition is false"));
+            comment(&mut r, "unless condition is false");
             set(&mut r, "result", Value::Boolean(false));
             return r;
         }
@@ -100,21 +99,17 @@ fn creates(low: &Value) -> Value {
     let mut r = head(low);
     match get(low, "creates") {
         Some(Value::String(s)) if Path::new(s.as_str().unwrap_or("")).exists() => {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("{} exists", s.as_str().unwrap_or(""))),
-            );
+            comment(&mut r, format!("{} exists", s.as_str().unwrap_or("")));
             set(&mut r, "result", Value::Boolean(true));
             set(&mut r, "skip_watch", Value::Boolean(true));
         }
         Some(Value::Array(a)) if a.iter().all(|p| Path::new(&py_str(p)).exists()) => {
-            set(&mut r, "comment", Value::from("All files in creates exist"));
+            comment(&mut r, "All files in creates exist");
             set(&mut r, "result", Value::Boolean(true));
             set(&mut r, "skip_watch", Value::Boolean(true));
         }
         _ => {
-            set(&mut r, "comment", Value::from("Creates files not found"));
+            comment(&mut r, "Creates files not found");
             set(&mut r, "result", Value::Boolean(false));
         }
     }
@@ -167,7 +162,7 @@ pub fn run_check(low: &Value) -> Value {
     if get(low, "creates").is_some() {
         merge(creates(low), &mut ret, first);
     }
-    set(&mut ret, "comment", Value::from(comments.join("\n")));
+    comment(&mut ret, comments.join("\n"));
     if let Some(sw) = skip {
         set(&mut ret, "skip_watch", Value::Boolean(sw));
     }

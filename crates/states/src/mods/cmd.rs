@@ -4,6 +4,7 @@ use std::process::{Command, Stdio};
 
 use rmpv::Value;
 
+use super::ret::{self, comment};
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
 use crate::{get, get_str, map, set};
@@ -42,36 +43,24 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
         "runas", "root", "stateful", "use_vt", "env", "shell", "password",
     ] {
         if get(low, unsupported).is_some() {
-            set(
+            comment(
                 &mut r,
-                "comment",
-                Value::from(format!(
-                    "cmd.run option '{unsupported}' is not supported by salt-rs"
-                )),
+                format!("cmd.run option '{unsupported}' is not supported by salt-rs"),
             );
             return r;
         }
     }
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Command \"{name}\" would have been executed")),
-        );
-        set(&mut r, "changes", map(vec![("cmd", Value::from(name))]));
-        return r;
+        let msg = format!("Command \"{name}\" would have been executed");
+        return ret::changed(r, true, map(vec![("cmd", Value::from(name))]), msg);
     }
     let cwd = get_str(low, "cwd");
     if let Some(d) = cwd
         && !std::path::Path::new(d).is_dir()
     {
-        set(
+        comment(
             &mut r,
-            "comment",
-            Value::from(format!(
-                "Desired working directory \"{d}\" is not available"
-            )),
+            format!("Desired working directory \"{d}\" is not available"),
         );
         return r;
     }
@@ -80,11 +69,7 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
             let rc = get(&all, "retcode").and_then(Value::as_i64).unwrap_or(1);
             set(&mut r, "changes", all);
             set(&mut r, "result", Value::Boolean(rc == 0));
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("Command \"{name}\" run")),
-            );
+            comment(&mut r, format!("Command \"{name}\" run"));
         }
         Err(e) => set(&mut r, "comment", Value::from(e)),
     }
@@ -107,13 +92,12 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
                 let mut r = base_ret(low);
                 crate::pop(&mut r, "result");
                 crate::pop(&mut r, "comment");
-                set(
+                comment(
                     &mut r,
-                    "comment",
-                    Value::from(format!(
+                    format!(
                         "cmd.{} does not work with the watch requisite, please use cmd.wait or cmd.wait_script",
                         other.unwrap_or("")
-                    )),
+                    ),
                 );
                 set(&mut r, "result", Value::Boolean(false));
                 r
@@ -121,11 +105,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         },
         other => {
             let mut r = base_ret(low);
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("'cmd.{other}' is not available.")),
-            );
+            comment(&mut r, format!("'cmd.{other}' is not available."));
             r
         }
     }

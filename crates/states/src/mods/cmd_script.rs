@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use rmpv::Value;
 
+use super::ret::comment;
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
 use crate::fileclient::parse_salt_url;
@@ -56,7 +57,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
     ] {
         if get(low, k).is_some_and(|v| !v.is_nil()) {
             let msg = format!("cmd.script option '{k}' is not supported by salt-rs");
-            set(&mut r, "comment", Value::from(msg));
+            comment(&mut r, msg);
             return r;
         }
     }
@@ -73,7 +74,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
     if ctx.opts.test {
         set(&mut r, "result", Value::Nil);
         let msg = format!("Command '{name}' would have been executed");
-        set(&mut r, "comment", Value::from(msg));
+        comment(&mut r, msg);
         return r;
     }
     let cwd = get_str(low, "cwd");
@@ -81,7 +82,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
         && !std::path::Path::new(d).is_dir()
     {
         let msg = format!("Desired working directory \"{d}\" is not available");
-        set(&mut r, "comment", Value::from(msg));
+        comment(&mut r, msg);
         return r;
     }
     // As Salt: `source` defaults to the whole `name`, arguments included (so
@@ -101,7 +102,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
             {
                 Ok(t) => t,
                 Err(e) => {
-                    set(&mut r, "comment", Value::from(e.to_string()));
+                    comment(&mut r, e.to_string());
                     return r;
                 }
             };
@@ -110,7 +111,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o500))
             });
             if let Err(e) = written {
-                set(&mut r, "comment", Value::from(e.to_string()));
+                comment(&mut r, e.to_string());
                 return r;
             }
             let tmp = tmp.into_temp_path();
@@ -126,7 +127,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
             match out {
                 Ok(v) => v,
                 Err(e) => {
-                    set(&mut r, "comment", Value::from(e));
+                    comment(&mut r, e);
                     return r;
                 }
             }
@@ -141,6 +142,6 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
     } else {
         format!("Command '{name}' run")
     };
-    set(&mut r, "comment", Value::from(c));
+    comment(&mut r, c);
     r
 }

@@ -6,6 +6,7 @@
 use rmpv::Value;
 use salt_execmods::cron::{self as ex, Job};
 
+use super::ret::comment;
 use crate::engine::Ctx;
 use crate::{get, map, py_str, set};
 
@@ -53,7 +54,7 @@ fn present(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
                 e
             }
         };
-        set(&mut r, "comment", Value::from(c));
+        comment(&mut r, c);
         return r;
     }
     let c = match ex::set_job(user, want) {
@@ -71,7 +72,7 @@ fn present(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
             format!("Cron {name} for user {user} failed to commit with error \n{e}")
         }
     };
-    set(&mut r, "comment", Value::from(c));
+    comment(&mut r, c);
     r
 }
 
@@ -93,7 +94,7 @@ fn absent(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
             Ok(_) => format!("Cron {name} is set to be removed"),
             Err(e) => e,
         };
-        set(&mut r, "comment", Value::from(c));
+        comment(&mut r, c);
         return r;
     }
     let c = match ex::rm_job(user, name, want.identifier.as_deref()) {
@@ -107,7 +108,7 @@ fn absent(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
             format!("Cron {name} for user {user} failed to commit with error {e}")
         }
     };
-    set(&mut r, "comment", Value::from(c));
+    comment(&mut r, c);
     r
 }
 
@@ -121,7 +122,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
     if get(low, "special").is_some_and(|v| !v.is_nil()) {
         let mut r = super::base_ret(low);
         let msg = "cron option 'special' is not supported by salt-rs";
-        set(&mut r, "comment", Value::from(msg));
+        comment(&mut r, msg);
         return r;
     }
     match fun {
@@ -129,11 +130,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "absent" => absent(ctx, low, &name, &user),
         other => {
             let mut r = super::base_ret(low);
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("'cron.{other}' is not available.")),
-            );
+            comment(&mut r, format!("'cron.{other}' is not available."));
             r
         }
     }

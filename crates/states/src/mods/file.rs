@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rmpv::Value;
 
+use super::ret::{self, fail};
 use crate::engine::Ctx;
 use crate::fileclient::{RenderLoader, parse_salt_url};
 use crate::{empty, get, get_str, map, py_str, set, truthy};
@@ -28,11 +29,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "recurse" => super::file_recurse::recurse(ctx, low),
         other => {
             let mut r = super::base_ret(low);
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("'file.{other}' is not available.")),
-            );
+            ret::comment(&mut r, format!("'file.{other}' is not available."));
             r
         }
     }
@@ -101,12 +98,6 @@ fn managed_ret(name: &Value) -> Value {
         ("name", name.clone()),
         ("result", Value::Boolean(true)),
     ])
-}
-
-pub(crate) fn fail(mut r: Value, msg: String) -> Value {
-    set(&mut r, "result", Value::Boolean(false));
-    set(&mut r, "comment", Value::from(msg));
-    r
 }
 
 fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<u8>>, String> {
@@ -247,10 +238,9 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
                     "changes",
                     map(vec![("newfile", Value::from(name.as_str()))]),
                 );
-                set(
+                ret::comment(
                     &mut r,
-                    "comment",
-                    Value::from(format!("The file {name} is set to be changed{TEST_NOTE}")),
+                    format!("The file {name} is set to be changed{TEST_NOTE}"),
                 );
                 return r;
             }
@@ -312,17 +302,12 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
                 if truthy(&changes) {
                     set(&mut r, "result", Value::Nil);
                     set(&mut r, "changes", changes);
-                    set(
+                    ret::comment(
                         &mut r,
-                        "comment",
-                        Value::from(format!("The file {name} is set to be changed{TEST_NOTE}")),
+                        format!("The file {name} is set to be changed{TEST_NOTE}"),
                     );
                 } else {
-                    set(
-                        &mut r,
-                        "comment",
-                        Value::from(format!("The file {name} is in the correct state")),
-                    );
+                    ret::comment(&mut r, format!("The file {name} is in the correct state"));
                 }
                 return r;
             }
@@ -345,18 +330,10 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
         }
     }
     if truthy(&changes) {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("File {name} updated")),
-        );
+        ret::comment(&mut r, format!("File {name} updated"));
         set(&mut r, "changes", changes);
     } else {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("File {name} is in the correct state")),
-        );
+        ret::comment(&mut r, format!("File {name} is in the correct state"));
     }
     r
 }
@@ -461,22 +438,20 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
                 }
             }
             set(&mut r, "result", Value::Nil);
-            set(&mut r, "comment", Value::from(comment));
+            ret::comment(&mut r, comment);
             set(&mut r, "changes", tchanges);
         } else {
-            set(
+            ret::comment(
                 &mut r,
-                "comment",
-                Value::from(format!("The directory {name} is in the correct state")),
+                format!("The directory {name} is in the correct state"),
             );
         }
         return r;
     }
     if !truthy(&tchanges) {
-        set(
+        ret::comment(
             &mut r,
-            "comment",
-            Value::from(format!("The directory {name} is in the correct state")),
+            format!("The directory {name} is in the correct state"),
         );
         return r;
     }
@@ -524,11 +499,7 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
         .and_then(|c| get(c, "directory"))
         .is_some();
     if !new_dir && truthy(&changes) {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Directory {name} updated")),
-        );
+        ret::comment(&mut r, format!("Directory {name} updated"));
     }
     set(&mut r, "changes", changes);
     r

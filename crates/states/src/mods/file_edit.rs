@@ -6,23 +6,9 @@ use std::path::Path;
 use rmpv::Value;
 use salt_execmods::Args;
 
+use super::ret::{self, comment, fail};
 use crate::engine::Ctx;
 use crate::{get, map, py_str, set, truthy};
-
-fn ret(name: &str, result: bool) -> Value {
-    map(vec![
-        ("name", Value::from(name)),
-        ("changes", Value::Map(vec![])),
-        ("result", Value::Boolean(result)),
-        ("comment", Value::from("")),
-    ])
-}
-
-fn error(mut r: Value, msg: String) -> Value {
-    set(&mut r, "result", Value::Boolean(false));
-    set(&mut r, "comment", Value::from(msg));
-    r
-}
 
 fn check_file(name: &str) -> Result<(), String> {
     if !Path::new(name).is_absolute() {
@@ -79,23 +65,19 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
         ("changes", Value::Map(vec![])),
     ]);
     if get(low, "atime").is_some() || get(low, "mtime").is_some() {
-        return error(
+        return fail(
             r,
             "file.touch: 'atime'/'mtime' are not supported by salt-rs".into(),
         );
     }
     if !Path::new(&name).is_absolute() {
-        return error(r, format!("Specified file {name} is not an absolute path"));
+        return fail(r, format!("Specified file {name} is not an absolute path"));
     }
     let p = Path::new(&name);
     if ctx.opts.test {
         set(&mut r, "result", Value::Nil);
         if !p.exists() {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("File {name} is set to be created")),
-            );
+            comment(&mut r, format!("File {name} is set to be created"));
             set(
                 &mut r,
                 "changes",
@@ -103,10 +85,9 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
             );
         } else {
             set(&mut r, "result", Value::Boolean(true));
-            set(
+            comment(
                 &mut r,
-                "comment",
-                Value::from(format!("File {name} exists and has the correct times")),
+                format!("File {name} exists and has the correct times"),
             );
             set(
                 &mut r,
@@ -122,18 +103,14 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
         let _ = std::fs::create_dir_all(d);
     }
     if !p.parent().is_some_and(Path::is_dir) {
-        return error(r, format!("Directory not present to touch file {name}"));
+        return fail(r, format!("Directory not present to touch file {name}"));
     }
     let extant = p.exists();
     let pos = [Value::from(name.as_str())];
     let ok = salt_execmods::file::call("touch", &Args::new("file.touch", &pos, &[])).is_ok();
     set(&mut r, "result", Value::Boolean(ok));
     if ok && !extant {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Created empty file {name}")),
-        );
+        comment(&mut r, format!("Created empty file {name}"));
         set(
             &mut r,
             "changes",
@@ -141,11 +118,7 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
         );
     } else if ok {
         let kind = if p.is_dir() { "directory" } else { "file" };
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Updated times on {kind} {name}")),
-        );
+        comment(&mut r, format!("Updated times on {kind} {name}"));
         set(
             &mut r,
             "changes",
@@ -158,7 +131,7 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
 /// `file.append` (`text` only; `source`/`sources`/templates are refused).
 pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let mut r = ret(&name, false);
+    let mut r = ret::new(name.as_str(), false, "");
     for k in [
         "source",
         "sources",
@@ -167,14 +140,14 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
         "encoding",
     ] {
         if get(low, k).is_some_and(|v| !v.is_nil()) {
-            return error(
+            return fail(
                 r,
                 format!("file.append option '{k}' is not supported by salt-rs"),
             );
         }
     }
     if name.is_empty() {
-        return error(r, "Must provide name to file.append".into());
+        return fail(r, "Must provide name to file.append".into());
     }
     let makedirs = get(low, "makedirs") == Some(&Value::Boolean(true));
     let dir = Path::new(&name)
@@ -183,16 +156,12 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
         .unwrap_or_default();
     if makedirs {
         if ctx.opts.test {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("Directory {dir} is set to be updated")),
-            );
+            comment(&mut r, format!("Directory {dir} is set to be updated"));
             set(&mut r, "result", Value::Nil);
         } else if !Path::new(&dir).is_dir()
             && let Err(e) = std::fs::create_dir_all(&dir)
         {
-            return error(r, e.to_string());
+            return fail(r, e.to_string());
         }
     }
     if let Err(msg) = check_file(&name) {
@@ -201,13 +170,13 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
             return t;
         }
         if check_file(&name).is_err() {
-            return error(r, msg);
+            return fail(r, msg);
         }
     }
     let text: Vec<String> = match get(low, "text") {
         Some(Value::Array(a)) => a.iter().map(py_str).collect(),
         Some(Value::Nil) | None => {
-            return error(r, "No text found to append. Nothing appended".into());
+            return fail(r, "No text found to append. Nothing appended".into());
         }
         Some(v) => vec![py_str(v)],
     };
@@ -227,11 +196,7 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
         add.extend(chunk.lines().map(str::to_owned));
     }
     if ctx.opts.test {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("File {name} is set to be updated")),
-        );
+        comment(&mut r, format!("File {name} is set to be updated"));
         set(&mut r, "result", Value::Nil);
         let mut n = slines.clone();
         n.extend(add.iter().cloned());
@@ -242,30 +207,18 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
                 map(vec![("diff", Value::from(joined_diff(&slines, &n)))]),
             );
         } else {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("File {name} is in correct state")),
-            );
+            comment(&mut r, format!("File {name} is in correct state"));
             set(&mut r, "result", Value::Boolean(true));
         }
         return r;
     }
     if add.is_empty() {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("File {name} is in correct state")),
-        );
+        comment(&mut r, format!("File {name} is in correct state"));
     } else {
         if let Err(e) = salt_execmods::file::append(&name, &add) {
-            return error(r, e);
+            return fail(r, e);
         }
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Appended {} lines", add.len())),
-        );
+        comment(&mut r, format!("Appended {} lines", add.len()));
     }
     let n = lines_of(&name);
     if n != slines {
@@ -282,17 +235,13 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
 /// `file.replace`.
 pub fn replace(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let mut r = ret(&name, true);
+    let mut r = ret::new(name.as_str(), true, "");
     if let Err(msg) = check_file(&name) {
         if get(low, "ignore_if_missing").is_some_and(truthy) && msg.contains("file not found") {
-            set(
-                &mut r,
-                "comment",
-                Value::from("No changes needed to be made"),
-            );
+            comment(&mut r, "No changes needed to be made");
             return r;
         }
-        return error(r, msg);
+        return fail(r, msg);
     }
     let mut kw: Vec<(String, Value)> = Vec::new();
     for k in [
@@ -323,28 +272,19 @@ pub fn replace(ctx: &Ctx<'_>, low: &Value) -> Value {
     let pos = [Value::from(name.as_str())];
     match salt_execmods::file::call("replace", &Args::new("file.replace", &pos, &kw)) {
         Ok(changes) if truthy(&changes) => {
-            set(&mut r, "changes", map(vec![("diff", changes)]));
-            if ctx.opts.test {
-                set(&mut r, "result", Value::Nil);
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from("Changes would have been made"),
-                );
+            let test = ctx.opts.test;
+            let msg = if test {
+                "Changes would have been made"
             } else {
-                set(&mut r, "comment", Value::from("Changes were made"));
-            }
-            r
+                "Changes were made"
+            };
+            ret::changed(r, test, map(vec![("diff", changes)]), msg)
         }
         Ok(_) => {
-            set(
-                &mut r,
-                "comment",
-                Value::from("No changes needed to be made"),
-            );
+            comment(&mut r, "No changes needed to be made");
             r
         }
-        Err(e) => error(r, e),
+        Err(e) => fail(r, e),
     }
 }
 
@@ -353,27 +293,27 @@ pub fn replace(ctx: &Ctx<'_>, low: &Value) -> Value {
 /// does not create it).
 pub fn line(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let r = ret(&name, true);
+    let r = ret::new(name.as_str(), true, "");
     if name.is_empty() {
-        return error(r, "Must provide name to file.line".into());
+        return fail(r, "Must provide name to file.line".into());
     }
     for k in ["user", "group", "file_mode", "backup"] {
         if get(low, k).is_some_and(|v| !v.is_nil() && *v != Value::Boolean(false)) {
-            return error(
+            return fail(
                 r,
                 format!("file.line option '{k}' is not supported by salt-rs"),
             );
         }
     }
     if let Err(msg) = check_file(&name) {
-        return error(r, msg);
+        return fail(r, msg);
     }
     let mode = get(low, "mode").filter(|v| !v.is_nil()).map(py_str);
     let Some(mode) = mode.map(|m| m.to_lowercase()) else {
-        return error(r, "Mode was not defined. How to process the file?".into());
+        return fail(r, "Mode was not defined. How to process the file?".into());
     };
     if mode != "delete" && get(low, "content").is_none_or(Value::is_nil) {
-        return error(r, "Content can only be empty if mode is ['delete']".into());
+        return fail(r, "Content can only be empty if mode is ['delete']".into());
     }
     let mut kw: Vec<(String, Value)> = vec![("mode".into(), Value::from(mode))];
     for k in [
@@ -395,23 +335,18 @@ pub fn line(ctx: &Ctx<'_>, low: &Value) -> Value {
     let mut r = r;
     match salt_execmods::file::call("line", &Args::new("file.line", &pos, &kw)) {
         Ok(ch) if truthy(&ch) => {
-            set(&mut r, "changes", map(vec![("diff", ch)]));
-            if ctx.opts.test {
-                set(&mut r, "result", Value::Nil);
-                set(&mut r, "comment", Value::from("Changes would be made"));
+            let test = ctx.opts.test;
+            let msg = if test {
+                "Changes would be made"
             } else {
-                set(&mut r, "comment", Value::from("Changes were made"));
-            }
-            r
+                "Changes were made"
+            };
+            ret::changed(r, test, map(vec![("diff", ch)]), msg)
         }
         Ok(_) => {
-            set(
-                &mut r,
-                "comment",
-                Value::from("No changes needed to be made"),
-            );
+            comment(&mut r, "No changes needed to be made");
             r
         }
-        Err(e) => error(r, e),
+        Err(e) => fail(r, e),
     }
 }

@@ -6,19 +6,14 @@ use std::path::Path;
 
 use rmpv::Value;
 
-use super::file::fail;
+use super::ret::{self, comment, fail};
 use crate::engine::Ctx;
-use crate::{empty, get, get_str, map, py_str, set, truthy};
+use crate::{get, get_str, map, py_str, set, truthy};
 
 pub(crate) fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
-    let mut r = map(vec![
-        ("name", name_v),
-        ("changes", empty()),
-        ("result", Value::Boolean(true)),
-        ("comment", Value::from("")),
-    ]);
+    let mut r = ret::new(name_v, true, "");
     if !name.starts_with('/') {
         return fail(r, format!("Specified file {name} is not an absolute path"));
     }
@@ -27,28 +22,19 @@ pub(crate) fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
     }
     let path = Path::new(&name);
     let Ok(meta) = fs::symlink_metadata(path) else {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("File {name} is not present")),
-        );
+        comment(&mut r, format!("File {name} is not present"));
         return r;
     };
     let is_dir = meta.is_dir();
+    let removed = map(vec![("removed", Value::from(name.as_str()))]);
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        set(
-            &mut r,
-            "changes",
-            map(vec![("removed", Value::from(name.as_str()))]),
-        );
         let what = if is_dir { "Directory" } else { "File" };
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("{what} {name} is set for removal")),
+        return ret::changed(
+            r,
+            true,
+            removed,
+            format!("{what} {name} is set for removal"),
         );
-        return r;
     }
     let res = if is_dir {
         fs::remove_dir_all(path)
@@ -57,18 +43,8 @@ pub(crate) fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
     };
     match res {
         Ok(()) => {
-            set(
-                &mut r,
-                "changes",
-                map(vec![("removed", Value::from(name.as_str()))]),
-            );
             let what = if is_dir { "directory" } else { "file" };
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("Removed {what} {name}")),
-            );
-            r
+            ret::changed(r, false, removed, format!("Removed {what} {name}"))
         }
         Err(e) => fail(r, format!("{e}")),
     }
@@ -89,12 +65,7 @@ fn owner_names(m: &fs::Metadata) -> (String, String) {
 pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
-    let mut r = map(vec![
-        ("name", name_v),
-        ("changes", empty()),
-        ("result", Value::Boolean(true)),
-        ("comment", Value::from("")),
-    ]);
+    let mut r = ret::new(name_v, true, "");
     for unsupported in [
         "force",
         "backupname",
@@ -125,11 +96,7 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
     let present = cur.as_deref() == Some(Path::new(&target));
     if ctx.opts.test {
         if present {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("The symlink {name} is present")),
-            );
+            comment(&mut r, format!("The symlink {name} is present"));
         } else {
             set(&mut r, "result", Value::Nil);
             if cur.is_some() {
@@ -138,12 +105,9 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
                     "changes",
                     map(vec![("change", Value::from(name.as_str()))]),
                 );
-                set(
+                comment(
                     &mut r,
-                    "comment",
-                    Value::from(format!(
-                        "Symlink {name} target is set to be changed to {target}"
-                    )),
+                    format!("Symlink {name} target is set to be changed to {target}"),
                 );
             } else {
                 set(
@@ -151,10 +115,9 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
                     "changes",
                     map(vec![("new", Value::from(name.as_str()))]),
                 );
-                set(
+                comment(
                     &mut r,
-                    "comment",
-                    Value::from(format!("Symlink {name} to {target} is set for creation")),
+                    format!("Symlink {name} to {target} is set for creation"),
                 );
             }
         }
@@ -164,10 +127,9 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
         let (u, g) = fs::symlink_metadata(path)
             .map(|m| owner_names(&m))
             .unwrap_or_default();
-        set(
+        comment(
             &mut r,
-            "comment",
-            Value::from(format!("Symlink {name} is present and owned by {u}:{g}")),
+            format!("Symlink {name} is present and owned by {u}:{g}"),
         );
         return r;
     }
@@ -199,22 +161,14 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
                     "changes",
                     map(vec![("new", Value::from(name.as_str()))]),
                 );
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("Set symlink {name} to {target}")),
-                );
+                comment(&mut r, format!("Set symlink {name} to {target}"));
             } else {
                 set(
                     &mut r,
                     "changes",
                     map(vec![("new", Value::from(name.as_str()))]),
                 );
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("Created new symlink {name} -> {target}")),
-                );
+                comment(&mut r, format!("Created new symlink {name} -> {target}"));
             }
             r
         }

@@ -9,15 +9,10 @@
 
 use rmpv::Value;
 
+use super::ret::{comment, fail};
 use crate::engine::Ctx;
 use crate::fileclient::parse_salt_url;
 use crate::{get, get_str, map, py_str, set};
-
-fn error(mut r: Value, msg: String) -> Value {
-    set(&mut r, "result", Value::Boolean(false));
-    set(&mut r, "comment", Value::from(msg));
-    r
-}
 
 /// The `file.recurse` state.
 pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
@@ -29,7 +24,7 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
         ("comment", Value::Map(vec![])),
     ]);
     if get(low, "mode").is_some() {
-        return error(
+        return fail(
             r,
             "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'."
                 .into(),
@@ -48,20 +43,20 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
         "backup",
     ] {
         if get(low, k).is_some_and(crate::truthy) {
-            return error(
+            return fail(
                 r,
                 format!("file.recurse option '{k}' is not supported by salt-rs"),
             );
         }
     }
     if get(low, "replace") == Some(&Value::Boolean(false)) {
-        return error(
+        return fail(
             r,
             "file.recurse option 'replace' is not supported by salt-rs".into(),
         );
     }
     if !std::path::Path::new(&name).is_absolute() {
-        return error(r, format!("Specified file {name} is not an absolute path"));
+        return fail(r, format!("Specified file {name} is not an absolute path"));
     }
     let saltenv = get_str(low, "__env__")
         .unwrap_or(&ctx.opts.saltenv)
@@ -76,7 +71,7 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
         .map(|s| s.trim_end_matches('/').to_owned())
         .collect();
     if let Some(bad) = sources.iter().find(|s| !s.starts_with("salt://")) {
-        return error(r, format!("Invalid source '{bad}' (must be a salt:// URI)"));
+        return fail(r, format!("Invalid source '{bad}' (must be a salt:// URI)"));
     }
     // `file.source_list`: the first source that is a directory on the file server.
     let mut chosen = None;
@@ -87,7 +82,7 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
         };
         let files = match ctx.client.list_files(&env) {
             Ok(f) => f,
-            Err(e) => return error(r, format!("Recurse failed: {e}")),
+            Err(e) => return fail(r, format!("Recurse failed: {e}")),
         };
         let prefix = format!("{path}/");
         let under: Vec<String> = files
@@ -115,13 +110,13 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
             }
             None => "Recurse failed: none of the specified sources were found".to_owned(),
         };
-        return error(r, msg);
+        return fail(r, msg);
     };
     let mut r = r;
     let root = std::path::Path::new(&name);
     if !root.is_dir() {
         if root.exists() {
-            return error(r, format!("The path {name} exists and is not a directory"));
+            return fail(r, format!("The path {name} exists and is not a directory"));
         }
         if !ctx.opts.test {
             let _ = std::fs::create_dir_all(root);
@@ -219,6 +214,6 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
     if no_changes && get(&r, "result") == Some(&Value::Boolean(true)) {
         text = format!("The directory {name} is in the correct state");
     }
-    set(&mut r, "comment", Value::from(text));
+    comment(&mut r, text);
     r
 }

@@ -5,7 +5,8 @@
 use rmpv::Value;
 use salt_execmods::{Args, user as ex};
 
-use super::user::{opt, py_list, ret, strs};
+use super::ret::{self, comment, would};
+use super::user::{opt, py_list, strs};
 use crate::engine::Ctx;
 use crate::{get, map, set, truthy};
 
@@ -35,8 +36,8 @@ fn group_changes(low: &Value, name: &str) -> Option<Vec<(String, String)>> {
 /// `group.present`.
 pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let mut r = ret(
-        &name,
+    let mut r = ret::new(
+        name.as_str(),
         true,
         &format!("Group {name} is present and up to date"),
     );
@@ -44,7 +45,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
         if get(low, k).is_some_and(|v| !v.is_nil() && *v != Value::Boolean(false)) {
             set(&mut r, "result", Value::Boolean(false));
             let msg = format!("group.present option '{k}' is not supported by salt-rs");
-            set(&mut r, "comment", Value::from(msg));
+            comment(&mut r, msg);
             return r;
         }
     }
@@ -57,7 +58,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
             for (k, v) in &ch {
                 c.push_str(&format!("{k}: {v}\n"));
             }
-            set(&mut r, "comment", Value::from(c.clone()));
+            comment(&mut r, c.clone());
             if ctx.opts.test {
                 set(&mut r, "result", Value::Nil);
                 return r;
@@ -85,11 +86,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
             match group_changes(low, &name) {
                 Some(left) if !left.is_empty() => {
                     set(&mut r, "result", Value::Boolean(false));
-                    set(
-                        &mut r,
-                        "comment",
-                        Value::from(format!("{c}Some changes could not be applied")),
-                    );
+                    comment(&mut r, format!("{c}Some changes could not be applied"));
                     let m = left
                         .into_iter()
                         .map(|(k, v)| (Value::from(k), Value::from(v)))
@@ -110,13 +107,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
         Some(_) => r,
         None => {
             if ctx.opts.test {
-                set(&mut r, "result", Value::Nil);
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("Group {name} set to be added")),
-                );
-                return r;
+                return would(r, format!("Group {name} set to be added"));
             }
             if let Some(gid) = opt(low, "gid")
                 && let Some(other) = ex::groups().into_iter().find(|x| x.gid.to_string() == gid)
@@ -126,7 +117,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
                     "Group {name} is not present but gid {gid} is already taken by group {}",
                     other.name
                 );
-                set(&mut r, "comment", Value::from(msg));
+                comment(&mut r, msg);
                 return r;
             }
             let mut kw = Vec::new();
@@ -143,19 +134,11 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
                         vec![],
                     );
                 }
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("New group {name} created")),
-                );
+                comment(&mut r, format!("New group {name} created"));
                 set(&mut r, "changes", ex::group_info(&name));
             } else {
                 set(&mut r, "result", Value::Boolean(false));
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("Failed to create new group {name}")),
-                );
+                comment(&mut r, format!("Failed to create new group {name}"));
             }
             r
         }
@@ -165,19 +148,13 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
 /// `group.absent`.
 pub fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let mut r = ret(&name, true, "");
+    let mut r = ret::new(name.as_str(), true, "");
     if ex::group(&name).is_none() {
-        set(&mut r, "comment", Value::from("Group not present"));
+        comment(&mut r, "Group not present");
         return r;
     }
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Group {name} is set for removal")),
-        );
-        return r;
+        return would(r, format!("Group {name} is set for removal"));
     }
     let ok = salt_execmods::run::run(&["groupdel", &name]).is_ok_and(|o| o.retcode == 0);
     set(&mut r, "result", Value::Boolean(ok));
@@ -187,17 +164,9 @@ pub fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
             "changes",
             map(vec![(name.as_str(), Value::from(""))]),
         );
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Removed group {name}")),
-        );
+        comment(&mut r, format!("Removed group {name}"));
     } else {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Failed to remove group {name}")),
-        );
+        comment(&mut r, format!("Failed to remove group {name}"));
     }
     r
 }

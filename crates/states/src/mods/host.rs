@@ -6,6 +6,7 @@
 use rmpv::Value;
 use salt_execmods::hosts as ex;
 
+use super::ret;
 use crate::engine::Ctx;
 use crate::{get, map, py_str, set};
 
@@ -77,12 +78,7 @@ fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
     let clean = get(low, "clean").is_some_and(crate::truthy);
     let e = exctx(ctx);
     let all = ex::list(&e);
-    let mut r = map(vec![
-        ("name", Value::from(name.as_str())),
-        ("changes", Value::Map(vec![])),
-        ("result", Value::Boolean(true)),
-        ("comment", Value::from("")),
-    ]);
+    let mut r = ret::new(name.as_str(), true, "");
     let mut comments = Vec::new();
     let mut to_add: Vec<(String, String)> = Vec::new();
     let mut to_remove: Vec<(String, String)> = Vec::new();
@@ -168,7 +164,7 @@ fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
         push(&mut changes, "removed", addr, n);
     }
     set(&mut r, "changes", to_value(changes));
-    set(&mut r, "comment", Value::from(comments.join("\n")));
+    ret::comment(&mut r, comments.join("\n"));
     r
 }
 
@@ -201,7 +197,7 @@ fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
             comments.push("Failed to remove host".into());
         }
     }
-    set(&mut r, "comment", Value::from(comments.join("\n")));
+    ret::comment(&mut r, comments.join("\n"));
     r
 }
 
@@ -212,11 +208,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "absent" => absent(ctx, low),
         other => {
             let mut r = super::base_ret(low);
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("'host.{other}' is not available.")),
-            );
+            ret::comment(&mut r, format!("'host.{other}' is not available."));
             r
         }
     }

@@ -12,6 +12,7 @@ mod file_recurse;
 pub mod group;
 pub mod host;
 pub mod pkg;
+mod ret;
 pub mod retry;
 pub mod service;
 pub mod test;
@@ -20,7 +21,6 @@ pub mod user;
 use rmpv::Value;
 
 use crate::engine::Ctx;
-use crate::{empty, map};
 
 /// Every state function salt-rs has.
 pub const STATES: &[&str] = &[
@@ -80,15 +80,8 @@ pub fn name_of(low: &Value) -> String {
 
 /// `{name, changes, result, comment}` (the common initial return).
 pub fn base_ret(low: &Value) -> Value {
-    map(vec![
-        (
-            "name",
-            crate::get(low, "name").cloned().unwrap_or(Value::Nil),
-        ),
-        ("changes", empty()),
-        ("result", Value::Boolean(false)),
-        ("comment", Value::from("")),
-    ])
+    let name = crate::get(low, "name").cloned().unwrap_or(Value::Nil);
+    ret::new(name, false, "")
 }
 
 /// Call `full` (`state.fun`) for `low`; `watch` are the watched chunks for `mod_watch`.
@@ -104,11 +97,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("service", f)) => service::call(ctx, f, low),
         _ => {
             let mut r = base_ret(low);
-            crate::set(
-                &mut r,
-                "comment",
-                Value::from(format!("'{full}' is not available.")),
-            );
+            ret::comment(&mut r, format!("'{full}' is not available."));
             r
         }
     }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmpv::Value;
 use salt_execmods::{Args, pkg as ex};
 
+use super::ret;
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
 use crate::{empty, get, map, set, truthy};
@@ -43,7 +44,7 @@ fn new_old(new: Value, old: &str) -> Value {
 }
 
 fn fail(mut r: Value, msg: String) -> Value {
-    set(&mut r, "comment", Value::from(msg));
+    ret::comment(&mut r, msg);
     r
 }
 
@@ -67,6 +68,18 @@ fn desired(low: &Value) -> Result<Vec<(String, Option<String>)>, String> {
     let kw = kwargs(low);
     let a = Args::new("pkg.installed", &[], &kw);
     ex::targets(&a)
+}
+
+/// Whether `list` holds package `name` (at `version`, a leading `=` ignored, when given).
+fn has_version(list: &ex::PkgList, name: &str, version: Option<&str>) -> bool {
+    let mut have = list
+        .iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str());
+    match version {
+        None => have.next().is_some(),
+        Some(v) => have.any(|h| h == v.trim_start_matches('=')),
+    }
 }
 
 fn desired_str(n: &str, v: &Option<String>) -> String {
@@ -119,15 +132,7 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
     refresh(low)?;
     let mut targets: Vec<(String, Option<String>)> = Vec::new();
     for (n, v) in &want {
-        let have: Vec<&str> = cur
-            .iter()
-            .filter(|(k, _)| k == n)
-            .map(|(_, v)| v.as_str())
-            .collect();
-        let ok = match v.as_deref() {
-            None => !have.is_empty(),
-            Some(v) => have.contains(&v.trim_start_matches('=')),
-        };
+        let ok = has_version(&cur, n, v.as_deref());
         if !ok {
             targets.push((n.clone(), v.clone()));
         }
@@ -212,15 +217,7 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
     let mut not_modified = Vec::new();
     let mut failed = Vec::new();
     for (n, v) in &want {
-        let have: Vec<&str> = new
-            .iter()
-            .filter(|(k, _)| k == n)
-            .map(|(_, v)| v.as_str())
-            .collect();
-        let ok = match v.as_deref() {
-            None => !have.is_empty(),
-            Some(v) => have.contains(&v.trim_start_matches('=')),
-        };
+        let ok = has_version(&new, n, v.as_deref());
         let targeted = targets.iter().any(|(t, _)| t == n);
         match (ok, targeted) {
             (true, true) => modified.push(desired_str(n, v)),
@@ -563,7 +560,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
     out.unwrap_or_else(|e| {
         let mut r = base_ret(low);
         set(&mut r, "changes", empty());
-        set(&mut r, "comment", Value::from(e));
+        ret::comment(&mut r, e);
         let _ = name_of(low);
         r
     })

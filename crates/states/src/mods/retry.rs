@@ -3,6 +3,7 @@
 
 use rmpv::Value;
 
+use super::ret;
 use crate::{get, map, py_str, set};
 
 /// Validated `retry` data (Salt's defaults for missing or mistyped keys).
@@ -90,7 +91,7 @@ pub fn merge(orig: &Value, mut new: Value, retries: i64, interval: i64) -> Value
             String::new()
         }
     );
-    set(&mut new, "comment", Value::from(c));
+    ret::comment(&mut new, c);
     let d =
         f64_of(get(&new, "duration")) + f64_of(get(orig, "duration")) + (interval * 1000) as f64;
     set(&mut new, "duration", Value::F64(d));
@@ -135,7 +136,7 @@ pub fn call_checked(
     if own_check_cmd(full) {
         let mut r = super::base_ret(low);
         let msg = format!("{full}: 'check_cmd' is not supported by salt-rs");
-        set(&mut r, "comment", Value::from(msg));
+        ret::comment(&mut r, msg);
         return r;
     }
     let mut ret = super::call(ctx, full, low, watch);
@@ -166,18 +167,10 @@ pub fn check_cmd(low: &Value, ret: &mut Value) {
             .and_then(|r| get(&r, "retcode").and_then(Value::as_i64))
             .unwrap_or(1);
         if rc == 0 && get(&out, "result") == Some(&Value::Boolean(false)) {
-            set(
-                &mut out,
-                "comment",
-                Value::from("check_cmd determined the state succeeded"),
-            );
+            ret::comment(&mut out, "check_cmd determined the state succeeded");
             set(&mut out, "result", Value::Boolean(true));
         } else if rc != 0 {
-            set(
-                &mut out,
-                "comment",
-                Value::from("check_cmd determined the state failed"),
-            );
+            ret::comment(&mut out, "check_cmd determined the state failed");
             set(&mut out, "result", Value::Boolean(false));
             break;
         }

@@ -5,19 +5,11 @@
 use rmpv::Value;
 use salt_execmods::{Args, service as ex};
 
+use super::ret::{self, comment, fail, would};
 use crate::engine::Ctx;
 use crate::{get, get_str, map, set, truthy};
 
 type R = Result<Value, String>;
-
-fn ret(name: &str) -> Value {
-    map(vec![
-        ("name", Value::from(name)),
-        ("changes", Value::Map(vec![])),
-        ("result", Value::Boolean(true)),
-        ("comment", Value::from("")),
-    ])
-}
 
 fn offline() -> bool {
     !std::path::Path::new("/run/systemd/system").exists() && salt_execmods::run::which("systemctl")
@@ -58,19 +50,11 @@ fn toggle(
     let mut r = Value::Map(vec![]);
     let avail = match ex::available(name) {
         Ok(a) => a,
-        Err(e) => {
-            set(&mut r, "result", Value::Boolean(false));
-            set(&mut r, "comment", Value::from(e));
-            return r;
-        }
+        Err(e) => return fail(r, e),
     };
     if !avail {
         set(&mut r, "result", Value::Boolean(!on));
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("The named service {name} is not available")),
-        );
+        comment(&mut r, format!("The named service {name} is not available"));
         return r;
     }
     set(&mut r, "result", Value::Boolean(result));
@@ -81,11 +65,7 @@ fn toggle(
     };
     let before = match ex::enabled(name) {
         Ok(e) => e == on,
-        Err(e) => {
-            set(&mut r, "result", Value::Boolean(false));
-            set(&mut r, "comment", Value::from(e));
-            return r;
-        }
+        Err(e) => return fail(r, e),
     };
     let tail = |s: Option<bool>| match s {
         Some(true) => "is running".to_owned(),
@@ -96,24 +76,14 @@ fn toggle(
         if started.is_none() {
             set(&mut r, "changes", Value::Map(vec![]));
         }
-        set(
+        comment(
             &mut r,
-            "comment",
-            Value::from(format!(
-                "Service {name} is already {word}, and {}",
-                tail(started)
-            )),
+            format!("Service {name} is already {word}, and {}", tail(started)),
         );
         return r;
     }
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Service {name} set to be {word}")),
-        );
-        return r;
+        return would(r, format!("Service {name} set to be {word}"));
     }
     let done = exec(if on { "enable" } else { "disable" }, name, low);
     let err = match done {
@@ -125,13 +95,9 @@ fn toggle(
                 Value::Map(vec![])
             };
             set(&mut r, "changes", ch);
-            set(
+            comment(
                 &mut r,
-                "comment",
-                Value::from(format!(
-                    "Service {name} has been {word}, and {}",
-                    tail(started)
-                )),
+                format!("Service {name} has been {word}, and {}", tail(started)),
             );
             return r;
         }
@@ -163,7 +129,7 @@ fn toggle(
         Some(e) if on => format!("{c}. Additional information follows:\n\n{e}"),
         _ => c,
     };
-    set(&mut r, "comment", Value::from(c));
+    comment(&mut r, c);
     r
 }
 
@@ -172,34 +138,21 @@ fn enable_opt(low: &Value) -> Option<bool> {
 }
 
 fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
-    let mut r = ret(name);
+    let mut r = ret::new(name, true, "");
     for k in ["unmask", "unmask_runtime", "sig", "timeout", "init_delay"] {
         if get(low, k).is_some_and(truthy) {
-            set(&mut r, "result", Value::Boolean(false));
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("service option '{k}' is not supported by salt-rs")),
-            );
-            return Ok(r);
+            let msg = format!("service option '{k}' is not supported by salt-rs");
+            return Ok(fail(r, msg));
         }
     }
     let enable = enable_opt(low);
     if offline() {
-        set(
-            &mut r,
-            "comment",
-            Value::from("Running in OFFLINE mode. Nothing to do"),
-        );
+        comment(&mut r, "Running in OFFLINE mode. Nothing to do");
         return Ok(r);
     }
     if !ex::available(name)? {
         set(&mut r, "result", Value::Boolean(false));
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("The named service {name} is not available")),
-        );
+        comment(&mut r, format!("The named service {name} is not available"));
         if ctx.opts.test {
             set(&mut r, "result", Value::Nil);
             let verb = if run { "started" } else { "stopped" };
@@ -223,7 +176,7 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
         } else {
             format!("The service {name} is already dead")
         };
-        set(&mut r, "comment", Value::from(c));
+        comment(&mut r, c);
         if enable == Some(true) && !before_en {
             upd(&mut r, toggle(ctx, name, true, None, true, low));
         } else if enable == Some(false) && before_en {
@@ -238,7 +191,7 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
         } else {
             format!("Service {name} is set to be killed")
         };
-        set(&mut r, "comment", Value::from(c));
+        comment(&mut r, c);
         return Ok(r);
     }
     let done = if run {
@@ -246,7 +199,7 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
             Ok(v) => truthy(&v),
             Err(e) => {
                 set(&mut r, "result", Value::Boolean(false));
-                set(&mut r, "comment", Value::from(e));
+                comment(&mut r, e);
                 return Ok(r);
             }
         }
@@ -260,7 +213,7 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
         } else {
             format!("Service {name} failed to die")
         };
-        set(&mut r, "comment", Value::from(c));
+        comment(&mut r, c);
         let started = Some(!run);
         match enable {
             Some(true) => upd(&mut r, toggle(ctx, name, true, started, false, low)),
@@ -284,7 +237,7 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
     if !good {
         set(&mut r, "result", Value::Boolean(false));
     }
-    set(&mut r, "comment", Value::from(c));
+    comment(&mut r, c);
     match enable {
         Some(true) => upd(&mut r, toggle(ctx, name, true, Some(after), good, low)),
         Some(false) => upd(&mut r, toggle(ctx, name, false, Some(after), good, low)),
@@ -294,12 +247,12 @@ fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
 }
 
 fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
-    let mut r = ret(name);
+    let mut r = ret::new(name, true, "");
     let sfun = get_str(low, "sfun").unwrap_or("");
     let (func, verb, past) = match sfun {
         "dead" => {
             if !ex::status(name)? {
-                set(&mut r, "comment", Value::from("Service is already stopped"));
+                comment(&mut r, "Service is already stopped");
                 return Ok(r);
             }
             ("stop", "stop", "stopped".to_owned())
@@ -308,12 +261,9 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
             if get(low, "full_restart").is_some_and(truthy) || get(low, "force").is_some_and(truthy)
             {
                 set(&mut r, "result", Value::Boolean(false));
-                set(
+                comment(
                     &mut r,
-                    "comment",
-                    Value::from(
-                        "service mod_watch: 'full_restart'/'force' are not supported by salt-rs",
-                    ),
+                    "service mod_watch: 'full_restart'/'force' are not supported by salt-rs",
                 );
                 return Ok(r);
             }
@@ -327,23 +277,16 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
             (f, v, format!("{v}ed"))
         }
         other => {
-            set(
+            comment(
                 &mut r,
-                "comment",
-                Value::from(format!("Unable to trigger watch for service.{other}")),
+                format!("Unable to trigger watch for service.{other}"),
             );
             set(&mut r, "result", Value::Boolean(false));
             return Ok(r);
         }
     };
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Service is set to be {past}")),
-        );
-        return Ok(r);
+        return Ok(would(r, format!("Service is set to be {past}")));
     }
     if verb == "start" {
         let _ = exec("stop", name, low);
@@ -352,7 +295,7 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
         Ok(v) => truthy(&v),
         Err(e) => {
             set(&mut r, "result", Value::Boolean(false));
-            set(&mut r, "comment", Value::from(e));
+            comment(&mut r, e);
             return Ok(r);
         }
     };
@@ -363,7 +306,7 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
     } else {
         format!("Failed to {verb} the service")
     };
-    set(&mut r, "comment", Value::from(c));
+    comment(&mut r, c);
     Ok(r)
 }
 
@@ -375,7 +318,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "dead" => running_or_dead(ctx, &name, low, false),
         "enabled" | "disabled" => {
             let on = fun == "enabled";
-            let mut r = ret(&name);
+            let mut r = ret::new(name.as_str(), true, "");
             upd(&mut r, toggle(ctx, &name, on, None, true, low));
             if on
                 && ctx.opts.test
@@ -397,9 +340,9 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         other => Err(format!("'service.{other}' is not available.")),
     };
     out.unwrap_or_else(|e| {
-        let mut r = ret(&name);
+        let mut r = ret::new(name.as_str(), true, "");
         set(&mut r, "result", Value::Boolean(false));
-        set(&mut r, "comment", Value::from(e));
+        comment(&mut r, e);
         r
     })
 }

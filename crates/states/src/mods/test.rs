@@ -3,6 +3,7 @@
 use rmpv::Value;
 
 use super::base_ret;
+use super::ret;
 use crate::engine::{Ctx, gen_tag};
 use crate::{get, get_str, map, set, truthy};
 
@@ -28,7 +29,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> V
     match fun {
         "nop" => {
             set(&mut r, "result", Value::Boolean(true));
-            set(&mut r, "comment", Value::from("Success!"));
+            ret::comment(&mut r, "Success!");
         }
         "succeed_without_changes" => {
             set(&mut r, "result", Value::Boolean(true));
@@ -37,36 +38,23 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> V
         "fail_without_changes" => {
             set(&mut r, "comment", comment("Failure!"));
             if test {
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from("If we weren't testing, this would be a failure!"),
-                );
+                ret::comment(&mut r, "If we weren't testing, this would be a failure!");
             }
         }
-        "succeed_with_changes" => {
-            set(&mut r, "result", Value::Boolean(true));
-            set(&mut r, "comment", comment("Success!"));
+        "succeed_with_changes" | "fail_with_changes" => {
+            let ok = fun == "succeed_with_changes";
+            set(&mut r, "result", Value::Boolean(ok));
+            set(
+                &mut r,
+                "comment",
+                comment(if ok { "Success!" } else { "Failure!" }),
+            );
             set(&mut r, "changes", changes());
             if test {
+                let outcome = if ok { "successful" } else { "failed" };
+                let text = format!("If we weren't testing, this would be {outcome} with changes");
                 set(&mut r, "result", Value::Nil);
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from("If we weren't testing, this would be successful with changes"),
-                );
-            }
-        }
-        "fail_with_changes" => {
-            set(&mut r, "comment", comment("Failure!"));
-            set(&mut r, "changes", changes());
-            if test {
-                set(&mut r, "result", Value::Nil);
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from("If we weren't testing, this would be failed with changes"),
-                );
+                ret::comment(&mut r, text);
             }
         }
         "show_notification" => {
@@ -109,11 +97,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> V
             ]);
         }
         other => {
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("'test.{other}' is not available.")),
-            );
+            ret::comment(&mut r, format!("'test.{other}' is not available."));
         }
     }
     let _ = truthy;

@@ -7,17 +7,9 @@
 use rmpv::Value;
 use salt_execmods::{Args, user as ex};
 
+use super::ret::{self, comment, would};
 use crate::engine::Ctx;
-use crate::{get, map, py_str, set, truthy};
-
-pub(super) fn ret(name: &str, result: bool, comment: &str) -> Value {
-    map(vec![
-        ("name", Value::from(name)),
-        ("changes", Value::Map(vec![])),
-        ("result", Value::Boolean(result)),
-        ("comment", Value::from(comment)),
-    ])
-}
+use crate::{get, py_str, set, truthy};
 
 pub(super) fn strs(low: &Value, key: &str) -> Option<Vec<String>> {
     match get(low, key)? {
@@ -163,8 +155,8 @@ fn exec_user(fun: &str, pos: &[Value], kw: &[(String, Value)]) -> Result<Value, 
 
 fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let mut r = ret(
-        &name,
+    let mut r = ret::new(
+        name.as_str(),
         true,
         &format!("User {name} is present and up to date"),
     );
@@ -195,18 +187,14 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
         if get(low, k).is_some_and(|v| truthy(v) || *v == Value::from("")) {
             set(&mut r, "result", Value::Boolean(false));
             let msg = format!("user.present option '{k}' is not supported by salt-rs");
-            set(&mut r, "comment", Value::from(msg));
+            comment(&mut r, msg);
             return r;
         }
     }
     if let Some(f) = opt(low, "fullname")
         && f.contains(',')
     {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Unsupported char ',' in {f}")),
-        );
+        comment(&mut r, format!("Unsupported char ',' in {f}"));
         set(&mut r, "result", Value::Boolean(false));
         return r;
     }
@@ -222,7 +210,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
             "The following group(s) are not present: {}",
             missing.join(",")
         );
-        set(&mut r, "comment", Value::from(msg));
+        comment(&mut r, msg);
         set(&mut r, "result", Value::Boolean(false));
         return r;
     }
@@ -230,7 +218,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
         Ok(c) => c,
         Err(e) => {
             set(&mut r, "result", Value::Boolean(false));
-            set(&mut r, "comment", Value::from(e));
+            comment(&mut r, e);
             return r;
         }
     };
@@ -254,7 +242,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                         missing.join(",")
                     ));
                 }
-                set(&mut r, "comment", Value::from(c));
+                comment(&mut r, c);
                 return r;
             }
             let pre = ex::user_info(&name);
@@ -314,11 +302,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                 }
             }
             if !diff.is_empty() {
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("Updated user {name}")),
-                );
+                comment(&mut r, format!("Updated user {name}"));
                 set(
                     &mut r,
                     "changes",
@@ -336,7 +320,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                     "These values could not be changed: {{{}}}",
                     items.join(", ")
                 );
-                set(&mut r, "comment", Value::from(msg));
+                comment(&mut r, msg);
                 set(&mut r, "result", Value::Boolean(false));
             }
             r
@@ -349,7 +333,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                 if !missing.is_empty() {
                     c.push_str(&format!(" (pending groups: {})", missing.join(",")));
                 }
-                set(&mut r, "comment", Value::from(c));
+                comment(&mut r, c);
                 return r;
             }
             let mut kw: Vec<(String, Value)> = Vec::new();
@@ -371,11 +355,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
             }
             let created = exec_user("add", &[Value::from(name.as_str())], &kw);
             if created.as_ref().is_ok_and(truthy) {
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("New user {name} created")),
-                );
+                comment(&mut r, format!("New user {name} created"));
                 let mut info = ex::user_info(&name);
                 if get(low, "createhome").is_some_and(|v| !truthy(v)) {
                     set(&mut info, "home", Value::from(""));
@@ -383,11 +363,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                 set(&mut r, "changes", info);
             } else {
                 set(&mut r, "result", Value::Boolean(false));
-                set(
-                    &mut r,
-                    "comment",
-                    Value::from(format!("Failed to create new user {name}")),
-                );
+                comment(&mut r, format!("Failed to create new user {name}"));
             }
             r
         }
@@ -396,23 +372,13 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
 
 fn user_absent(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
-    let mut r = ret(&name, true, "");
+    let mut r = ret::new(name.as_str(), true, "");
     if ex::user(&name).is_none() {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("User {name} is not present")),
-        );
+        comment(&mut r, format!("User {name} is not present"));
         return r;
     }
     if ctx.opts.test {
-        set(&mut r, "result", Value::Nil);
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("User {name} set for removal")),
-        );
-        return r;
+        return would(r, format!("User {name} set for removal"));
     }
     let before = ex::list_groups(&name);
     let kw = vec![
@@ -435,17 +401,9 @@ fn user_absent(ctx: &Ctx<'_>, low: &Value) -> Value {
             .collect();
         ch.push((Value::from(name.as_str()), Value::from("removed")));
         set(&mut r, "changes", Value::Map(ch));
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Removed user {name}")),
-        );
+        comment(&mut r, format!("Removed user {name}"));
     } else {
-        set(
-            &mut r,
-            "comment",
-            Value::from(format!("Failed to remove user {name}")),
-        );
+        comment(&mut r, format!("Failed to remove user {name}"));
     }
     r
 }
@@ -459,11 +417,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value) -> Value {
         "group.absent" => super::group::absent(ctx, low),
         other => {
             let mut r = super::base_ret(low);
-            set(
-                &mut r,
-                "comment",
-                Value::from(format!("'{other}' is not available.")),
-            );
+            comment(&mut r, format!("'{other}' is not available."));
             r
         }
     }
