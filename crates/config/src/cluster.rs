@@ -83,7 +83,11 @@ const CONN_KEYS: [(&str, &str, &str); 10] = [
     ("postgres.pass", "returner.pgjsonb.pass", "salt"),
     ("postgres.db", "returner.pgjsonb.db", "salt"),
     ("postgres.sslmode", "returner.pgjsonb.sslmode", "prefer"),
-    ("postgres.sslrootcert", "returner.pgjsonb.sslrootcert", "None"),
+    (
+        "postgres.sslrootcert",
+        "returner.pgjsonb.sslrootcert",
+        "None",
+    ),
     ("postgres.sslcert", "returner.pgjsonb.sslcert", "None"),
     ("postgres.sslkey", "returner.pgjsonb.sslkey", "None"),
     ("postgres.sslcrl", "returner.pgjsonb.sslcrl", "None"),

@@ -319,3 +319,76 @@ impl deadpool_postgres::Connect for Connector {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connector(host: &str, tls: &Tls) -> Result<Connector, Error> {
+        Connector::new(tokio_postgres::Config::new(), host, 5432, tls)
+    }
+
+    fn mode(m: SslMode) -> Tls {
+        Tls {
+            mode: m,
+            rootcert: Some(PathBuf::from("/nonexistent/ca.crt")),
+            ..Tls::default()
+        }
+    }
+
+    #[test]
+    fn libpq_words_and_attempts() {
+        for w in salt_words() {
+            assert_eq!(SslMode::parse(w).map(SslMode::name), Some(w));
+        }
+        assert_eq!(SslMode::parse("verify"), None);
+        let plain = |m| {
+            connector(
+                "db",
+                &Tls {
+                    mode: m,
+                    ..Tls::default()
+                },
+            )
+            .unwrap()
+            .attempts
+        };
+        assert_eq!(plain(SslMode::Disable), [PgMode::Disable]);
+        assert_eq!(plain(SslMode::Allow), [PgMode::Disable, PgMode::Require]);
+        assert_eq!(plain(SslMode::Prefer), [PgMode::Prefer, PgMode::Disable]);
+        assert_eq!(plain(SslMode::Require), [PgMode::Require]);
+        // A Unix socket is plain whatever the mode, and reads no certificate file.
+        let c = connector("/run/postgresql", &mode(SslMode::VerifyFull)).unwrap();
+        assert_eq!(c.attempts, [PgMode::Disable]);
+    }
+
+    fn salt_words() -> [&'static str; 6] {
+        [
+            "disable",
+            "allow",
+            "prefer",
+            "require",
+            "verify-ca",
+            "verify-full",
+        ]
+    }
+
+    #[test]
+    fn certificate_files_are_named() {
+        let e = connector("db", &mode(SslMode::VerifyCa))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("postgres.sslrootcert /nonexistent/ca.crt"),
+            "{e}"
+        );
+        let t = Tls {
+            mode: SslMode::Require,
+            cert: Some(PathBuf::from("/nonexistent/c.pem")),
+            key: Some(PathBuf::from("/nonexistent/c.key")),
+            ..Tls::default()
+        };
+        let e = connector("db", &t).unwrap_err().to_string();
+        assert!(e.contains("postgres.sslcert /nonexistent/c.pem"), "{e}");
+    }
+}
