@@ -22,6 +22,18 @@ pub struct Postgres {
     port: u16,
 }
 
+/// Options of [`Postgres::start_with`] beyond the default Unix-socket-only server.
+#[derive(Clone, Debug, Default)]
+pub struct PgOptions {
+    /// Also listen on 127.0.0.1 (TCP, the same port as the socket's).
+    pub tcp: bool,
+    /// `ssl = on` with this server certificate and key (PEM files, copied into the data
+    /// directory).
+    pub ssl: Option<(PathBuf, PathBuf)>,
+    /// A `pg_hba.conf` replacing initdb's.
+    pub hba: Option<String>,
+}
+
 /// `/usr/lib/postgresql/<newest>/bin`, if installed.
 pub fn bin_dir() -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
@@ -55,6 +67,11 @@ impl Postgres {
     /// Start a server in `dir` (must be reachable by the `postgres` user). `Ok(None)`:
     /// PostgreSQL or root is missing.
     pub fn start(dir: &Path) -> Result<Option<Self>, HarnessError> {
+        Self::start_with(dir, &PgOptions::default())
+    }
+
+    /// [`Self::start`] with TCP, TLS or a `pg_hba.conf` of the test's.
+    pub fn start_with(dir: &Path, opts: &PgOptions) -> Result<Option<Self>, HarnessError> {
         let Some(bin) = bin_dir() else {
             return Ok(None);
         };
@@ -93,7 +110,37 @@ impl Postgres {
                 std::io::Error::other(String::from_utf8_lossy(&out.stderr).into_owned()),
             ));
         }
+        let io = |what: &str, e| HarnessError::io(what.to_owned(), e);
+        if let Some((cert, key)) = &opts.ssl {
+            std::fs::copy(cert, data.join("server.crt")).map_err(|e| io("server.crt", e))?;
+            std::fs::copy(key, data.join("server.key")).map_err(|e| io("server.key", e))?;
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .map_err(|e| io("server.key", e))?;
+        }
+        if let Some(hba) = &opts.hba {
+            std::fs::write(data.join("pg_hba.conf"), hba).map_err(|e| io("pg_hba.conf", e))?;
+        }
+        chown_postgres(&data)?;
         let port = crate::ports::free_port()?;
+        let mut extra: Vec<String> = Vec::new();
+        if opts.ssl.is_some() {
+            for kv in [
+                "ssl=on",
+                "ssl_cert_file=server.crt",
+                "ssl_key_file=server.key",
+            ] {
+                extra.push("-c".to_owned());
+                extra.push(kv.to_owned());
+            }
+        }
+        let listen = if opts.tcp {
+            "listen_addresses=127.0.0.1"
+        } else {
+            "listen_addresses="
+        };
         let spec = ProcSpec::new("postgres", "runuser", dir).args(
             [
                 "-u".to_owned(),
@@ -107,13 +154,14 @@ impl Postgres {
                 "-p".to_owned(),
                 port.to_string(),
                 "-c".to_owned(),
-                "listen_addresses=".to_owned(),
+                listen.to_owned(),
                 "-c".to_owned(),
                 "fsync=off".to_owned(),
                 "-c".to_owned(),
                 "max_connections=200".to_owned(),
             ]
-            .iter(),
+            .iter()
+            .chain(extra.iter()),
         );
         let pg = Self {
             proc: Proc::spawn(spec)?,
@@ -146,6 +194,31 @@ impl Postgres {
     /// `postgres.port`.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Run `sql` with `psql` as `postgres` on the socket, in database `db`; its output
+    /// (unaligned, tuples only).
+    pub fn psql(&self, db: &str, sql: &str) -> Result<String, HarnessError> {
+        let bin = bin_dir().ok_or_else(|| {
+            HarnessError::io("psql", std::io::Error::other("PostgreSQL not installed"))
+        })?;
+        let out = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(bin.join("psql"))
+            .arg("-h")
+            .arg(&self.sock)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", db, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .map_err(|e| HarnessError::io("psql", e))?;
+        if !out.status.success() {
+            return Err(HarnessError::io(
+                "psql",
+                std::io::Error::other(String::from_utf8_lossy(&out.stderr).into_owned()),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
     /// The master config lines of a group member.

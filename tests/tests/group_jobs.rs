@@ -122,6 +122,7 @@ fn jobdb(pg: &Postgres, root: &Path, who: &str) -> salt_pgstore::JobDb {
         user: "postgres".into(),
         pass: String::new(),
         db: "postgres".into(),
+        tls: Default::default(),
         rotate_on_revoke: true,
     };
     let db = salt_pgstore::JobDb::new(settings, root.join(format!("{who}-spool"))).expect("db");
@@ -223,6 +224,7 @@ fn group_jobs_one_view() {
             user: "postgres".into(),
             pass: String::new(),
             db: "postgres".into(),
+            tls: Default::default(),
             rotate_on_revoke: false,
         },
         Arc::new(KeyStore::open(&kdir).unwrap()),

@@ -75,6 +75,7 @@ fn group_keys_on_postgres() {
         user: "postgres".into(),
         pass: String::new(),
         db: "postgres".into(),
+        tls: Default::default(),
         rotate_on_revoke: true,
     };
     let writer = salt_pgstore::Group::new(settings.clone(), wstore.clone()).unwrap();
@@ -331,6 +332,7 @@ fn group_scale() {
         user: "postgres".into(),
         pass: String::new(),
         db: "postgres".into(),
+        tls: Default::default(),
         rotate_on_revoke: true,
     };
     let writer = salt_pgstore::Group::new(settings, wstore).unwrap();

@@ -2,9 +2,11 @@
 //! the PostgreSQL connection, in Salt's words (`postgres.*`, with the `pgjsonb` returner's
 //! `returner.pgjsonb.*` keys as aliases).
 
+use std::path::PathBuf;
+
 use crate::OptionDoc;
 use crate::error::Problem;
-use crate::reader::{Reader, port, string};
+use crate::reader::{Reader, path, port, string};
 use crate::types::{Secret, invalid};
 
 /// Where the minion keys live (`keys.cache_driver`, Salt 3008's key-cache option).
@@ -41,8 +43,16 @@ pub struct PostgresConfig {
     pub pass: Secret,
     /// Database name.
     pub db: String,
-    /// `disable` or `prefer` (no TLS is offered by salt-rs yet).
+    /// libpq's `sslmode`: `disable`, `allow`, `prefer` (the default), `require`, `verify-ca`
+    /// or `verify-full`. A Unix-socket host never uses TLS (as libpq).
     pub sslmode: String,
+    /// `postgres.sslrootcert`: the CA certificates (PEM) the server's certificate must chain
+    /// to (`verify-ca`, `verify-full`, and `require` when set); `system`: the system's.
+    pub sslrootcert: Option<PathBuf>,
+    /// `postgres.sslcert`: a client certificate (PEM chain), with `sslkey`.
+    pub sslcert: Option<PathBuf>,
+    /// `postgres.sslkey`: the client certificate's private key (PEM).
+    pub sslkey: Option<PathBuf>,
 }
 
 /// A master group: the masters sharing one `cluster_id` and one database.
@@ -66,14 +76,44 @@ impl ClusterConfig {
 }
 
 /// `(salt key, pgjsonb alias, default)`.
-const CONN_KEYS: [(&str, &str, &str); 6] = [
+const CONN_KEYS: [(&str, &str, &str); 10] = [
     ("postgres.host", "returner.pgjsonb.host", "salt"),
     ("postgres.port", "returner.pgjsonb.port", "5432"),
     ("postgres.user", "returner.pgjsonb.user", "salt"),
     ("postgres.pass", "returner.pgjsonb.pass", "salt"),
     ("postgres.db", "returner.pgjsonb.db", "salt"),
     ("postgres.sslmode", "returner.pgjsonb.sslmode", "prefer"),
+    (
+        "postgres.sslrootcert",
+        "returner.pgjsonb.sslrootcert",
+        "None",
+    ),
+    ("postgres.sslcert", "returner.pgjsonb.sslcert", "None"),
+    ("postgres.sslkey", "returner.pgjsonb.sslkey", "None"),
+    ("postgres.sslcrl", "returner.pgjsonb.sslcrl", "None"),
 ];
+
+/// The documentation of each connection key beyond "the group database connection".
+fn conn_doc(key: &str) -> &'static str {
+    match key {
+        "postgres.host" => " A host name or address (TCP), or a directory: the Unix socket's.",
+        "postgres.sslmode" => {
+            " libpq's: `disable`, `allow` (plain, TLS if the server refuses plain), `prefer` \
+             (TLS if the server offers it, else plain), `require` (TLS; the certificate is \
+             checked only when `sslrootcert` is set), `verify-ca` (the certificate chains to \
+             `sslrootcert`), `verify-full` (and names the host). A Unix-socket host never \
+             uses TLS."
+        }
+        "postgres.sslrootcert" => {
+            " CA certificates (PEM file) for `verify-ca`/`verify-full`; `system`: the \
+             system's store; unset: `~/.postgresql/root.crt` (as libpq)."
+        }
+        "postgres.sslcert" => " A client certificate (PEM) to present; needs `sslkey`.",
+        "postgres.sslkey" => " The private key (PEM) of `sslcert`.",
+        "postgres.sslcrl" => " Not supported by salt-rs: refused when set.",
+        _ => "",
+    }
+}
 
 fn key_driver(node: &crate::node::Node) -> Result<KeyDriver, Problem> {
     match string(node)?.as_str() {
@@ -98,15 +138,25 @@ fn job_cache(node: &crate::node::Node) -> Result<JobDriver, Problem> {
     }
 }
 
+/// libpq's `sslmode` values.
+const SSLMODES: [&str; 6] = [
+    "disable",
+    "allow",
+    "prefer",
+    "require",
+    "verify-ca",
+    "verify-full",
+];
+
 fn sslmode(node: &crate::node::Node) -> Result<String, Problem> {
     let s = string(node)?;
-    match s.as_str() {
-        "disable" | "allow" | "prefer" => Ok(s),
-        _ => Err(invalid(
+    if SSLMODES.contains(&s.as_str()) {
+        Ok(s)
+    } else {
+        Err(invalid(
             &s,
-            "salt-rs connects without TLS: use `disable` or `prefer` (a Unix socket or a \
-             trusted network)",
-        )),
+            "libpq's sslmode: disable, allow, prefer, require, verify-ca or verify-full",
+        ))
     }
 }
 
@@ -141,6 +191,37 @@ pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let db = r.convert(d, "salt".to_owned(), string);
     let s = one(r, CONN_KEYS[5].0, CONN_KEYS[5].1);
     let sslmode = r.convert(s, "prefer".to_owned(), sslmode);
+    let tls_path = |r: &mut Reader<'_>, i: usize| {
+        let e = one(r, CONN_KEYS[i].0, CONN_KEYS[i].1);
+        r.convert(e, None, |n| path(n).map(Some))
+    };
+    let sslrootcert = tls_path(r, 6);
+    let sslcert = tls_path(r, 7);
+    let sslkey = tls_path(r, 8);
+    if let Some(e) = one(r, CONN_KEYS[9].0, CONN_KEYS[9].1) {
+        r.fail(
+            e,
+            invalid(
+                "sslcrl",
+                "salt-rs does not check certificate revocation lists for the group database \
+                 (remove the option)",
+            ),
+        );
+    }
+    if sslcert.is_some() != sslkey.is_some() {
+        let cert = one(r, CONN_KEYS[7].0, CONN_KEYS[7].1);
+        let key = one(r, CONN_KEYS[8].0, CONN_KEYS[8].1);
+        if let Some(e) = cert.or(key) {
+            r.fail(
+                e,
+                invalid(
+                    &e.key,
+                    "`postgres.sslcert` and `postgres.sslkey` go together (a client \
+                     certificate and its key)",
+                ),
+            );
+        }
+    }
     let cluster_id = match (cluster_id, keys_driver) {
         (Some(c), _) => c,
         (None, KeyDriver::Files) => {
@@ -180,6 +261,9 @@ pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
             pass,
             db,
             sslmode,
+            sslrootcert,
+            sslcert,
+            sslkey,
         },
     })
 }
@@ -206,7 +290,10 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
         v.push(OptionDoc {
             name: key,
             default,
-            doc: format!("Group database connection (docs/group.md); alias `{alias}`."),
+            doc: format!(
+                "Group database connection (docs/group.md); alias `{alias}`.{}",
+                conn_doc(key)
+            ),
         });
         v.push(OptionDoc {
             name: alias,
@@ -257,9 +344,41 @@ mod tests {
         assert!(e.contains("needs `cluster_id`"), "{e}");
         let e = load("master_job_cache: redis\n").unwrap_err().to_string();
         assert!(e.contains("redis"), "{e}");
-        let e = load("cluster_id: g\npostgres.sslmode: require\n")
+        let e = load("cluster_id: g\npostgres.sslmode: verify\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("without TLS"), "{e}");
+        assert!(e.contains("verify-full"), "{e}");
+        let e = load("cluster_id: g\nreturner.pgjsonb.sslcrl: /x.crl\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("revocation"), "{e}");
+        let e = load("cluster_id: g\npostgres.sslcert: /c.pem\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("go together"), "{e}");
+    }
+
+    #[test]
+    fn tls_keys_in_salts_words() {
+        let c = load(
+            "cluster_id: g\npostgres.sslmode: verify-full\nreturner.pgjsonb.sslrootcert: /ca.pem\n\
+             postgres.sslcert: /c.pem\npostgres.sslkey: /c.key\n",
+        )
+        .unwrap();
+        let p = c.cluster_id.expect("group").postgres;
+        assert_eq!(p.sslmode, "verify-full");
+        assert_eq!(
+            p.sslrootcert.as_deref(),
+            Some(std::path::Path::new("/ca.pem"))
+        );
+        assert_eq!(p.sslcert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(p.sslkey.as_deref(), Some(std::path::Path::new("/c.key")));
+        let p = load("cluster_id: g\n")
+            .unwrap()
+            .cluster_id
+            .unwrap()
+            .postgres;
+        assert_eq!(p.sslmode, "prefer");
+        assert_eq!(p.sslrootcert, None);
     }
 }

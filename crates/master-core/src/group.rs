@@ -52,6 +52,16 @@ pub(crate) async fn open(
             );
             PublishKey::from_key_string(&master_key, &aes)?
         }
+        // TLS that fails (a wrong CA, a host name the certificate does not name) is an
+        // error of the configuration: said as such, never a fall-back to plain.
+        Err(e @ salt_pgstore::Error::Tls(_)) => {
+            tracing::error!(
+                "group {}: no connection to the database at start: {e}; serving the keys of \
+                 the local mirror, key changes refused until it connects",
+                c.cluster_id
+            );
+            local
+        }
         Err(e) => {
             tracing::warn!(
                 "group {}: database unreachable at start ({e}); serving the keys of the local \

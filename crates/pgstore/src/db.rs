@@ -63,8 +63,9 @@ async fn read_keys(
 
 impl Inner {
     async fn client(&self) -> Result<deadpool_postgres::Object, Error> {
-        let mut client = self.pool.get().await.inspect_err(|_| {
+        let mut client = self.pool.get().await.map_err(|e| {
             self.up.store(false, Ordering::Relaxed);
+            self.connector.pool_error(e)
         })?;
         if !self.migrated.load(Ordering::Relaxed) {
             schema::migrate(&mut client).await?;

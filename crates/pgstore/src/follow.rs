@@ -41,11 +41,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
 }
 
 async fn follow_once(inner: &Arc<Inner>, connected: &mut bool) -> Result<(), crate::Error> {
-    let (client, mut conn) = inner
-        .settings
-        .pg_config()
-        .connect(tokio_postgres::NoTls)
-        .await?;
+    let (client, mut conn) = inner.connector.connect().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let prefix = format!("{}:", inner.settings.cluster_id);
     let driver = tokio::spawn(async move {

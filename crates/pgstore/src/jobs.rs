@@ -69,6 +69,7 @@ pub struct MasterPresence {
 
 pub(crate) struct JobInner {
     pub(crate) settings: Settings,
+    pub(crate) connector: crate::tls::Connector,
     pub(crate) pool: deadpool_postgres::Pool,
     pub(crate) spool: Spool,
     /// False from a failed write until the replay reaches the database again: meanwhile
@@ -98,7 +99,11 @@ pub(crate) fn refused(e: &Error) -> bool {
 
 impl JobInner {
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, Error> {
-        let mut client = self.pool.get().await?;
+        let mut client = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| self.connector.pool_error(e))?;
         if !self.migrated.load(Ordering::Relaxed) {
             schema::migrate(&mut client).await?;
             self.migrated.store(true, Ordering::Relaxed);
@@ -189,11 +194,13 @@ impl JobDb {
             .thread_name("salt-jobdb")
             .enable_all()
             .build()?;
-        let pool = settings.pool(8)?;
+        let connector = settings.connector()?;
+        let pool = connector.pool(8, crate::CONNECT_TIMEOUT)?;
         Ok(Self {
             rt: Some(rt),
             inner: Arc::new(JobInner {
                 settings,
+                connector,
                 pool,
                 spool: Spool::new(spool_dir),
                 up: AtomicBool::new(true),

@@ -46,11 +46,7 @@ async fn sweep(client: &tokio_postgres::Client, hooks: &Arc<dyn ReturnHooks>) ->
 }
 
 async fn listen_once(inner: &Arc<JobInner>, hooks: &Arc<dyn ReturnHooks>) -> Result<(), Error> {
-    let (client, mut conn) = inner
-        .settings
-        .pg_config()
-        .connect(tokio_postgres::NoTls)
-        .await?;
+    let (client, mut conn) = inner.connector.connect().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
     let me = format!("{}\t", inner.settings.master);
     let driver = tokio::spawn(async move {

@@ -24,6 +24,7 @@ mod mirror;
 mod plan;
 mod schema;
 mod spool;
+mod tls;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -38,6 +39,7 @@ use salt_keystore::{
 pub use jobs::{JobDb, MasterPresence, ReturnHooks, ReturnRow, Stored};
 pub use jobs_follow::BEAT;
 pub use schema::SCHEMA_VERSION;
+pub use tls::{SslMode, Tls};
 
 /// The follower's safety-net poll of the change counter.
 pub const POLL: Duration = Duration::from_secs(2);
@@ -68,13 +70,13 @@ where
         .map_err(|_| Error::Timeout(CALL_TIMEOUT))?
 }
 /// Connect (and pool wait) timeout.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Errors of the group store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The database refused a statement or the connection failed.
-    #[error("PostgreSQL: {0}")]
+    #[error("PostgreSQL: {}", pg_text(.0))]
     Db(#[from] tokio_postgres::Error),
     /// No connection from the pool.
     #[error("PostgreSQL unreachable: {0}")]
@@ -88,9 +90,21 @@ pub enum Error {
     /// A file of the mirror (`.group_seq`, `.group.lock`).
     #[error("local key mirror: {0}")]
     Io(#[from] std::io::Error),
+    /// TLS to the database: a certificate file, or a failed handshake (named with the
+    /// host and `postgres.sslmode`).
+    #[error("PostgreSQL TLS: {0}")]
+    Tls(String),
     /// The database did not answer in time.
     #[error("PostgreSQL did not answer within {0:?}")]
     Timeout(Duration),
+}
+
+/// A driver error with the server's message (tokio-postgres shows only "db error").
+pub(crate) fn pg_text(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.to_string(),
+        None => e.to_string(),
+    }
 }
 
 impl From<deadpool_postgres::PoolError> for Error {
@@ -119,6 +133,8 @@ pub struct Settings {
     pub pass: String,
     /// `postgres.db`.
     pub db: String,
+    /// `postgres.sslmode` and the certificates.
+    pub tls: Tls,
     /// Rotate the group's publish key when salt-key rejects or deletes a key
     /// (`rotate_aes_key`).
     pub rotate_on_revoke: bool,
@@ -135,27 +151,14 @@ impl Settings {
             user: c.postgres.user.clone(),
             pass: c.postgres.pass.expose().to_owned(),
             db: c.postgres.db.clone(),
+            tls: Tls::from_config(&c.postgres),
             rotate_on_revoke: rotate,
         }
     }
 
-    /// A pool of up to `size` connections (none opened yet).
-    pub(crate) fn pool(&self, size: usize) -> Result<deadpool_postgres::Pool, Error> {
-        let mgr = deadpool_postgres::Manager::from_config(
-            self.pg_config(),
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
-        deadpool_postgres::Pool::builder(mgr)
-            .max_size(size)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(CONNECT_TIMEOUT))
-            .create_timeout(Some(CONNECT_TIMEOUT))
-            .recycle_timeout(Some(CONNECT_TIMEOUT))
-            .build()
-            .map_err(|e| Error::Pool(e.to_string()))
+    /// The connector (reads the certificate files now).
+    pub(crate) fn connector(&self) -> Result<tls::Connector, Error> {
+        tls::Connector::new(self.pg_config(), &self.host, self.port, &self.tls)
     }
 
     pub(crate) fn pg_config(&self) -> tokio_postgres::Config {
@@ -166,14 +169,14 @@ impl Settings {
             .password(&self.pass)
             .dbname(&self.db)
             .application_name("salt-rs")
-            .connect_timeout(CONNECT_TIMEOUT)
-            .ssl_mode(tokio_postgres::config::SslMode::Disable);
+            .connect_timeout(CONNECT_TIMEOUT);
         c
     }
 }
 
 pub(crate) struct Inner {
     settings: Settings,
+    connector: tls::Connector,
     pool: deadpool_postgres::Pool,
     mirror: Arc<KeyStore>,
     pki_dir: PathBuf,
@@ -213,12 +216,14 @@ impl Group {
             .thread_name("salt-group")
             .enable_all()
             .build()?;
-        let pool = settings.pool(4)?;
+        let connector = settings.connector()?;
+        let pool = connector.pool(4, CONNECT_TIMEOUT)?;
         let pki_dir = mirror.pki_dir().to_owned();
         Ok(Self {
             rt: Some(rt),
             inner: Arc::new(Inner {
                 settings,
+                connector,
                 pool,
                 mirror,
                 pki_dir,
