@@ -330,7 +330,7 @@ fn small(
 
 fn big(port: u16, path: &str) -> Result<()> {
     let ctx = zmq::Context::new();
-    let mut c = Client::sign_in(&ctx, port, "fsbench-big")?;
+    let mut c = Client::sign_in(&ctx, port, &format!("fsbench-big-{}", std::process::id()))?;
     let h = c.ask(vec![
         ("cmd", "_file_hash".into()),
         ("path", path.into()),
