@@ -3,17 +3,23 @@
 # The client (examples/src/bin/fsbench.rs) signs in like a minion and sends what the
 # fileclient sends:
 #   small: `_file_hash` + `_serve_file` of each file of a 1,000-file tree (1-8 KiB), from
-#          BENCH_FS_CLIENTS concurrent minions for BENCH_FS_SECS seconds → requests/s;
+#          BENCH_FS_CLIENTS concurrent minions (each with its own connection and one request
+#          in flight, polled by BENCH_FS_THREADS client threads) for BENCH_FS_SECS seconds
+#          → requests/s;
 #   big:   one 100 MiB file served chunk by chunk (file_buffer_size 1 MiB, as cp.get_file
 #          does), hash checked → MiB/s; next to the ceilings: a plain TCP copy over loopback,
 #          the same with one round trip per chunk, and that with Salt's mandatory crypto.
 # Both masters: worker_threads BENCH_FS_WORKERS (default 2, the machine's cores), hash_type
-# sha256, auto_accept. Knobs: BENCH_FS_SECS=10 BENCH_FS_CLIENTS=4 BENCH_FS_WORKERS=2
-# BENCH_SKIP_SALT=1 SALT_VENV=... Prints a Markdown table (for docs/benchmarks.md).
+# sha256, auto_accept. Both run at once and are driven in turn, BENCH_FS_ROUNDS times each;
+# medians reported. Knobs: BENCH_FS_SECS=5 BENCH_FS_CLIENTS=16 BENCH_FS_THREADS=1
+# BENCH_FS_ROUNDS=3 BENCH_FS_WORKERS=2 BENCH_SKIP_SALT=1 SALT_VENV=... Prints a Markdown
+# table (for docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS=${BENCH_FS_SECS:-10}
-CLIENTS=${BENCH_FS_CLIENTS:-4}
+SECS=${BENCH_FS_SECS:-5}
+CLIENTS=${BENCH_FS_CLIENTS:-16}
+THREADS=${BENCH_FS_THREADS:-1}
+ROUNDS=${BENCH_FS_ROUNDS:-3}
 WORKERS=${BENCH_FS_WORKERS:-2}
 VENV=${SALT_VENV:-$PWD/.venv/salt-3007.17}
 if [ -n "${BENCH_BIN:-}" ]; then
@@ -104,35 +110,45 @@ print(tot / tck)
 PY
 }
 
-run() { # label ret pgid
+# One round: the small-file run then the big file against one master; appends a JSON line
+# (rates, the client's CPU per request, the master's CPU per request and per MiB) to $T/rounds.
+round() { # label ret pgid
     local small big c0 c1 c2
     c0=$(cpu "$3")
-    small=$(nice -n 0 "$BIN/fsbench" small --port "$2" --files "$T/files.txt" \
-        --clients "$CLIENTS" --secs "$SECS")
+    small=$("$BIN/fsbench" small --port "$2" --files "$T/files.txt" \
+        --clients "$CLIENTS" --threads "$THREADS" --secs "$SECS")
     c1=$(cpu "$3")
     big=$("$BIN/fsbench" big --port "$2" --path big.bin)
     c2=$(cpu "$3")
-    echo "$1 $small $big cpu $c0 $c1 $c2" >&2
-    python3 - "$1" "$small" "$big" "$c0" "$c1" "$c2" <<'PY'
+    echo "$1 $small $big cpu $c0 $c1 $c2 load $(cut -d' ' -f1 /proc/loadavg)" >&2
+    python3 - "$1" "$small" "$big" "$c0" "$c1" "$c2" >>"$T/rounds" <<'PY'
 import json, sys
 label, small, big = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 c0, c1, c2 = map(float, sys.argv[4:7])
-us = 1e6 * (c1 - c0) / max(small["requests"], 1)
-ms = 1e3 * (c2 - c1) / (big["bytes"] / 1048576)
-print(f"{label}|{small['rps']}|{big['mib_s']}|{us:.0f}|{ms:.2f}")
+print(json.dumps({"label": label, "rps": small["rps"], "client_us": small["client_cpu_us"],
+                  "us": 1e6 * (c1 - c0) / max(small["requests"], 1), "mib_s": big["mib_s"],
+                  "ms": 1e3 * (c2 - c1) / (big["bytes"] / 1048576),
+                  "wait": big["wait_ms_per_mib"], "open": big["open_ms_per_mib"],
+                  "load": float(open("/proc/loadavg").read().split()[0])}))
 PY
 }
 
+# Both masters run side by side and are driven in turn, ROUNDS times each (ours, Salt, ours,
+# Salt, ...), so a change in the other sessions' load hits both alike; the medians are
+# reported. The master not being driven is idle.
 conf "$T/ours" 35505 35506
 start ours "$BIN/salt-master" "$T/ours" 35506
-OURS=$(run ours 35506 "${PIDS[0]}")
-kill -TERM -- "-${PIDS[0]}" 2>/dev/null || true
-SALT="salt|-|-|-|-"
+HAVE_SALT=
 if [ -z "${BENCH_SKIP_SALT:-}" ] && [ -x "$VENV/bin/salt-master" ]; then
     conf "$T/salt" 36505 36506
     start salt "$VENV/bin/salt-master" "$T/salt" 36506 "" 15
-    SALT=$(run salt 36506 "${PIDS[1]}")
+    HAVE_SALT=1
 fi
+: >"$T/rounds"
+for _ in $(seq "$ROUNDS"); do
+    round ours 35506 "${PIDS[0]}"
+    [ -z "$HAVE_SALT" ] || round salt 36506 "${PIDS[1]}"
+done
 mib_s() { python3 -c 'import json,sys; print(json.load(sys.stdin)["mib_s"])'; }
 LOOP=$("$BIN/fsbench" loopback --mib 100 | mib_s)
 # The fileclient's shape over plain TCP (one round trip per 1 MiB chunk), without and with
@@ -140,18 +156,41 @@ LOOP=$("$BIN/fsbench" loopback --mib 100 | mib_s)
 LOOP_RT=$("$BIN/fsbench" loopback --mib 100 --per-chunk | mib_s)
 LOOP_CRYPTO=$("$BIN/fsbench" loopback --mib 100 --per-chunk --crypto | mib_s)
 
-IFS='|' read -r _ o_rps o_mib o_us o_ms <<<"$OURS"
-IFS='|' read -r _ s_rps s_mib s_us s_ms <<<"$SALT"
-ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print('-' if b in ('-','0') else f'{float(a)/float(b):.1f}x')" "$1" "$2"; }
-pct() { python3 -c "import sys; a,b=sys.argv[1:]; print(f'{100*float(a)/float(b):.0f}%')" "$1" "$2"; }
-echo
-echo "| file server ($CLIENTS clients, worker_threads $WORKERS, $(nproc) cores) | ours | Salt 3007.17 | ours / Salt |"
-echo "|---|---|---|---|"
-echo "| \`_file_hash\` + \`_serve_file\`, 1,000 files of 1-8 KiB (requests/s) | $o_rps | $s_rps | $(ratio "$o_rps" "$s_rps") |"
-echo "| same: master CPU per request (µs, user + system, all its processes) | $o_us | $s_us | $(ratio "$s_us" "$o_us") less |"
-echo "| 100 MiB file, 1 MiB chunks, one minion (MiB/s) | $o_mib | $s_mib | $(ratio "$o_mib" "$s_mib") |"
-echo "| same: master CPU per MiB served (ms) | $o_ms | $s_ms | $(ratio "$s_ms" "$o_ms") less |"
-echo "| plain TCP copy over loopback, 1 MiB writes (MiB/s) | $LOOP | | ours = $(pct "$o_mib" "$LOOP") of it |"
-echo "| TCP over loopback, one round trip per 1 MiB chunk (MiB/s) | $LOOP_RT | | ours = $(pct "$o_mib" "$LOOP_RT") of it |"
-echo "| same + AES-192-CBC/HMAC-SHA256 seal and open of each chunk (MiB/s) | $LOOP_CRYPTO | | ours = $(pct "$o_mib" "$LOOP_CRYPTO") of it |"
+python3 - "$T/rounds" "$CLIENTS" "$THREADS" "$WORKERS" "$(nproc)" "$LOOP" "$LOOP_RT" "$LOOP_CRYPTO" <<'PY'
+import json, statistics, sys
+rounds = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+clients, threads, workers, cores = sys.argv[2:6]
+loop, loop_rt, loop_crypto = map(float, sys.argv[6:9])
+def med(kind, k):
+    v = [r[k] for r in rounds if r["label"] == kind]
+    return statistics.median(v) if v else None
+def f(v, d=0):
+    return "-" if v is None else f"{v:.{d}f}"
+def ratio(a, b, suffix=""):
+    return "-" if a is None or not b else f"{a / b:.1f}x{suffix}"
+def pct(a, b):
+    return "-" if a is None or not b else f"{100 * a / b:.0f}%"
+o = {k: med("ours", k) for k in rounds[0]} if rounds else {}
+s = {k: med("salt", k) for k in rounds[0]} if rounds else {}
+n = sum(1 for r in rounds if r["label"] == "ours")
+print()
+print(f"| file server ({clients} minions, {threads} client thread(s), worker_threads {workers}, "
+      f"{cores} cores; median of {n} alternating rounds) | ours | Salt 3007.17 | ours / Salt |")
+print("|---|---|---|---|")
+print(f"| `_file_hash` + `_serve_file`, 1,000 files of 1-8 KiB (requests/s) | {f(o.get('rps'))} | {f(s.get('rps'))} | {ratio(o.get('rps'), s.get('rps'))} |")
+print(f"| same: master CPU per request (µs, user + system, all its processes) | {f(o.get('us'))} | {f(s.get('us'))} | {ratio(s.get('us'), o.get('us'), ' less')} |")
+print(f"| same: the client's CPU per request (µs, the same client for both) | {f(o.get('client_us'))} | {f(s.get('client_us'))} | |")
+print(f"| 100 MiB file, 1 MiB chunks, one minion (MiB/s) | {f(o.get('mib_s'), 1)} | {f(s.get('mib_s'), 1)} | {ratio(o.get('mib_s'), s.get('mib_s'))} |")
+print(f"| same: master CPU per MiB served (ms) | {f(o.get('ms'), 2)} | {f(s.get('ms'), 2)} | {ratio(s.get('ms'), o.get('ms'), ' less')} |")
+print(f"| same: client waiting for the reply / opening it, per MiB (ms) | {f(o.get('wait'), 2)} / {f(o.get('open'), 2)} | {f(s.get('wait'), 2)} / {f(s.get('open'), 2)} | |")
+print(f"| plain TCP copy over loopback, 1 MiB writes (MiB/s) | {loop:.1f} | | ours = {pct(o.get('mib_s'), loop)} of it |")
+print(f"| TCP over loopback, one round trip per 1 MiB chunk (MiB/s) | {loop_rt:.1f} | | ours = {pct(o.get('mib_s'), loop_rt)} of it |")
+print(f"| same + AES-192-CBC/HMAC-SHA256 seal and open of each chunk (MiB/s) | {loop_crypto:.1f} | | ours = {pct(o.get('mib_s'), loop_crypto)} of it |")
+for kind in ("ours", "salt"):
+    rs = [r for r in rounds if r["label"] == kind]
+    if rs:
+        print(f"{kind} rounds: requests/s " + ", ".join(f"{r['rps']:,.0f}" for r in rs)
+              + "; MiB/s " + ", ".join(f"{r['mib_s']:.1f}" for r in rs)
+              + "; load " + ", ".join(f"{r['load']:.1f}" for r in rs))
+PY
 echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -30,7 +30,7 @@ ROT_N = int(os.environ.get("BENCH_ROT_N", "1000"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
 SALT_BUDGET = float(os.environ.get("BENCH_SALT_SIGNIN_BUDGET", "240"))
 SKIP_SALT = os.environ.get("BENCH_SKIP_SALT") == "1" or not (VENV / "bin" / "salt-master").exists()
-ONLY = os.environ.get("BENCH_ONLY", "openssl storm fanout rotation footprint jobclean").split()
+ONLY = os.environ.get("BENCH_ONLY", "openssl storm returning fanout rotation footprint jobclean").split()
 PER_PROC = 5000  # minions per swarm process (2 fds per socket, nofile hard limit 20000)
 CLK = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -336,14 +336,17 @@ def bench_openssl():
 
 # ---------------------------------------------------------------- storm
 OPS = {"ours": 1, "salt": 3}  # RSA private ops per first sign-in (see docs/benchmarks.md)
+OPS_RETURNING = {"ours": 2, "salt": 4}  # + the decryption of the minion's token
 
 
-def storm(kind):
-    m = Master(kind, f"storm-{kind}").start()
+def swarm_storm(m, prefix, extra=()):
+    """One swarm of SIGNIN_N minions signing in at once (256 in flight) to `m`; returns
+    (sign-ins/s or None, signed in, master CPU seconds, load average)."""
     cpu0 = m.cpu()
     la = loadavg()
-    sw = Swarm(m, SIGNIN_N, "storm-", extra=["--concurrency", "256", "--exit-after-signin", "--lazy-session"])
-    budget = 600 if kind == "ours" else max(SALT_BUDGET, 600)
+    sw = Swarm(m, SIGNIN_N, prefix,
+               extra=["--concurrency", "256", "--exit-after-signin", "--lazy-session", *extra])
+    budget = 600 if m.kind == "ours" else max(SALT_BUDGET, 600)
     try:
         wait("storm sign-ins", lambda: sw.all_in() or sw.proc.poll() is not None, budget, 0.2)
     except TimeoutError:
@@ -352,29 +355,44 @@ def storm(kind):
     cpu = m.cpu() - cpu0
     signed = int(sw.stat("signed_in") or 0)
     sw.stop()
-    m.stop()
-    if not res:
-        return None, signed, cpu, la
-    return res[2], signed, cpu, la
+    return (res[2] if res else None), signed, cpu, la
 
 
-def bench_storm():
-    r = {"ours": storm("ours")}
-    r["salt"] = storm("salt") if not SKIP_SALT else (None, 0, 0, "")
+def storm(kind, returning=False):
+    """First sign-ins of SIGNIN_N new minions; with `returning`, those minions signed in
+    once, then sign in again knowing the master's key (a token in every request, the key
+    accepted and the session key on disk: a restarted or rotated master's storm)."""
+    m = Master(kind, f"{'ret' if returning else 'storm'}-{kind}").start()
+    try:
+        r = swarm_storm(m, "storm-")
+        if returning:
+            r = swarm_storm(m, "storm-", ["--master-pub", str(m.dir / "pki" / "master.pub")])
+    finally:
+        m.stop()
+    return r
+
+
+def bench_storm(returning=False):
+    sec = "returning" if returning else "storm"
+    ops = OPS_RETURNING if returning else OPS
+    what = "returning minions (token)" if returning else "new minions"
+    r = {"ours": storm("ours", returning)}
+    r["salt"] = storm("salt", returning) if not SKIP_SALT else (None, 0, 0, "")
     o, s = r["ours"], r["salt"]
-    add("storm", f"sign-ins/s, {SIGNIN_N} new minions", o[0], s[0], f"load {o[3]} / {s[3]}")
+    add(sec, f"sign-ins/s, {SIGNIN_N} {what}, worker_threads {WORKERS}", o[0], s[0],
+        f"load {o[3]} / {s[3]}")
     if o[0] and s[0]:
-        add("storm", "ratio ours/salt", o[0] / s[0], None)
+        add(sec, "ratio ours/salt", o[0] / s[0], None)
     for k in ("ours", "salt"):
         x = r[k]
         if x[1]:
             per = x[2] / x[1]
-            add("storm", f"{k}: master CPU ms per sign-in", per * 1000, None,
-                f"RSA floor {OPS[k]} op(s) = {OPS[k] * 1000 / RSA_SIGN:.2f} ms" if RSA_SIGN else "")
+            add(sec, f"{k}: master CPU ms per sign-in", per * 1000, None,
+                f"RSA floor {ops[k]} op(s) = {ops[k] * 1000 / RSA_SIGN:.2f} ms" if RSA_SIGN else "")
             if RSA_SIGN and x[0]:
-                add("storm", f"{k}: share of RSA limit (rate x ops / openssl ops/s)",
-                    f"{100 * x[0] * OPS[k] / RSA_SIGN:.0f}%", None,
-                    f"CPU efficiency {100 * (OPS[k] / RSA_SIGN) / per:.0f}% of master CPU is RSA")
+                add(sec, f"{k}: share of RSA limit (rate x ops / openssl ops/s)",
+                    f"{100 * x[0] * ops[k] / RSA_SIGN:.0f}%", None,
+                    f"CPU efficiency {100 * (ops[k] / RSA_SIGN) / per:.0f}% of master CPU is RSA")
 
 
 # ---------------------------------------------------------------- fan-out
@@ -631,7 +649,7 @@ def main():
     log(f"bench root {ROOT}; load {loadavg()}; salt venv {VENV if not SKIP_SALT else 'SKIPPED'}")
     have = count_keys()
     want = int(os.environ.get("BENCH_KEYS", "0")) or max(have, min(1000, max(FANOUT + [SIGNIN_N, ROT_N])))
-    if have < want and set(ONLY) & {"storm", "fanout", "rotation"}:
+    if have < want and set(ONLY) & {"storm", "returning", "fanout", "rotation"}:
         log(f"generating {want - have} minion keys into {KEYS} (once)")
         subprocess.run([str(REL / "swarm"), "-n", str(want), "--key-cache", str(KEYS), "--exit-after-signin",
                         "--run-time", "0.1", "--ret-port", "1", "--publish-port", "1"], check=False,
@@ -639,7 +657,8 @@ def main():
         have = count_keys()
     NKEYS = have
     log(f"{NKEYS} distinct minion keys (minion i uses key i mod {NKEYS})")
-    for name, fn in (("openssl", bench_openssl), ("storm", bench_storm), ("fanout", bench_fanout),
+    for name, fn in (("openssl", bench_openssl), ("storm", bench_storm),
+                     ("returning", lambda: bench_storm(returning=True)), ("fanout", bench_fanout),
                      ("rotation", bench_rotation), ("footprint", bench_footprint),
                      ("jobclean", bench_jobclean)):
         if name in ONLY:

@@ -14,7 +14,7 @@
 # /tmp/salt-bench.<random>): results.tsv (bench.py's rows) and <section>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY_SECTIONS="openssl storm fanout rotation footprint jobclean"
+PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
 SECTIONS="$PY_SECTIONS fileserver pillar states group"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"

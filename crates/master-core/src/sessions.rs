@@ -3,23 +3,32 @@
 //! new minion capped a sign-in storm at ~150/s per worker here (Salt's session cache does not
 //! flush either); a key lost in a crash is replaced at the minion's next sign-in — and
 //! regenerated when older than `publish_session`.
-//! Survives restarts; cached in memory by file mtime.
+//! Survives restarts; cached in memory by file mtime, the file re-checked (one `stat`) at most
+//! every [`RECHECK`] per id rather than on every request (a third of the file-system calls of
+//! a small file-server request), so a key replaced or removed on disk by another process is
+//! noticed within that time.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use salt_pki::Crypticle;
 
 use crate::jobs::write_unsynced;
+
+/// How long a cached key is used without looking at its file again.
+pub const RECHECK: Duration = Duration::from_secs(1);
+
+/// A cached key: its file's mtime, when that was last checked, the key.
+type Cached = (SystemTime, Instant, Crypticle);
 
 /// Session-key store.
 #[derive(Debug)]
 pub struct Sessions {
     dir: PathBuf,
     max_age: Duration,
-    cache: Mutex<HashMap<String, (SystemTime, Crypticle)>>,
+    cache: Mutex<HashMap<String, Cached>>,
 }
 
 /// Session-key file problems.
@@ -64,18 +73,29 @@ impl Sessions {
 
     /// The current key of a (valid) id, if there is a fresh one on disk.
     pub fn existing(&self, id: &str) -> Option<Crypticle> {
+        let now = Instant::now();
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((mtime, checked, c)) = cache.get(id)
+                && now.saturating_duration_since(*checked) < RECHECK
+                && !self.expired(*mtime)
+            {
+                return Some(c.clone());
+            }
+        }
         let path = self.dir.join(id);
         let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
         if self.expired(mtime) {
             return None;
         }
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, c)) = cache.get(id).filter(|(t, _)| *t == mtime) {
+        if let Some((_, checked, c)) = cache.get_mut(id).filter(|(t, ..)| *t == mtime) {
+            *checked = now;
             return Some(c.clone());
         }
         let text = std::fs::read_to_string(&path).ok()?;
         let c = Crypticle::from_key_string(text.trim()).ok()?;
-        cache.insert(id.to_owned(), (mtime, c.clone()));
+        cache.insert(id.to_owned(), (mtime, now, c.clone()));
         Some(c)
     }
 
@@ -94,7 +114,7 @@ impl Sessions {
             .and_then(|m| m.modified())
             .unwrap_or_else(|_| SystemTime::now());
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.insert(id.to_owned(), (mtime, c.clone()));
+        cache.insert(id.to_owned(), (mtime, Instant::now(), c.clone()));
         Ok(c)
     }
 
@@ -124,6 +144,28 @@ mod tests {
         // A fresh store (a restarted master) reads the same key.
         let s2 = Sessions::new(dir.path().to_owned(), Duration::from_secs(86400));
         assert_eq!(s2.existing("m1").unwrap().key_string(), a.key_string());
+    }
+
+    #[test]
+    fn a_key_replaced_or_removed_on_disk_is_noticed_within_recheck() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Sessions::new(dir.path().to_owned(), Duration::from_secs(86400));
+        let a = s.get_or_create("m1").unwrap();
+        let other = Crypticle::generate();
+        std::fs::write(dir.path().join("m1"), other.key_string()).unwrap();
+        // The file's mtime may equal the first write's at coarse resolution: set it apart.
+        let f = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("m1"))
+            .unwrap();
+        f.set_modified(SystemTime::now() + Duration::from_secs(5))
+            .unwrap();
+        std::thread::sleep(RECHECK + Duration::from_millis(50));
+        assert_eq!(s.existing("m1").unwrap().key_string(), other.key_string());
+        assert_ne!(a.key_string(), other.key_string());
+        std::fs::remove_file(dir.path().join("m1")).unwrap();
+        std::thread::sleep(RECHECK + Duration::from_millis(50));
+        assert!(s.existing("m1").is_none());
     }
 
     #[test]

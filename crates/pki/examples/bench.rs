@@ -69,6 +69,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rate("OAEP-SHA1 encrypt", "ops/s", 1.0, budget, || {
         black_box(public.encrypt_oaep(EncAlgo::OaepSha1, &aes_key).ok());
     });
+    // A first sign-in: the presented key read from its PEM, then two OAEP encryptions.
+    let pem = public.to_pem();
+    rate("PEM public key read", "ops/s", 1.0, budget, || {
+        black_box(salt_pki::PublicKey::from_pem(pem.as_bytes()).ok());
+    });
+    rate("PEM read (OpenSSL's decoder)", "ops/s", 1.0, budget, || {
+        black_box(salt_pki::backend::public_from_pem(pem.as_bytes()).ok());
+    });
+    rate("PEM read + 2 OAEP encrypt", "ops/s", 1.0, budget, || {
+        let k = salt_pki::PublicKey::from_pem(pem.as_bytes()).ok();
+        for _ in 0..2 {
+            black_box(
+                k.as_ref()
+                    .map(|k| k.encrypt_oaep(EncAlgo::OaepSha1, &aes_key)),
+            );
+        }
+    });
+    rate("same, OpenSSL's decoder", "ops/s", 1.0, budget, || {
+        let k = salt_pki::backend::public_from_pem(pem.as_bytes())
+            .ok()
+            .map(|k| salt_pki::PublicKey::from_ops(std::sync::Arc::new(k)));
+        for _ in 0..2 {
+            black_box(
+                k.as_ref()
+                    .map(|k| k.encrypt_oaep(EncAlgo::OaepSha1, &aes_key)),
+            );
+        }
+    });
     rate("PKCS1v15-SHA1 verify", "ops/s", 1.0, budget, || {
         black_box(public.verify(SigAlgo::Pkcs1v15Sha1, msg, &sig).ok());
     });

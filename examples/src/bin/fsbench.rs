@@ -2,7 +2,8 @@
 //! for files: `_file_hash` + `_serve_file` of every file of a tree, and a big file served
 //! chunk by chunk (`cp.get_file`'s loop). Used by `scripts/bench-fileserver.sh`.
 //!
-//!   fsbench small --port RET --files LIST --clients N --secs S
+//!   fsbench small --port RET --files LIST --clients N [--threads T] --secs S
+//!       (N minions, one request in flight each, polled by T client threads)
 //!       (LIST: file of `salt://` relative paths, one a line) → requests/s
 //!   fsbench big --port RET --path REL [--chunk BYTES]  → MiB/s, hash checked
 //!   fsbench loopback --mib N [--per-chunk] [--crypto]  → MiB/s of a TCP copy over loopback:
@@ -36,6 +37,9 @@ enum What {
         files: std::path::PathBuf,
         #[arg(long, default_value_t = 4)]
         clients: usize,
+        /// Client threads polling the minions' sockets.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
         #[arg(long, default_value_t = 10)]
         secs: u64,
     },
@@ -96,6 +100,13 @@ impl Client {
     }
 
     fn ask(&mut self, load: Vec<(&str, Value)>) -> Result<Value> {
+        let nonce = self.send(load)?;
+        let raw = self.sock.recv_bytes(0).context("no reply")?;
+        self.open(&raw, &nonce)
+    }
+
+    /// Send one AES request; returns the nonce its reply must carry.
+    fn send(&mut self, load: Vec<(&str, Value)>) -> Result<String> {
         self.n += 1;
         let nonce = format!("{:016x}{:016x}", rand::random::<u64>(), self.n);
         let mut m: Vec<(Value, Value)> = load.into_iter().map(|(k, v)| (k.into(), v)).collect();
@@ -110,20 +121,24 @@ impl Client {
             ("id".into(), self.id.as_str().into()),
         ]);
         self.sock.send(encode(&env), 0)?;
-        let raw = self.sock.recv_bytes(0).context("no reply")?;
+        Ok(nonce)
+    }
+
+    /// Check and decrypt a reply to the request that carried `nonce`.
+    fn open(&self, raw: &[u8], nonce: &str) -> Result<Value> {
         let outer;
         // The reply is one msgpack str/bin: borrow its bytes rather than copy them (a 1 MiB
         // chunk is copied enough already).
-        let ct = match raw_body(&raw) {
+        let ct = match raw_body(raw) {
             Some(ct) => ct,
             None => {
-                outer = decode(&raw)?;
+                outer = decode(raw)?;
                 outer.as_bytes().context("reply is not encrypted")?
             }
         };
         let plain = self
             .session
-            .loads(ct, Some(&nonce))
+            .loads(ct, Some(nonce))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(decode(&plain)?)
     }
@@ -155,47 +170,137 @@ fn serve_load(path: &str, loc: u64) -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn small(port: u16, files: &std::path::Path, clients: usize, secs: u64) -> Result<()> {
+/// One minion of the small-file run: which file it is at and what it waits for.
+struct Flight {
+    c: Client,
+    k: usize,
+    /// The nonce of the request in flight and whether it is the `_serve_file` half.
+    waiting: Option<(String, bool)>,
+}
+
+impl Flight {
+    fn next(&mut self, list: &[String]) -> Result<()> {
+        let p = list[self.k % list.len()].as_str();
+        let serve = matches!(self.waiting, Some((_, false)));
+        let nonce = if serve {
+            self.c.send(serve_load(p, 0))?
+        } else {
+            self.c.send(vec![
+                ("cmd", "_file_hash".into()),
+                ("path", p.into()),
+                ("saltenv", "base".into()),
+            ])?
+        };
+        self.waiting = Some((nonce, serve));
+        Ok(())
+    }
+
+    /// Read and check the reply that is ready (a `_serve_file` one moves on to the next file).
+    fn finish(&mut self, list: &[String]) -> Result<()> {
+        let raw = self.c.sock.recv_bytes(0).context("no reply")?;
+        let (nonce, serve) = self.waiting.as_ref().context("a reply nobody waits for")?;
+        let v = self.c.open(&raw, nonce)?;
+        let p = &list[self.k % list.len()];
+        if *serve {
+            if v.get("data")
+                .and_then(ValueExt::as_bytes)
+                .is_none_or(<[u8]>::is_empty)
+            {
+                bail!("no data for {p}");
+            }
+            self.k += 1;
+        } else if v.get("hsum").is_none() {
+            bail!("no hash for {p}: {v}");
+        }
+        Ok(())
+    }
+}
+
+/// The client's own CPU seconds so far (user + system, /proc/self/stat in USER_HZ = 100).
+fn own_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() / 100.0
+}
+
+/// `clients` minions, each with its own connection and one request in flight at a time (a
+/// REQ socket, as a minion's fileclient), driven by `threads` threads that poll their share
+/// of the sockets: many minions without a client thread woken per reply.
+fn small(
+    port: u16,
+    files: &std::path::Path,
+    clients: usize,
+    threads: usize,
+    secs: u64,
+) -> Result<()> {
     let list: Vec<String> = std::fs::read_to_string(files)?
         .lines()
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect();
-    let ctx = zmq::Context::new();
-    let mut cs = Vec::new();
-    for i in 0..clients {
-        cs.push(Client::sign_in(&ctx, port, &format!("fsbench-{i}"))?);
+    if list.is_empty() {
+        bail!("no files in {}", files.display());
     }
+    let ctx = zmq::Context::new();
+    let threads = threads.clamp(1, clients.max(1));
+    let mut groups: Vec<Vec<Flight>> = (0..threads).map(|_| Vec::new()).collect();
+    for i in 0..clients {
+        groups[i % threads].push(Flight {
+            c: Client::sign_in(&ctx, port, &format!("fsbench-{}-{i}", std::process::id()))?,
+            k: i * list.len() / clients.max(1),
+            waiting: None,
+        });
+    }
+    let cpu0 = own_cpu();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let t0 = Instant::now();
     let results: Vec<Result<u64>> = std::thread::scope(|s| {
-        let handles: Vec<_> = cs
+        let handles: Vec<_> = groups
             .into_iter()
-            .enumerate()
-            .map(|(i, mut c)| {
+            .map(|mut fl| {
                 let list = &list;
                 s.spawn(move || -> Result<u64> {
                     let mut done = 0u64;
-                    let mut k = i * list.len() / clients.max(1);
-                    while Instant::now() < deadline {
-                        let p = &list[k % list.len()];
-                        k += 1;
-                        let h = c.ask(vec![
-                            ("cmd", "_file_hash".into()),
-                            ("path", p.as_str().into()),
-                            ("saltenv", "base".into()),
-                        ])?;
-                        if h.get("hsum").is_none() {
-                            bail!("no hash for {p}: {h}");
+                    for f in &mut fl {
+                        f.next(list)?;
+                    }
+                    let mut busy = fl.len();
+                    while busy > 0 {
+                        let mut items: Vec<zmq::PollItem> = fl
+                            .iter()
+                            .map(|f| {
+                                f.c.sock.as_poll_item(if f.waiting.is_some() {
+                                    zmq::POLLIN
+                                } else {
+                                    zmq::PollEvents::empty()
+                                })
+                            })
+                            .collect();
+                        if zmq::poll(&mut items, 120_000)? == 0 {
+                            bail!("no reply within 120 s");
                         }
-                        let d = c.ask(serve_load(p, 0))?;
-                        if d.get("data")
-                            .and_then(ValueExt::as_bytes)
-                            .is_none_or(<[u8]>::is_empty)
-                        {
-                            bail!("no data for {p}");
+                        let ready: Vec<usize> = (0..items.len())
+                            .filter(|&i| items[i].is_readable())
+                            .collect();
+                        drop(items);
+                        let more = Instant::now() < deadline;
+                        for i in ready {
+                            let f = &mut fl[i];
+                            f.finish(list)?;
+                            done += 1;
+                            if more {
+                                f.next(list)?;
+                            } else {
+                                f.waiting = None;
+                                busy -= 1;
+                            }
                         }
-                        done += 2;
                     }
                     Ok(done)
                 })
@@ -210,20 +315,22 @@ fn small(port: u16, files: &std::path::Path, clients: usize, secs: u64) -> Resul
             .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
+    let cpu = own_cpu() - cpu0;
     let mut total = 0;
     for r in results {
         total += r?;
     }
     println!(
-        "{{\"mode\":\"small\",\"clients\":{clients},\"requests\":{total},\"secs\":{secs:.2},\"rps\":{:.0}}}",
-        total as f64 / secs
+        "{{\"mode\":\"small\",\"clients\":{clients},\"threads\":{threads},\"requests\":{total},\"secs\":{secs:.2},\"rps\":{:.0},\"client_cpu_us\":{:.0}}}",
+        total as f64 / secs,
+        1e6 * cpu / total.max(1) as f64
     );
     Ok(())
 }
 
 fn big(port: u16, path: &str) -> Result<()> {
     let ctx = zmq::Context::new();
-    let mut c = Client::sign_in(&ctx, port, "fsbench-big")?;
+    let mut c = Client::sign_in(&ctx, port, &format!("fsbench-big-{}", std::process::id()))?;
     let h = c.ask(vec![
         ("cmd", "_file_hash".into()),
         ("path", path.into()),
@@ -238,8 +345,18 @@ fn big(port: u16, path: &str) -> Result<()> {
     let mut loc = 0u64;
     let mut hasher = Vec::new();
     let mut chunks = 0;
+    // Where the time goes: waiting for a reply (the master's work and the transport) vs
+    // this client checking, decrypting and decoding it.
+    let (mut wait, mut open) = (Duration::ZERO, Duration::ZERO);
     loop {
-        let d = c.ask(serve_load(path, loc))?;
+        let t = Instant::now();
+        let nonce = c.send(serve_load(path, loc))?;
+        let raw = c.sock.recv_bytes(0).context("no reply")?;
+        let t2 = Instant::now();
+        wait += t2 - t;
+        let d = c.open(&raw, &nonce)?;
+        drop(raw);
+        open += t2.elapsed();
         let data = d
             .get("data")
             .and_then(ValueExt::as_bytes)
@@ -256,9 +373,12 @@ fn big(port: u16, path: &str) -> Result<()> {
     if got != want {
         bail!("hash mismatch: {got} != {want}");
     }
+    let mib = loc as f64 / 1048576.0;
     println!(
-        "{{\"mode\":\"big\",\"bytes\":{loc},\"chunks\":{chunks},\"secs\":{secs:.2},\"mib_s\":{:.1}}}",
-        loc as f64 / secs / 1048576.0
+        "{{\"mode\":\"big\",\"bytes\":{loc},\"chunks\":{chunks},\"secs\":{secs:.2},\"mib_s\":{:.1},\"wait_ms_per_mib\":{:.2},\"open_ms_per_mib\":{:.2}}}",
+        mib / secs,
+        1e3 * wait.as_secs_f64() / mib,
+        1e3 * open.as_secs_f64() / mib
     );
     Ok(())
 }
@@ -373,8 +493,9 @@ fn main() -> Result<()> {
             port,
             files,
             clients,
+            threads,
             secs,
-        } => small(port, &files, clients, secs),
+        } => small(port, &files, clients, threads, secs),
         What::Big { port, path } => big(port, &path),
         What::Loopback {
             mib,

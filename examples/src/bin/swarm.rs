@@ -52,6 +52,10 @@ struct Args {
     /// The master's master_sign.pub (a master with master_sign_pubkey: True).
     #[arg(long)]
     master_sign_pub: Option<PathBuf>,
+    /// The master's master.pub, known from the start: sign-ins carry a token, as those of
+    /// minions that signed in before (a storm of returning minions).
+    #[arg(long)]
+    master_pub: Option<PathBuf>,
     /// Run every sign-in check a real minion makes (3 RSA private ops per sign-in).
     #[arg(long)]
     strict: bool,
@@ -103,6 +107,11 @@ fn main() -> anyhow::Result<()> {
         cfg.keygen_threads = t.max(1);
     }
     cfg.master_sign_pub = a.master_sign_pub;
+    if let Some(p) = &a.master_pub {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
+        cfg.master_pub = Some(salt_pki::clean_key(&text).into());
+    }
     cfg.mode = if a.strict { Mode::Strict } else { Mode::Lean };
     cfg.eager_session = !a.lazy_session;
     cfg.ret = a.ret;

@@ -101,6 +101,9 @@ pub struct Config {
     pub keygen_threads: usize,
     /// `master_sign.pub` of a master with `master_sign_pubkey: True`.
     pub master_sign_pub: Option<PathBuf>,
+    /// The master's public key known from the start (a minion's cached `minion_master.pub`):
+    /// every first sign-in then carries a token, as a returning minion's does.
+    pub master_pub: Option<Arc<str>>,
     /// Sign-in reply checks.
     pub mode: Mode,
     /// Decrypt the session key at sign-in (else at the first return).
@@ -143,6 +146,7 @@ impl Config {
             cached_only: false,
             keygen_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             master_sign_pub: None,
+            master_pub: None,
             mode: Mode::Lean,
             eager_session: true,
             ret: ReturnValue::True,

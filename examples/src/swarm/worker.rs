@@ -147,7 +147,9 @@ impl Worker {
                 .clone();
             let id = cfg.id_of(i);
             let client = match cfg.mode {
-                Mode::Lean => Client::Lean { master_pub: None },
+                Mode::Lean => Client::Lean {
+                    master_pub: cfg.master_pub.clone(),
+                },
                 Mode::Strict => {
                     let mut s = AuthSettings::new(id.clone());
                     s.verify_master_pubkey_sign = shared.sign_pub.is_some();
