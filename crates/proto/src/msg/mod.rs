@@ -15,6 +15,7 @@ mod aes;
 mod auth;
 mod envelope;
 pub(crate) mod fields;
+pub(crate) mod files;
 mod job;
 mod requests;
 
@@ -24,10 +25,13 @@ pub use auth::{
 };
 pub use envelope::{AesRequest, ClearRequest, Enc, ErrorReply, RequestEnvelope, salt_version};
 pub use fields::InvalidMessage;
+pub use files::{
+    FileHash, FileLoad, FileRecv, FileRef, ListKind, ServeChunk, ServeFile, find_stat,
+};
 pub use job::{JobLoad, PublishPayload};
 pub use requests::{
-    EventBody, MineLoad, MinionEvent, PillarData, PillarReply, PillarRequest, PillarSignedData,
-    Ping, RequestMeta, ReturnLoad,
+    EventBody, MineLoad, MinionEvent, OutAt, PillarData, PillarReply, PillarRequest,
+    PillarSignedData, Ping, RequestMeta, ReturnIds, ReturnLoad,
 };
 
 use rmpv::Value;
