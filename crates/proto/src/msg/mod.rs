@@ -18,6 +18,7 @@ pub(crate) mod fields;
 pub(crate) mod files;
 mod job;
 mod requests;
+mod returns;
 
 pub use aes::{AesMeta, Command, FILE_COMMANDS, FileRequest, MineDelete, MineGet, Return, load_id};
 pub use auth::{
@@ -30,9 +31,10 @@ pub use files::{
 };
 pub use job::{JobLoad, PublishPayload};
 pub use requests::{
-    EventBody, MineLoad, MinionEvent, OutAt, PillarData, PillarReply, PillarRequest,
-    PillarSignedData, Ping, RequestMeta, ReturnIds, ReturnLoad,
+    EventBody, MineLoad, MinionEvent, PillarData, PillarReply, PillarRequest, PillarSignedData,
+    Ping, RequestMeta,
 };
+pub use returns::{OutAt, ReturnIds, ReturnLoad};
 
 use rmpv::Value;
 
