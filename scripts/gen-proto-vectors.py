@@ -235,6 +235,42 @@ add("none", "None (reply to _return)", None)
 add("true", "True (reply to _mine)", True)
 add("empty_map", "{} (reply to unknown cmd)", {})
 
+
+# _return loads assembled by Salt's own Minion._prepare_return_pub from a `ret` dict
+# filled in the order salt/minion.py `_thread_return` fills it (same in 3006, 3007, 3008):
+# `ret = {"success": False}`, then per outcome, then jid, fun, fun_args, user.
+# Appended last: they take nothing from RNG, so every vector above stays as it was.
+class _FakeMinion:
+    opts = {"id": "minion1", "cache_jobs": False, "pub_ret": True}
+    proc_dir = "/nonexistent-proc-dir"
+    functions = {}
+
+
+def salt_return(outcome, fun, args):
+    import salt.minion
+
+    ret = {"success": False}
+    for key, value in outcome:
+        ret[key] = value
+    ret["jid"] = JID
+    ret["fun"] = fun
+    ret["fun_args"] = args
+    ret["user"] = "root"
+    return salt.minion.Minion._prepare_return_pub(_FakeMinion(), ret)
+
+
+# A function that ran: return, then retcode and success (success keeps its first place).
+add("return_minion_ok", "_return of test.ping as Salt's minion builds it",
+    salt_return([("return", True), ("retcode", 0), ("success", True)], "test.ping", []))
+# A function that is not available: return, success, retcode, then out.
+add("return_minion_missing", "_return of a missing function (out after retcode)",
+    salt_return([("return", "'no.such' is not available."), ("success", False),
+                 ("retcode", 1), ("out", "nested")], "no.such", ["x"]))
+# A function that raised CommandExecutionError: return, out, then retcode.
+add("return_minion_error", "_return of a function that raised (out before retcode)",
+    salt_return([("return", "ERROR: boom"), ("out", "nested"), ("retcode", 1)],
+                "cmd.run", ["false"]))
+
 out = {
     "generator": "scripts/gen-proto-vectors.py",
     "salt_version": salt.version.__version__,

@@ -8,14 +8,17 @@
 //! * [`repr`]: Python's `repr` of a `str`;
 //! * [`time`]: proleptic Gregorian dates and `time.asctime`;
 //! * [`id`]: `salt.utils.verify.valid_id` / `clean_path` (the one minion-id rule);
-//! * [`json`]: JSON values to msgpack values and back, key order kept.
+//! * [`json`]: JSON values to msgpack values and back, key order kept;
+//! * [`map`]: `dict.get` on a decoded msgpack map.
 
 pub mod fnmatch;
 pub mod id;
 pub mod json;
+pub mod map;
 pub mod repr;
 pub mod time;
 
 pub use fnmatch::fnmatch;
 pub use id::valid_id;
+pub use map::map_get;
 pub use repr::py_str_repr;

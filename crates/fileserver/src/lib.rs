@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use salt_config::FileServerConfig;
 use salt_keystore::GlobList;
-use salt_proto::{Value, ValueExt};
+use salt_proto::Value;
+use salt_proto::msg::{FileLoad, ListKind};
 
 use crate::index::{EnvIndex, WalkOpts};
 
@@ -56,21 +57,8 @@ pub const LIST_CACHE_TIME: Duration = Duration::from_secs(20);
 /// Most environments whose index is kept (`__env__` makes the set open-ended).
 const MAX_INDEXES: usize = 256;
 
-/// The AES commands served here.
-pub const COMMANDS: &[&str] = &[
-    "_file_envs",
-    "_file_list",
-    "_file_list_emptydirs",
-    "_dir_list",
-    "_symlink_list",
-    "_file_find",
-    "_file_hash",
-    "_file_hash_and_stat",
-    "_serve_file",
-    "_master_opts",
-    "_master_tops",
-    "_file_recv",
-];
+/// The AES commands served here (read by [`salt_proto::msg::FileLoad`]).
+pub use salt_proto::msg::FILE_COMMANDS as COMMANDS;
 
 /// `file_ignore_regex` and `file_ignore_glob`, compiled.
 #[derive(Debug, Default)]
@@ -160,21 +148,29 @@ impl FileServer {
     /// Answers one AES command from minion `id`; `None` if `cmd` is not a file-server
     /// command. Never panics on peer input.
     pub fn handle(&self, cmd: &str, load: &Value, id: &str) -> Option<Value> {
-        Some(match cmd {
-            "_file_envs" => Value::Array(self.envs().into_iter().map(Value::from).collect()),
-            "_file_list" => self.list(load, |i| &i.files),
-            "_file_list_emptydirs" => self.list(load, |i| &i.empty_dirs),
-            "_dir_list" => self.list(load, |i| &i.dirs),
-            "_symlink_list" => self.symlinks(load),
-            "_file_find" => self.file_find(load),
-            "_file_hash" => self.file_hash(load),
-            "_file_hash_and_stat" => self.file_hash_and_stat(load),
-            "_serve_file" => self.serve_file(load),
-            "_master_opts" => opts::master_opts(&self.cfg, &self.envs(), load),
-            "_master_tops" => Value::Map(vec![]),
-            "_file_recv" => Value::Boolean(self.file_recv(load, id)),
-            _ => return None,
-        })
+        Some(self.answer(FileLoad::read(cmd, load)?, id))
+    }
+
+    /// Answers one typed file-server request from minion `id`. Never panics on peer input.
+    pub fn answer(&self, req: FileLoad<'_>, id: &str) -> Value {
+        match req {
+            FileLoad::Envs => Value::Array(self.envs().into_iter().map(Value::from).collect()),
+            FileLoad::List {
+                kind,
+                saltenv,
+                prefix,
+            } => self.list(saltenv.as_deref(), prefix, kind),
+            FileLoad::Symlinks { saltenv, prefix } => self.symlinks(saltenv.as_deref(), prefix),
+            FileLoad::Find(f) => self.file_find(&f),
+            FileLoad::Hash(f) => self.file_hash(&f),
+            FileLoad::HashAndStat(f) => self.file_hash_and_stat(&f),
+            FileLoad::Serve(s) => self.serve_file(&s),
+            FileLoad::MasterOpts { env_only } => {
+                opts::master_opts(&self.cfg, &self.envs(), env_only)
+            }
+            FileLoad::MasterTops => Value::Map(vec![]),
+            FileLoad::Recv(r) => Value::Boolean(self.file_recv(&r, id)),
+        }
     }
 
     /// Drops every listing and cached hash (Salt's `fileserver.update`).
@@ -260,36 +256,39 @@ impl FileServer {
     }
 
     /// `_file_list` and friends: `[]` without `saltenv` or for an unknown environment.
-    fn list(&self, load: &Value, pick: impl Fn(&EnvIndex) -> &Vec<String>) -> Value {
-        let Some(saltenv) = load.get("saltenv").map(py_str) else {
+    fn list(&self, saltenv: Option<&str>, prefix: &str, kind: ListKind) -> Value {
+        let Some(saltenv) = saltenv else {
             return Value::Array(vec![]);
         };
-        let Some((index, _)) = self.index(&saltenv) else {
+        let Some((index, _)) = self.index(saltenv) else {
             return Value::Array(vec![]);
         };
-        let prefix = prefix_of(load);
+        let listed = match kind {
+            ListKind::Files => &index.files,
+            ListKind::EmptyDirs => &index.empty_dirs,
+            ListKind::Dirs => &index.dirs,
+        };
         Value::Array(
-            pick(&index)
+            listed
                 .iter()
-                .filter(|p| p.starts_with(prefix.as_str()))
+                .filter(|p| p.starts_with(prefix))
                 .map(|p| Value::from(p.as_str()))
                 .collect(),
         )
     }
 
-    fn symlinks(&self, load: &Value) -> Value {
-        let Some(saltenv) = load.get("saltenv").map(py_str) else {
+    fn symlinks(&self, saltenv: Option<&str>, prefix: &str) -> Value {
+        let Some(saltenv) = saltenv else {
             return Value::Map(vec![]);
         };
-        let Some((index, _)) = self.index(&saltenv) else {
+        let Some((index, _)) = self.index(saltenv) else {
             return Value::Map(vec![]);
         };
-        let prefix = prefix_of(load);
         Value::Map(
             index
                 .links
                 .iter()
-                .filter(|(k, _)| k.starts_with(prefix.as_str()))
+                .filter(|(k, _)| k.starts_with(prefix))
                 .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
                 .collect(),
         )
@@ -306,28 +305,6 @@ impl FileServer {
             last.insert(kind, now);
             tracing::warn!("file server: {msg}");
         }
-    }
-}
-
-/// `load.get("prefix", "").strip("/")`.
-fn prefix_of(load: &Value) -> String {
-    load.get("prefix")
-        .and_then(ValueExt::as_text)
-        .unwrap_or_default()
-        .trim_matches('/')
-        .to_owned()
-}
-
-/// Python's `str(value)` for the scalars a load may carry in place of a string.
-fn py_str(v: &Value) -> String {
-    match v {
-        Value::Nil => "None".to_owned(),
-        Value::Boolean(true) => "True".to_owned(),
-        Value::Boolean(false) => "False".to_owned(),
-        Value::Integer(i) => i.to_string(),
-        Value::F64(f) => format!("{f:?}"),
-        Value::F32(f) => format!("{f:?}"),
-        other => other.as_text().map(str::to_owned).unwrap_or_default(),
     }
 }
 

@@ -2,10 +2,10 @@
 //! (`AESFuncs._master_opts` in Salt's `salt/master.py`), in Salt's key order.
 
 use salt_config::FileServerConfig;
-use salt_proto::{Value, ValueExt};
+use salt_proto::Value;
 
 /// The reply; with a truthy `env_only` in the load, only the top-file keys.
-pub(crate) fn master_opts(cfg: &FileServerConfig, envs: &[String], load: &Value) -> Value {
+pub(crate) fn master_opts(cfg: &FileServerConfig, envs: &[String], env_only: bool) -> Value {
     let s = |v: &str| Value::from(v);
     let strs = |v: &[String]| Value::Array(v.iter().map(|x| s(x)).collect());
     let file_roots = envs.iter().map(|e| (s(e), Value::Array(vec![]))).collect();
@@ -18,7 +18,7 @@ pub(crate) fn master_opts(cfg: &FileServerConfig, envs: &[String], load: &Value)
         ("env_order", strs(&cfg.env_order)),
         ("default_top", s(&cfg.default_top)),
     ];
-    if !load.get("env_only").is_some_and(ValueExt::is_truthy) {
+    if !env_only {
         m.extend([
             ("renderer", s(&cfg.renderer)),
             ("failhard", Value::Boolean(cfg.failhard)),

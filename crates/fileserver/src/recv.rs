@@ -4,17 +4,14 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use salt_proto::{Value, ValueExt};
+use salt_proto::ValueExt;
+use salt_proto::msg::FileRecv;
 
 use crate::FileServer;
 
 impl FileServer {
-    pub(crate) fn file_recv(&self, load: &Value, id: &str) -> bool {
-        let (Some(path), Some(loc), Some(data)) = (
-            load.get("path").and_then(ValueExt::as_items),
-            load.get("loc"),
-            load.get("data").and_then(ValueExt::as_bytes),
-        ) else {
+    pub(crate) fn file_recv(&self, load: &FileRecv<'_>, id: &str) -> bool {
+        let (Some(path), Some(loc), Some(data)) = (load.path, load.loc, load.data) else {
             return false;
         };
         if !self.cfg.file_recv || !salt_proto::auth_master::valid_id(id) {

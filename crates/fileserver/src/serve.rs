@@ -15,7 +15,8 @@ use salt_proto::{Value, ValueExt};
 use crate::index::{file_in_root, find_on_disk};
 use crate::inline::{self, SMALL};
 use crate::paths::{self, Refused};
-use crate::{FileServer, not_found, py_str};
+use crate::{FileServer, not_found};
+use salt_proto::msg::{FileRef, ServeFile};
 
 /// Most open handles kept for `_serve_file`.
 const MAX_HANDLES: usize = 512;
@@ -125,18 +126,18 @@ impl FileServer {
         Some(Found { full, rel, meta })
     }
 
-    fn find_in_load(&self, load: &Value, need_saltenv: bool) -> Option<Found> {
-        let path = load.get("path")?;
-        let saltenv = match load.get("saltenv") {
-            Some(v) => py_str(v),
+    fn find_in_load(&self, load: &FileRef<'_>, need_saltenv: bool) -> Option<Found> {
+        let path = load.path?;
+        let saltenv = match &load.saltenv {
+            Some(v) => v.clone(),
             None if need_saltenv => return None,
             None => "base".to_owned(),
         };
         self.find(path, &saltenv)
     }
 
-    pub(crate) fn file_find(&self, load: &Value) -> Value {
-        if !load.get("path").is_some_and(ValueExt::is_truthy) {
+    pub(crate) fn file_find(&self, load: &FileRef<'_>) -> Value {
+        if !load.path.is_some_and(ValueExt::is_truthy) {
             return not_found();
         }
         match self.find_in_load(load, false) {
@@ -153,19 +154,19 @@ impl FileServer {
         }
     }
 
-    pub(crate) fn file_hash(&self, load: &Value) -> Value {
+    pub(crate) fn file_hash(&self, load: &FileRef<'_>) -> Value {
         self.hash_reply(load)
             .map_or_else(|| Value::from(""), |(h, _)| h)
     }
 
-    pub(crate) fn file_hash_and_stat(&self, load: &Value) -> Value {
+    pub(crate) fn file_hash_and_stat(&self, load: &FileRef<'_>) -> Value {
         match self.hash_reply(load) {
             Some((h, stat)) => Value::Array(vec![h, stat]),
             None => Value::Array(vec![Value::from(""), Value::Nil]),
         }
     }
 
-    fn hash_reply(&self, load: &Value) -> Option<(Value, Value)> {
+    fn hash_reply(&self, load: &FileRef<'_>) -> Option<(Value, Value)> {
         let found = self.find_in_load(load, true)?;
         let hex = self.hash_of(&found)?;
         let reply = Value::Map(vec![
@@ -282,19 +283,17 @@ impl FileServer {
     }
 
     /// The checks of `_serve_file`: the chunk to read, or the reply when there is none.
-    fn serve_plan(&self, load: &Value) -> Result<Chunk, Value> {
+    fn serve_plan(&self, load: &ServeFile<'_>) -> Result<Chunk, Value> {
         let empty = || {
             Value::Map(vec![
                 (Value::from("data"), Value::from("")),
                 (Value::from("dest"), Value::from("")),
             ])
         };
-        let (Some(_), Some(loc), Some(_)) =
-            (load.get("path"), load.get("loc"), load.get("saltenv"))
-        else {
+        let (Some(_), Some(loc), Some(_)) = (load.file.path, load.loc, &load.file.saltenv) else {
             return Err(empty());
         };
-        let Some(found) = self.find_in_load(load, true) else {
+        let Some(found) = self.find_in_load(&load.file, true) else {
             return Err(empty());
         };
         // Salt's `fp_.seek(loc)` raises for a negative or non-integer `loc`, and the
@@ -327,7 +326,7 @@ impl FileServer {
         })
     }
 
-    pub(crate) fn serve_file(&self, load: &Value) -> Value {
+    pub(crate) fn serve_file(&self, load: &ServeFile<'_>) -> Value {
         let chunk = match self.serve_plan(load) {
             Ok(c) => c,
             Err(reply) => return reply,
@@ -336,15 +335,14 @@ impl FileServer {
         if chunk.read_into(&mut data).is_err() {
             return Value::from("");
         }
-        self.serve_reply(load, data, &chunk.rel)
+        self.serve_reply(load.gzip, data, &chunk.rel)
     }
 
-    fn serve_reply(&self, load: &Value, mut data: Vec<u8>, rel: &str) -> Value {
+    fn serve_reply(&self, gzip: Option<&Value>, mut data: Vec<u8>, rel: &str) -> Value {
         let mut reply = vec![
             (Value::from("data"), Value::from("")),
             (Value::from("dest"), Value::from(rel)),
         ];
-        let gzip = load.get("gzip").filter(|g| g.is_truthy());
         if let (Some(level), false) = (gzip, data.is_empty()) {
             let Some(n) = level.as_u64().filter(|n| *n <= 9) else {
                 return Value::from("");
@@ -369,8 +367,8 @@ impl FileServer {
     /// `_serve_file` with the reply msgpack-encoded straight into `out` and the chunk read
     /// in place (no intermediate buffers): `Ok` when written, else the reply to encode the
     /// ordinary way (a miss, an error, `gzip`). The bytes equal `encode(serve_file(load))`.
-    pub fn serve_file_into(&self, load: &Value, out: &mut Vec<u8>) -> Result<(), Value> {
-        if load.get("gzip").is_some_and(ValueExt::is_truthy) {
+    pub fn serve_file_into(&self, load: &ServeFile<'_>, out: &mut Vec<u8>) -> Result<(), Value> {
+        if load.gzip.is_some() {
             return Err(self.serve_file(load));
         }
         let chunk = self.serve_plan(load)?;
@@ -385,7 +383,7 @@ impl FileServer {
             Ok(_) => {
                 let data = out[at..].to_vec();
                 out.truncate(mark);
-                return Err(self.serve_reply(load, data, &chunk.rel));
+                return Err(self.serve_reply(load.gzip, data, &chunk.rel));
             }
             Err(()) => {
                 out.truncate(mark);

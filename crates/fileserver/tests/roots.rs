@@ -349,6 +349,13 @@ fn file_recv_only_when_enabled_and_inside_the_cache() {
     assert_eq!(push(&on, &["tmp", "x"], 1 << 20), Value::Boolean(false));
 }
 
+fn serve_req(load: &Value) -> salt_proto::msg::ServeFile<'_> {
+    match salt_proto::msg::FileLoad::read("_serve_file", load) {
+        Some(salt_proto::msg::FileLoad::Serve(s)) => s,
+        other => panic!("{other:?}"),
+    }
+}
+
 /// The in-place `_serve_file` writes exactly the bytes of the encoded ordinary reply, or
 /// hands back the ordinary reply (miss, bad loc, gzip).
 #[test]
@@ -389,7 +396,7 @@ fn serve_file_into_matches_the_encoded_reply() {
             ],
         ));
         let mut out = b"prefix".to_vec();
-        let got = match fs.serve_file_into(&l, &mut out) {
+        let got = match fs.serve_file_into(&serve_req(&l), &mut out) {
             Ok(()) => out[6..].to_vec(),
             Err(v) => {
                 assert_eq!(out, b"prefix", "nothing written on the ordinary path");
@@ -405,7 +412,7 @@ fn serve_file_into_matches_the_encoded_reply() {
         ("gzip", Value::from(5)),
     ]);
     let mut out = Vec::new();
-    let r = fs.serve_file_into(&gz, &mut out).unwrap_err();
+    let r = fs.serve_file_into(&serve_req(&gz), &mut out).unwrap_err();
     assert!(out.is_empty());
     assert_eq!(r.get("gzip"), Some(&Value::from(5)));
 }

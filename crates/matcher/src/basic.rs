@@ -78,16 +78,8 @@ fn py_repr(v: &Value) -> String {
     }
 }
 
-/// Look a key up in a map value.
-pub fn map_lookup<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
-    match map {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.as_str() == Some(key))
-            .map(|(_, v)| v),
-        _ => None,
-    }
-}
+/// Look a key up in a map value (the one `dict.get`: [`salt_compat::map_get`]).
+pub use salt_compat::map_get as map_lookup;
 
 /// Salt's `traverse_dict_and_list`: walk `key` split on `delim` through maps and
 /// (by integer index) lists.

@@ -206,8 +206,8 @@ pub fn open_pillar(
     sig_algo: SigAlgo,
 ) -> Result<Value, ChannelError> {
     let v = salt_proto::decode(reply).map_err(|_| ChannelError::Malformed("pillar reply"))?;
-    if let Some(e) = v.get("error") {
-        return Err(ChannelError::MasterError(crate::matcher::py_str(e)));
+    if let Some(e) = PillarReply::master_error(&v) {
+        return Err(ChannelError::MasterError(e));
     }
     let r = PillarReply::from_value(&v).map_err(|e| match e {
         InvalidMessage::MissingField { field: "key", .. }

@@ -266,7 +266,10 @@ pub async fn run(
         settings.random_reauth_delay,
         settings.rng_seed.rotate_left(17) ^ 0x7e4e_7e4e,
     );
-    let kept = crate::kept::Kept::persistent(&settings.cachedir.join("kept_returns"));
+    let kept_dir = settings.cachedir.join("kept_returns");
+    let kept = tokio::task::spawn_blocking(move || crate::kept::Kept::persistent(&kept_dir))
+        .await
+        .map_err(|e| DriverError::Startup(e.to_string()))?;
     let mut d = Driver {
         s: settings,
         key,
@@ -368,6 +371,9 @@ impl Driver {
         {
             h.abort();
         }
+        // The process ends next: the kept returns' files must be on disk first (blocking,
+        // once, at shutdown).
+        self.kept.flush();
     }
 
     fn drain_actions(&mut self) {

@@ -15,8 +15,8 @@ use std::sync::Mutex;
 use rmpv::Value;
 
 use crate::master_link::MasterLink;
-use crate::matcher::map_lookup;
 use salt_proto::ValueExt;
+use salt_proto::msg::{FileHash, ServeChunk, find_stat};
 
 /// `salt://` files from the master (blocking calls: run on a blocking thread).
 #[derive(Debug)]
@@ -68,11 +68,6 @@ pub fn hex_digest(hash_type: &str, data: &[u8]) -> Option<String> {
     })
 }
 
-fn text_of(v: Option<&Value>) -> Option<String> {
-    v.and_then(ValueExt::as_bytes)
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-}
-
 impl RemoteFileClient {
     /// A client caching under `cachedir/files/`.
     pub fn new(link: MasterLink, cachedir: PathBuf) -> Self {
@@ -109,9 +104,7 @@ impl RemoteFileClient {
             ("saltenv", Value::from(saltenv)),
             ("cmd", Value::from("_file_hash")),
         ])?;
-        let hsum = text_of(map_lookup(&r, "hsum"));
-        let ht = text_of(map_lookup(&r, "hash_type"));
-        Ok(hsum.zip(ht).filter(|(h, _)| !h.is_empty()))
+        Ok(FileHash::from_value(&r).map(|h| (h.hsum, h.hash_type)))
     }
 
     /// `_file_find`: the master's `os.stat` list of the file (`None` when absent).
@@ -121,10 +114,7 @@ impl RemoteFileClient {
             ("saltenv", Value::from(saltenv)),
             ("cmd", Value::from("_file_find")),
         ])?;
-        Ok(match map_lookup(&r, "stat") {
-            Some(Value::Array(a)) => Some(a.clone()),
-            _ => None,
-        })
+        Ok(find_stat(&r).map(<[Value]>::to_vec))
     }
 
     /// `_file_list`, `_file_list_emptydirs` or `_dir_list` of `saltenv` under `prefix`.
@@ -196,13 +186,12 @@ impl RemoteFileClient {
                     load.push(("gzip", Value::from(g)));
                 }
                 let r = self.send(load)?;
-                let chunk = map_lookup(&r, "data")
-                    .and_then(ValueExt::as_bytes)
+                let ServeChunk { data: chunk, gzip } = ServeChunk::from_value(&r)
                     .ok_or_else(|| format!("_serve_file of {path}: no data in the reply"))?;
                 if chunk.is_empty() {
                     break;
                 }
-                if map_lookup(&r, "gzip").is_some_and(|g| !matches!(g, Value::Nil)) {
+                if gzip {
                     let mut out = Vec::new();
                     flate2::read::GzDecoder::new(chunk)
                         .read_to_end(&mut out)

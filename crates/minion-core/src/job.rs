@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use rmpv::Value;
 
 use salt_proto::ValueExt;
-use salt_proto::msg::JobLoad;
+use salt_proto::msg::{JobLoad, OutAt, ReturnLoad};
 
 use crate::matcher::{MatchContext, matches};
 use crate::modules::{self, ExecContext};
@@ -133,32 +133,31 @@ pub async fn run(job: &Job, ctx: &ExecContext) -> Option<Value> {
     Some(return_load(job, &ctx.id, outcome))
 }
 
-/// Build the `_return` load for a finished call.
+/// Build the `_return` load for a finished call, in the order Salt's minion writes it
+/// (`proto::msg::ReturnLoad`): `out` after `retcode`, then the publish's `user`,
+/// `master_id` and `metadata`.
 pub fn return_load(job: &Job, id: &str, outcome: modules::CallOutcome) -> Value {
     let success = outcome.success();
-    let mut m: Vec<(Value, Value)> = vec![
-        ("cmd".into(), "_return".into()),
-        ("id".into(), id.into()),
-        ("success".into(), success.into()),
-        ("return".into(), outcome.ret),
-        ("retcode".into(), outcome.retcode.into()),
-    ];
-    if let Some(out) = outcome.out {
-        m.push(("out".into(), out.into()));
+    let extra = [
+        ("user", &job.user),
+        ("master_id", &job.master_id),
+        ("metadata", &job.metadata),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.clone().map(|v| (Value::from(k), v)))
+    .collect();
+    ReturnLoad {
+        id: id.to_owned(),
+        jid: job.jid.clone(),
+        fun: job.fun.as_str().into(),
+        ret: outcome.ret,
+        success: Some(success.into()),
+        retcode: Some(outcome.retcode.into()),
+        out: outcome.out.map(|o| (o.to_owned(), OutAt::AfterRetcode)),
+        fun_args: Some(job.arg.clone()),
+        extra,
     }
-    m.push(("jid".into(), job.jid.clone().into()));
-    m.push(("fun".into(), job.fun.clone().into()));
-    m.push(("fun_args".into(), Value::Array(job.arg.clone())));
-    if let Some(u) = &job.user {
-        m.push(("user".into(), u.clone()));
-    }
-    if let Some(mid) = &job.master_id {
-        m.push(("master_id".into(), mid.clone()));
-    }
-    if let Some(md) = &job.metadata {
-        m.push(("metadata".into(), md.clone()));
-    }
-    Value::Map(m)
+    .to_value()
 }
 
 #[cfg(test)]
@@ -225,5 +224,41 @@ mod tests {
             .unwrap();
         assert_eq!(bad.get("success"), Some(&Value::Boolean(false)));
         assert_eq!(bad.get("out"), Some(&Value::from("nested")));
+    }
+
+    /// The golden `_return` loads Salt's own minion code assembles
+    /// (`scripts/gen-proto-vectors.py`).
+    fn salt_return(name: &str) -> Vec<u8> {
+        let json: serde_json::Value =
+            serde_json::from_str(include_str!("../../proto/tests/vectors/payload.json")).unwrap();
+        let v = json["vectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap();
+        hex::decode(v["hex"].as_str().unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn return_loads_are_salts_bytes() {
+        let job = |fun: &str, arg: Vec<Value>| {
+            let mut l = load(fun, "m1");
+            l.jid = "20251122012345678901".into();
+            l.arg = arg;
+            Job::from_load(l).unwrap()
+        };
+        let ctx = ExecContext::new("minion1", Arc::new(Value::Map(vec![])));
+        let ping = run(&job("test.ping", vec![]), &ctx).await.unwrap();
+        assert_eq!(salt_proto::encode(&ping), salt_return("return_minion_ok"));
+        let missing = return_load(
+            &job("no.such", vec!["x".into()]),
+            "minion1",
+            modules::CallOutcome::error("'no.such' is not available.".into()),
+        );
+        assert_eq!(
+            salt_proto::encode(&missing),
+            salt_return("return_minion_missing")
+        );
     }
 }

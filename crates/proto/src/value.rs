@@ -82,15 +82,7 @@ fn key_matches(k: &Value, key: &str) -> bool {
     k.as_bytes() == Some(key.as_bytes())
 }
 
-/// The value stored under `key` in map `map` (str or bin key; last match wins).
-/// `None` if `map` is not a map or has no such key.
-pub fn map_get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
-    map.as_entries()?
-        .iter()
-        .rev()
-        .find(|(k, _)| key_matches(k, key))
-        .map(|(_, v)| v)
-}
+pub use salt_compat::map_get;
 
 /// Python `d[key] = value`: replaces the value of an existing key in place (keeping
 /// its position; duplicates of the key are removed) or appends a new entry.

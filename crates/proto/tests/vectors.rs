@@ -6,8 +6,8 @@
 
 use salt_proto::msg::{
     AuthReply, AuthRequest, AuthResponse, AuthRet, ErrorReply, EventBody, JobLoad, MineLoad,
-    MinionEvent, PillarReply, PillarRequest, Ping, PublishPayload, RequestEnvelope, RequestMeta,
-    ReturnLoad,
+    MinionEvent, OutAt, PillarReply, PillarRequest, Ping, PublishPayload, RequestEnvelope,
+    RequestMeta, ReturnLoad,
 };
 use salt_proto::{Value, ValueExt, decode, encode};
 use sha2::{Digest, Sha256};
@@ -329,4 +329,29 @@ fn request_vectors() {
     let r = ReturnLoad::from_value(&v).unwrap();
     assert_eq!(r.ret, Value::Boolean(true));
     assert_eq!(encode(&r.to_value()), wire);
+}
+
+#[test]
+fn returns_as_salts_minion_builds_them_round_trip() {
+    for (name, out) in [
+        ("return_minion_ok", None),
+        ("return_minion_missing", Some(OutAt::AfterRetcode)),
+        ("return_minion_error", Some(OutAt::BeforeRetcode)),
+    ] {
+        let (v, wire) = vector(name);
+        let r = ReturnLoad::from_value(&v).unwrap();
+        assert_eq!(r.out.as_ref().map(|(_, at)| *at), out, "{name}");
+        assert_eq!(r.out(), out.map(|_| "nested"), "{name}");
+        assert_eq!(r.extra.len(), 1, "{name}: only `user` is extra");
+        assert_eq!(encode(&r.to_value()), wire, "{name}");
+        let ids = ReturnLoad::ids(&v).unwrap();
+        assert_eq!((ids.jid, ids.id), ("20251122012345678901", "minion1"));
+    }
+    // `out` anywhere else (an `__outputter__` hint, appended last) stays in `extra`.
+    let (v, wire) = vector("return_load");
+    let r = ReturnLoad::from_value(&v).unwrap();
+    assert!(r.out.is_none());
+    assert_eq!(r.out(), Some("nested"));
+    assert_eq!(encode(&r.to_value()), wire);
+    assert!(ReturnLoad::ids(&vector("minion_event").0).is_err());
 }

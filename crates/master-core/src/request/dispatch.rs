@@ -5,7 +5,8 @@ use salt_keystore::KeyState;
 use salt_pki::{Crypticle, EncAlgo, PublicKey, SigAlgo, generate_key_string};
 use salt_proto::encode;
 use salt_proto::msg::{
-    Command, EventBody, MinionEvent, PillarData, PillarReply, PillarSignedData, Return,
+    Command, EventBody, FileLoad, MinionEvent, PillarData, PillarReply, PillarSignedData, Return,
+    ServeFile,
 };
 
 use super::error::{RequestError, Seal};
@@ -58,16 +59,14 @@ pub(super) fn run(
             let pillar = crate::pillar::answer(shared, id, &req);
             return pillar_reply(shared, ctx, pillar).map(Answer::Plain);
         }
-        Command::File(f) if f.cmd == "_serve_file" => {
-            match serve_file_sealed(shared, &f.load, ctx.seal) {
+        Command::File(f) => match f.typed() {
+            Some(FileLoad::Serve(req)) => match serve_file_sealed(shared, &req, ctx.seal) {
                 Ok(reply) => return Ok(Answer::Bytes(reply)),
                 Err(ret) => ret,
-            }
-        }
-        Command::File(f) => shared
-            .files
-            .handle(&f.cmd, &f.load, id)
-            .unwrap_or(Value::Nil),
+            },
+            Some(req) => shared.files.answer(req, id),
+            None => Value::Nil,
+        },
         Command::Other { cmd, load } => crate::unsupported::reply(&cmd, id, &load),
     }))
 }
@@ -76,7 +75,11 @@ pub(super) fn run(
 /// which is encrypted in place and framed as a msgpack raw string, the bytes the ordinary path
 /// (`encode(Binary(dumps(encode(reply))))`) would send, without its four copies of the chunk.
 /// `Err` carries the reply to send the ordinary way (a miss, an error, `gzip`).
-fn serve_file_sealed(shared: &Shared, load: &Value, seal: &Seal<'_>) -> Result<Vec<u8>, Value> {
+fn serve_file_sealed(
+    shared: &Shared,
+    load: &ServeFile<'_>,
+    seal: &Seal<'_>,
+) -> Result<Vec<u8>, Value> {
     // str32 header, IV, "pickle::", nonce, map and key headers, padding and MAC.
     const SLACK: usize = 5 + 16 + 8 + 32 + 32 + 16 + 32;
     let chunk = usize::try_from(shared.cfg.fileserver.file_buffer_size).unwrap_or(0);

@@ -1,7 +1,7 @@
 //! The session with the master in use: the SUB socket, publishes, AES requests, pillar,
 //! and the clear ping used by alive checks and failback.
 
-use salt_proto::msg::{EventBody, MinionEvent, Ping};
+use salt_proto::msg::{EventBody, MinionEvent, Ping, ReturnLoad};
 
 use super::*;
 
@@ -213,7 +213,7 @@ impl Driver {
         let tx = self.ev_tx.clone();
         let (kept, epoch) = (self.kept.clone(), c.epoch);
         tokio::spawn(async move {
-            let jid = crate::matcher::map_lookup(&load, "jid").map(crate::matcher::py_str);
+            let jid = ReturnLoad::ids(&load).ok().map(|r| r.jid.to_owned());
             if let Some(j) = &jid {
                 info!("Returning information for job: {j}");
             }

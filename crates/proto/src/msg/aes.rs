@@ -171,6 +171,13 @@ pub struct FileRequest {
     pub load: Value,
 }
 
+impl FileRequest {
+    /// The load read as the file server reads it.
+    pub fn typed(&self) -> Option<super::FileLoad<'_>> {
+        super::FileLoad::read(&self.cmd, &self.load)
+    }
+}
+
 /// The commands of the file server (`AESFuncs` exposes them; `salt-rs` answers them from the
 /// `roots` file server).
 pub const FILE_COMMANDS: &[&str] = &[

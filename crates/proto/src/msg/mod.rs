@@ -15,8 +15,10 @@ mod aes;
 mod auth;
 mod envelope;
 pub(crate) mod fields;
+pub(crate) mod files;
 mod job;
 mod requests;
+mod returns;
 
 pub use aes::{AesMeta, Command, FILE_COMMANDS, FileRequest, MineDelete, MineGet, Return, load_id};
 pub use auth::{
@@ -24,11 +26,15 @@ pub use auth::{
 };
 pub use envelope::{AesRequest, ClearRequest, Enc, ErrorReply, RequestEnvelope, salt_version};
 pub use fields::InvalidMessage;
+pub use files::{
+    FileHash, FileLoad, FileRecv, FileRef, ListKind, ServeChunk, ServeFile, find_stat,
+};
 pub use job::{JobLoad, PublishPayload};
 pub use requests::{
     EventBody, MineLoad, MinionEvent, PillarData, PillarReply, PillarRequest, PillarSignedData,
-    Ping, RequestMeta, ReturnLoad,
+    Ping, RequestMeta,
 };
+pub use returns::{OutAt, ReturnIds, ReturnLoad};
 
 use rmpv::Value;
 

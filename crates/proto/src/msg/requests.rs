@@ -83,89 +83,6 @@ fn expect_cmd(
     f.expect_text("cmd", cmd, reason)
 }
 
-/// A job return, `cmd: "_return"` (§7.4).
-///
-/// The minion copies every key of its result into the load; the usual ones are
-/// typed here and the rest kept in order in [`ReturnLoad::extra`] (which also holds
-/// `nonce`/`ts`/`tok` when present).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReturnLoad {
-    /// Minion id.
-    pub id: String,
-    /// Job id (`"req"` for jobs the minion started itself).
-    pub jid: String,
-    /// Function name (a list for multi-function jobs).
-    pub fun: Value,
-    /// The function's return value (wire key `return`).
-    pub ret: Value,
-    /// `success` (a bool, or a map for multi-function jobs).
-    pub success: Option<Value>,
-    /// `retcode` (0 = success; a map for multi-function jobs).
-    pub retcode: Option<Value>,
-    /// The publish's arguments.
-    pub fun_args: Option<Vec<Value>>,
-    /// Every other key, in order.
-    pub extra: Vec<(Value, Value)>,
-}
-
-const RETURN_TYPED: &[&str] = &[
-    "cmd", "id", "success", "return", "retcode", "jid", "fun", "fun_args",
-];
-
-impl ReturnLoad {
-    const MSG: &'static str = "ReturnLoad";
-
-    /// The load map: `cmd, id, success, return, retcode, jid, fun, fun_args`, then
-    /// the extra keys in order (the order a Python minion produces for normal jobs).
-    pub fn to_value(&self) -> Value {
-        MapBuilder::new()
-            .str("cmd", "_return")
-            .str("id", &self.id)
-            .opt("success", self.success.clone())
-            .insert("return", self.ret.clone())
-            .opt("retcode", self.retcode.clone())
-            .str("jid", &self.jid)
-            .insert("fun", self.fun.clone())
-            .opt("fun_args", self.fun_args.clone().map(Value::Array))
-            .extend(self.extra.iter().cloned())
-            .build()
-    }
-
-    /// Reads a `_return` load as a minion writes it: `cmd` must be `"_return"`; what the
-    /// master requires (`return` present, `id` and `jid` text: [`super::Return::read`]),
-    /// and `fun` text or list, `fun_args` a list when present.
-    ///
-    /// # Errors
-    /// [`InvalidMessage`] naming the first bad field.
-    pub fn from_value(v: &Value) -> Result<Self, InvalidMessage> {
-        let f = Fields::new(Self::MSG, v)?;
-        expect_cmd(&f, "_return", "expected \"_return\"")?;
-        let (jid, id) = super::aes::return_ids(&f)?;
-        let fun = f.req("fun")?;
-        if !(fun.as_text().is_some() || fun.is_array()) {
-            return Err(f.wrong("fun", "text or a list"));
-        }
-        Ok(Self {
-            id: id.to_owned(),
-            jid: jid.to_owned(),
-            fun: fun.clone(),
-            ret: f.req("return")?.clone(),
-            success: f.raw("success").cloned(),
-            retcode: f.raw("retcode").cloned(),
-            fun_args: f.opt_array("fun_args")?.map(<[Value]>::to_vec),
-            extra: f.extra(RETURN_TYPED),
-        })
-    }
-
-    /// Whether the job succeeded: `success` truthy, or when absent `retcode` 0/absent.
-    pub fn is_success(&self) -> bool {
-        match &self.success {
-            Some(s) => s.is_truthy(),
-            None => self.retcode.as_ref().is_none_or(|r| r.as_i64() == Some(0)),
-        }
-    }
-}
-
 /// The events carried by a [`MinionEvent`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventBody {
@@ -422,6 +339,13 @@ impl PillarReply {
     /// [`InvalidMessage::Decode`] for undecodable bytes, else as [`Self::from_value`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, InvalidMessage> {
         decode_as(Self::MSG, bytes, Self::from_value)
+    }
+
+    /// The `{"error": ...}` a master answers in place of the pillar, as text (Python's
+    /// `str()` of it); `None` for any other reply.
+    pub fn master_error(v: &Value) -> Option<String> {
+        v.as_entries()?;
+        v.get("error").map(super::files::py_str)
     }
 }
 
