@@ -196,6 +196,34 @@ mod tests {
         }
     }
 
+    /// The filter is applied where batch events are fired: a blacklisted tag never reaches a
+    /// listener (nor its `<pretag>/` copy), the allowed ones around it do.
+    #[tokio::test]
+    async fn blacklisted_batch_events_never_reach_the_bus() {
+        let bus = EventBus::default();
+        let mut rx = bus.subscribe();
+        let data = || rmpv::Value::Map(vec![("x".into(), 1.into())]);
+        let ev = salt_proto::msg::MinionEvent {
+            id: "m1".into(),
+            pretag: Some("pre".into()),
+            tok: None,
+            body: salt_proto::msg::EventBody::Batch(vec![
+                ("my/first".into(), data()),
+                ("salt/job/123/return".into(), data()),
+                ("salt/key".into(), data()),
+                ("my/last".into(), data()),
+            ]),
+            grains: None,
+            extra: Vec::new(),
+        };
+        bus.fire_minion_events(&ev, &rmpv::Value::Nil);
+        let mut tags = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            tags.push(e.tag.clone());
+        }
+        assert_eq!(tags, ["my/first", "pre/my/first", "my/last", "pre/my/last"]);
+    }
+
     #[tokio::test]
     async fn listeners_get_stamped_events_and_nobody_costs_nothing() {
         let bus = EventBus::default();

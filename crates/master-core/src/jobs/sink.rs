@@ -53,6 +53,14 @@ impl State {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.q.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Wait (at most 100 ms, so the caller can re-check the writer) for writer progress.
+    fn wait_progress<'a>(&self, q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        self.progress
+            .wait_timeout(q, Duration::from_millis(100))
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+    }
 }
 
 /// The queue and its writer thread.
@@ -99,12 +107,7 @@ impl ReturnSink {
         }
         let mut q = self.state.lock();
         while q.items.len() >= CAPACITY && !q.closed {
-            q = self
-                .state
-                .progress
-                .wait_timeout(q, Duration::from_millis(100))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            q = self.state.wait_progress(q);
             if q.items.len() >= CAPACITY && !self.running() {
                 return Err(load); // the writer is gone: never wait for it
             }
@@ -133,12 +136,7 @@ impl ReturnSink {
             if !self.running() {
                 return;
             }
-            q = self
-                .state
-                .progress
-                .wait_timeout(q, Duration::from_millis(100))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            q = self.state.wait_progress(q);
         }
     }
 
