@@ -45,7 +45,7 @@ pub struct PostgresConfig {
     pub db: String,
     /// libpq's `sslmode`: `disable`, `allow`, `prefer` (the default), `require`, `verify-ca`
     /// or `verify-full`. A Unix-socket host never uses TLS (as libpq).
-    pub sslmode: String,
+    pub sslmode: SslMode,
     /// `postgres.sslrootcert`: the CA certificates (PEM) the server's certificate must chain
     /// to (`verify-ca`, `verify-full`, and `require` when set); `system`: the system's.
     pub sslrootcert: Option<PathBuf>,
@@ -138,26 +138,59 @@ fn job_cache(node: &crate::node::Node) -> Result<JobDriver, Problem> {
     }
 }
 
-/// libpq's `sslmode` values.
-const SSLMODES: [&str; 6] = [
-    "disable",
-    "allow",
-    "prefer",
-    "require",
-    "verify-ca",
-    "verify-full",
-];
+/// libpq's `sslmode`.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum SslMode {
+    /// Plain only.
+    Disable,
+    /// Plain; TLS when the server refuses the plain connection.
+    Allow,
+    /// TLS when the server offers it; plain otherwise (the default).
+    #[default]
+    Prefer,
+    /// TLS; the certificate is checked only when a root certificate is given.
+    Require,
+    /// TLS; the certificate chains to the root certificate.
+    VerifyCa,
+    /// TLS; the certificate chains to the root certificate and names the host.
+    VerifyFull,
+}
 
-fn sslmode(node: &crate::node::Node) -> Result<String, Problem> {
+impl SslMode {
+    /// From libpq's word; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "disable" => Self::Disable,
+            "allow" => Self::Allow,
+            "prefer" => Self::Prefer,
+            "require" => Self::Require,
+            "verify-ca" => Self::VerifyCa,
+            "verify-full" => Self::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// libpq's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Allow => "allow",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+}
+
+fn sslmode(node: &crate::node::Node) -> Result<SslMode, Problem> {
     let s = string(node)?;
-    if SSLMODES.contains(&s.as_str()) {
-        Ok(s)
-    } else {
-        Err(invalid(
+    SslMode::parse(&s).ok_or_else(|| {
+        invalid(
             &s,
             "libpq's sslmode: disable, allow, prefer, require, verify-ca or verify-full",
-        ))
-    }
+        )
+    })
 }
 
 fn one<'a>(
@@ -190,7 +223,7 @@ pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let d = one(r, CONN_KEYS[4].0, CONN_KEYS[4].1);
     let db = r.convert(d, "salt".to_owned(), string);
     let s = one(r, CONN_KEYS[5].0, CONN_KEYS[5].1);
-    let sslmode = r.convert(s, "prefer".to_owned(), sslmode);
+    let sslmode = r.convert(s, SslMode::Prefer, sslmode);
     let tls_path = |r: &mut Reader<'_>, i: usize| {
         let e = one(r, CONN_KEYS[i].0, CONN_KEYS[i].1);
         r.convert(e, None, |n| path(n).map(Some))
@@ -306,7 +339,7 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{KeyDriver, LoadOptions, MasterConfig};
+    use crate::{KeyDriver, LoadOptions, MasterConfig, SslMode};
 
     fn load(yaml: &str) -> Result<MasterConfig, crate::ConfigErrors> {
         MasterConfig::from_yaml_str(yaml, &LoadOptions::new("/nonexistent")).map(|l| l.config)
@@ -366,7 +399,7 @@ mod tests {
         )
         .unwrap();
         let p = c.cluster_id.expect("group").postgres;
-        assert_eq!(p.sslmode, "verify-full");
+        assert_eq!(p.sslmode, SslMode::VerifyFull);
         assert_eq!(
             p.sslrootcert.as_deref(),
             Some(std::path::Path::new("/ca.pem"))
@@ -378,7 +411,7 @@ mod tests {
             .cluster_id
             .unwrap()
             .postgres;
-        assert_eq!(p.sslmode, "prefer");
+        assert_eq!(p.sslmode, SslMode::Prefer);
         assert_eq!(p.sslrootcert, None);
     }
 }

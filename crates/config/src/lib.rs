@@ -39,7 +39,7 @@ mod source;
 mod types;
 
 pub use cli::{VERSION, check_config_file};
-pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig};
+pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};
 pub use master::MasterConfig;

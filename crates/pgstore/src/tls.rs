@@ -20,50 +20,8 @@ use crate::Error;
 /// A connection to the group database (plain or TLS: one type for both).
 pub(crate) type Conn = tokio_postgres::Connection<Socket, postgres_openssl::TlsStream<Socket>>;
 
-/// libpq's `sslmode`.
-#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
-pub enum SslMode {
-    /// Plain only.
-    Disable,
-    /// Plain; TLS when the server refuses the plain connection.
-    Allow,
-    /// TLS when the server offers it; plain otherwise (the default).
-    #[default]
-    Prefer,
-    /// TLS; the certificate is checked only when a root certificate is given.
-    Require,
-    /// TLS; the certificate chains to the root certificate.
-    VerifyCa,
-    /// TLS; the certificate chains to the root certificate and names the host.
-    VerifyFull,
-}
-
-impl SslMode {
-    /// From libpq's word; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "disable" => Self::Disable,
-            "allow" => Self::Allow,
-            "prefer" => Self::Prefer,
-            "require" => Self::Require,
-            "verify-ca" => Self::VerifyCa,
-            "verify-full" => Self::VerifyFull,
-            _ => return None,
-        })
-    }
-
-    /// libpq's word.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Disable => "disable",
-            Self::Allow => "allow",
-            Self::Prefer => "prefer",
-            Self::Require => "require",
-            Self::VerifyCa => "verify-ca",
-            Self::VerifyFull => "verify-full",
-        }
-    }
-}
+/// libpq's `sslmode`, read and checked by the configuration.
+pub use salt_config::SslMode;
 
 /// The TLS settings (`postgres.sslmode`, `sslrootcert`, `sslcert`, `sslkey`).
 #[derive(Clone, Debug, Default, Eq, PartialEq)]
@@ -82,7 +40,7 @@ impl Tls {
     /// From the configuration (validated there).
     pub fn from_config(c: &salt_config::PostgresConfig) -> Self {
         Self {
-            mode: SslMode::parse(&c.sslmode).unwrap_or_default(),
+            mode: c.sslmode,
             rootcert: c.sslrootcert.clone(),
             cert: c.sslcert.clone(),
             key: c.sslkey.clone(),
