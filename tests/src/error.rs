@@ -40,7 +40,7 @@ pub enum HarnessError {
     #[error("network namespace: {0}")]
     Netns(String),
     /// A daemon exited when it should be running.
-    #[error("{name} exited early ({status}); logs in {log:?}")]
+    #[error("{name} exited early ({status}); logs in {log:?}; last lines:\n{tail}")]
     Exited {
         /// The daemon's name.
         name: String,
@@ -48,6 +48,8 @@ pub enum HarnessError {
         status: String,
         /// Where its output went.
         log: PathBuf,
+        /// The last lines of that output (the temp dir is gone when CI shows the failure).
+        tail: String,
     },
 }
 

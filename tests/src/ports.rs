@@ -1,6 +1,10 @@
 //! Free TCP ports on loopback.
 //!
-//! A port is found by binding `127.0.0.1:0` and releasing it. A process-wide set remembers every
+//! A port is drawn at random from just below the kernel's ephemeral range
+//! (`net.ipv4.ip_local_port_range`) and checked by binding it. Below that range no outgoing
+//! connection (a minion's, a Python master worker's, PostgreSQL's) can take it as its source
+//! port between the check and the daemon's bind, which is what made a port from `bind(:0)`
+//! race: a daemon then died at start with "address in use". A process-wide set remembers every
 //! port handed out, so two tests in one process never get the same one even if the daemon of the
 //! first has not bound it yet. (Tests in a network namespace do not need this: the namespace has
 //! its own ports, and the lab uses Salt's 4505/4506 there.)
@@ -27,12 +31,32 @@ fn claim(ports: &[u16]) -> bool {
     true
 }
 
+/// Ports are drawn from `[low - SPAN, low)` where `low` starts the ephemeral range.
+const SPAN: u16 = 12_000;
+
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .filter(|low| *low > SPAN + 1024)
+        .unwrap_or(32_768)
+}
+
+/// A bindable port below the ephemeral range.
 fn ephemeral() -> Result<u16, HarnessError> {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .map_err(|e| HarnessError::io("binding 127.0.0.1:0", e))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| HarnessError::io("local_addr", e))
+    use rand::Rng;
+    let low = ephemeral_low();
+    let mut rng = rand::thread_rng();
+    for _ in 0..200 {
+        let p = rng.gen_range(low - SPAN..low - 1);
+        if bindable(p) {
+            return Ok(p);
+        }
+    }
+    Err(HarnessError::Timeout {
+        what: "a bindable port below the ephemeral range".into(),
+        after: std::time::Duration::ZERO,
+    })
 }
 
 /// A free port on 127.0.0.1, not handed out before in this process.

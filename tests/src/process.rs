@@ -216,6 +216,7 @@ impl Proc {
                 name: self.spec.name.clone(),
                 status: st.to_string(),
                 log: self.stdout_path(),
+                tail: self.tail(20),
             }),
         }
     }
