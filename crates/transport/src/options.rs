@@ -52,6 +52,61 @@ impl Heartbeat {
     }
 }
 
+/// Per-connection I/O buffer sizes of libzmq (`ZMQ_IN_BATCH_SIZE` / `ZMQ_OUT_BATCH_SIZE`,
+/// draft options; libzmq's default is 8 KiB each).
+///
+/// Every connection's ZMTP engine allocates an encoder buffer of `out_bytes` and a decoder
+/// buffer of `in_bytes` (plus one 40-byte reference counter per 33 bytes of it, for
+/// zero-copy receives) for as long as the peer is connected. A master holding 10,000 minions
+/// keeps 10,000 of each on the publish port and one set per request connection. The sizes bound
+/// how much is copied per `write`/`read` call, not message sizes: a message at least as big
+/// as the buffer is written from, or read into, the message itself (zero-copy), so big
+/// replies and file-server chunks do not get slower; small messages still share a `write`
+/// up to `out_bytes`. With libzmq's 8 KiB the buffers were ~7 KiB of a master's RSS per
+/// connection at 10,000 minions (docs/benchmarks.md "Master footprint").
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct IoBatch {
+    /// Bytes read from the TCP socket per call (`ZMQ_IN_BATCH_SIZE`); at least 1.
+    pub in_bytes: i32,
+    /// Bytes of queued messages encoded per `write` (`ZMQ_OUT_BATCH_SIZE`); at least 1.
+    pub out_bytes: i32,
+}
+
+impl IoBatch {
+    /// The master's request server (`ret_port`): 1 KiB each way. Requests and replies of
+    /// 1 KiB or more are read and written zero-copy; smaller ones are one `read`/`write`.
+    pub const REQUESTS: Self = Self {
+        in_bytes: 1024,
+        out_bytes: 1024,
+    };
+    /// The master's publisher (`publish_port`): 1 KiB out (a `test.ping` publish, ~600 B,
+    /// stays one `write` per subscriber; a smaller buffer made it two), 256 B in (a
+    /// subscriber only ever sends its subscription and ZMTP PINGs).
+    pub const PUBLISH: Self = Self {
+        in_bytes: 256,
+        out_bytes: 1024,
+    };
+
+    pub(crate) fn apply(&self, sock: &mut zmq::Socket) -> Result<(), TransportError> {
+        crate::draft::set_int(sock, crate::draft::ZMQ_IN_BATCH_SIZE, self.in_bytes)
+            .map_err(|e| draft_error("setsockopt ZMQ_IN_BATCH_SIZE", e))?;
+        crate::draft::set_int(sock, crate::draft::ZMQ_OUT_BATCH_SIZE, self.out_bytes)
+            .map_err(|e| draft_error("setsockopt ZMQ_OUT_BATCH_SIZE", e))?;
+        Ok(())
+    }
+}
+
+/// An error for a draft option; `EINVAL` from a libzmq built without the draft API says so.
+fn draft_error(op: &'static str, e: zmq::Error) -> TransportError {
+    if e == zmq::Error::EINVAL && zmq::has("draft") != Some(true) {
+        tracing::error!(
+            "{op}: this libzmq was built without ZMQ_BUILD_DRAFT_API (.cargo/config.toml \
+             sets it through CXXFLAGS; a CXXFLAGS in the environment replaces it)"
+        );
+    }
+    TransportError::zmq(op)(e)
+}
+
 /// Options of the ROUTER request server ([`RouterServer`](crate::RouterServer)).
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
@@ -71,6 +126,8 @@ pub struct ServerOptions {
     pub queue_capacity: usize,
     /// Accept IPv6 as well (`ZMQ_IPV6`), Salt's `ipv6: True`.
     pub ipv6: bool,
+    /// libzmq's per-connection buffers; `None` keeps libzmq's 8 KiB.
+    pub io_batch: Option<IoBatch>,
 }
 
 impl Default for ServerOptions {
@@ -83,6 +140,7 @@ impl Default for ServerOptions {
             hwm: 1000,
             queue_capacity: 1024,
             ipv6: false,
+            io_batch: Some(IoBatch::REQUESTS),
         }
     }
 }
@@ -107,6 +165,8 @@ pub struct PublisherOptions {
     pub heartbeat: Option<Heartbeat>,
     /// Accept IPv6 as well (`ZMQ_IPV6`).
     pub ipv6: bool,
+    /// libzmq's per-connection buffers, one set per subscriber; `None` keeps libzmq's 8 KiB.
+    pub io_batch: Option<IoBatch>,
 }
 
 impl Default for PublisherOptions {
@@ -117,6 +177,7 @@ impl Default for PublisherOptions {
             backlog: 1000,
             heartbeat: Some(Heartbeat::SALT_DEFAULT),
             ipv6: false,
+            io_batch: Some(IoBatch::PUBLISH),
         }
     }
 }
@@ -212,4 +273,49 @@ pub(crate) fn ms(d: Duration) -> i32 {
 /// `ZMQ_MAXMSGSIZE` value: -1 is "no limit".
 pub(crate) fn max_msg_size(limit: Option<u64>) -> i64 {
     limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn io_batch_sizes_reach_libzmq() {
+        assert_eq!(
+            zmq::has("draft"),
+            Some(true),
+            "libzmq built without the draft API"
+        );
+        let ctx = zmq::Context::new();
+        for (kind, batch) in [
+            (zmq::ROUTER, IoBatch::REQUESTS),
+            (zmq::PUB, IoBatch::PUBLISH),
+        ] {
+            let mut sock = ctx.socket(kind).unwrap();
+            let get = |s: &mut zmq::Socket, o| crate::draft::get_int(s, o).unwrap();
+            assert_eq!(get(&mut sock, crate::draft::ZMQ_IN_BATCH_SIZE), 8192);
+            batch.apply(&mut sock).unwrap();
+            assert_eq!(
+                get(&mut sock, crate::draft::ZMQ_IN_BATCH_SIZE),
+                batch.in_bytes
+            );
+            assert_eq!(
+                get(&mut sock, crate::draft::ZMQ_OUT_BATCH_SIZE),
+                batch.out_bytes
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_io_batch_is_an_error_naming_the_option() {
+        let ctx = zmq::Context::new();
+        let mut sock = ctx.socket(zmq::PUB).unwrap();
+        let bad = IoBatch {
+            in_bytes: 0,
+            out_bytes: 1024,
+        };
+        let err = bad.apply(&mut sock).unwrap_err().to_string();
+        assert!(err.contains("ZMQ_IN_BATCH_SIZE"), "{err}");
+    }
 }

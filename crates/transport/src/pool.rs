@@ -262,8 +262,9 @@ impl WorkerCtx {
             }));
             match reply {
                 Ok(reply) => {
-                    let _ = self.replier.reply(req.peer, reply);
+                    // Counted before the reply leaves: a peer holding its reply sees it.
                     self.handled.fetch_add(1, Ordering::Relaxed);
+                    let _ = self.replier.reply(req.peer, reply);
                 }
                 Err(_) => tracing::error!(peer = ?req.peer, "request handler panicked"),
             }

@@ -35,7 +35,7 @@ impl Publisher {
     /// heartbeats, and a monitor that counts connected peers.
     pub fn bind(endpoint: &str, opts: PublisherOptions) -> Result<Self, TransportError> {
         let ctx = zmq::Context::new();
-        let sock = ctx
+        let mut sock = ctx
             .socket(zmq::PUB)
             .map_err(TransportError::zmq("socket PUB"))?;
         sock.set_sndhwm(opts.hwm)
@@ -52,6 +52,9 @@ impl Publisher {
         }
         if let Some(hb) = &opts.heartbeat {
             hb.apply(&sock)?;
+        }
+        if let Some(batch) = &opts.io_batch {
+            batch.apply(&mut sock)?;
         }
         let monitor = attach_monitor(
             &ctx,

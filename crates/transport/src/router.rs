@@ -105,10 +105,13 @@ impl RouterServer {
         intake: I,
     ) -> Result<Self, TransportError> {
         let ctx = zmq::Context::new();
-        let sock = ctx
+        let mut sock = ctx
             .socket(zmq::ROUTER)
             .map_err(TransportError::zmq("socket ROUTER"))?;
         configure(&sock, opts)?;
+        if let Some(batch) = &opts.io_batch {
+            batch.apply(&mut sock)?;
+        }
         sock.bind(endpoint).map_err(|e| TransportError::Bind {
             endpoint: endpoint.to_owned(),
             source: crate::ZmqError(e),

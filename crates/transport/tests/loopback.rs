@@ -568,3 +568,66 @@ async fn req_heartbeat_lets_a_black_holed_request_time_out_and_recover() {
     relay.frozen.store(false, Ordering::Release);
     assert_eq!(client.request(b"3".to_vec(), LONG).await.unwrap(), b"re:3");
 }
+
+/// Sizes around the master's 1 KiB / 256 B libzmq batches (`IoBatch`) and well above them
+/// (the zero-copy path a 256 KiB file-server chunk takes).
+const BATCH_EDGE_SIZES: [usize; 8] = [1, 255, 256, 257, 1023, 1024, 1025, 300 * 1024];
+
+fn patterned(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_and_publishes_around_the_io_batch_sizes_arrive_whole() {
+    let (server, reqs) = RouterServer::bind(ANY, ServerOptions::default()).unwrap();
+    spawn_echo(server.replier(), reqs);
+    let client = ReqClient::connect(server.endpoint(), ReqOptions::default()).unwrap();
+    for n in BATCH_EDGE_SIZES {
+        let body = patterned(n);
+        let reply = client.request(body.clone(), LONG).await.unwrap();
+        assert_eq!(
+            reply,
+            [b"re:".as_slice(), &body].concat(),
+            "request of {n} bytes"
+        );
+    }
+
+    let publisher = Publisher::bind(ANY, PublisherOptions::default()).unwrap();
+    let (sub, mut events) =
+        SubClient::connect(publisher.endpoint(), SubOptions::default()).unwrap();
+    // A SUB joins asynchronously: publish a probe until one arrives, then the real ones.
+    let deadline = Instant::now() + LONG;
+    'joined: loop {
+        assert!(
+            Instant::now() < deadline,
+            "subscriber never received the probe"
+        );
+        publisher.publish(vec![b"probe".to_vec()]).unwrap();
+        while let Ok(Some(ev)) = timeout(Duration::from_millis(100), events.recv()).await {
+            if matches!(ev, SubEvent::Message(_)) {
+                break 'joined;
+            }
+        }
+    }
+    for n in BATCH_EDGE_SIZES {
+        publisher.publish(vec![patterned(n)]).unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < BATCH_EDGE_SIZES.len() {
+        match timeout(LONG, events.recv()).await {
+            Ok(Some(SubEvent::Message(frames)))
+                if frames.first().map(Vec::as_slice) != Some(b"probe") =>
+            {
+                got.push(frames.concat())
+            }
+            Ok(Some(_)) => {}
+            other => panic!("publishes missing after {} of them: {other:?}", got.len()),
+        }
+    }
+    for (n, frame) in BATCH_EDGE_SIZES.iter().zip(&got) {
+        assert_eq!(*frame, patterned(*n), "publish of {n} bytes");
+    }
+    tokio::task::spawn_blocking(move || drop((client, sub, publisher, server)))
+        .await
+        .unwrap();
+}
