@@ -458,4 +458,27 @@ mod tests {
         flusher.join().unwrap();
         assert_eq!(jobs.store().returns(jid).unwrap().len(), 3000);
     }
+
+    /// The writer waits for a burst to pause, but a steady trickle (a return every 5 ms, never
+    /// 20 ms of quiet) is still written without a reader asking, within ~2 s.
+    #[test]
+    fn a_steady_trickle_is_written_without_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = Jobs::new(dir.path().join("jobs"));
+        let jid = "20250101000000000003";
+        let t0 = std::time::Instant::now();
+        let mut i = 0;
+        while t0.elapsed() < Duration::from_millis(3500) {
+            jobs.store_return(jid, &format!("m{i}"), &Value::from(i))
+                .unwrap();
+            i += 1;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            dir.path().join(format!("jobs/{jid}/m0/return.p")).is_file(),
+            "the first return of a trickle is on disk within ~2 s"
+        );
+        jobs.flush();
+        assert_eq!(jobs.store().returns(jid).unwrap().len(), i);
+    }
 }

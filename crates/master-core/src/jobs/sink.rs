@@ -31,9 +31,10 @@ pub const CAPACITY: usize = 32_768;
 /// The writer waits while returns keep arriving (one came less than this ago)...
 const QUIET: Duration = Duration::from_millis(20);
 
-/// ...unless this many wait to be written, a reader asks ([`ReturnSink::flush`]) or the
-/// master stops.
+/// ...unless this many wait to be written, returns have waited this long (a steady trickle
+/// is written within it), a reader asks ([`ReturnSink::flush`]) or the master stops.
 const HIGH_WATER: u64 = (CAPACITY as u64) * 3 / 4;
+const MAX_DEFER: Duration = Duration::from_secs(2);
 
 /// Returns written between two looks at the queue (so a new burst pauses the writing).
 const CHUNK: usize = 512;
@@ -61,6 +62,8 @@ struct Queue {
     delivered_all: bool,
     /// When the last return was pushed.
     last_push: Option<Instant>,
+    /// Since when `to_write` has not been empty.
+    unwritten_since: Option<Instant>,
     /// Callers of [`ReturnSink::flush`] waiting now.
     flushing: usize,
 }
@@ -69,6 +72,12 @@ impl Queue {
     /// Whether the writer should wait for the returns to pause, and how long at most.
     fn defer(&self, now: Instant) -> Option<Duration> {
         if self.closed || self.flushing > 0 || self.pushed - self.done >= HIGH_WATER {
+            return None;
+        }
+        if self
+            .unwritten_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= MAX_DEFER)
+        {
             return None;
         }
         let since = now.saturating_duration_since(self.last_push?);
@@ -267,6 +276,9 @@ fn deliverer(state: &State, waiters: &Waiters) {
             state.progress.notify_all();
         }
         if q.to_write.len() > before {
+            if before == 0 {
+                q.unwritten_since = Some(Instant::now());
+            }
             state.written.notify_one();
         }
     }
@@ -300,6 +312,9 @@ fn writer(state: &State, store: &dyn JobStore) {
             }
             let n = q.to_write.len().min(CHUNK);
             let rest = q.to_write.split_off(n);
+            if rest.is_empty() {
+                q.unwritten_since = None;
+            }
             std::mem::replace(&mut q.to_write, rest)
         };
         let n = batch.len() as u64;
