@@ -700,7 +700,16 @@ impl Chaos {
                     ));
                 }
                 let Some(s) = self.slots.get(i) else { continue };
-                match cached_returns(&s.m.conf.dir().join("cache/jobs"), &marker) {
+                // The master writes its job cache behind the returns it streams (as Salt
+                // fires a return's event before writing it): give the write a moment.
+                let jobs_dir = s.m.conf.dir().join("cache/jobs");
+                let until = Instant::now() + Duration::from_secs(10);
+                let mut cached = cached_returns(&jobs_dir, &marker);
+                while cached.as_ref().is_ok_and(|c| c != holders) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(50));
+                    cached = cached_returns(&jobs_dir, &marker);
+                }
+                match cached {
                     Ok(on_disk) => {
                         rep.jobs.2 += on_disk.intersection(holders).count();
                         if &on_disk != holders {

@@ -391,13 +391,24 @@ fn sigkilled_master_never_leaves_a_torn_job_cache_entry() {
         let before: BTreeSet<String> = scan(&jobs_dir).jobs.into_keys().collect();
         let attempts = ping_until_all_answer(&c, &ids);
         restart_pings.push((t1.elapsed(), attempts));
-        let s = scan(&jobs_dir);
-        let (jid, (has_load, rets)) = s
-            .jobs
-            .iter()
-            .filter(|(j, _)| !before.contains(*j))
-            .max_by_key(|(j, _)| (*j).clone())
-            .expect("the ping's job");
+        // The job cache is written behind the returns `salt` printed (as Salt fires a
+        // return's event before writing it): wait a bounded moment for the last ones.
+        let newest = |s: &Scan| {
+            s.jobs
+                .iter()
+                .filter(|(j, _)| !before.contains(*j))
+                .max_by_key(|(j, _)| (*j).clone())
+                .map(|(j, v)| (j.clone(), v.clone()))
+        };
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut s = scan(&jobs_dir);
+        while newest(&s).is_some_and(|(_, (_, rets))| rets.len() < ids.len())
+            && Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(50));
+            s = scan(&jobs_dir);
+        }
+        let (jid, (has_load, rets)) = newest(&s).expect("the ping's job");
         assert!(has_load, "{jid}: no load");
         assert_eq!(
             rets.iter().cloned().collect::<Vec<_>>(),

@@ -341,7 +341,7 @@ async fn run(
     req: PublishRequest,
     style: Style<'_>,
     (static_out, header, force_progress): (bool, Header, bool),
-    mut sink: Box<dyn std::io::Write>,
+    sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
     let mut stream = match tokio::net::UnixStream::connect(&sock).await {
         Ok(s) => s,
@@ -366,6 +366,11 @@ async fn run(
         eprintln!("salt: {e}");
         return ExitCode::from(2);
     }
+    // Frames are read through a buffer and the output is written once per run of frames
+    // that arrived together (a fan-out's returns come in batches), not one system call per
+    // frame and per line; it is flushed before every wait for more.
+    let mut stream = tokio::io::BufReader::with_capacity(1 << 16, stream);
+    let mut sink = std::io::BufWriter::with_capacity(1 << 16, sink);
     let mut jid = String::new();
     let mut progress = Progress::new(force_progress || std::io::stderr().is_terminal());
     let mut all = Map::new();
@@ -376,10 +381,14 @@ async fn run(
     // The master ends the stream: after the timeout, or later while minions still run the job
     // (`saltutil.find_job`), so there is no deadline here.
     loop {
+        if stream.buffer().len() < 4 {
+            let _ = sink.flush();
+        }
         let ev = match read_frame::<_, LocalEvent>(&mut stream).await {
             Ok(Some(ev)) => ev,
             Ok(None) => break,
             Err(e) => {
+                let _ = sink.flush();
                 eprintln!("salt: {e}");
                 return ExitCode::from(2);
             }
@@ -449,6 +458,7 @@ async fn run(
                 break;
             }
             LocalEvent::Error { message } => {
+                let _ = sink.flush();
                 println!("{message}");
                 eprintln!("ERROR: No return received");
                 return ExitCode::from(2);
@@ -456,6 +466,7 @@ async fn run(
             _ => {}
         }
     }
+    let _ = sink.flush();
     progress.clear();
     if static_out && !all.is_empty() {
         let _ = writeln!(
@@ -464,6 +475,7 @@ async fn run(
             show(style, &Value::Object(all), hint.as_deref())
         );
     }
+    let _ = sink.flush();
     if !any {
         eprintln!("ERROR: No return received");
         return ExitCode::from(2);

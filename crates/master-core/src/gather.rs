@@ -229,10 +229,8 @@ impl Gather {
         if let Phase::Asking(r) = phase {
             self.shared.jobs.unsubscribe(&r.jid);
         }
-        // The returns handed over are written before the wait ends: when `salt` exits, the
-        // job cache holds every return it printed.
-        let shared = self.shared.clone();
-        let _ = tokio::task::spawn_blocking(move || shared.jobs.flush()).await;
+        // The job cache is written behind the returns (as Salt fires a return's event before
+        // writing it): the wait does not end on the disk; the `jobs.*` runners flush first.
         Ok(self.missing())
     }
 

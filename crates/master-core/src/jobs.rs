@@ -231,7 +231,8 @@ impl Jobs {
         }
     }
 
-    /// Wait until every return queued so far is delivered and written (see [`store_return`]).
+    /// Wait until every return queued so far is delivered and written (see [`store_return`]):
+    /// the job cache's readers call it first.
     ///
     /// [`store_return`]: Jobs::store_return
     pub fn flush(&self) {
@@ -256,7 +257,7 @@ impl Jobs {
 
     /// Queue a minion's return (id already validated) for the return sink, which hands it to
     /// a waiting command and then stores it (a failed write is logged there); `Ok` once
-    /// queued. [`flush`](Self::flush) waits for the write. Without the sink's thread the
+    /// queued. [`flush`](Self::flush) waits for the write. Without the sink's threads the
     /// return is stored and delivered here.
     pub fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
         if !safe_jid(jid) {
@@ -369,5 +370,115 @@ mod tests {
         );
         assert_eq!(rx.try_recv().unwrap().0, "late");
         assert_eq!(rx.try_recv().unwrap().0, "after-close");
+    }
+
+    /// The files driver behind a gate: `save_return` blocks until the gate opens.
+    #[derive(Debug)]
+    struct GatedStore {
+        files: FileJobs,
+        open: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    }
+
+    impl JobStore for GatedStore {
+        fn driver(&self) -> &'static str {
+            "gated"
+        }
+        fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError> {
+            self.files.save_load(jid, load)
+        }
+        fn save_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
+            let (lock, cv) = &*self.open;
+            let mut open = lock.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+            drop(open);
+            self.files.save_return(jid, id, load)
+        }
+        fn load(&self, jid: &str) -> Result<Option<Value>, JobError> {
+            self.files.load(jid)
+        }
+        fn returns(&self, jid: &str) -> Result<Vec<(String, Value)>, JobError> {
+            self.files.returns(jid)
+        }
+        fn jobs(&self) -> Result<Vec<(String, Value)>, JobError> {
+            self.files.jobs()
+        }
+        fn clean(
+            &self,
+            keep: Duration,
+            now: SystemTime,
+            waited: &HashSet<String>,
+        ) -> Result<CleanReport, JobError> {
+            self.files.clean(keep, now, waited)
+        }
+    }
+
+    /// A waiting command gets its returns while the job-cache write is held up (Salt fires a
+    /// return's event before writing it); `flush` waits for the write, which then holds every
+    /// return.
+    #[test]
+    fn delivery_does_not_wait_for_the_job_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let store = GatedStore {
+            files: FileJobs::new(dir.path().join("jobs")),
+            open: open.clone(),
+        };
+        let jobs = Arc::new(Jobs::with_store(Box::new(store), dir.path().join("jobs")));
+        let jid = "20250101000000000002";
+        let mut rx = jobs.subscribe(jid);
+        for i in 0..3000 {
+            let load = Value::Map(vec![(Value::from("return"), Value::from(i))]);
+            jobs.store_return(jid, &format!("m{i}"), &load).unwrap();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut got = HashSet::new();
+        while got.len() < 3000 && std::time::Instant::now() < deadline {
+            match rx.try_recv() {
+                Ok((id, _)) => assert!(got.insert(id), "delivered twice"),
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        assert_eq!(
+            got.len(),
+            3000,
+            "every return delivered with the writer held"
+        );
+        assert!(
+            jobs.store().returns(jid).unwrap().is_empty(),
+            "nothing written yet"
+        );
+        let flusher = {
+            let jobs = jobs.clone();
+            std::thread::spawn(move || jobs.flush())
+        };
+        *open.0.lock().unwrap() = true;
+        open.1.notify_all();
+        flusher.join().unwrap();
+        assert_eq!(jobs.store().returns(jid).unwrap().len(), 3000);
+    }
+
+    /// The writer waits for a burst to pause, but a steady trickle (a return every 5 ms, never
+    /// 20 ms of quiet) is still written without a reader asking, within ~2 s.
+    #[test]
+    fn a_steady_trickle_is_written_without_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = Jobs::new(dir.path().join("jobs"));
+        let jid = "20250101000000000003";
+        let t0 = std::time::Instant::now();
+        let mut i = 0;
+        while t0.elapsed() < Duration::from_millis(3500) {
+            jobs.store_return(jid, &format!("m{i}"), &Value::from(i))
+                .unwrap();
+            i += 1;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            dir.path().join(format!("jobs/{jid}/m0/return.p")).is_file(),
+            "the first return of a trickle is on disk within ~2 s"
+        );
+        jobs.flush();
+        assert_eq!(jobs.store().returns(jid).unwrap().len(), i);
     }
 }

@@ -103,6 +103,19 @@ impl Target {
     ) -> Result<Vec<String>, CompoundError> {
         let needs_data = !matches!(self.tgt_type.as_str(), "glob" | "pcre" | "list");
         let mut out = Vec::new();
+        // A glob or pcre is compiled once, not once per accepted id (10,000 regex
+        // compilations took ~0.7 s of every `salt` call at 10k minions).
+        if let Some(re) = self.id_regex() {
+            out.extend(
+                accepted
+                    .into_iter()
+                    .filter(|id| re.as_ref().is_some_and(|re| re.is_match(id)))
+                    .map(str::to_owned),
+            );
+            out.sort();
+            out.dedup();
+            return Ok(out);
+        }
         for id in accepted {
             let (grains, pillar) = if needs_data {
                 cache.facts(id)
@@ -122,6 +135,21 @@ impl Target {
         out.sort();
         out.dedup();
         Ok(out)
+    }
+
+    /// For a `glob` or `pcre` string: the pattern compiled once (`Some(None)`: it does not
+    /// compile and matches nothing), giving the answers of `salt_matcher::check` (Python's
+    /// `fnmatchcase`, `re.match`).
+    fn id_regex(&self) -> Option<Option<regex::Regex>> {
+        let pat = self.tgt.as_str()?;
+        Some(match self.tgt_type.as_str() {
+            "glob" => match salt_compat::fnmatch::translate(pat) {
+                Ok(Some(re)) => salt_compat::fnmatch::compile(&[re], pat).ok(),
+                _ => None,
+            },
+            "pcre" => regex::Regex::new(&format!("\\A(?:{pat})")).ok(),
+            _ => return None,
+        })
     }
 }
 
@@ -182,5 +210,53 @@ mod tests {
         assert!(resolve("(", "pcre", &groups).is_err());
         assert!(resolve("x", "range", &groups).is_err());
         assert!(resolve("nope", "nodegroup", &groups).is_err());
+    }
+
+    /// Globs and regexes compiled once per target give `check`'s answer for every id.
+    #[test]
+    fn compiled_glob_and_pcre_match_like_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MinionCache::new(dir.path());
+        let ids = [
+            "web1", "web10", "Web1", "weba", "web]", "a.b", "axb", "fan-1", "fan-10", "x",
+        ];
+        let cases = [
+            ("glob", "web?"),
+            ("glob", "web*"),
+            ("glob", "web[!]a]"),
+            ("glob", "web[0-9]"),
+            ("glob", "a.b"),
+            ("glob", "fan-*"),
+            ("glob", "[z-a]"),
+            ("glob", "["),
+            ("pcre", "web\\d+$"),
+            ("pcre", "eb"),
+            ("pcre", "("),
+            ("pcre", "fan-1"),
+        ];
+        for (ty, pat) in cases {
+            let t = Target {
+                tgt: Value::from(pat),
+                tgt_type: ty.into(),
+            };
+            let mut want: Vec<String> = ids
+                .iter()
+                .filter(|id| {
+                    let facts = Facts {
+                        id,
+                        grains: None,
+                        pillar: None,
+                    };
+                    check(facts, &t.tgt, ty, None, &[]).unwrap() == Some(true)
+                })
+                .map(|id| (*id).to_owned())
+                .collect();
+            want.sort();
+            assert_eq!(
+                t.expected(ids, &cache, &[], true).unwrap(),
+                want,
+                "{ty} {pat}"
+            );
+        }
     }
 }

@@ -1,26 +1,43 @@
-//! The return sink: request workers push decoded `_return`s; one thread takes them in
-//! batches, hands each batch to the waiting `salt` commands (one lock, one wake-up per
-//! command and batch) and then writes it to the job cache grouped by job
-//! ([`JobStore::save_returns`]: the files driver opens each job directory once per batch).
+//! The return sink: request workers push decoded `_return`s; a `job-returns` thread takes
+//! them in batches and hands each batch to the waiting `salt` commands (one lock, one
+//! wake-up per command and batch), then passes it to a `job-cache` thread that writes it to
+//! the job cache grouped by job ([`JobStore::save_returns`]).
+//!
+//! Delivery never waits for the disk: as in Salt, where the master fires a return's event
+//! before its job-cache write (`salt.utils.job.store_job`), a `salt` command prints a return
+//! (and may exit) before it is written. The readers of the job cache in this master
+//! (`jobs.*` runners) call [`ReturnSink::flush`] first, so they see every return delivered
+//! before they were called.
 //!
 //! The worker that decoded a return replies to the minion as soon as the return is queued,
 //! so a fan-out's returns are acknowledged at the rate the workers decrypt them, not at the
-//! rate the disk takes them. A full queue ([`CAPACITY`]) makes the workers wait: the disk
-//! still bounds a sustained rate. [`ReturnSink::flush`] waits until everything queued so
-//! far is written; a `salt` command's wait ends with one (`Gather`), so when `salt` exits
-//! every return it printed is in the job cache, as before the sink.
+//! rate the disk takes them. Returns queued and not yet written are bounded ([`CAPACITY`]):
+//! beyond that the workers wait, so the disk still bounds a sustained rate.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmpv::Value;
 
 use super::{JobStore, Waiters};
 
-/// Returns queued before a pushing worker waits for the writer.
-pub const CAPACITY: usize = 16_384;
+/// Returns queued or being written before a pushing worker waits for the writer (room for
+/// the write-behind of two 10,000-minion fan-outs in a row).
+pub const CAPACITY: usize = 32_768;
+
+/// The writer waits while returns keep arriving (one came less than this ago)...
+const QUIET: Duration = Duration::from_millis(20);
+
+/// ...unless this many wait to be written, returns have waited this long (a steady trickle
+/// is written within it), a reader asks ([`ReturnSink::flush`]) or the master stops.
+const HIGH_WATER: u64 = (CAPACITY as u64) * 3 / 4;
+const MAX_DEFER: Duration = Duration::from_secs(2);
+
+/// Returns written between two looks at the queue (so a new burst pauses the writing).
+const CHUNK: usize = 512;
 
 /// One return: (jid, minion id, load, store it in the job cache).
 struct Item {
@@ -32,21 +49,53 @@ struct Item {
 
 #[derive(Default)]
 struct Queue {
-    items: Vec<Item>,
+    /// Pushed, not yet delivered.
+    incoming: Vec<Item>,
+    /// Delivered, to be written.
+    to_write: Vec<Item>,
     /// Returns pushed since the start.
     pushed: u64,
-    /// Returns delivered and written since the start.
+    /// Returns delivered and written (or not to be written) since the start.
     done: u64,
     closed: bool,
+    /// The delivering thread has delivered its last batch (after `closed`).
+    delivered_all: bool,
+    /// When the last return was pushed.
+    last_push: Option<Instant>,
+    /// Since when `to_write` has not been empty.
+    unwritten_since: Option<Instant>,
+    /// Callers of [`ReturnSink::flush`] waiting now.
+    flushing: usize,
+}
+
+impl Queue {
+    /// Whether the writer should wait for the returns to pause, and how long at most.
+    fn defer(&self, now: Instant) -> Option<Duration> {
+        if self.closed || self.flushing > 0 || self.pushed - self.done >= HIGH_WATER {
+            return None;
+        }
+        if self
+            .unwritten_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= MAX_DEFER)
+        {
+            return None;
+        }
+        let since = now.saturating_duration_since(self.last_push?);
+        (since < QUIET).then(|| QUIET - since)
+    }
 }
 
 #[derive(Default)]
 struct State {
     q: Mutex<Queue>,
-    /// The writer waits here for returns.
+    /// The delivering thread waits here for returns.
     more: Condvar,
+    /// The writing thread waits here for delivered returns.
+    written: Condvar,
     /// Pushers wait here for room, flushers for `done`.
     progress: Condvar,
+    /// A sink thread has ended (closed, or a panic): pushes are handled by the caller.
+    stopped: AtomicBool,
 }
 
 impl State {
@@ -54,19 +103,39 @@ impl State {
         self.q.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Wait (at most 100 ms, so the caller can re-check the writer) for writer progress.
+    /// Wait (at most 100 ms, so the caller can re-check `stopped`) for writer progress.
     fn wait_progress<'a>(&self, q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
         self.progress
             .wait_timeout(q, Duration::from_millis(100))
             .unwrap_or_else(|e| e.into_inner())
             .0
     }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
 }
 
-/// The queue and its writer thread.
+/// Marks the sink stopped when a sink thread ends, however it ends.
+struct StopGuard(Arc<State>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        self.0.stopped.store(true, Ordering::Release);
+        {
+            // Under the lock: a waiter checks `stopped` with it held, then sleeps.
+            let mut q = self.0.lock();
+            q.delivered_all = true;
+        }
+        self.0.written.notify_all();
+        self.0.progress.notify_all();
+    }
+}
+
+/// The queue and its two threads.
 pub(super) struct ReturnSink {
     state: Arc<State>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for ReturnSink {
@@ -76,77 +145,95 @@ impl std::fmt::Debug for ReturnSink {
 }
 
 impl ReturnSink {
-    /// Start the writer over `store`, delivering to `waiters`.
+    /// Start the threads over `store`, delivering to `waiters`.
     pub(super) fn start(store: Arc<dyn JobStore>, waiters: Arc<Waiters>) -> Self {
         let state = Arc::new(State::default());
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(|e| tracing::error!("cannot start the {name} thread: {e}"))
+                .ok()
+        };
         let st = state.clone();
-        let thread = std::thread::Builder::new()
-            .name("job-returns".into())
-            .spawn(move || writer(&st, store.as_ref(), &waiters))
-            .map_err(|e| tracing::error!("cannot start the job-cache writer thread: {e}"))
-            .ok();
+        let deliver = spawn(
+            "job-returns",
+            Box::new(move || {
+                let _guard = StopGuard(st.clone());
+                deliverer(&st, &waiters);
+            }),
+        );
+        let st = state.clone();
+        let write = spawn(
+            "job-cache",
+            Box::new(move || {
+                let _guard = StopGuard(st.clone());
+                writer(&st, store.as_ref());
+            }),
+        );
+        let threads: Vec<JoinHandle<()>> = deliver.into_iter().chain(write).collect();
+        if threads.len() < 2 {
+            state.stopped.store(true, Ordering::Release);
+        }
         Self {
             state,
-            thread: Mutex::new(thread),
+            threads: Mutex::new(threads),
         }
     }
 
-    fn running(&self) -> bool {
-        self.thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_some_and(|t| !t.is_finished())
-    }
-
-    /// Queue a return (waits while the queue is full). `Err(load)`: the writer is not running
-    /// (closed, or could not start); the caller handles the return itself.
+    /// Queue a return (waits while [`CAPACITY`] returns are queued or being written).
+    /// `Err(load)`: the sink is not running (closed, or a thread could not start or ended);
+    /// the caller handles the return itself.
     pub(super) fn push(&self, jid: &str, id: &str, load: Value, store: bool) -> Result<(), Value> {
-        if !self.running() {
+        let st = &self.state;
+        if st.stopped() {
             return Err(load);
         }
-        let mut q = self.state.lock();
-        while q.items.len() >= CAPACITY && !q.closed {
-            q = self.state.wait_progress(q);
-            if q.items.len() >= CAPACITY && !self.running() {
-                return Err(load); // the writer is gone: never wait for it
-            }
+        let mut q = st.lock();
+        while q.pushed - q.done >= CAPACITY as u64 && !q.closed && !st.stopped() {
+            q = st.wait_progress(q);
         }
-        if q.closed {
+        if q.closed || st.stopped() {
             return Err(load);
         }
-        q.items.push(Item {
+        q.incoming.push(Item {
             jid: jid.to_owned(),
             id: id.to_owned(),
             load,
             store,
         });
         q.pushed += 1;
-        if q.items.len() == 1 {
-            self.state.more.notify_one();
+        q.last_push = Some(Instant::now());
+        if q.incoming.len() == 1 {
+            st.more.notify_one();
         }
         Ok(())
     }
 
     /// Wait until every return queued before this call is delivered and written.
     pub(super) fn flush(&self) {
-        let mut q = self.state.lock();
+        let st = &self.state;
+        let mut q = st.lock();
         let target = q.pushed;
-        while q.done < target {
-            if !self.running() {
-                return;
-            }
-            q = self.state.wait_progress(q);
+        if q.done >= target {
+            return;
         }
+        q.flushing += 1;
+        st.written.notify_all(); // no waiting for a pause
+        while q.done < target && !st.stopped() {
+            q = st.wait_progress(q);
+        }
+        q.flushing -= 1;
     }
 
-    /// Write what is queued and stop the writer.
+    /// Deliver and write what is queued, and stop the threads.
     pub(super) fn close(&self) {
         self.state.lock().closed = true;
         self.state.more.notify_all();
+        self.state.written.notify_all();
         self.state.progress.notify_all();
-        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(t) = t {
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
             let _ = t.join();
         }
     }
@@ -158,36 +245,88 @@ impl Drop for ReturnSink {
     }
 }
 
-fn writer(state: &State, store: &dyn JobStore, waiters: &Waiters) {
+/// Take what was pushed, hand it to the waiting commands, pass it on to the writer.
+fn deliverer(state: &State, waiters: &Waiters) {
     loop {
         let batch = {
             let mut q = state.lock();
-            while q.items.is_empty() && !q.closed {
+            while q.incoming.is_empty() && !q.closed {
                 q = state.more.wait(q).unwrap_or_else(|e| e.into_inner());
             }
-            if q.items.is_empty() {
+            if q.incoming.is_empty() {
+                q.delivered_all = true;
+                drop(q);
+                state.written.notify_all();
                 return;
             }
-            std::mem::take(&mut q.items)
+            std::mem::take(&mut q.incoming)
         };
-        // Room again for the workers while this batch is handled.
-        state.progress.notify_all();
+        waiters.deliver_many(
+            batch
+                .iter()
+                .map(|i| (i.jid.as_str(), i.id.as_str(), &i.load)),
+        );
+        let n = batch.len();
+        let mut q = state.lock();
+        let before = q.to_write.len();
+        q.to_write.extend(batch.into_iter().filter(|i| i.store));
+        let unstored = n - (q.to_write.len() - before);
+        if unstored > 0 {
+            q.done += unstored as u64;
+            state.progress.notify_all();
+        }
+        if q.to_write.len() > before {
+            if before == 0 {
+                q.unwritten_since = Some(Instant::now());
+            }
+            state.written.notify_one();
+        }
+    }
+}
+
+/// Write what was delivered, one group per job, in chunks, while the returns pause: the
+/// disk work (two new inodes per return in Salt's layout, 100-200 µs of kernel time each
+/// here) then runs after a fan-out's burst instead of competing with it for the CPU.
+fn writer(state: &State, store: &dyn JobStore) {
+    loop {
+        let batch = {
+            let mut q = state.lock();
+            loop {
+                if q.to_write.is_empty() {
+                    if q.delivered_all {
+                        return;
+                    }
+                    q = state.written.wait(q).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                match q.defer(Instant::now()) {
+                    Some(d) => {
+                        q = state
+                            .written
+                            .wait_timeout(q, d)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                    }
+                    None => break,
+                }
+            }
+            let n = q.to_write.len().min(CHUNK);
+            let rest = q.to_write.split_off(n);
+            if rest.is_empty() {
+                q.unwritten_since = None;
+            }
+            std::mem::replace(&mut q.to_write, rest)
+        };
         let n = batch.len() as u64;
-        handle_batch(store, waiters, batch);
+        write_batch(store, batch);
         state.lock().done += n;
         state.progress.notify_all();
     }
 }
 
-/// Deliver `batch` to the waiting commands, then store it, one group per job.
-fn handle_batch(store: &dyn JobStore, waiters: &Waiters, batch: Vec<Item>) {
-    waiters.deliver_many(
-        batch
-            .iter()
-            .map(|i| (i.jid.as_str(), i.id.as_str(), &i.load)),
-    );
+fn write_batch(store: &dyn JobStore, batch: Vec<Item>) {
     let mut by_job: HashMap<String, Vec<(String, Value)>> = HashMap::new();
-    for item in batch.into_iter().filter(|i| i.store) {
+    for item in batch {
         by_job
             .entry(item.jid)
             .or_default()

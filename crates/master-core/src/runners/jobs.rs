@@ -194,11 +194,15 @@ pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Resul
     if fun == "jobs.active" {
         return active(ctx, timeout).await;
     }
-    // The job cache may be a database: read it off the async workers.
+    // The job cache may be a database: read it off the async workers, once the returns
+    // delivered so far are written (they are written behind the `salt` commands).
     let (shared, fun, a) = (ctx.shared.clone(), fun.to_owned(), a.clone());
-    tokio::task::spawn_blocking(move || read(shared.jobs.store(), &fun, &a))
-        .await
-        .map_err(|e| e.to_string())?
+    tokio::task::spawn_blocking(move || {
+        shared.jobs.flush();
+        read(shared.jobs.store(), &fun, &a)
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 fn read(store: &dyn JobStore, fun: &str, a: &Args) -> Result<Value, String> {
@@ -294,6 +298,7 @@ async fn active(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     }
     let shared = ctx.shared.clone();
     tokio::task::spawn_blocking(move || {
+        shared.jobs.flush();
         for (jid, m) in ret.iter_mut() {
             let returned: Vec<Value> = returns_of(shared.jobs.store(), jid)?
                 .into_keys()
