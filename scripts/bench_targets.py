@@ -45,13 +45,16 @@ def target(issue, what, measured, met):
 # ---- #21 item 1: sign-ins at the RSA limit, CPU per sign-in vs Salt
 shares = row(r"storm|sign|return", r"^ours.*share of RSA")
 for sec, met, o, _, _ in shares:
-    target("#21.1", f"{sec}: {met} >= 80%", o, num(o) is not None and num(o) >= 80)
+    # The most this box can show with the swarm on the same cores (bench.py's ceiling row).
+    ceil = [re.search(r"(\d+)% of the RSA limit", r[4]) for r in row(f"^{re.escape(sec)}$", r"^ours: .*ceiling")]
+    shown = f"{o} (2-core ceiling {ceil[0].group(1)}%)" if ceil and ceil[0] else o
+    target("#21.1", f"{sec}: {met} >= 80%", shown, num(o) is not None and num(o) >= 80)
 if not shares:
     target("#21.1", "sign-ins >= 80% of the RSA floor", None, None)
-secs = sorted({r[0] for r in row(r"storm|sign|return", r"CPU ms per sign-in")})
+secs = sorted({r[0] for r in row(r"storm|sign|return", r"master CPU ms per sign-in$")})
 for sec in secs:
-    o = row(f"^{re.escape(sec)}$", r"^ours.*CPU ms per sign-in")
-    s = row(f"^{re.escape(sec)}$", r"^salt.*CPU ms per sign-in")
+    o = row(f"^{re.escape(sec)}$", r"^ours: master CPU ms per sign-in$")
+    s = row(f"^{re.escape(sec)}$", r"^salt: master CPU ms per sign-in$")
     want = 3 if re.search("return|reauth|rot", sec) else 4
     if o and s and num(o[0][2]) and num(s[0][2]):
         r = num(s[0][2]) / num(o[0][2])

@@ -374,6 +374,32 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
     assert_eq!(decode(&reply).unwrap(), t("bad load"));
 }
 
+/// With a key accepted, a leftover pending entry (file or directory) is not consulted, as
+/// in Salt's `_auth` (accepted is checked first): the minion signs in and the entry stays.
+#[test]
+fn accepted_key_wins_over_a_leftover_pending_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path(), "");
+    for (i, id) in ["m1", "m2"].into_iter().enumerate() {
+        let m = Minion::new(id);
+        std::fs::write(dir.path().join("pki/minions").join(id), &m.pub_pem).unwrap();
+        let pre = dir.path().join("pki/minions_pre").join(id);
+        if i == 0 {
+            std::fs::write(&pre, "some other key").unwrap();
+        } else {
+            std::fs::create_dir(&pre).unwrap();
+        }
+        let nonce = format!("{:032x}", i + 1);
+        let inner = open_signed(&s, &handle(&s, &m.auth(&nonce, None, 3)));
+        assert_eq!(map_get(&inner, "enc"), Some(&t("pub")), "{id}");
+        assert!(map_get(&inner, "aes").is_some(), "{id}");
+        assert_eq!(pre.is_dir(), i == 1, "{id}");
+        if i == 0 {
+            assert_eq!(std::fs::read_to_string(&pre).unwrap(), "some other key");
+        }
+    }
+}
+
 #[test]
 fn denied_rejected_full_and_bad_input() {
     let dir = tempfile::tempdir().unwrap();

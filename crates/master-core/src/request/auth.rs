@@ -81,8 +81,12 @@ fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
     let store = &shared.store;
     let rejected = store.key_path(KeyState::Rejected, id)?.exists();
     let accepted = store.read_key(KeyState::Accepted, id)?;
+    // `decide` looks at the pending key only when no key is accepted: a returning minion
+    // (the common case) is spared its two look-ups.
     let pre_path = store.key_path(KeyState::Pending, id)?;
-    let pending = if pre_path.is_dir() {
+    let pending = if accepted.is_some() {
+        Pending::Absent
+    } else if pre_path.is_dir() {
         Pending::Directory
     } else {
         match store.read_key(KeyState::Pending, id)? {
