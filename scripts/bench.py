@@ -630,6 +630,7 @@ def minion_measure(m, d, mid, start):
     time.sleep(10)
     rss = rss_kib(p.pid)
     detail = minion_detail(p.pid)
+    print(smaps_breakdown(p.pid), flush=True)
     kill_group(p)
     # Second start with existing keys: time to the master seeing its sign-in request.
     times = []
@@ -640,6 +641,34 @@ def minion_measure(m, d, mid, start):
         wait("minion answers", lambda: m.ping(mid, 5)[1] == 1, 120, 0.5)
         kill_group(p)
     return rss, min(times), detail
+
+
+def smaps_breakdown(pgid):
+    """Resident KiB per mapping (file name, [heap], [stack], anon) over the process group,
+    Private vs Shared, and each thread's name: where an idle daemon's RSS is."""
+    per = {}
+    threads = []
+    for q in pgid_pids(pgid):
+        try:
+            name = None
+            for l in open(f"/proc/{q}/smaps"):
+                f = l.split()
+                if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", l):
+                    name = os.path.basename(f[5]) if len(f) > 5 else "anon"
+                    if name.startswith("[stack"):
+                        name = "[stack]"
+                elif f[0] in ("Rss:", "Private_Clean:", "Private_Dirty:"):
+                    r = per.setdefault(name, [0, 0])
+                    r[0 if f[0] == "Rss:" else 1] += int(f[1])
+            for t in sorted(os.listdir(f"/proc/{q}/task")):
+                threads.append(open(f"/proc/{q}/task/{t}/comm").read().strip())
+        except OSError:
+            pass
+    rows = sorted(per.items(), key=lambda kv: -kv[1][0])
+    out = [f"  smaps of pgid {pgid}: mapping, Rss KiB, Private KiB"]
+    out += [f"    {n:<28} {r:>7} {pv:>7}" for n, (r, pv) in rows if r]
+    out.append(f"  threads ({len(threads)}): {', '.join(threads)}")
+    return "\n".join(out)
 
 
 def minion_detail(pid):
