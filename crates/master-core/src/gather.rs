@@ -230,7 +230,13 @@ impl Gather {
             self.shared.jobs.unsubscribe(&r.jid);
         }
         // The job cache is written behind the returns (as Salt fires a return's event before
-        // writing it): the wait does not end on the disk; the `jobs.*` runners flush first.
+        // writing it): the wait does not end on the disk; this master's `jobs.*` runners
+        // flush first. Other masters of a group cannot, so there the wait ends once the
+        // returns it handed over are written.
+        if self.shared.jobs.store().read_by_other_masters() {
+            let shared = self.shared.clone();
+            let _ = tokio::task::spawn_blocking(move || shared.jobs.flush()).await;
+        }
         Ok(self.missing())
     }
 

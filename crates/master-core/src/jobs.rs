@@ -62,6 +62,11 @@ pub fn safe_jid(jid: &str) -> bool {
 pub trait JobStore: Send + Sync + std::fmt::Debug {
     /// `local_cache` or `pgjsonb`.
     fn driver(&self) -> &'static str;
+    /// Whether other masters read this store (a master group's database): a `salt` command's
+    /// wait then ends only once its returns are written, so `jobs.*` on any master sees them.
+    fn read_by_other_masters(&self) -> bool {
+        false
+    }
     /// Salt's `save_load`.
     fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError>;
     /// Salt's `returner`: one minion's return load (stored once per `(jid, id)`).

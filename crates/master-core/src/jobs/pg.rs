@@ -61,6 +61,10 @@ impl JobStore for PgJobs {
         "pgjsonb"
     }
 
+    fn read_by_other_masters(&self) -> bool {
+        true
+    }
+
     fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));

@@ -66,12 +66,15 @@ struct Queue {
     unwritten_since: Option<Instant>,
     /// Callers of [`ReturnSink::flush`] waiting now.
     flushing: usize,
+    /// Write at once, never defer: other masters read the store (a group's database), and
+    /// a master that dies must not take acknowledged returns with it.
+    eager: bool,
 }
 
 impl Queue {
     /// Whether the writer should wait for the returns to pause, and how long at most.
     fn defer(&self, now: Instant) -> Option<Duration> {
-        if self.closed || self.flushing > 0 || self.pushed - self.done >= HIGH_WATER {
+        if self.eager || self.closed || self.flushing > 0 || self.pushed - self.done >= HIGH_WATER {
             return None;
         }
         if self
@@ -148,6 +151,7 @@ impl ReturnSink {
     /// Start the threads over `store`, delivering to `waiters`.
     pub(super) fn start(store: Arc<dyn JobStore>, waiters: Arc<Waiters>) -> Self {
         let state = Arc::new(State::default());
+        state.lock().eager = store.read_by_other_masters();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
