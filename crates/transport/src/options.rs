@@ -87,24 +87,46 @@ impl IoBatch {
         out_bytes: 1024,
     };
 
+    /// Sets both sizes. A libzmq built without the draft API cannot take them: the sockets
+    /// then keep libzmq's 8 KiB buffers (more memory per connection, same behaviour), which
+    /// is logged once as a warning naming the options, not an error that stops the master.
     pub(crate) fn apply(&self, sock: &mut zmq::Socket) -> Result<(), TransportError> {
-        crate::draft::set_int(sock, crate::draft::ZMQ_IN_BATCH_SIZE, self.in_bytes)
-            .map_err(|e| draft_error("setsockopt ZMQ_IN_BATCH_SIZE", e))?;
-        crate::draft::set_int(sock, crate::draft::ZMQ_OUT_BATCH_SIZE, self.out_bytes)
-            .map_err(|e| draft_error("setsockopt ZMQ_OUT_BATCH_SIZE", e))?;
+        for (op, option, value) in [
+            (
+                "setsockopt ZMQ_IN_BATCH_SIZE",
+                crate::draft::ZMQ_IN_BATCH_SIZE,
+                self.in_bytes,
+            ),
+            (
+                "setsockopt ZMQ_OUT_BATCH_SIZE",
+                crate::draft::ZMQ_OUT_BATCH_SIZE,
+                self.out_bytes,
+            ),
+        ] {
+            match crate::draft::set_int(sock, option, value) {
+                Ok(()) => {}
+                Err(zmq::Error::EINVAL) if zmq::has("draft") != Some(true) => {
+                    warn_no_draft();
+                    return Ok(());
+                }
+                Err(e) => return Err(TransportError::zmq(op)(e)),
+            }
+        }
         Ok(())
     }
 }
 
-/// An error for a draft option; `EINVAL` from a libzmq built without the draft API says so.
-fn draft_error(op: &'static str, e: zmq::Error) -> TransportError {
-    if e == zmq::Error::EINVAL && zmq::has("draft") != Some(true) {
-        tracing::error!(
-            "{op}: this libzmq was built without ZMQ_BUILD_DRAFT_API (.cargo/config.toml \
-             sets it through CXXFLAGS; a CXXFLAGS in the environment replaces it)"
+/// Once per process: this libzmq lacks the draft API, so the batch sizes are not set.
+fn warn_no_draft() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::warn!(
+            "this libzmq was built without ZMQ_BUILD_DRAFT_API: ZMQ_IN_BATCH_SIZE and \
+             ZMQ_OUT_BATCH_SIZE are not set, each connection keeps libzmq's 8 KiB buffers \
+             (.cargo/config.toml sets the define through CXXFLAGS; a CXXFLAGS in the \
+             environment replaces it)"
         );
-    }
-    TransportError::zmq(op)(e)
+    });
 }
 
 /// Options of the ROUTER request server ([`RouterServer`](crate::RouterServer)).
