@@ -43,7 +43,7 @@ fn ephemeral_low() -> u16 {
 }
 
 /// A bindable port below the ephemeral range.
-fn ephemeral() -> Result<u16, HarnessError> {
+fn candidate() -> Result<u16, HarnessError> {
     use rand::Rng;
     let low = ephemeral_low();
     let mut rng = rand::thread_rng();
@@ -62,7 +62,7 @@ fn ephemeral() -> Result<u16, HarnessError> {
 /// A free port on 127.0.0.1, not handed out before in this process.
 pub fn free_port() -> Result<u16, HarnessError> {
     for _ in 0..200 {
-        let p = ephemeral()?;
+        let p = candidate()?;
         if claim(&[p]) {
             return Ok(p);
         }
@@ -76,7 +76,7 @@ pub fn free_port() -> Result<u16, HarnessError> {
 /// Two consecutive free ports `(p, p + 1)` (Salt's publish/ret pair layout, as `4505`/`4506`).
 pub fn free_port_pair() -> Result<(u16, u16), HarnessError> {
     for _ in 0..500 {
-        let p = ephemeral()?;
+        let p = candidate()?;
         let Some(q) = p.checked_add(1) else { continue };
         if bindable(q) && claim(&[p, q]) {
             return Ok((p, q));

@@ -315,11 +315,11 @@ fn writer(state: &State, store: &dyn JobStore) {
                 }
             }
             let n = q.to_write.len().min(CHUNK);
-            let rest = q.to_write.split_off(n);
-            if rest.is_empty() {
+            let batch: Vec<Item> = q.to_write.drain(..n).collect();
+            if q.to_write.is_empty() {
                 q.unwritten_since = None;
             }
-            std::mem::replace(&mut q.to_write, rest)
+            batch
         };
         let n = batch.len() as u64;
         write_batch(store, batch);
