@@ -8,19 +8,20 @@
 //! rounds). After the first sign-in, [`after_first_sign_in`] asks the kernel once
 //! (`madvise(MADV_PAGEOUT)`, Linux 5.4+) to reclaim the pages of this process's own
 //! read-only file mappings: its binary's code and read-only data and those of the libraries
-//! it maps. The kernel unmaps those pages but keeps the binary's in the page cache, from
-//! where the next fault would map the 64 KiB around it again (fault-around), so the pages
-//! of the minion's own executable that are no longer mapped are also dropped from the page
-//! cache (`posix_fadvise(POSIX_FADV_DONTNEED)`; the libraries' cache is shared and left
-//! alone), and the mappings are marked `MADV_RANDOM`: a later fault on a page not in the
-//! cache reads that page, not the 128 KiB around it. The price: the first time a later job
-//! runs code that is not resident, one small read per 4 KiB page. The kernel skips pages another process maps too (a shared libc) and file pages
+//! it maps. The kernel skips pages another process maps too (a shared libc) and file pages
 //! of files the process neither owns nor could open for writing (a guard against a
-//! page-cache side channel: a minion running as an unprivileged `user:` keeps its root-owned
-//! binary's pages; root passes). Pages a later job needs
-//! are read back from the page cache or the disk when it runs: the benchmark's idle RSS is
-//! measured 10 s after the minion answered a real job, so they are counted. Anonymous
-//! memory (heap, stacks, `.data`) is not touched.
+//! page-cache side channel: a minion running as an unprivileged `user:` keeps its
+//! root-owned binary's pages; root passes).
+//!
+//! The kernel unmaps the pages but may keep them in the page cache (large folios stay while
+//! any of their pages is mapped), from where the next fault maps the 64 KiB around it again
+//! (fault-around). So the mappings are also marked `MADV_RANDOM` (a later fault on a page
+//! not in the cache reads that page, not the 128 KiB around it) and the minion's own
+//! executable's pages that are no longer mapped are dropped from the page cache
+//! (`posix_fadvise(POSIX_FADV_DONTNEED)`; the libraries' cache is shared and left alone).
+//! Pages a later job needs are read back when it runs, one small read per 4 KiB page: the
+//! benchmark's idle RSS is measured 10 s after the minion answered a real job, so they are
+//! counted. Anonymous memory (heap, stacks, `.data`) is not touched.
 //!
 //! The only `unsafe` of this crate: the `madvise` FFI call.
 #![allow(unsafe_code)]
@@ -97,9 +98,10 @@ fn drop_exe_cache() -> std::io::Result<()> {
 }
 
 /// Once per process, after the first successful sign-in and the start-up work that follows
-/// it (pillar, start events): pages out this process's read-only file mappings, drops its
-/// executable's unmapped pages from the page cache and turns off read-ahead (module docs). Logged at debug; a kernel without `MADV_PAGEOUT` (EINVAL, before Linux 5.4) is
-/// logged and the minion goes on as before. Blocking for a few milliseconds.
+/// it (pillar, start events): pages out this process's read-only file mappings, turns off
+/// their read-ahead and drops its executable's unmapped pages from the page cache (module
+/// docs). Logged at debug; a kernel without `MADV_PAGEOUT` (EINVAL, before Linux 5.4) is
+/// logged and the minion goes on as before. Blocks for a few milliseconds.
 pub fn after_first_sign_in() {
     static DONE: AtomicBool = AtomicBool::new(false);
     if DONE.swap(true, Ordering::Relaxed) {
