@@ -640,6 +640,12 @@ def minion_measure(m, d, mid, start):
     rss = rss_kib(p.pid)
     detail = minion_detail(p.pid)
     print(smaps_breakdown(p.pid), flush=True)
+    # Our minion gives back its start-up pages once signed in (crates/minion-core pageout.rs);
+    # its debug log says how much, before the job the figure above includes.
+    log = d / "minion.log"
+    for l in (log.read_text(errors="replace").splitlines() if log.exists() else []):
+        if "Start-up pages given back" in l or "Start-up pages not given back" in l:
+            print("  " + l.split("] ")[-1], flush=True)
     kill_group(p)
     # Second start with existing keys: time to the master seeing its sign-in request.
     times = []

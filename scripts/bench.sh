@@ -26,8 +26,9 @@ export BENCH_PILLAR_SALT_N="${BENCH_PILLAR_SALT_N:-200}"
 t_start=$(date +%s)
 echo "bench: $(date -u '+%F %T') UTC, sections:$only, load $(cut -d' ' -f1-3 /proc/loadavg), logs $BENCH_ROOT"
 cargo build --release --quiet -p salt-master -p salt-cli -p salt-minion -p salt-key -p salt-examples
-# The minion as shipped for a small footprint: Cargo profile `minion` (docs/benchmarks.md).
-cargo build --profile minion --quiet -p salt-minion
+# The minion as shipped for a small footprint: Cargo profile `minion`, OpenSSL linked
+# statically (scripts/build-minion.sh, docs/benchmarks.md "Minion footprint").
+scripts/build-minion.sh --quiet
 export BENCH_MINION_BIN_DIR="${BENCH_MINION_BIN_DIR:-$PWD/target/minion}"
 
 py_only=""

@@ -7,7 +7,9 @@
 //!   [`master_link`]: the AES request channel modules use.
 //! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
 //! * [`rekey`]: when to re-authenticate after an AES key rotation (spread, no stampede).
-#![forbid(unsafe_code)]
+//! * [`pageout`]: the start-up's code pages given back once signed in.
+// Denied, not forbidden: `pageout` allows itself its one FFI call (madvise).
+#![deny(unsafe_code)]
 
 pub mod channel;
 pub mod cmdmod;
@@ -22,6 +24,7 @@ pub mod matcher;
 pub mod metrics;
 pub mod modules;
 pub mod net;
+pub mod pageout;
 pub mod rekey;
 pub mod running;
 pub mod signin;

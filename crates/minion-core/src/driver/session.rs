@@ -93,6 +93,8 @@ impl Driver {
                 }
             }
             info!("Minion is ready to receive requests!");
+            // Once per process: the start-up's code pages go back to the kernel.
+            crate::pageout::after_first_sign_in();
         });
     }
 
