@@ -56,6 +56,75 @@ pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32, sync: bool) -> Resul
     Ok(tmp)
 }
 
+/// Create the file `path`, which must not exist, holding `data` with permission bits
+/// `mode`, in one step that readers see whole or not at all: an unnamed file (`O_TMPFILE`)
+/// in the directory, written, then given its name (`linkat` through `/proc/self/fd`, which
+/// refuses an existing name). No temporary name, no rename: half the directory updates of a
+/// temp file + rename, which a first sign-in pays twice (key and session key). Not flushed
+/// to disk. Returns the open file (for its metadata); `Ok(None)` when the system cannot do
+/// this (a file system without `O_TMPFILE`, no `/proc`): the caller then writes a temp
+/// file and renames it. `AlreadyExists` when `path` exists.
+pub fn create_linked(path: &Path, data: &[u8], mode: u32) -> io::Result<Option<File>> {
+    use nix::errno::Errno;
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let opened = OpenOptions::new()
+        .write(true)
+        .mode(mode)
+        .custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits() | nix::fcntl::OFlag::O_CLOEXEC.bits())
+        .open(dir);
+    let mut f = match opened {
+        Ok(f) => f,
+        // No O_TMPFILE here (old kernel: EISDIR; file system: EOPNOTSUPP).
+        Err(e)
+            if [Errno::EOPNOTSUPP, Errno::EISDIR, Errno::EINVAL]
+                .iter()
+                .any(|&n| e.raw_os_error() == Some(n as i32)) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    f.write_all(data)?;
+    if mode & umask() != 0 {
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+    }
+    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+    match nix::unistd::linkat(
+        None,
+        proc_path.as_path(),
+        None,
+        path,
+        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+    ) {
+        Ok(()) => Ok(Some(f)),
+        Err(Errno::EEXIST) => Err(io::ErrorKind::AlreadyExists.into()),
+        // No /proc (or no right to link through it): the caller's way.
+        Err(Errno::ENOENT | Errno::EXDEV | Errno::EPERM) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The process's umask, read once (from `/proc/self/status`, which does not change it; the
+/// daemons never change theirs). Unknown: every bit, so callers always `fchmod`.
+fn umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o777)
+    })
+}
+
 /// fsync a directory so that renames/unlinks in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     salt_pki::files::fsync_dir(dir).map_err(|e| KeyStoreError::io("fsync directory", dir, e))

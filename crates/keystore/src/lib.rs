@@ -83,6 +83,7 @@ mod store;
 pub use changes::KeyChanges;
 pub use dropfile::{DropfileCheck, check_dropfile, clear_dropfile, take_dropfile, write_dropfile};
 pub use error::{KeyStoreError, Result};
+pub use fsutil::create_linked;
 pub use glob::{GlobList, fnmatch};
 pub use id::validate_id;
 pub use pem::{KeyValidator, PemArmorValidator};

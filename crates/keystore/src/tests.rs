@@ -637,6 +637,57 @@ fn non_durable_store_writes_atomically_with_the_same_state_rules() {
 }
 
 #[test]
+fn non_durable_new_key_is_created_whole_and_later_puts_replace_or_move_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    let s = OpenOptions::new().durable(false).open(&pki).unwrap();
+    // A new minion (no file anywhere): created under its name, Salt's mode.
+    s.put_accepted("m1", PEM).unwrap();
+    assert_eq!(on_disk(&pki, "m1"), vec![KeyState::Accepted]);
+    assert_eq!(mode(&pki.join("minions/m1")), 0o644);
+    assert_eq!(s.list(KeyState::Accepted), vec!["m1".to_owned()]);
+    // An existing accepted key is replaced with the new text.
+    s.put_accepted("m1", &other_pem()).unwrap();
+    assert_eq!(
+        s.read_key(KeyState::Accepted, "m1").unwrap(),
+        Some(other_pem())
+    );
+    // Rejecting moves it: one state at a time, the new text in place.
+    s.put_rejected("m1", PEM).unwrap();
+    assert_eq!(on_disk(&pki, "m1"), vec![KeyState::Rejected]);
+    assert_eq!(exclusive_count(&pki, "m1"), 1);
+    assert_eq!(
+        s.read_key(KeyState::Rejected, "m1").unwrap().as_deref(),
+        Some(PEM)
+    );
+    assert!(s.list(KeyState::Accepted).is_empty());
+    assert!(
+        all_files(&pki).iter().all(|f| !f.contains("/.")),
+        "no temp file left: {:?}",
+        all_files(&pki)
+    );
+    let d = KeyStore::open(&pki).unwrap();
+    assert_eq!(d.state("m1").unwrap(), Some(KeyState::Rejected));
+}
+
+#[test]
+fn create_linked_makes_a_complete_file_and_refuses_an_existing_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k");
+    let f = create_linked(&path, b"secret", 0o600).unwrap();
+    if f.is_none() {
+        println!("SKIPPED: no O_TMPFILE or /proc here (the callers fall back to tmp + rename)");
+        return;
+    }
+    assert_eq!(fs::read(&path).unwrap(), b"secret");
+    assert_eq!(mode(&path), 0o600);
+    let err = create_linked(&path, b"other", 0o600).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(fs::read(&path).unwrap(), b"secret");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
 fn open_sweeps_only_stale_temp_files_in_its_one_directory_read() {
     let (_d, ks) = setup();
     let pki = ks.pki_dir().to_owned();

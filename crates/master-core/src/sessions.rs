@@ -1,5 +1,6 @@
 //! Per-minion session keys (protocol v3, §6.2): `{cachedir}/sessions/<id>`, a Crypticle key
-//! string, mode 0600, written atomically (tmp + rename) but not fsynced — two disk flushes per
+//! string, mode 0600, written atomically (a new one created whole under its name with
+//! `O_TMPFILE` + `linkat`, a replaced one tmp + rename) but not fsynced — two disk flushes per
 //! new minion capped a sign-in storm at ~150/s per worker here (Salt's session cache does not
 //! flush either); a key lost in a crash is replaced at the minion's next sign-in — and
 //! regenerated when older than `publish_session`.
@@ -106,11 +107,25 @@ impl Sessions {
         }
         let c = Crypticle::generate();
         let path = self.dir.join(id);
-        write_unsynced(&path, c.key_string().as_bytes()).map_err(|source| SessionError::Io {
+        let io_err = |source| SessionError::Io {
             id: id.to_owned(),
             source,
-        })?;
-        let mtime = std::fs::metadata(&path)
+        };
+        // A new minion's key is created whole under its name (no temporary name, no
+        // rename); an expired one is replaced by a temp file renamed over it.
+        let created = match salt_keystore::create_linked(&path, c.key_string().as_bytes(), 0o600) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+            Err(e) => return Err(io_err(e)),
+        };
+        let meta = match created {
+            Some(f) => f.metadata(),
+            None => {
+                write_unsynced(&path, c.key_string().as_bytes()).map_err(io_err)?;
+                std::fs::metadata(&path)
+            }
+        };
+        let mtime = meta
             .and_then(|m| m.modified())
             .unwrap_or_else(|_| SystemTime::now());
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());

@@ -76,6 +76,9 @@ impl KeyStore {
         // the new text in place (atomic replace). The id is never in two states, even if
         // another process moves it meanwhile (a vanished source is skipped).
         let target_dir = self.state_dir(target);
+        if !self.durable && self.put_new_linked(target, id, &target_path, pem)? {
+            return Ok(());
+        }
         let tmp = fsutil::write_tmp(&target_dir, pem.as_bytes(), KEY_FILE_MODE, self.durable)?;
         crash_point("put:after_tmp")?;
         let mut moved = Vec::new();
@@ -104,6 +107,44 @@ impl KeyStore {
         }
         index.insert(target, id);
         Ok(())
+    }
+
+    /// The common case of [`put`](Self::put) into `Accepted` or `Rejected` without
+    /// durability (a master's sign-in of a new minion): the id's file in the other
+    /// exclusive states is moved first, as in the general way; when there was none and
+    /// `target_path` does not exist either, the key is created complete under its name
+    /// ([`fsutil::create_linked`]: no temporary name, no rename). `Ok(false)`: not that
+    /// case, or the system cannot; the caller takes the general way (which also replaces
+    /// the text of a moved key). The id is in one state at every instant either way.
+    fn put_new_linked(
+        &self,
+        target: KeyState,
+        id: &str,
+        target_path: &std::path::Path,
+        pem: &str,
+    ) -> Result<bool> {
+        for src in KeyState::EXCLUSIVE.into_iter().filter(|&s| s != target) {
+            let src_path = self.path(src, id);
+            match fs::rename(&src_path, target_path) {
+                Ok(()) => {
+                    let mut index = self.write_index();
+                    index.sets[src.idx()].remove(id);
+                    index.insert(target, id);
+                    return Ok(false);
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(KeyStoreError::io("rename", src_path, e)),
+            }
+        }
+        match fsutil::create_linked(target_path, pem.as_bytes(), KEY_FILE_MODE) {
+            Ok(Some(_)) => {
+                self.write_index().insert(target, id);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(KeyStoreError::io("create", target_path, e)),
+        }
     }
 
     // === autosign stubs ===

@@ -83,15 +83,16 @@ fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
     let accepted = store.read_key(KeyState::Accepted, id)?;
     // `decide` looks at the pending key only when no key is accepted: a returning minion
     // (the common case) is spared its two look-ups.
-    let pre_path = store.key_path(KeyState::Pending, id)?;
+    // A directory in place of the pending key is looked for only when reading fails: one
+    // system call less on a new minion's sign-in.
     let pending = if accepted.is_some() {
         Pending::Absent
-    } else if pre_path.is_dir() {
-        Pending::Directory
     } else {
-        match store.read_key(KeyState::Pending, id)? {
-            Some(k) => Pending::File(k),
-            None => Pending::Absent,
+        match store.read_key(KeyState::Pending, id) {
+            Ok(Some(k)) => Pending::File(k),
+            Ok(None) => Pending::Absent,
+            Err(_) if store.key_path(KeyState::Pending, id)?.is_dir() => Pending::Directory,
+            Err(e) => return Err(e.into()),
         }
     };
     Ok(KeyFacts {
