@@ -100,7 +100,8 @@ fn load_error(e: InvalidMessage) -> RequestError {
 /// then opened and checked in full. `None` when it cannot tell (the full path decides).
 fn peek_cmd(shared: &Shared, req: &AesRequest) -> Option<String> {
     let crypticle = if req.version > 2 {
-        shared.sessions.existing(req.id.as_deref()?)?
+        let id = req.id.as_deref().filter(|id| auth_master::valid_id(id))?;
+        shared.sessions.existing(id)?
     } else {
         shared.aes.current().crypticle.clone()
     };
