@@ -4,6 +4,8 @@
 # with a TARGETS table (issues #21 and #16: each target, the measured value, met / NOT MET).
 # Documented in docs/benchmarks.md. Sizes and knobs are environment variables:
 #   BENCH_SIGNIN_N=1000  BENCH_FANOUT="1000 5000 10000"  BENCH_ROT_N=1000
+#   BENCH_FANOUT_ROUNDS=5 (pings per size, median)  BENCH_FANOUT_SALT_BIG=5000
+#   BENCH_FANOUT_SALT_BIG_ROUNDS=1 (Salt's pings at >= that many minions: ~2 min each at 10k)
 #   BENCH_WORKERS=4  BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
 #   BENCH_KEYS=<distinct minion keys; default: what the cache holds, generating up to 1000>
 #   BENCH_JOBCLEAN_N=100000 (old jobs the masters remove while answering pings)

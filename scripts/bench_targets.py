@@ -66,11 +66,18 @@ if not secs:
     target("#21.1", "master CPU per sign-in >= 4x (first) / 3x (returning) better than Salt", None, None)
 
 # ---- #21 item 2: fan-out
+# The measure is the median of 5 pings (bench.py's "median of N" row; the rounds are
+# in its note). A run with fewer rounds, or an older log's "best of 2", is not the target's.
 for n, limit in ((10000, 1.0), (1000, 0.15)):
-    r = row("fanout", rf"test\.ping {n}: seconds until all")
+    r = row("fanout", rf"test\.ping {n}: seconds until all returns \(median of (\d+)\)")
+    k = int(re.search(r"median of (\d+)", r[0][1]).group(1)) if r else 0
     v = num(r[0][2]) if r else None
-    target("#21.2", f"test.ping {n:,} minions all returned < {limit} s" + (f" ({r[0][1].split(': ', 1)[1]})" if r else ""),
-           f"{v:.3f} s (Salt {r[0][3] or '-'})" if v is not None else None, None if v is None else v < limit)
+    rounds = re.search(r"ours ([\d., ]+)", r[0][4]) if r else None
+    salt = f"{num(r[0][3]):.2f} s" if r and num(r[0][3]) is not None else "-"
+    shown = None if v is None else (
+        f"{v:.3f} s, median of {k}" + (f" ({rounds.group(1).strip(' ,')})" if rounds else "") + f"; Salt {salt}")
+    target("#21.2", f"test.ping {n:,} minions all returned < {limit} s (median of 5)", shown,
+           None if v is None else (v < limit and k >= 5))
 
 # ---- #21 item 3: the master idle with 10k minions
 r = row("footprint|scale|fanout", r"CPU while idle with 10000")

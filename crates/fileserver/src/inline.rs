@@ -50,6 +50,11 @@ impl Drop for Guard {
     }
 }
 
+/// Whether a request is being handled under the guard (on a socket thread) now.
+pub fn active() -> bool {
+    ACTIVE.with(Cell::get)
+}
+
 /// Declines (returns true and marks the request) when under the guard; false otherwise.
 /// For work that must not run on a socket thread.
 pub fn decline() -> bool {

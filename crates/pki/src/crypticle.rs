@@ -228,6 +228,32 @@ impl Crypticle {
         Ok(plain)
     }
 
+    /// The first `len` bytes of the msgpack body of [`loads`](Self::loads) (after
+    /// `"pickle::"`, no nonce expected), decrypted from the first blocks **without checking
+    /// the MAC**: a routing hint (which command a request names) for a caller that then
+    /// handles the request with [`loads`](Self::loads), never data to act on. `None` when the
+    /// ciphertext is too short or the marker is not there.
+    pub fn peek_body(&self, data: &[u8], len: usize) -> Option<Zeroizing<Vec<u8>>> {
+        let ct_end = data.len().checked_sub(MAC_LEN)?;
+        let want = (PICKLE_PAD.len() + len).div_ceil(BLOCK) * BLOCK;
+        let end = (BLOCK + want).min(ct_end - ct_end % BLOCK);
+        if end < 2 * BLOCK {
+            return None;
+        }
+        let (iv, ct) = (&data[..BLOCK], &data[BLOCK..end]);
+        let mut dec = cbc::Decryptor::<Aes192>::new_from_slices(self.aes_key.as_ref(), iv).ok()?;
+        let mut plain = Zeroizing::new(ct.to_vec());
+        for b in plain.chunks_exact_mut(BLOCK) {
+            dec.decrypt_block_mut(GenericArray::from_mut_slice(b));
+        }
+        if !plain.starts_with(PICKLE_PAD) {
+            return None;
+        }
+        plain.drain(..PICKLE_PAD.len());
+        plain.truncate(len);
+        Some(plain)
+    }
+
     fn mac(&self) -> HmacSha256 {
         // HMAC accepts keys of any length; ours is always 32 bytes.
         <HmacSha256 as Mac>::new_from_slice(self.hmac_key.as_ref())
@@ -289,6 +315,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn peek_body_is_the_start_of_loads() {
+        let c = Crypticle::from_key_string(&generate_key_string()).unwrap();
+        for n in [0usize, 1, 7, 8, 23, 24, 40, 200] {
+            let body: Vec<u8> = (0..n).map(|i| i as u8).collect();
+            let ct = c.dumps(&body, None);
+            for len in [0usize, 5, 8, 24, 48, 300] {
+                let got = c.peek_body(&ct, len).unwrap();
+                // The body's start (then, when the body is shorter, its padding).
+                assert!(got.starts_with(&body[..len.min(n)]), "body {n}, peek {len}");
+                assert!(got.len() <= len);
+            }
+        }
+        assert!(c.peek_body(&[0u8; 40], 8).is_none());
+        let other = Crypticle::from_key_string(&generate_key_string()).unwrap();
+        assert!(other.peek_body(&c.dumps(b"abc", None), 3).is_none());
     }
 
     #[test]

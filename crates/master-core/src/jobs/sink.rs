@@ -31,13 +31,19 @@ pub const CAPACITY: usize = 32_768;
 /// The writer waits while returns keep arriving (one came less than this ago)...
 const QUIET: Duration = Duration::from_millis(20);
 
-/// ...unless this many wait to be written, returns have waited this long (a steady trickle
-/// is written within it), a reader asks ([`ReturnSink::flush`]) or the master stops.
+/// ...unless this many wait to be written, a reader asks ([`ReturnSink::flush`]) or the master
+/// stops. Returns that have waited [`MAX_DEFER`] are written during a burst too, but one
+/// [`CHUNK`] per [`PACE`] (a steady trickle is written within `MAX_DEFER`), so back-to-back
+/// fan-outs are not slowed by the previous one's writes, whatever its size (before, once
+/// the oldest return had waited 2 s the writer stopped pausing at all).
 const HIGH_WATER: u64 = (CAPACITY as u64) * 3 / 4;
 const MAX_DEFER: Duration = Duration::from_secs(2);
+const PACE: Duration = Duration::from_millis(100);
 
-/// Returns written between two looks at the queue (so a new burst pauses the writing).
-const CHUNK: usize = 512;
+/// Returns written between two looks at the queue (so a new burst pauses the writing): 64
+/// returns are ~12 ms of file creation here, the most a fan-out that starts while a chunk
+/// is written waits for it (512 made the next `salt` wait up to ~90 ms).
+const CHUNK: usize = 64;
 
 /// One return: (jid, minion id, load, store it in the job cache).
 struct Item {
@@ -64,6 +70,8 @@ struct Queue {
     last_push: Option<Instant>,
     /// Since when `to_write` has not been empty.
     unwritten_since: Option<Instant>,
+    /// When the writer last finished a chunk.
+    last_write: Option<Instant>,
     /// Callers of [`ReturnSink::flush`] waiting now.
     flushing: usize,
     /// Write at once, never defer: other masters read the store (a group's database), and
@@ -77,14 +85,20 @@ impl Queue {
         if self.eager || self.closed || self.flushing > 0 || self.pushed - self.done >= HIGH_WATER {
             return None;
         }
-        if self
-            .unwritten_since
-            .is_some_and(|t| now.saturating_duration_since(t) >= MAX_DEFER)
-        {
-            return None;
-        }
         let since = now.saturating_duration_since(self.last_push?);
-        (since < QUIET).then(|| QUIET - since)
+        if since >= QUIET {
+            return None; // the returns paused
+        }
+        let pause = QUIET - since;
+        let overdue = self
+            .unwritten_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= MAX_DEFER);
+        if !overdue {
+            return Some(pause);
+        }
+        // Overdue during a burst: one chunk per PACE.
+        let next = self.last_write.map_or(now, |t| t + PACE);
+        (next > now).then(|| pause.min(next - now))
     }
 }
 
@@ -323,7 +337,11 @@ fn writer(state: &State, store: &dyn JobStore) {
         };
         let n = batch.len() as u64;
         write_batch(store, batch);
-        state.lock().done += n;
+        {
+            let mut q = state.lock();
+            q.done += n;
+            q.last_write = Some(Instant::now());
+        }
         state.progress.notify_all();
     }
 }
@@ -341,5 +359,40 @@ fn write_batch(store: &dyn JobStore, batch: Vec<Item>) {
             Ok(()) => tracing::debug!("Stored {} return(s) for job {jid}", returns.len()),
             Err(e) => tracing::warn!("{} return(s) for job {jid} not stored: {e}", returns.len()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// During a burst the writer waits for a pause; returns overdue (waited `MAX_DEFER`) get
+    /// one chunk per `PACE`, not a writer that stops pausing.
+    #[test]
+    fn overdue_returns_are_written_at_a_pace_during_a_burst() {
+        let now = Instant::now();
+        let mut q = Queue {
+            pushed: 100,
+            last_push: Some(now),
+            unwritten_since: Some(now),
+            ..Queue::default()
+        };
+        assert_eq!(q.defer(now), Some(QUIET), "a burst: wait for the pause");
+        assert_eq!(q.defer(now + QUIET), None, "paused: write");
+        let later = now + MAX_DEFER;
+        q.last_push = Some(later);
+        assert_eq!(
+            q.defer(later),
+            None,
+            "overdue, nothing written yet: write a chunk"
+        );
+        q.last_write = Some(later);
+        let wait = q.defer(later).expect("just wrote a chunk: wait");
+        assert!(wait <= QUIET && !wait.is_zero());
+        q.last_push = Some(later + PACE);
+        assert_eq!(q.defer(later + PACE), None, "next chunk after PACE");
+        q.flushing = 1;
+        q.last_write = Some(later + PACE);
+        assert_eq!(q.defer(later + PACE), None, "a reader flushes: no waiting");
     }
 }

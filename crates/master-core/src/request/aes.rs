@@ -16,6 +16,15 @@ use crate::state::Shared;
 
 /// Answers one AES request.
 pub(super) fn handle(shared: &Shared, req: AesRequest) -> Vec<u8> {
+    // On the socket thread, a load that names a command other than a quick file-server one
+    // (a `_return`, an event) goes to a worker without being opened here first: the worker
+    // opens it anyway (before, every such request was decrypted and decoded twice).
+    if salt_fileserver::inline::active()
+        && peek_cmd(shared, &req)
+            .is_some_and(|cmd| salt_fileserver::inline::declines_cmd(Some(&cmd)))
+    {
+        return Vec::new();
+    }
     let (mut load, crypticle) = match open(shared, &req) {
         Ok(v) => v,
         Err(e) => return error::reply(shared, None, &e, None),
@@ -86,6 +95,41 @@ fn load_error(e: InvalidMessage) -> RequestError {
     .into()
 }
 
+/// The command a load names as its first key (where Salt's minions and ours put `cmd`),
+/// read from its first blocks without the MAC check: only a routing hint, the request is
+/// then opened and checked in full. `None` when it cannot tell (the full path decides).
+fn peek_cmd(shared: &Shared, req: &AesRequest) -> Option<String> {
+    let crypticle = if req.version > 2 {
+        let id = req.id.as_deref().filter(|id| auth_master::valid_id(id))?;
+        shared.sessions.existing(id)?
+    } else {
+        shared.aes.current().crypticle.clone()
+    };
+    let start = crypticle.peek_body(req.load.as_slice(), 48)?;
+    first_cmd(&start).map(str::to_owned)
+}
+
+/// `cmd`'s value when a msgpack map starts with the key `"cmd"` and a string value.
+fn first_cmd(p: &[u8]) -> Option<&str> {
+    let rest = match *p.first()? {
+        0x80..=0x8f => p.get(1..)?,
+        0xde => p.get(3..)?,
+        0xdf => p.get(5..)?,
+        _ => return None,
+    };
+    let rest = rest.strip_prefix(b"\xa3cmd")?;
+    let (len, rest) = match *rest.first()? {
+        b @ 0xa0..=0xbf => (usize::from(b & 0x1f), rest.get(1..)?),
+        0xd9 => (usize::from(*rest.get(1)?), rest.get(2..)?),
+        0xda => (
+            usize::from(u16::from_be_bytes([*rest.get(1)?, *rest.get(2)?])),
+            rest.get(3..)?,
+        ),
+        _ => return None,
+    };
+    std::str::from_utf8(rest.get(..len)?).ok()
+}
+
 /// The session key (v3: the envelope id's; older: the publish key), and the decrypted load.
 /// Within the grace window after a rotation, a request encrypted with the previous publish
 /// key is still taken (and answered with that key); the token check still refuses a minion
@@ -153,5 +197,36 @@ fn admit(shared: &Shared, req: &AesRequest, meta: &AesMeta) -> Result<String, Re
         Some(_) => Ok(id),
         None if req.version > 2 => Err(Refused::NoToken(id).into()),
         None => Ok(id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_cmd;
+    use rmpv::Value;
+
+    #[test]
+    fn first_cmd_reads_a_leading_cmd_only() {
+        let map = |pairs: Vec<(&str, Value)>| {
+            salt_proto::encode(&Value::Map(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (Value::from(k), v))
+                    .collect(),
+            ))
+        };
+        let ret = map(vec![("cmd", "_return".into()), ("id", "m1".into())]);
+        assert_eq!(first_cmd(&ret), Some("_return"));
+        let long = "_file_hash_and_stat_but_longer_than_31";
+        assert_eq!(first_cmd(&map(vec![("cmd", long.into())])), Some(long));
+        // `cmd` not first (Salt's file client puts it last): the full path decides.
+        let file = map(vec![
+            ("path", "top.sls".into()),
+            ("cmd", "_serve_file".into()),
+        ]);
+        assert_eq!(first_cmd(&file), None);
+        assert_eq!(first_cmd(&map(vec![("cmd", 3.into())])), None);
+        assert_eq!(first_cmd(&ret[..6]), None, "cut short");
+        assert_eq!(first_cmd(b""), None);
     }
 }
