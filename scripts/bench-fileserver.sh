@@ -163,7 +163,8 @@ clients, threads, workers, cores = sys.argv[2:6]
 loop, loop_rt, loop_crypto = map(float, sys.argv[6:9])
 def med(kind, k):
     v = [r[k] for r in rounds if r["label"] == kind]
-    return statistics.median(v) if v else None
+    # Numbers only: the median of an even count of strings ("label") would add them up.
+    return statistics.median(v) if v and all(isinstance(x, (int, float)) for x in v) else None
 def f(v, d=0):
     return "-" if v is None else f"{v:.{d}f}"
 def ratio(a, b, suffix=""):
