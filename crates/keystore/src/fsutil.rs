@@ -64,7 +64,7 @@ pub(crate) fn write_tmp(dir: &Path, data: &[u8], mode: u32, sync: bool) -> Resul
 /// to disk. Returns the open file (for its metadata); `Ok(None)` when the system cannot do
 /// this (a file system without `O_TMPFILE`, no `/proc`): the caller then writes a temp
 /// file and renames it. `AlreadyExists` when `path` exists.
-pub fn create_linked(path: &Path, data: &[u8], mode: u32) -> io::Result<Option<File>> {
+pub fn create_linked(path: &Path, data: &[u8], mode: u32, sync: bool) -> io::Result<Option<File>> {
     use nix::errno::Errno;
     use std::io::Write as _;
     use std::os::unix::fs::PermissionsExt as _;
@@ -90,6 +90,9 @@ pub fn create_linked(path: &Path, data: &[u8], mode: u32) -> io::Result<Option<F
         Err(e) => return Err(e),
     };
     f.write_all(data)?;
+    if sync {
+        f.sync_all()?;
+    }
     if mode & umask() != 0 {
         f.set_permissions(fs::Permissions::from_mode(mode))?;
     }

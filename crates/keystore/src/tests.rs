@@ -674,14 +674,14 @@ fn non_durable_new_key_is_created_whole_and_later_puts_replace_or_move_it() {
 fn create_linked_makes_a_complete_file_and_refuses_an_existing_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("k");
-    let f = create_linked(&path, b"secret", 0o600).unwrap();
+    let f = create_linked(&path, b"secret", 0o600, true).unwrap();
     if f.is_none() {
         println!("SKIPPED: no O_TMPFILE or /proc here (the callers fall back to tmp + rename)");
         return;
     }
     assert_eq!(fs::read(&path).unwrap(), b"secret");
     assert_eq!(mode(&path), 0o600);
-    let err = create_linked(&path, b"other", 0o600).unwrap_err();
+    let err = create_linked(&path, b"other", 0o600, false).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
     assert_eq!(fs::read(&path).unwrap(), b"secret");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -113,11 +113,12 @@ impl Sessions {
         };
         // A new minion's key is created whole under its name (no temporary name, no
         // rename); an expired one is replaced by a temp file renamed over it.
-        let created = match salt_keystore::create_linked(&path, c.key_string().as_bytes(), 0o600) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
-            Err(e) => return Err(io_err(e)),
-        };
+        let created =
+            match salt_keystore::create_linked(&path, c.key_string().as_bytes(), 0o600, false) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                Err(e) => return Err(io_err(e)),
+            };
         let meta = match created {
             Some(f) => f.metadata(),
             None => {

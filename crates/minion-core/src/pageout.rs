@@ -126,8 +126,7 @@ pub fn after_first_sign_in() {
             Err(_) => failed += 1,
         }
     }
-    let cache = drop_exe_cache().err();
-    if let Some(e) = &cache {
+    if let Err(e) = drop_exe_cache() {
         tracing::debug!("The minion's executable stays in the page cache: {e}");
     }
     let kib = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |k| format!("{k} KiB"));

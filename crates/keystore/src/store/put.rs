@@ -136,7 +136,7 @@ impl KeyStore {
                 Err(e) => return Err(KeyStoreError::io("rename", src_path, e)),
             }
         }
-        match fsutil::create_linked(target_path, pem.as_bytes(), KEY_FILE_MODE) {
+        match fsutil::create_linked(target_path, pem.as_bytes(), KEY_FILE_MODE, false) {
             Ok(Some(_)) => {
                 self.write_index().insert(target, id);
                 Ok(true)

@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
-use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -127,24 +126,10 @@ impl FileJobs {
     /// does not flush either. A crash may lose the newest returns, never corrupt one.
     fn write(&self, path: &Path, data: &[u8], sync: bool) -> std::io::Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        if let Ok(mut f) = anonymous_file(dir) {
-            f.write_all(data)?;
-            if sync {
-                f.sync_all()?;
-            }
-            let fd_path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
-            if nix::unistd::linkat(
-                None,
-                fd_path.as_path(),
-                None,
-                path,
-                nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
-            )
-            .is_ok()
-            {
-                return if sync { sync_dir(dir) } else { Ok(()) };
-            }
-            // Not linked (the name exists, or no /proc): through a named temporary file.
+        // Not linked (the name exists, no O_TMPFILE or no /proc): through a named temporary
+        // file.
+        if let Ok(Some(_)) = salt_keystore::create_linked(path, data, 0o600, sync) {
+            return if sync { sync_dir(dir) } else { Ok(()) };
         }
         let (tmp, mut f) = self.create_temp()?;
         let written = f
@@ -242,14 +227,6 @@ impl JobStore for FileJobs {
 
 /// An unnamed file (mode 0600) in `dir`, freed by the kernel unless linked (Linux
 /// `O_TMPFILE`; an error where the file system or kernel does not have it).
-fn anonymous_file(dir: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits())
-        .open(dir)
-}
-
 fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .write(true)
@@ -439,7 +416,9 @@ mod tests {
         jobs.store_job("20250101000000000008", &Value::Nil).unwrap();
         jobs.store_return("20250101000000000008", "m1", &Value::Boolean(false))
             .unwrap();
-        if anonymous_file(&jobs_dir).is_ok() {
+        let probe = jobs_dir.join("probe");
+        if salt_keystore::create_linked(&probe, b"", 0o600, false).is_ok_and(|f| f.is_some()) {
+            std::fs::remove_file(&probe).unwrap();
             assert_eq!(names(&jobs_dir), ["20250101000000000008"]);
         }
         for f in [".load.p", "m1/return.p"] {
