@@ -32,6 +32,11 @@ FANOUT_SALT_BIG = int(os.environ.get("BENCH_FANOUT_SALT_BIG", "5000"))
 FANOUT_SALT_BIG_ROUNDS = max(1, int(os.environ.get("BENCH_FANOUT_SALT_BIG_ROUNDS", "1")))
 ROT_N = int(os.environ.get("BENCH_ROT_N", "1000"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
+# The sign-in sections (storm, returning) run at each of these worker_threads (the issue's
+# "at worker_threads 2 and 4"), BENCH_STORM_ROUNDS times each; the round with the median rate
+# is reported (a 1,000-minion storm lasts ~1 s, so one round is at the mercy of the machine).
+STORM_WORKERS = [int(x) for x in os.environ.get("BENCH_STORM_WORKERS", "4 2").split()]
+STORM_ROUNDS = max(1, int(os.environ.get("BENCH_STORM_ROUNDS", "3")))
 SALT_BUDGET = float(os.environ.get("BENCH_SALT_SIGNIN_BUDGET", "240"))
 SKIP_SALT = os.environ.get("BENCH_SKIP_SALT") == "1" or not (VENV / "bin" / "salt-master").exists()
 ONLY = os.environ.get("BENCH_ONLY", "openssl storm returning fanout rotation footprint jobclean").split()
@@ -148,7 +153,7 @@ def yaml_conf(d):
 class Master:
     """A master (ours or real Salt's) in its own directory and process group."""
 
-    def __init__(self, kind, name, sign=True, extra=None):
+    def __init__(self, kind, name, sign=True, extra=None, workers=None):
         self.kind = kind
         self.dir = ROOT / name
         if self.dir.exists():
@@ -170,7 +175,7 @@ class Master:
             "interface": "127.0.0.1",
             "publish_port": self.pub_port,
             "ret_port": self.ret_port,
-            "worker_threads": WORKERS,
+            "worker_threads": workers or WORKERS,
             "auto_accept": True,
             "master_sign_pubkey": sign,
             "loop_interval": 1,
@@ -368,10 +373,20 @@ def children_cpu_s():
     return ru.ru_utime + ru.ru_stime
 
 
+def steal_ticks():
+    """The machine's stolen CPU ticks (/proc/stat, all CPUs): a virtual machine's cores lent
+    to another guest during a run show here, not in any process's CPU time."""
+    try:
+        f = open("/proc/stat").readline().split()
+        return int(f[8])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def swarm_storm(m, prefix, extra=()):
-    """One swarm of SIGNIN_N minions signing in at once (256 in flight) to `m`; returns
-    (sign-ins/s or None, signed in, master CPU seconds, load average, swarm CPU seconds
-    after its keys were loaded)."""
+    """One swarm of SIGNIN_N minions signing in at once (256 in flight) to `m`; returns a dict:
+    rate (sign-ins/s or None), signed, cpu (master CPU s), load, swarm (swarm CPU s after its
+    keys were loaded), threads ({thread class: CPU s}), steal (% of the machine's CPU stolen)."""
     cpu0 = m.cpu()
     th0 = thread_cpu(m.proc.pid) if m.kind == "ours" else {}
     la = loadavg()
@@ -382,26 +397,37 @@ def swarm_storm(m, prefix, extra=()):
     # The swarm's CPU once its keys are read (polled closely until then), so that its share
     # of the 2 cores during the storm is known: it bounds the reachable rate.
     loaded_cpu = 0.0
+    st0, t0 = steal_ticks(), time.time()
     try:
         wait("swarm keys", sw.keys_loaded, 120, 0.01)
         loaded_cpu = cpu_s(sw.proc.pid)
+        st0, t0 = steal_ticks(), time.time()
         wait("storm sign-ins", lambda: sw.all_in() or sw.proc.poll() is not None, budget, 0.2)
     except TimeoutError:
         pass
+    steal = 100 * (steal_ticks() - st0) / CLK / max(time.time() - t0, 1e-3) / (os.cpu_count() or 1)
     res = sw.all_in()
     cpu = m.cpu() - cpu0
     th = {k: v - th0.get(k, 0) for k, v in thread_cpu(m.proc.pid).items()} if th0 else {}
     signed = int(sw.stat("signed_in") or 0)
     sw.stop()
     swarm_cpu = children_cpu_s() - ch0 - loaded_cpu
-    return (res[2] if res else None), signed, cpu, la, swarm_cpu, th
+    return dict(rate=res[2] if res else None, signed=signed, cpu=cpu, load=la, swarm=swarm_cpu,
+                threads=th, steal=steal)
 
 
-def storm(kind, returning=False):
+def storm(kind, returning, workers, rnd):
     """First sign-ins of SIGNIN_N new minions; with `returning`, those minions signed in
     once, then sign in again knowing the master's key (a token in every request, the key
-    accepted and the session key on disk: a restarted or rotated master's storm)."""
-    m = Master(kind, f"{'ret' if returning else 'storm'}-{kind}").start()
+    accepted and the session key on disk: a restarted or rotated master's storm).
+
+    Each round has its own master directory, kept until the run ends: deleting the previous
+    round's 1,000 key files just before a storm makes ext4 skip each recently freed inode when
+    the next master creates its key files (`recently_deleted()` in the kernel's inode
+    allocator, for a minute or more), which measured +0.5 ms of kernel CPU per first sign-in
+    (docs/benchmarks.md). That is the bench's own housekeeping, not the master's work."""
+    name = f"{'ret' if returning else 'storm'}-{kind}-w{workers}-r{rnd}"
+    m = Master(kind, name, workers=workers).start()
     try:
         r = swarm_storm(m, "storm-")
         if returning:
@@ -411,41 +437,64 @@ def storm(kind, returning=False):
     return r
 
 
+def storm_rounds(kind, returning, workers):
+    """STORM_ROUNDS storms on a fresh master each; (the round with the median rate, all rates)."""
+    rounds = [storm(kind, returning, workers, i) for i in range(STORM_ROUNDS)]
+    rates = [x["rate"] for x in rounds]
+    done = sorted((x for x in rounds if x["rate"]), key=lambda x: x["rate"])
+    pick = done[(len(done) - 1) // 2] if len(done) == len(rounds) else min(rounds, key=lambda x: x["rate"] or 0)
+    return pick, rates
+
+
 def bench_storm(returning=False):
-    sec = "returning" if returning else "storm"
+    for w in STORM_WORKERS:
+        bench_storm_at(returning, w)
+
+
+def bench_storm_at(returning, workers):
+    sec = f"{'returning' if returning else 'storm'}-w{workers}"
     ops = OPS_RETURNING if returning else OPS
     what = "returning minions (token)" if returning else "new minions"
-    r = {"ours": storm("ours", returning)}
-    r["salt"] = storm("salt", returning) if not SKIP_SALT else (None, 0, 0, "", 0, {})
+    none = dict(rate=None, signed=0, cpu=0, load="", swarm=0, threads={}, steal=0)
+    r, rates = {}, {}
+    r["ours"], rates["ours"] = storm_rounds("ours", returning, workers)
+    r["salt"], rates["salt"] = storm_rounds("salt", returning, workers) if not SKIP_SALT else (none, [])
     o, s = r["ours"], r["salt"]
-    add(sec, f"sign-ins/s, {SIGNIN_N} {what}, worker_threads {WORKERS}", o[0], s[0],
-        f"load {o[3]} / {s[3]}")
-    if o[0] and s[0]:
-        add(sec, "ratio ours/salt", o[0] / s[0], None)
+
+    def listed(k):
+        return ", ".join(f"{x:.0f}" if x else "failed" for x in rates[k])
+
+    add(sec, f"sign-ins/s, {SIGNIN_N} {what}, worker_threads {workers} (median of {STORM_ROUNDS})",
+        o["rate"], s["rate"],
+        f"ours {listed('ours')}; salt {listed('salt')}; load {o['load']} / {s['load']}; "
+        f"stolen CPU {o['steal']:.1f}% / {s['steal']:.1f}%")
+    if o["rate"] and s["rate"]:
+        add(sec, "ratio ours/salt", o["rate"] / s["rate"], None)
     for k in ("ours", "salt"):
         x = r[k]
-        if x[1]:
-            per = x[2] / x[1]
-            add(sec, f"{k}: master CPU ms per sign-in", per * 1000, None,
-                f"RSA floor {ops[k]} op(s) = {ops[k] * 1000 / RSA_SIGN:.2f} ms" if RSA_SIGN else "")
-            if RSA_SIGN and x[0]:
-                add(sec, f"{k}: share of RSA limit (rate x ops / openssl ops/s)",
-                    f"{100 * x[0] * ops[k] / RSA_SIGN:.0f}%", None,
-                    f"CPU efficiency {100 * (ops[k] / RSA_SIGN) / per:.0f}% of master CPU is RSA")
-            if x[5]:
-                add(sec, f"{k}: master CPU ms per sign-in by thread", " / ".join(
-                    f"{n} {1000 * v / x[1]:.2f}" for n, v in sorted(x[5].items(), key=lambda kv: -kv[1])),
-                    None, "from /proc/<pid>/task/*/stat")
-            # The load generator shares the 2 cores: master + swarm CPU per sign-in bound
-            # the rate this box can reach at all (both processes busy on every core).
-            sw = x[4] / x[1]
-            add(sec, f"{k}: swarm (load generator) CPU ms per sign-in", sw * 1000, None,
-                "after its keys are loaded; lean checks, public-key operations")
-            if RSA_SIGN:
-                cores = os.cpu_count() or 1
-                ceil = cores / (per + sw)
-                add(sec, f"{k}: {cores}-core ceiling, {cores} / (master + swarm CPU per sign-in)",
-                    ceil, None, f"= {100 * ceil * ops[k] / RSA_SIGN:.0f}% of the RSA limit at most")
+        if not x["signed"]:
+            continue
+        per = x["cpu"] / x["signed"]
+        add(sec, f"{k}: master CPU ms per sign-in", per * 1000, None,
+            f"RSA floor {ops[k]} op(s) = {ops[k] * 1000 / RSA_SIGN:.2f} ms" if RSA_SIGN else "")
+        if RSA_SIGN and x["rate"]:
+            add(sec, f"{k}: share of RSA limit (rate x ops / openssl ops/s)",
+                f"{100 * x['rate'] * ops[k] / RSA_SIGN:.0f}%", None,
+                f"CPU efficiency {100 * (ops[k] / RSA_SIGN) / per:.0f}% of master CPU is RSA")
+        if x["threads"]:
+            add(sec, f"{k}: master CPU ms per sign-in by thread", " / ".join(
+                f"{n} {1000 * v / x['signed']:.2f}" for n, v in sorted(x["threads"].items(), key=lambda kv: -kv[1])),
+                None, "from /proc/<pid>/task/*/stat")
+        # The load generator shares the 2 cores: master + swarm CPU per sign-in bound
+        # the rate this box can reach at all (both processes busy on every core).
+        sw = x["swarm"] / x["signed"]
+        add(sec, f"{k}: swarm (load generator) CPU ms per sign-in", sw * 1000, None,
+            "after its keys are loaded; lean checks, public-key operations")
+        if RSA_SIGN:
+            cores = os.cpu_count() or 1
+            ceil = cores / (per + sw)
+            add(sec, f"{k}: {cores}-core ceiling, {cores} / (master + swarm CPU per sign-in)",
+                ceil, None, f"= {100 * ceil * ops[k] / RSA_SIGN:.0f}% of the RSA limit at most")
 
 
 # ---------------------------------------------------------------- fan-out
@@ -456,6 +505,22 @@ def fanout_rounds(kind, size):
     if kind == "salt" and size >= FANOUT_SALT_BIG:
         return FANOUT_SALT_BIG_ROUNDS
     return FANOUT_ROUNDS
+
+
+def idle_after_work(m, secs):
+    """(seconds waited, master CPU % of a core over `secs`) once the pings' after-work is done:
+    our job-cache thread writes the returns behind the fan-out, Salt's master may still be
+    handling its returns. Waits (at most 60 s) for a 2 s window under 5% of a core."""
+    t0 = time.time()
+    while time.time() < t0 + 60:
+        c = m.cpu()
+        time.sleep(2)
+        if (m.cpu() - c) / 2 * 100 < 5:
+            break
+    waited = time.time() - t0
+    c0 = m.cpu()
+    time.sleep(secs)
+    return waited, (m.cpu() - c0) / secs * 100
 
 
 def fanout(kind, sizes):
@@ -483,18 +548,7 @@ def fanout(kind, sizes):
             secs, n_ret = m.ping("fan-*", 60 if kind == "ours" else 120)
             runs.append((secs, n_ret))
         rss = m.rss()
-        # "Idle" starts once the pings' after-work is done (our job-cache thread writes the
-        # returns behind the fan-out; Salt's master may still be handling its returns): wait
-        # (at most 60 s) for a 2 s window under 5% of a core, then measure 10 s.
-        settle = time.time() + 60
-        while time.time() < settle:
-            c = m.cpu()
-            time.sleep(2)
-            if (m.cpu() - c) / 2 * 100 < 5:
-                break
-        c0 = m.cpu()
-        time.sleep(10)
-        idle_cpu = (m.cpu() - c0) / 10 * 100
+        _, idle_cpu = idle_after_work(m, 10)
         out[size] = (runs, signed, su, la, rss, idle_cpu)
         log(f"fan-out {kind} {size}: signed {signed} in {su:.0f}s, pings {runs}, rss {rss} KiB")
     base, _, _ = m.salt(["-t", "5", "nomatch-zzz", "test.ping", "--out", "txt"], 60)

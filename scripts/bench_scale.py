@@ -4,7 +4,8 @@ at growing fleet sizes, ours and Salt 3007.17, written as a table, a CSV and one
 
 One master per kind; swarms are added until each size is connected, then at each size:
 `salt -t T 'fan-*' test.ping` BENCH_SCALE_PINGS times (median and best), the master's RSS
-(whole process group) and its CPU over BENCH_SCALE_IDLE idle seconds. Salt is measured only
+(whole process group) and its CPU over BENCH_SCALE_IDLE idle seconds, once the pings'
+job-cache writes are done. Salt is measured only
 up to BENCH_SCALE_SALT_MAX minions (its 10k fan-out alone takes ~90 s here, and signing 10k
 minions in takes minutes); larger sizes are skipped with a note.
 """
@@ -54,12 +55,11 @@ def run(kind, sizes):
                 pings.append((secs, n_ret))
                 time.sleep(0.5)
             rss = m.rss() / 1024
-            c0 = m.cpu()
-            time.sleep(IDLE)
-            idle_cpu = (m.cpu() - c0) / IDLE * 100
+            # Idle once the pings' job-cache writes are done (as in bench.py's fan-out).
+            settled, idle_cpu = B.idle_after_work(m, IDLE)
             out[size] = dict(signed=signed, pings=pings, rss_mib=rss, idle_cpu=idle_cpu, load=la)
             B.log(f"scale {kind} {size}: signed {signed}, pings {[(round(s, 3), n) for s, n in pings]}, "
-                  f"rss {rss:.0f} MiB, idle cpu {idle_cpu:.1f}%, load {la}")
+                  f"rss {rss:.0f} MiB, idle cpu {idle_cpu:.1f}%, load {la} (idle after {settled:.0f} s)")
     finally:
         for s in swarms:
             s.stop()
@@ -155,7 +155,7 @@ def from_log(path):
     import re
     res = {}
     pat = re.compile(r"scale (\w+) (\d+): signed (\d+), pings (\[.*?\]), rss ([0-9.]+) MiB, "
-                     r"idle cpu ([0-9.]+)%, load (.*)$")
+                     r"idle cpu ([0-9.]+)%, load (.*?)(?: \(idle after .*\))?$")
     for line in Path(path).read_text().splitlines():
         m = pat.search(line)
         if m:

@@ -176,6 +176,12 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
             .filter(|p| *p != 0)
             .map(|_| Arc::new(salt_minion_core::metrics::MinionMetrics::default())),
         cachedir: cfg.cachedir.clone(),
+        keepalive: salt_transport::Keepalive {
+            enabled: cfg.tcp_keepalive,
+            idle: cfg.tcp_keepalive_idle,
+            cnt: cfg.tcp_keepalive_cnt,
+            intvl: cfg.tcp_keepalive_intvl,
+        },
     })
 }
 

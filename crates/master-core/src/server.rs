@@ -158,6 +158,12 @@ pub async fn run_with_ready(
         hwm: i32::try_from(cfg.pub_hwm).unwrap_or(1000),
         backlog: i32::try_from(cfg.zmq_backlog).unwrap_or(1000),
         ipv6,
+        keepalive: salt_transport::Keepalive {
+            enabled: cfg.tcp_keepalive,
+            idle: cfg.tcp_keepalive_idle,
+            cnt: cfg.tcp_keepalive_cnt,
+            intvl: cfg.tcp_keepalive_intvl,
+        },
         ..PublisherOptions::default()
     };
     let pub_endpoint = tcp_endpoint(&host, cfg.publish_port);

@@ -81,6 +81,8 @@ pub struct MinionSettings {
     pub random_reauth_delay: Duration,
     /// Prometheus metrics to keep up to date (`metrics_port`), if any.
     pub metrics: Option<Arc<crate::metrics::MinionMetrics>>,
+    /// TCP keepalive of every connection to a master (`tcp_keepalive*`).
+    pub keepalive: salt_transport::Keepalive,
     /// `cachedir` (the remote file client's cache is `cachedir/files/`).
     pub cachedir: PathBuf,
 }
@@ -434,9 +436,10 @@ impl Driver {
                 };
                 let tx = self.ev_tx.clone();
                 let mid = self.s.id.clone();
+                let ka = self.s.keepalive;
                 tokio::spawn(async move {
                     let t0 = tokio::time::Instant::now();
-                    let Some(ok) = ping(&mid, &uri, timeout).await else {
+                    let Some(ok) = ping(&mid, &uri, timeout, ka).await else {
                         return; // timed out: the state machine times checks out itself
                     };
                     let rtt = t0.elapsed();
@@ -451,9 +454,10 @@ impl Driver {
             } => {
                 let tx = self.ev_tx.clone();
                 let mid = self.s.id.clone();
+                let ka = self.s.keepalive;
                 tokio::spawn(async move {
                     let uri = net::tcp_uri(&addr.host, addr.port);
-                    let ok = ping(&mid, &uri, timeout).await.unwrap_or(false);
+                    let ok = ping(&mid, &uri, timeout, ka).await.unwrap_or(false);
                     let _ = tx.send(Ev::Failback { idx, id, ok }).await;
                 });
             }
@@ -477,6 +481,7 @@ impl Driver {
         let body = salt_proto::encode(&req);
         let tx = self.ev_tx.clone();
         let mid = self.s.id.clone();
+        let ka = self.s.keepalive;
         // In failover mode a master whose port is closed is skipped at once (the next one
         // may be up); with one master (`str`), a sign-in sent before the master is up waits
         // for it, as Salt's does, instead of failing into a backoff.
@@ -496,7 +501,7 @@ impl Driver {
                 }
             };
             let uri = net::tcp_uri(&ip, addr.port);
-            let result = net::request_once(&mid, &uri, body, timeout, fail_fast).await;
+            let result = net::request_once(&mid, &uri, body, timeout, fail_fast, ka).await;
             let _ = tx
                 .send(Ev::Auth {
                     idx,

@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use salt_transport::{Heartbeat, ReqClient, ReqOptions, SubClient, SubEvent, TransportError};
+use salt_transport::{
+    Heartbeat, Keepalive, ReqClient, ReqOptions, SubClient, SubEvent, TransportError,
+};
 use tokio::sync::mpsc;
 
 /// A network failure (the message is for logs).
@@ -61,19 +63,22 @@ pub async fn request_once(
     body: Vec<u8>,
     timeout: Duration,
     fail_fast: bool,
+    keepalive: Keepalive,
 ) -> Result<Vec<u8>, NetError> {
     let opts = ReqOptions {
         identity: Some(identity(id)),
         fail_fast,
+        keepalive,
         ..ReqOptions::default()
     };
     Ok(salt_transport::request_once(uri, opts, body, timeout).await?)
 }
 
 /// A long-lived request client (returns, events, pillar) to one master.
-pub fn req_client(id: &str, uri: &str) -> Result<ReqClient, NetError> {
+pub fn req_client(id: &str, uri: &str, keepalive: Keepalive) -> Result<ReqClient, NetError> {
     let opts = ReqOptions {
         identity: Some(identity(id)),
+        keepalive,
         ..ReqOptions::default()
     };
     Ok(ReqClient::connect(uri, opts)?)
@@ -110,6 +115,8 @@ pub struct SubOptions {
     pub heartbeat: Option<(Duration, Duration)>,
     /// Identity (Salt sets the minion id).
     pub identity: Vec<u8>,
+    /// Salt's `tcp_keepalive*` options.
+    pub keepalive: Keepalive,
 }
 
 /// Connect a SUB socket and forward its events to `tx` until `tx` closes or the task is
@@ -128,6 +135,7 @@ pub fn spawn_sub<T: Copy + Send + 'static>(
         ),
         identity: Some(opts.identity),
         queue_capacity: 64,
+        keepalive: opts.keepalive,
         ..salt_transport::SubOptions::default()
     };
     let (client, mut rx) = SubClient::connect(&opts.uri, topts)?;

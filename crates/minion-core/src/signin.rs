@@ -47,7 +47,8 @@ pub async fn sign_in(s: &MinionSettings) -> Result<MasterLink, String> {
             let n = uuid::Uuid::new_v4().simple().to_string();
             let (req, pending) = auth.build_request(&n);
             let body = salt_proto::encode(&req);
-            let reply = match net::request_once(&s.id, &uri, body, timeout, true).await {
+            let reply = match net::request_once(&s.id, &uri, body, timeout, true, s.keepalive).await
+            {
                 Ok(r) => r,
                 Err(e) => {
                     last = format!("{uri}: {e}");
@@ -73,7 +74,8 @@ pub async fn sign_in(s: &MinionSettings) -> Result<MasterLink, String> {
                         enc_algo: s.auth.enc_algo,
                         sig_algo: s.auth.sig_algo,
                     };
-                    let req = net::req_client(&s.id, &uri).map_err(|e| e.to_string())?;
+                    let req =
+                        net::req_client(&s.id, &uri, s.keepalive).map_err(|e| e.to_string())?;
                     return Ok(MasterLink {
                         session,
                         req,

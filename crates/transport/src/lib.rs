@@ -16,8 +16,8 @@
 //!              ◀──bounded mpsc / oneshot──┘
 //! ```
 //!
-//! Options follow Salt (`docs/salt-wire-protocol.md` §1); ZMTP heartbeats replace TCP
-//! keepalive, which the vendored libzmq ignores. Each handle has its own `zmq::Context`,
+//! Options follow Salt (`docs/salt-wire-protocol.md` §1), TCP keepalive included; ZMTP
+//! heartbeats notice a frozen peer sooner. Each handle has its own `zmq::Context`,
 //! so dropping or closing it joins its thread *and* libzmq's I/O threads and releases the
 //! port before returning (a restarted server can re-bind at once).
 //!
@@ -40,7 +40,9 @@ mod worker;
 
 pub use endpoint::{ip_bracket, tcp_endpoint, tcp_endpoint_from};
 pub use error::{TransportError, ZmqError};
-pub use options::{Heartbeat, IoBatch, PublisherOptions, ReqOptions, ServerOptions, SubOptions};
+pub use options::{
+    Heartbeat, IoBatch, Keepalive, PublisherOptions, ReqOptions, ServerOptions, SubOptions,
+};
 pub use pool::{Handler, Inline, PoolServer};
 pub use publisher::Publisher;
 pub use req::{ReqClient, request_once};

@@ -10,9 +10,10 @@ use crate::TransportError;
 
 /// ZMTP 3.1 heartbeats (`ZMQ_HEARTBEAT_IVL` / `_TIMEOUT` / `_TTL`).
 ///
-/// The vendored libzmq ignores `TCP_KEEPALIVE`, so heartbeats are the only way to notice a
-/// peer that froze or whose packets are black-holed: every `interval` a PING is sent, and if
-/// nothing at all arrives for `timeout` the connection is dropped (a monitor then reports
+/// TCP keepalive ([`Keepalive`]) notices a vanished peer only after minutes of silence (Salt's
+/// 300 s idle); heartbeats notice a peer that froze or whose packets are black-holed within
+/// their `timeout`: every `interval` a PING is sent, and if nothing at all arrives for
+/// `timeout` the connection is dropped (a monitor then reports
 /// `DISCONNECTED` and connect-side sockets reconnect). libzmq answers the peer's PINGs
 /// itself, which is what Salt 3006.30 / 3008 masters (heartbeats on) require.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -48,6 +49,61 @@ impl Heartbeat {
             sock.set_heartbeat_ttl(ms(self.ttl))
                 .map_err(TransportError::zmq("setsockopt HEARTBEAT_TTL"))?;
         }
+        Ok(())
+    }
+}
+
+/// TCP keepalive on a socket's connections (`ZMQ_TCP_KEEPALIVE`, `_IDLE`, `_CNT`, `_INTVL`):
+/// Salt's `tcp_keepalive`, `tcp_keepalive_idle`, `tcp_keepalive_cnt` and
+/// `tcp_keepalive_intvl`, which Salt sets on the minion's SUB and REQ sockets and the
+/// master's PUB socket. `None` leaves the system's value (Salt's `-1`).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Keepalive {
+    /// `SO_KEEPALIVE` on (`true`) or off.
+    pub enabled: bool,
+    /// `TCP_KEEPIDLE`: silence before the first probe (whole seconds).
+    pub idle: Option<Duration>,
+    /// `TCP_KEEPCNT`: unanswered probes before the connection is dropped.
+    pub cnt: Option<u32>,
+    /// `TCP_KEEPINTVL`: time between probes (whole seconds).
+    pub intvl: Option<Duration>,
+}
+
+impl Keepalive {
+    /// Salt's defaults: on, 300 s idle, the system's probe count and interval.
+    pub const SALT_DEFAULT: Self = Self {
+        enabled: true,
+        idle: Some(Duration::from_secs(300)),
+        cnt: None,
+        intvl: None,
+    };
+    /// What Salt 3007.17's request server sets on its ROUTER, whatever the configuration:
+    /// on, 60 s idle, 15 s between probes, 3 probes (a minion gone without a FIN is reaped
+    /// after ~2 minutes instead of the system's 2 hours).
+    pub const REQUEST_SERVER: Self = Self {
+        enabled: true,
+        idle: Some(Duration::from_secs(60)),
+        cnt: Some(3),
+        intvl: Some(Duration::from_secs(15)),
+    };
+
+    pub(crate) fn apply(&self, sock: &zmq::Socket) -> Result<(), TransportError> {
+        let secs = |d: Option<Duration>| {
+            d.map_or(-1, |d| {
+                i32::try_from(d.as_secs().max(1)).unwrap_or(i32::MAX)
+            })
+        };
+        sock.set_tcp_keepalive(i32::from(self.enabled))
+            .map_err(TransportError::zmq("setsockopt TCP_KEEPALIVE"))?;
+        sock.set_tcp_keepalive_idle(secs(self.idle))
+            .map_err(TransportError::zmq("setsockopt TCP_KEEPALIVE_IDLE"))?;
+        sock.set_tcp_keepalive_cnt(
+            self.cnt
+                .map_or(-1, |n| i32::try_from(n).unwrap_or(i32::MAX)),
+        )
+        .map_err(TransportError::zmq("setsockopt TCP_KEEPALIVE_CNT"))?;
+        sock.set_tcp_keepalive_intvl(secs(self.intvl))
+            .map_err(TransportError::zmq("setsockopt TCP_KEEPALIVE_INTVL"))?;
         Ok(())
     }
 }
@@ -150,6 +206,8 @@ pub struct ServerOptions {
     pub ipv6: bool,
     /// libzmq's per-connection buffers; `None` keeps libzmq's 8 KiB.
     pub io_batch: Option<IoBatch>,
+    /// TCP keepalive on accepted connections; Salt 3007.17: [`Keepalive::REQUEST_SERVER`].
+    pub keepalive: Keepalive,
 }
 
 impl Default for ServerOptions {
@@ -163,6 +221,7 @@ impl Default for ServerOptions {
             queue_capacity: 1024,
             ipv6: false,
             io_batch: Some(IoBatch::REQUESTS),
+            keepalive: Keepalive::REQUEST_SERVER,
         }
     }
 }
@@ -189,6 +248,8 @@ pub struct PublisherOptions {
     pub ipv6: bool,
     /// libzmq's per-connection buffers, one set per subscriber; `None` keeps libzmq's 8 KiB.
     pub io_batch: Option<IoBatch>,
+    /// TCP keepalive on subscribers' connections (Salt's `tcp_keepalive*` options).
+    pub keepalive: Keepalive,
 }
 
 impl Default for PublisherOptions {
@@ -200,6 +261,7 @@ impl Default for PublisherOptions {
             heartbeat: Some(Heartbeat::SALT_DEFAULT),
             ipv6: false,
             io_batch: Some(IoBatch::PUBLISH),
+            keepalive: Keepalive::SALT_DEFAULT,
         }
     }
 }
@@ -229,6 +291,8 @@ pub struct ReqOptions {
     /// instead of letting libzmq retry until the deadline. For one-shot probes (sign-in,
     /// alive checks): a master whose port is closed is gone, and waiting tells nothing new.
     pub fail_fast: bool,
+    /// TCP keepalive (Salt's `tcp_keepalive*` options).
+    pub keepalive: Keepalive,
 }
 
 impl Default for ReqOptions {
@@ -241,6 +305,7 @@ impl Default for ReqOptions {
             max_msg_size: None,
             identity: None,
             fail_fast: false,
+            keepalive: Keepalive::SALT_DEFAULT,
         }
     }
 }
@@ -269,6 +334,8 @@ pub struct SubOptions {
     /// Capacity of the event channel toward the application; when full, the socket thread
     /// stops reading and libzmq drops at `rcvhwm` (PUB/SUB semantics).
     pub queue_capacity: usize,
+    /// TCP keepalive (Salt's `tcp_keepalive*` options).
+    pub keepalive: Keepalive,
 }
 
 impl Default for SubOptions {
@@ -283,6 +350,7 @@ impl Default for SubOptions {
             rcvhwm: 1000,
             max_msg_size: None,
             queue_capacity: 1024,
+            keepalive: Keepalive::SALT_DEFAULT,
         }
     }
 }

@@ -53,6 +53,7 @@ impl Publisher {
         if let Some(hb) = &opts.heartbeat {
             hb.apply(&sock)?;
         }
+        opts.keepalive.apply(&sock)?;
         if let Some(batch) = &opts.io_batch {
             batch.apply(&mut sock)?;
         }

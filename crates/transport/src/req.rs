@@ -184,6 +184,7 @@ fn new_socket(
         max_msg_size: opts.max_msg_size,
         identity: identity.as_deref(),
         heartbeat: opts.heartbeat.as_ref(),
+        keepalive: opts.keepalive,
     };
     common.apply(&sock, endpoint)?;
     // CONNECT_RETRIED: a connect attempt failed (refused, unreachable) or an established
@@ -210,11 +211,12 @@ pub(crate) struct Connecting<'a> {
     pub max_msg_size: Option<u64>,
     pub identity: Option<&'a [u8]>,
     pub heartbeat: Option<&'a crate::Heartbeat>,
+    pub keepalive: crate::Keepalive,
 }
 
 impl Connecting<'_> {
     /// Sets `LINGER`, `RECONNECT_IVL`, `RECONNECT_IVL_MAX`, `MAXMSGSIZE`, `IDENTITY` (when
-    /// given), `IPV6` (for an IPv6 `endpoint`) and the heartbeats on `sock`.
+    /// given), `IPV6` (for an IPv6 `endpoint`), the heartbeats and TCP keepalive on `sock`.
     pub(crate) fn apply(&self, sock: &zmq::Socket, endpoint: &str) -> Result<(), TransportError> {
         sock.set_linger(ms(self.linger))
             .map_err(TransportError::zmq("setsockopt LINGER"))?;
@@ -235,7 +237,7 @@ impl Connecting<'_> {
         if let Some(hb) = self.heartbeat {
             hb.apply(sock)?;
         }
-        Ok(())
+        self.keepalive.apply(sock)
     }
 }
 

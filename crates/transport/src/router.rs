@@ -177,7 +177,7 @@ fn configure(sock: &zmq::Socket, opts: &ServerOptions) -> Result<(), TransportEr
     if let Some(hb) = &opts.heartbeat {
         hb.apply(sock)?;
     }
-    Ok(())
+    opts.keepalive.apply(sock)
 }
 
 pub(crate) fn last_endpoint(sock: &zmq::Socket) -> Result<String, TransportError> {

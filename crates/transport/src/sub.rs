@@ -63,6 +63,7 @@ impl SubClient {
             max_msg_size: opts.max_msg_size,
             identity: opts.identity.as_deref(),
             heartbeat: opts.heartbeat.as_ref(),
+            keepalive: opts.keepalive,
         };
         common.apply(&sock, endpoint)?;
         for topic in &opts.topics {

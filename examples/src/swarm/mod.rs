@@ -192,6 +192,9 @@ pub struct Stats {
     pub signins: AtomicU64,
     /// Minions signed in at least once.
     pub first_signins: AtomicU64,
+    /// Microseconds since start of the latest first sign-in (stored before `first_signins`
+    /// grows): the storm's end to the microsecond, not to the next stats poll.
+    pub last_first_signin_us: AtomicU64,
     /// Sign-ins after the first (after a key rotation).
     pub reauths: AtomicU64,
     /// Pending/retry replies.
@@ -330,10 +333,13 @@ pub fn run(cfg: Config, out: &mut dyn FnMut(&str)) -> Result<Summary, SwarmError
         while Instant::now() < tick {
             std::thread::sleep(cfg.report_every / 10);
             let s = &hub.stats;
-            let first = s.first_signins.load(Ordering::Relaxed);
+            let first = s.first_signins.load(Ordering::Acquire);
             if !all_in_reported && first >= n {
                 all_in_reported = true;
-                let secs = hub.start.elapsed().as_secs_f64();
+                let secs = match s.last_first_signin_us.load(Ordering::Relaxed) {
+                    0 => hub.start.elapsed().as_secs_f64(),
+                    us => us as f64 / 1e6,
+                };
                 out(&format!(
                     "swarm ALL_SIGNED_IN n={n} secs={secs:.3} signins_per_s={:.1}",
                     n as f64 / secs

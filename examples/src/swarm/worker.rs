@@ -461,7 +461,9 @@ impl Worker {
                     stats.reauth_last_us.fetch_max(us, Ordering::Relaxed);
                 } else {
                     m.signed_once = true;
-                    stats.first_signins.fetch_add(1, Ordering::Relaxed);
+                    let us = self.hub.micros();
+                    stats.last_first_signin_us.fetch_max(us, Ordering::Relaxed);
+                    stats.first_signins.fetch_add(1, Ordering::Release);
                 }
                 let held = std::mem::take(&mut m.held);
                 for frames in held {

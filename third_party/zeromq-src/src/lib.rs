@@ -404,6 +404,31 @@ impl Build {
             build.define("ZMQ_IOTHREAD_POLLER_USE_EPOLL", "1");
             build.define("ZMQ_POLL_BASED_ON_POLL", "1");
             build.define("ZMQ_HAVE_IPC", "1");
+            // salt-rs: what libzmq's own CMake build detects on Linux and the crate leaves
+            // out. Without them TCP keepalive options are silently ignored, every mailbox
+            // signals through a socketpair instead of an eventfd, and every accepted or
+            // opened socket takes an extra fcntl(FD_CLOEXEC). HAVE_FORK stays off: with it
+            // each signal costs a getpid() (glibc no longer caches it); nothing of ours uses
+            // a libzmq context across fork().
+            for def in [
+                "ZMQ_HAVE_EVENTFD",
+                "ZMQ_HAVE_EVENTFD_CLOEXEC",
+                "ZMQ_HAVE_SOCK_CLOEXEC",
+                "ZMQ_HAVE_O_CLOEXEC",
+                "HAVE_ACCEPT4",
+                "ZMQ_HAVE_SO_KEEPALIVE",
+                "ZMQ_HAVE_TCP_KEEPCNT",
+                "ZMQ_HAVE_TCP_KEEPIDLE",
+                "ZMQ_HAVE_TCP_KEEPINTVL",
+                "ZMQ_HAVE_SO_PEERCRED",
+                "ZMQ_HAVE_SO_BINDTODEVICE",
+                "ZMQ_HAVE_IFADDRS",
+                "HAVE_IF_NAMETOINDEX",
+                "ZMQ_HAVE_PTHREAD_SETNAME_2",
+                "HAVE_CLOCK_GETTIME",
+            ] {
+                build.define(def, "1");
+            }
 
             build.define("HAVE_STRNLEN", "1");
             build.define("ZMQ_HAVE_UIO", "1");

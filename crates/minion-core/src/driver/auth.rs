@@ -92,7 +92,11 @@ impl Driver {
                     Purpose::SignIn => {
                         let port = self.addr(idx).map_or(4506, |a| a.port);
                         self.close();
-                        let req = match net::req_client(&self.s.id, &net::tcp_uri(&ip, port)) {
+                        let req = match net::req_client(
+                            &self.s.id,
+                            &net::tcp_uri(&ip, port),
+                            self.s.keepalive,
+                        ) {
                             Ok(r) => r,
                             Err(e) => {
                                 error!("Unable to create the request channel: {e}");

@@ -26,6 +26,7 @@ impl Driver {
             topics,
             heartbeat,
             identity: self.s.id.as_bytes().to_vec(),
+            keepalive: self.s.keepalive,
         };
         debug!(
             "Connecting the Minion to the Master publish port, using the URI: {}",
@@ -315,9 +316,14 @@ pub(super) async fn fetch_pillar(
 
 /// Salt's clear `ping` (alive check / `status.ping_master`): any reply counts. `None` when
 /// it timed out, `Some(false)` when it failed early (refused, dropped, socket error).
-pub(super) async fn ping(id: &str, uri: &str, timeout: Duration) -> Option<bool> {
+pub(super) async fn ping(
+    id: &str,
+    uri: &str,
+    timeout: Duration,
+    keepalive: salt_transport::Keepalive,
+) -> Option<bool> {
     let body = clear_request(Ping::default().to_value());
-    match net::request_once(id, uri, body, timeout, true).await {
+    match net::request_once(id, uri, body, timeout, true, keepalive).await {
         Ok(_) => Some(true),
         Err(NetError::Timeout) => None,
         Err(_) => Some(false),
