@@ -86,6 +86,21 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         }
         first
     }
+    /// [`save_returns`] with each load as msgpack (the return sink keeps them so): decoded
+    /// for stores that need the value; the file store writes the bytes as they are.
+    ///
+    /// [`save_returns`]: JobStore::save_returns
+    fn save_encoded_returns(
+        &self,
+        jid: &str,
+        returns: &[(String, Vec<u8>)],
+    ) -> Result<(), JobError> {
+        let decoded: Vec<(String, Value)> = returns
+            .iter()
+            .filter_map(|(id, b)| Some((id.clone(), salt_proto::decode(b).ok()?)))
+            .collect();
+        self.save_returns(jid, &decoded)
+    }
     /// Salt's `get_load`.
     fn load(&self, jid: &str) -> Result<Option<Value>, JobError>;
     /// Salt's `get_jid`: (minion id, return load), by id.

@@ -84,12 +84,17 @@ impl FileJobs {
 
     /// Save a minion's return (id already validated).
     pub fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
+        self.store_encoded_return(jid, id, &salt_proto::encode(load))
+    }
+
+    /// [`store_return`](Self::store_return) of a load already encoded as msgpack.
+    fn store_encoded_return(&self, jid: &str, id: &str, load: &[u8]) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
         let dir = self.dir.join(jid).join(id);
         std::fs::create_dir_all(&dir)?;
-        self.write(&dir.join("return.p"), &salt_proto::encode(load), false)?;
+        self.write(&dir.join("return.p"), load, false)?;
         Ok(())
     }
 
@@ -163,6 +168,22 @@ impl JobStore for FileJobs {
 
     fn save_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
         self.store_return(jid, id, load)
+    }
+
+    fn save_encoded_returns(
+        &self,
+        jid: &str,
+        returns: &[(String, Vec<u8>)],
+    ) -> Result<(), JobError> {
+        let mut first = Ok(());
+        for (id, load) in returns {
+            if let Err(e) = self.store_encoded_return(jid, id, load)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
     }
 
     fn load(&self, jid: &str) -> Result<Option<Value>, JobError> {

@@ -14,7 +14,7 @@
 //! rate the disk takes them. Returns queued and not yet written are bounded ([`CAPACITY`]):
 //! beyond that the workers wait, so the disk still bounds a sustained rate.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -24,9 +24,11 @@ use rmpv::Value;
 
 use super::{JobStore, Waiters};
 
-/// Returns queued or being written before a pushing worker waits for the writer (room for
-/// the write-behind of two 10,000-minion fan-outs in a row).
-pub const CAPACITY: usize = 32_768;
+/// Returns queued or being written before a pushing worker waits for the writer: room for
+/// the write-behind of five 10,000-minion fan-outs in a row, each return kept as its msgpack
+/// bytes ([`Unwritten`], ~0.3 KiB: ~20 MiB when full). Salt's own local job cache does not
+/// flush its writes either; a master that crashes loses at most what is queued here.
+pub const CAPACITY: usize = 65_536;
 
 /// The writer waits while returns keep arriving (one came less than this ago)...
 const QUIET: Duration = Duration::from_millis(20);
@@ -53,12 +55,21 @@ struct Item {
     store: bool,
 }
 
+/// A delivered return waiting for the job cache: its load as msgpack, one allocation instead
+/// of a tree of `Value`s (a `test.ping` return's tree is ~20 allocations, ~1.5 KiB; a
+/// 10,000-minion fan-out's write-behind held them all: docs/benchmarks.md).
+struct Unwritten {
+    jid: String,
+    id: String,
+    load: Vec<u8>,
+}
+
 #[derive(Default)]
 struct Queue {
     /// Pushed, not yet delivered.
     incoming: Vec<Item>,
-    /// Delivered, to be written.
-    to_write: Vec<Item>,
+    /// Delivered, to be written (taken from the front, one chunk at a time).
+    to_write: VecDeque<Unwritten>,
     /// Returns pushed since the start.
     pushed: u64,
     /// Returns delivered and written (or not to be written) since the start.
@@ -285,10 +296,20 @@ fn deliverer(state: &State, waiters: &Waiters) {
                 .map(|i| (i.jid.as_str(), i.id.as_str(), &i.load)),
         );
         let n = batch.len();
+        // Encoded here, outside the lock (the writer needs the bytes anyway).
+        let unwritten: Vec<Unwritten> = batch
+            .into_iter()
+            .filter(|i| i.store)
+            .map(|i| Unwritten {
+                load: salt_proto::encode(&i.load),
+                jid: i.jid,
+                id: i.id,
+            })
+            .collect();
         let mut q = state.lock();
         let before = q.to_write.len();
-        q.to_write.extend(batch.into_iter().filter(|i| i.store));
-        let unstored = n - (q.to_write.len() - before);
+        let unstored = n - unwritten.len();
+        q.to_write.extend(unwritten);
         if unstored > 0 {
             q.done += unstored as u64;
             state.progress.notify_all();
@@ -329,7 +350,7 @@ fn writer(state: &State, store: &dyn JobStore) {
                 }
             }
             let n = q.to_write.len().min(CHUNK);
-            let batch: Vec<Item> = q.to_write.drain(..n).collect();
+            let batch: Vec<Unwritten> = q.to_write.drain(..n).collect();
             if q.to_write.is_empty() {
                 q.unwritten_since = None;
             }
@@ -346,8 +367,8 @@ fn writer(state: &State, store: &dyn JobStore) {
     }
 }
 
-fn write_batch(store: &dyn JobStore, batch: Vec<Item>) {
-    let mut by_job: HashMap<String, Vec<(String, Value)>> = HashMap::new();
+fn write_batch(store: &dyn JobStore, batch: Vec<Unwritten>) {
+    let mut by_job: HashMap<String, Vec<(String, Vec<u8>)>> = HashMap::new();
     for item in batch {
         by_job
             .entry(item.jid)
@@ -355,7 +376,7 @@ fn write_batch(store: &dyn JobStore, batch: Vec<Item>) {
             .push((item.id, item.load));
     }
     for (jid, returns) in by_job {
-        match store.save_returns(&jid, &returns) {
+        match store.save_encoded_returns(&jid, &returns) {
             Ok(()) => tracing::debug!("Stored {} return(s) for job {jid}", returns.len()),
             Err(e) => tracing::warn!("{} return(s) for job {jid} not stored: {e}", returns.len()),
         }
