@@ -335,12 +335,19 @@ RSA_SIGN = None
 
 
 def bench_openssl():
+    """The best of three `openssl speed` runs: the machine's RSA capacity (a momentary dip,
+    which this virtual machine has, would make every share look better than it is)."""
     global RSA_SIGN
     la = loadavg()
-    p = subprocess.run(["openssl", "speed", "-seconds", "3", "rsa2048"], capture_output=True, text=True)
-    m = re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+([0-9.]+)\s+([0-9.]+)", p.stdout, re.M)
-    RSA_SIGN = float(m.group(1)) if m else None
-    add("rsa", "openssl speed rsa2048 private ops/s (1 core)", RSA_SIGN, RSA_SIGN, f"load {la}")
+    runs = []
+    for _ in range(3):
+        p = subprocess.run(["openssl", "speed", "-seconds", "2", "rsa2048"], capture_output=True, text=True)
+        m = re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+([0-9.]+)\s+([0-9.]+)", p.stdout, re.M)
+        if m:
+            runs.append(float(m.group(1)))
+    RSA_SIGN = max(runs) if runs else None
+    add("rsa", "openssl speed rsa2048 private ops/s (1 core, best of 3)", RSA_SIGN, RSA_SIGN,
+        f"runs {', '.join(f'{r:.0f}' for r in runs)}; load {la}")
 
 
 # ---------------------------------------------------------------- storm

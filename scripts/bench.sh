@@ -6,7 +6,8 @@
 #   BENCH_SIGNIN_N=1000  BENCH_FANOUT="1000 5000 10000"  BENCH_ROT_N=1000
 #   BENCH_FANOUT_ROUNDS=5 (pings per size, median)  BENCH_FANOUT_SALT_BIG=5000
 #   BENCH_FANOUT_SALT_BIG_ROUNDS=1 (Salt's pings at >= that many minions: ~2 min each at 10k)
-#   BENCH_WORKERS=4  BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
+#   BENCH_WORKERS=4  BENCH_STORM_WORKERS="4 2"  BENCH_STORM_ROUNDS=3 (sign-in sections: median round)
+#   BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
 #   BENCH_KEYS=<distinct minion keys; default: what the cache holds, generating up to 1000>
 #   BENCH_JOBCLEAN_N=100000 (old jobs the masters remove while answering pings)
 #   BENCH_ONLY="<sections>": a subset, run in the order of SECTIONS below. The sections of

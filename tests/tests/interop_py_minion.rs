@@ -321,8 +321,13 @@ fn run(version: &str) {
         .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(60))
         .unwrap();
     assert_eq!(ping, json!(true));
+    // The minion re-authenticates after it notices the restart; its log line can land after
+    // the ping's answer (once seen in a full run), so it is waited for, not read at once.
+    let reverified = wait_until("re-verification", Duration::from_secs(30), || {
+        m1.count(VERIFIED) > verified_before
+    });
     assert!(
-        m1.count(VERIFIED) > verified_before,
+        reverified.is_ok(),
         "no re-verification with the pre-computed signature:\n{}",
         m1.proc.tail(40)
     );

@@ -58,6 +58,22 @@ pub fn safe_jid(jid: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// `f` on each of `items`, all of them tried: the first error, if any.
+pub(crate) fn each_tried<T>(
+    items: impl IntoIterator<Item = T>,
+    mut f: impl FnMut(T) -> Result<(), JobError>,
+) -> Result<(), JobError> {
+    let mut first = Ok(());
+    for item in items {
+        if let Err(e) = f(item)
+            && first.is_ok()
+        {
+            first = Err(e);
+        }
+    }
+    first
+}
+
 /// Where jobs and returns are kept (Salt's `master_job_cache` returner functions).
 pub trait JobStore: Send + Sync + std::fmt::Debug {
     /// `local_cache` or `pgjsonb`.
@@ -76,15 +92,7 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     ///
     /// [`save_return`]: JobStore::save_return
     fn save_returns(&self, jid: &str, returns: &[(String, Value)]) -> Result<(), JobError> {
-        let mut first = Ok(());
-        for (id, load) in returns {
-            if let Err(e) = self.save_return(jid, id, load)
-                && first.is_ok()
-            {
-                first = Err(e);
-            }
-        }
-        first
+        each_tried(returns, |(id, load)| self.save_return(jid, id, load))
     }
     /// [`save_returns`] with each load as msgpack (the return sink keeps them so): decoded
     /// for stores that need the value; the file store writes the bytes as they are.

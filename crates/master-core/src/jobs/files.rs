@@ -9,12 +9,17 @@
 //!   under its name once complete (`linkat` through `/proc/self/fd`): a kill before the link
 //!   leaves no file at all, the kernel frees the inode;
 //! * where that is not possible (a file system without `O_TMPFILE`, no `/proc`, or the name
-//!   exists already: a minion sending the same return again) it is written to
+//!   exists already: the job load written again) it is written to
 //!   `{cachedir}/jobs/.tmp/<pid>.<n>` and renamed into place. A kill in between leaves that
 //!   file; keeping them all in one directory lets the next start remove those of dead
 //!   processes by reading that one directory instead of walking every job.
 //!
 //! Returns are not fsynced; the job load is.
+//!
+//! A minion's first return for a job is the one kept, as in Salt's `local_cache.returner`:
+//! its directory exists already for a second one (a retry after a timeout, two minions with
+//! one id, a replay), which is dropped and logged (debug when it is the same return, a
+//! warning when it differs, in Salt's words).
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
@@ -87,13 +92,26 @@ impl FileJobs {
         self.store_encoded_return(jid, id, &salt_proto::encode(load))
     }
 
-    /// [`store_return`](Self::store_return) of a load already encoded as msgpack.
+    /// [`store_return`](Self::store_return) of a load already encoded as msgpack. A second
+    /// return of `id` for `jid` is not stored (see the module docs).
     fn store_encoded_return(&self, jid: &str, id: &str, load: &[u8]) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let dir = self.dir.join(jid).join(id);
-        std::fs::create_dir_all(&dir)?;
+        let job = self.dir.join(jid);
+        let dir = job.join(id);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&job)?;
+                std::fs::create_dir(&dir)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                log_duplicate_return(&dir.join("return.p"), jid, id, load);
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        }
         self.write(&dir.join("return.p"), load, false)?;
         Ok(())
     }
@@ -152,6 +170,63 @@ impl FileJobs {
     }
 }
 
+/// Salt's `_log_duplicate_return`: the cached return of `id` (at `cached`) against the one
+/// dropped, compared by their `return`, `retcode`, `success` and `out`.
+fn log_duplicate_return(cached: &Path, jid: &str, id: &str, new: &[u8]) {
+    let record = |v: &Value| -> Vec<(String, Value)> {
+        ["return", "retcode", "success", "out"]
+            .iter()
+            .filter_map(|k| Some(((*k).to_owned(), salt_compat::map_get(v, k)?.clone())))
+            .collect()
+    };
+    let new = salt_proto::decode(new).unwrap_or(Value::Nil);
+    let old = match std::fs::read(cached) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::warn!(
+                "Duplicate return from minion {id} for jid {jid}; cached return could not be \
+                 read for comparison ({e})."
+            );
+            return;
+        }
+    };
+    let old = match salt_proto::decode(&old) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(
+                "Duplicate return from minion {id} for jid {jid}; cached return could not be \
+                 deserialized for comparison ({e})."
+            );
+            return;
+        }
+    };
+    if record(&old) == record(&new) {
+        tracing::debug!(
+            "Duplicate return from minion {id} for jid {jid}; payload matches the cached \
+             return, ignoring (likely a retry after a master timeout or a syndic re-forward)."
+        );
+        return;
+    }
+    // Python's repr of the scalars these fields hold.
+    let field = |v: &Value, k: &str| match salt_compat::map_get(v, k) {
+        None | Some(Value::Nil) => "None".to_owned(),
+        Some(Value::Boolean(b)) => if *b { "True" } else { "False" }.to_owned(),
+        Some(Value::Integer(i)) => i.to_string(),
+        Some(Value::String(s)) => salt_compat::py_str_repr(s.as_str().unwrap_or("")),
+        Some(other) => other.to_string(),
+    };
+    tracing::warn!(
+        "Duplicate return from minion {id} for jid {jid} with a *differing* payload; ignoring \
+         the second return. This may indicate two minions sharing the same id, a misconfigured \
+         returner, or in rare cases a replay attempt. Cached retcode={} success={}; new \
+         retcode={} success={}.",
+        field(&old, "retcode"),
+        field(&old, "success"),
+        field(&new, "retcode"),
+        field(&new, "success"),
+    );
+}
+
 fn read_mp(path: &Path) -> Option<Value> {
     let bytes = std::fs::read(path).ok()?;
     salt_proto::decode(&bytes).ok()
@@ -175,15 +250,9 @@ impl JobStore for FileJobs {
         jid: &str,
         returns: &[(String, Vec<u8>)],
     ) -> Result<(), JobError> {
-        let mut first = Ok(());
-        for (id, load) in returns {
-            if let Err(e) = self.store_encoded_return(jid, id, load)
-                && first.is_ok()
-            {
-                first = Err(e);
-            }
-        }
-        first
+        super::each_tried(returns, |(id, load)| {
+            self.store_encoded_return(jid, id, load)
+        })
     }
 
     fn load(&self, jid: &str) -> Result<Option<Value>, JobError> {
@@ -401,23 +470,27 @@ mod tests {
         want.sort();
 
         // Writing leaves nothing behind in .tmp, and only `.load.p` / `return.p` in the job;
-        // the second return of m1 replaces the first through `.tmp`, past the planted names.
+        // the job load written again replaces the first through `.tmp`, past the planted
+        // names. m1's half-created directory counts as its return, as in Salt: a return of
+        // m1 is dropped.
         let load = Value::Map(vec![(Value::from("fun"), Value::from("test.ping"))]);
+        jobs.store_job("20250101000000000007", &Value::Nil).unwrap();
         jobs.store_job("20250101000000000007", &load).unwrap();
-        jobs.store_return("20250101000000000007", "m1", &Value::Nil)
-            .unwrap();
         jobs.store_return("20250101000000000007", "m1", &load)
+            .unwrap();
+        jobs.store_return("20250101000000000007", "m2", &load)
             .unwrap();
         assert_eq!(names(&tmp), want);
         let job = dir.path().join("jobs/20250101000000000007");
-        assert_eq!(names(&job), [".load.p", "m1"]);
-        assert_eq!(names(&job.join("m1")), ["return.p"]);
-        for f in [".load.p", "m1/return.p"] {
+        assert_eq!(names(&job), [".load.p", "m1", "m2"]);
+        assert!(names(&job.join("m1")).is_empty());
+        assert_eq!(names(&job.join("m2")), ["return.p"]);
+        for f in [".load.p", "m2/return.p"] {
             let bytes = std::fs::read(job.join(f)).unwrap();
             assert_eq!(salt_proto::decode(&bytes).unwrap(), load, "{f}");
         }
         let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(job.join("m1/return.p"))
+            &std::fs::metadata(job.join("m2/return.p"))
                 .unwrap()
                 .permissions(),
         );
@@ -425,9 +498,10 @@ mod tests {
     }
 
     /// Normally (where the file system has `O_TMPFILE`) nothing is written outside the job's
-    /// directory (an unnamed file, linked once complete); `.tmp` is made when a write needs it (here: a minion's return sent twice
-    /// replaces the first) and left empty. A session key's temporary file is a dot file next
-    /// to it, which no minion id names.
+    /// directory (an unnamed file, linked once complete); `.tmp` is made when a write needs it
+    /// (here: the job load written again) and left empty. A minion's second return for a job
+    /// is dropped, the first kept (Salt's `local_cache`). A session key's temporary file is a
+    /// dot file next to it, which no minion id names.
     #[test]
     fn named_temporary_files_only_when_needed() {
         let dir = tempfile::tempdir().unwrap();
@@ -447,15 +521,16 @@ mod tests {
             let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
+        // A second return of m1 (a retry, a replay) is dropped: the first stays.
         jobs.store_return("20250101000000000008", "m1", &Value::Boolean(true))
+            .unwrap();
+        let bytes = std::fs::read(jobs_dir.join("20250101000000000008/m1/return.p")).unwrap();
+        assert_eq!(salt_proto::decode(&bytes).unwrap(), Value::Boolean(false));
+        // The job load written again goes through `.tmp` (its name exists).
+        jobs.store_job("20250101000000000008", &Value::from(1))
             .unwrap();
         assert_eq!(names(&jobs_dir), [".tmp", "20250101000000000008"]);
         assert!(names(&jobs_dir.join(".tmp")).is_empty());
-        let bytes = std::fs::read(jobs_dir.join("20250101000000000008/m1/return.p")).unwrap();
-        assert_eq!(salt_proto::decode(&bytes).unwrap(), Value::Boolean(true));
-        // The job load can be written again too (same path, same way).
-        jobs.store_job("20250101000000000008", &Value::from(1))
-            .unwrap();
         let bytes = std::fs::read(jobs_dir.join("20250101000000000008/.load.p")).unwrap();
         assert_eq!(salt_proto::decode(&bytes).unwrap(), Value::from(1));
 
