@@ -103,11 +103,15 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         jid: &str,
         returns: &[(String, Vec<u8>)],
     ) -> Result<(), JobError> {
-        let decoded: Vec<(String, Value)> = returns
-            .iter()
-            .filter_map(|(id, b)| Some((id.clone(), salt_proto::decode(b).ok()?)))
-            .collect();
-        self.save_returns(jid, &decoded)
+        each_tried(returns, |(id, bytes)| {
+            let load = salt_proto::decode(bytes).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("return of {id}: {e}"),
+                )
+            })?;
+            self.save_return(jid, id, &load)
+        })
     }
     /// Salt's `get_load`.
     fn load(&self, jid: &str) -> Result<Option<Value>, JobError>;

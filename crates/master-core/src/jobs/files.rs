@@ -180,22 +180,15 @@ fn log_duplicate_return(cached: &Path, jid: &str, id: &str, new: &[u8]) {
             .collect()
     };
     let new = salt_proto::decode(new).unwrap_or(Value::Nil);
-    let old = match std::fs::read(cached) {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            tracing::warn!(
-                "Duplicate return from minion {id} for jid {jid}; cached return could not be \
-                 read for comparison ({e})."
-            );
-            return;
-        }
-    };
-    let old = match salt_proto::decode(&old) {
+    let old = std::fs::read(cached)
+        .map_err(|e| ("read", e.to_string()))
+        .and_then(|b| salt_proto::decode(&b).map_err(|e| ("deserialized", e.to_string())));
+    let old = match old {
         Ok(v) => v,
-        Err(e) => {
+        Err((what, e)) => {
             tracing::warn!(
                 "Duplicate return from minion {id} for jid {jid}; cached return could not be \
-                 deserialized for comparison ({e})."
+                 {what} for comparison ({e})."
             );
             return;
         }
@@ -315,8 +308,7 @@ impl JobStore for FileJobs {
     }
 }
 
-/// An unnamed file (mode 0600) in `dir`, freed by the kernel unless linked (Linux
-/// `O_TMPFILE`; an error where the file system or kernel does not have it).
+/// A new file (mode 0600, never an existing one) at `path`.
 fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .write(true)
