@@ -724,11 +724,12 @@ def minion_measure(m, d, mid, start):
     rss = rss_kib(p.pid)
     detail = minion_detail(p.pid)
     print(smaps_breakdown(p.pid), flush=True)
-    # Our minion gives back its start-up pages once signed in (crates/minion-core pageout.rs);
-    # its debug log says how much, before the job the figure above includes.
+    # Our minion gives back its start-up pages once signed in, and unmaps the code a job ran
+    # once idle for 5 s (crates/minion-core pageout.rs); its debug log says how much.
     log = d / "minion.log"
     for l in (log.read_text(errors="replace").splitlines() if log.exists() else []):
-        if "Start-up pages given back" in l or "Start-up pages not given back" in l:
+        if ("Start-up pages given back" in l or "Start-up pages not given back" in l
+                or "Idle: code pages unmapped" in l):
             print("  " + l.split("] ")[-1], flush=True)
     kill_group(p)
     # Second start with existing keys: time to the master seeing its sign-in request.

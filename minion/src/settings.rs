@@ -40,10 +40,18 @@ pub fn exit_code(outcome: Result<RunOutcome, impl std::fmt::Display>) -> std::pr
     }
 }
 
-/// The minion's single-threaded runtime (a failure is logged).
+/// The minion's single-threaded runtime (a failure is logged). Its blocking threads (jobs,
+/// file work) end 2 s after their last task (tokio's default: 10 s), before the minion
+/// unmaps the code its jobs ran once idle (`pageout::IDLE_TRIM_AFTER`, 5 s): a thread's
+/// exit after that would map part of it again.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
+    const _: () = assert!(
+        BLOCKING_KEEP_ALIVE.as_secs() < salt_minion_core::pageout::IDLE_TRIM_AFTER.as_secs()
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .build();
     rt.inspect_err(|e| tracing::error!("cannot start the runtime: {e}"))
 }

@@ -147,7 +147,8 @@ enum Ev {
         id: CheckId,
         ok: bool,
     },
-    JobDone(Value),
+    /// A job ended, with its return (none for a job that returns nothing).
+    JobDone(Option<Value>),
     /// A request's reply did not decrypt: re-auth and send `load` again (once).
     NeedsReauth(Value),
     /// A return failed on the connection of this sign-in epoch and was kept (kept.rs).
@@ -187,6 +188,10 @@ struct Driver {
     kept: crate::kept::Kept,
     rekey: ReauthSpread,
     exit: Option<i32>,
+    /// Jobs started and not ended; once none is left, the code they ran is unmapped at
+    /// `trim_at` (pageout.rs `trim_idle`).
+    jobs_running: usize,
+    trim_at: Option<std::time::Instant>,
 }
 
 /// A timer firing later than this means the process was not running meanwhile.
@@ -292,6 +297,8 @@ pub async fn run(
         kept,
         rekey,
         exit: None,
+        jobs_running: 0,
+        trim_at: None,
     };
     let mut settle_until: Option<std::time::Instant> = None;
     crate::startup::step("send the first sign-in");
@@ -304,6 +311,10 @@ pub async fn run(
             return Ok(RunOutcome::Exit(code));
         }
         let deadline = match (d.st.poll_timeout(), d.rekey.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let deadline = match (deadline, d.trim_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -360,6 +371,10 @@ pub async fn run(
                 d.st.handle_timeout(now);
                 if d.rekey.handle_timeout(now) {
                     d.start_refresh();
+                }
+                if d.trim_at.is_some_and(|t| now >= t) {
+                    d.trim_at = None;
+                    crate::pageout::trim_idle();
                 }
             }
         }
@@ -550,7 +565,15 @@ impl Driver {
                 };
                 self.st.handle(e, now);
             }
-            Ev::JobDone(load) => self.send_request(load, true),
+            Ev::JobDone(load) => {
+                self.jobs_running = self.jobs_running.saturating_sub(1);
+                if self.jobs_running == 0 {
+                    self.trim_at = Some(now_std() + crate::pageout::IDLE_TRIM_AFTER);
+                }
+                if let Some(load) = load {
+                    self.send_request(load, true);
+                }
+            }
             Ev::NeedsReauth(load) => {
                 self.retry_requests.push(load);
                 self.start_refresh();

@@ -7,7 +7,7 @@
 //!   [`master_link`]: the AES request channel modules use.
 //! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
 //! * [`rekey`]: when to re-authenticate after an AES key rotation (spread, no stampede).
-//! * [`pageout`]: the start-up's code pages given back once signed in.
+//! * [`pageout`]: the start-up's code pages given back once signed in, a job's once idle.
 // Denied, not forbidden: `pageout` allows itself its one FFI call (madvise).
 #![deny(unsafe_code)]
 

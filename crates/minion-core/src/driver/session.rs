@@ -195,10 +195,11 @@ impl Driver {
             tries: self.s.return_tries,
         });
         let tx = self.ev_tx.clone();
+        self.jobs_running += 1;
+        self.trim_at = None;
         tokio::spawn(async move {
-            if let Some(ret) = crate::job::run(&job, &ctx).await {
-                let _ = tx.send(Ev::JobDone(ret)).await;
-            }
+            let ret = crate::job::run(&job, &ctx).await;
+            let _ = tx.send(Ev::JobDone(ret)).await;
         });
     }
 
