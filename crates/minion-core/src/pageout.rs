@@ -33,6 +33,7 @@
 //! The only `unsafe` of this crate: the `madvise` FFI call.
 #![allow(unsafe_code)]
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One read-only file mapping of this process: `[start, end)`.
@@ -159,7 +160,9 @@ pub fn after_first_sign_in() {
     };
     let before = rss_kib();
     let (mut advised, mut failed) = (0usize, 0usize);
-    for r in readonly_file_mappings(&maps) {
+    let ranges = readonly_file_mappings(&maps);
+    let _ = STARTUP_MAPPINGS.set(ranges.clone());
+    for r in ranges {
         match page_out(r) {
             Ok(()) => advised += r.end - r.start,
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) && advised == 0 => {
@@ -182,17 +185,27 @@ pub fn after_first_sign_in() {
     );
 }
 
+/// The read-only file mappings at the first sign-in: the executable, the libraries loaded
+/// with it and the ones loaded since (NSS), none of which is ever unmapped. [`trim_idle`]
+/// advises only these: a range unmapped and then reused for anonymous memory between
+/// reading `smaps` and `madvise` would lose its contents to `MADV_DONTNEED`.
+static STARTUP_MAPPINGS: OnceLock<Vec<Range>> = OnceLock::new();
+
 /// How long the minion waits after its last job before [`trim_idle`].
 pub const IDLE_TRIM_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// When the minion goes idle ([`IDLE_TRIM_AFTER`] after its last job ended): unmaps the
-/// pages of its read-only file mappings that hold no page of their own (code, read-only
-/// data, the shared libraries' too) with `madvise(MADV_DONTNEED)`. The pages stay in the
+/// pages of its read-only file mappings of the first sign-in ([`after_first_sign_in`]) that
+/// hold no page of their own (code, read-only data, the shared libraries' too) with
+/// `madvise(MADV_DONTNEED)`; nothing before the first sign-in. The pages stay in the
 /// page cache: the next job maps what it needs again with minor faults (the kernel maps the
 /// cached pages of 64 KiB around each one, fault-around). Without it every job leaves the
 /// code it ran mapped: one `test.ping` after the start-up page-out mapped 1.2 MiB, the
 /// blocking thread's exit 0.6 MiB more (measured, docs/benchmarks.md). Logged at debug.
 pub fn trim_idle() {
+    let Some(startup) = STARTUP_MAPPINGS.get() else {
+        return;
+    };
     let smaps = match std::fs::read_to_string("/proc/self/smaps") {
         Ok(m) => m,
         Err(e) => {
@@ -203,6 +216,9 @@ pub fn trim_idle() {
     let before = rss_kib();
     let (mut advised, mut failed) = (0usize, 0usize);
     for r in clean_resident_file_mappings(&smaps) {
+        if !startup.contains(&r) {
+            continue;
+        }
         match advise(r, libc::MADV_DONTNEED) {
             Ok(()) => advised += r.end - r.start,
             Err(_) => failed += 1,
@@ -302,6 +318,8 @@ Anonymous:             0 kB
         static TABLE: &[&str] = &["relocated", "pointers"];
         let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
         assert!(!clean_resident_file_mappings(&smaps).is_empty());
+        trim_idle();
+        after_first_sign_in();
         trim_idle();
         trim_idle();
         assert_eq!(TABLE.join(" "), "relocated pointers");
