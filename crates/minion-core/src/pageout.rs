@@ -103,6 +103,18 @@ fn rss_kib() -> Option<u64> {
     l.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
+/// `/proc/self/<name>`, or `None` once `not_done` and the error are logged at debug.
+fn read_self(name: &str, not_done: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/self/{name}"))
+        .inspect_err(|e| tracing::debug!("{not_done}: /proc/self/{name}: {e}"))
+        .ok()
+}
+
+/// A resident-set figure for the log.
+fn kib(v: Option<u64>) -> String {
+    v.map_or_else(|| "?".to_owned(), |k| format!("{k} KiB"))
+}
+
 /// `madvise(advice)` over `r`; `advice` is `MADV_PAGEOUT`, `MADV_RANDOM` or (over a
 /// mapping without pages of its own, see [`trim_idle`]) `MADV_DONTNEED`.
 fn advise(r: Range, advice: libc::c_int) -> std::io::Result<()> {
@@ -151,12 +163,8 @@ pub fn after_first_sign_in() {
     if DONE.swap(true, Ordering::Relaxed) {
         return;
     }
-    let maps = match std::fs::read_to_string("/proc/self/maps") {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::debug!("Start-up pages not given back: /proc/self/maps: {e}");
-            return;
-        }
+    let Some(maps) = read_self("maps", "Start-up pages not given back") else {
+        return;
     };
     let before = rss_kib();
     let (mut advised, mut failed) = (0usize, 0usize);
@@ -175,7 +183,6 @@ pub fn after_first_sign_in() {
     if let Err(e) = drop_exe_cache() {
         tracing::debug!("The minion's executable stays in the page cache: {e}");
     }
-    let kib = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |k| format!("{k} KiB"));
     tracing::debug!(
         "Start-up pages given back (MADV_PAGEOUT, MADV_RANDOM over {} KiB of read-only file \
          mappings, {failed} refused): RSS {} -> {}",
@@ -206,12 +213,8 @@ pub fn trim_idle() {
     let Some(startup) = STARTUP_MAPPINGS.get() else {
         return;
     };
-    let smaps = match std::fs::read_to_string("/proc/self/smaps") {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::debug!("Idle pages not trimmed: /proc/self/smaps: {e}");
-            return;
-        }
+    let Some(smaps) = read_self("smaps", "Idle pages not trimmed") else {
+        return;
     };
     let before = rss_kib();
     let (mut advised, mut failed) = (0usize, 0usize);
@@ -224,7 +227,6 @@ pub fn trim_idle() {
             Err(_) => failed += 1,
         }
     }
-    let kib = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |k| format!("{k} KiB"));
     tracing::debug!(
         "Idle: code pages unmapped (MADV_DONTNEED over {} KiB of clean read-only file \
          mappings, {failed} refused): RSS {} -> {}",
@@ -237,6 +239,10 @@ pub fn trim_idle() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn r(start: usize, end: usize) -> Range {
+        Range { start, end }
+    }
 
     #[test]
     fn picks_readonly_file_mappings_only() {
@@ -254,18 +260,9 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                Range {
-                    start: 0x55d0_a000_0000,
-                    end: 0x55d0_a010_0000
-                },
-                Range {
-                    start: 0x55d0_a010_0000,
-                    end: 0x55d0_a050_0000
-                },
-                Range {
-                    start: 0x7f00_0001_0000,
-                    end: 0x7f00_0002_0000
-                },
+                r(0x55d0_a000_0000, 0x55d0_a010_0000),
+                r(0x55d0_a010_0000, 0x55d0_a050_0000),
+                r(0x7f00_0001_0000, 0x7f00_0002_0000),
             ]
         );
     }
@@ -299,14 +296,8 @@ Anonymous:             0 kB
         assert_eq!(
             clean_resident_file_mappings(smaps),
             vec![
-                Range {
-                    start: 0x55d0_a000_0000,
-                    end: 0x55d0_a010_0000
-                },
-                Range {
-                    start: 0x55d0_a010_0000,
-                    end: 0x55d0_a050_0000
-                },
+                r(0x55d0_a000_0000, 0x55d0_a010_0000),
+                r(0x55d0_a010_0000, 0x55d0_a050_0000),
             ]
         );
     }
