@@ -122,10 +122,11 @@ fn advise(r: Range, advice: libc::c_int) -> std::io::Result<()> {
     // kernel reclaim clean file pages (read back on the next access), MADV_RANDOM only turns
     // off read-ahead for later faults, MADV_DONTNEED is only given over read-only file
     // mappings holding no anonymous (written) page, whose pages are the file's: the next
-    // access maps the same page of the file again. The range is one this process mapped, page-aligned, as
-    // `/proc/self/maps` listed it; a mapping removed since (no part of this crate unmaps
-    // code) makes the call fail with ENOMEM, it never touches memory. No pointer is
-    // dereferenced by this code.
+    // access maps the same page of the file again. The range is one this process mapped,
+    // page-aligned, as `/proc/self/maps` or `smaps` listed it; a mapping removed since (no
+    // part of this crate unmaps code) makes the call fail with ENOMEM, and MADV_DONTNEED is
+    // only given over mappings of the first sign-in, which are never unmapped (so never
+    // replaced by anonymous memory). No pointer is dereferenced by this code.
     let rc = unsafe { libc::madvise(r.start as *mut libc::c_void, r.end - r.start, advice) };
     if rc == 0 {
         Ok(())
