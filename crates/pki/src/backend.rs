@@ -120,7 +120,7 @@ impl RsaPublicOps for OpensslPublicKey {
         }
         if alg == EncAlgo::OaepSha1 {
             // OpenSSL's own RSA call: OAEP with SHA-1 and MGF1-SHA-1 is its default, and it
-            // skips the EVP context set up per call (21.6 vs 24.8 µs here, docs/decisions.md).
+            // skips the EVP context set up per call (21.7 vs 24.8 µs here, docs/decisions.md).
             let mut out = vec![0u8; self.size()];
             let n = self
                 .rsa
@@ -261,7 +261,7 @@ impl RsaPrivateOps for OpensslPrivateKey {
         }
         if alg == EncAlgo::OaepSha1 {
             // As in `encrypt_oaep`: OpenSSL's RSA call, its OAEP check is the same
-            // constant-time one (251 vs 264 µs per decryption here).
+            // constant-time one (255 vs 264 µs per decryption here).
             let mut out = Zeroizing::new(vec![0u8; self.size()]);
             let n = self
                 .rsa
@@ -286,7 +286,7 @@ impl RsaPrivateOps for OpensslPrivateKey {
 
     fn sign(&self, alg: SigAlgo, msg: &[u8]) -> Result<Vec<u8>, Error> {
         // EMSA-PKCS1-v1_5 (RFC 8017 9.2): the DigestInfo is built here and padded and
-        // signed by OpenSSL's RSA call, without an EVP context per signature (243 vs
+        // signed by OpenSSL's RSA call, without an EVP context per signature (246 vs
         // 277 µs here, docs/decisions.md). The same bytes as `Signer`'s (tests/vectors.rs).
         let digest = openssl::hash::hash(sig_md(alg), msg).map_err(Error::backend)?;
         let mut info = Vec::with_capacity(19 + digest.len());
