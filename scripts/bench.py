@@ -432,8 +432,7 @@ def storm(kind, returning, workers, rnd):
     round's 1,000 key files just before a storm makes ext4 skip each recently freed inode when
     the next master creates its key files (`recently_deleted()` in the kernel's inode
     allocator, for a minute or more), which measured ~0.5 ms more CPU, most of it kernel, per
-    first sign-in
-    (docs/benchmarks.md). That is the bench's own housekeeping, not the master's work."""
+    first sign-in (docs/benchmarks.md). That is the bench's own housekeeping, not the master's work."""
     name = f"{'ret' if returning else 'storm'}-{kind}-w{workers}-r{rnd}"
     m = Master(kind, name, workers=workers).start()
     try:

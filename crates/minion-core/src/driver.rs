@@ -188,9 +188,10 @@ struct Driver {
     kept: crate::kept::Kept,
     rekey: ReauthSpread,
     exit: Option<i32>,
-    /// Jobs started and not ended; once none is left, the code they ran is unmapped at
+    /// One clone per running job task, dropped when it ends (or panics): no job runs when
+    /// this is the only reference. Once none runs, the code they ran is unmapped at
     /// `trim_at` (pageout.rs `trim_idle`).
-    jobs_running: usize,
+    job_tokens: Arc<()>,
     trim_at: Option<std::time::Instant>,
 }
 
@@ -297,7 +298,7 @@ pub async fn run(
         kept,
         rekey,
         exit: None,
-        jobs_running: 0,
+        job_tokens: Arc::new(()),
         trim_at: None,
     };
     let mut settle_until: Option<std::time::Instant> = None;
@@ -374,7 +375,12 @@ pub async fn run(
                 }
                 if d.trim_at.is_some_and(|t| now >= t) {
                     d.trim_at = None;
-                    crate::pageout::trim_idle();
+                    // On the runtime's thread: a procfs read and a few madvise calls, about a
+                    // millisecond once per idle period; a blocking-pool thread would map code
+                    // back when it exits after the trim.
+                    if d.idle() {
+                        crate::pageout::trim_idle();
+                    }
                 }
             }
         }
@@ -382,6 +388,11 @@ pub async fn run(
 }
 
 impl Driver {
+    /// No job task is running.
+    fn idle(&self) -> bool {
+        Arc::strong_count(&self.job_tokens) == 1
+    }
+
     fn close(&mut self) {
         if let Some(c) = self.conn.take()
             && let Some(h) = c.sub
@@ -566,8 +577,7 @@ impl Driver {
                 self.st.handle(e, now);
             }
             Ev::JobDone(load) => {
-                self.jobs_running = self.jobs_running.saturating_sub(1);
-                if self.jobs_running == 0 {
+                if self.idle() {
                     self.trim_at = Some(now_std() + crate::pageout::IDLE_TRIM_AFTER);
                 }
                 if let Some(load) = load {

@@ -23,9 +23,10 @@
 //! benchmark's idle RSS is measured 10 s after the minion answered a real job, so they are
 //! counted. Anonymous memory (heap, stacks, `.data`) is not touched.
 //!
-//! What a job maps again stays mapped: a `test.ping` maps ~1.2 MiB of code, 64 KiB per
-//! fault (an executable mapping's faults read around the page whatever `MADV_RANDOM` says,
-//! on the 6.18 kernel measured), and the 8 MiB read-around fills the page cache again. So
+//! What a job maps again stays mapped: a `test.ping` mapped 1.2 MiB of code, up to 64 KiB
+//! per fault (24 KiB on average; an executable mapping's faults read around the page
+//! whatever `MADV_RANDOM` says, on the 6.18 kernel measured, and the 8 MiB read-around
+//! fills the page cache again). So
 //! once no job has run for [`IDLE_TRIM_AFTER`], [`trim_idle`] unmaps the pages of every
 //! clean read-only file mapping (`MADV_DONTNEED`; the shared libraries' too), leaving them
 //! in the page cache: the next job maps them back with minor faults.
@@ -209,13 +210,14 @@ pub const IDLE_TRIM_AFTER: std::time::Duration = std::time::Duration::from_secs(
 /// page cache: the next job maps what it needs again with minor faults (the kernel maps the
 /// cached pages of 64 KiB around each one, fault-around). Without it every job leaves the
 /// code it ran mapped: one `test.ping` after the start-up page-out mapped 1.2 MiB, the
-/// blocking thread's exit 0.6 MiB more (measured, docs/benchmarks.md). Logged at debug.
-pub fn trim_idle() {
+/// 10 s of idling after it (the blocking thread's exit, heartbeats) 0.6 MiB more (measured,
+/// docs/benchmarks.md). Logged at debug. Returns the bytes advised.
+pub fn trim_idle() -> usize {
     let Some(startup) = STARTUP_MAPPINGS.get() else {
-        return;
+        return 0;
     };
     let Some(smaps) = read_self("smaps", "Idle pages not trimmed") else {
-        return;
+        return 0;
     };
     let before = rss_kib();
     let (mut advised, mut failed) = (0usize, 0usize);
@@ -235,6 +237,7 @@ pub fn trim_idle() {
         kib(before),
         kib(rss_kib())
     );
+    advised
 }
 
 #[cfg(test)]
@@ -310,9 +313,11 @@ Anonymous:             0 kB
         static TABLE: &[&str] = &["relocated", "pointers"];
         let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
         assert!(!clean_resident_file_mappings(&smaps).is_empty());
-        trim_idle();
+        // Once per process (another test may have done it): records the mappings to trim.
         after_first_sign_in();
-        trim_idle();
+        // Run some code so that the page-out's pages come back, then trim them.
+        assert_eq!(TABLE.join(" "), "relocated pointers");
+        assert!(trim_idle() > 0);
         trim_idle();
         assert_eq!(TABLE.join(" "), "relocated pointers");
         assert!(rss_kib().is_some_and(|k| k > 0));

@@ -289,8 +289,9 @@ impl RsaPrivateOps for OpensslPrivateKey {
         // signed by OpenSSL's RSA call, without an EVP context per signature (246 vs
         // 277 µs here, docs/decisions.md). The same bytes as `Signer`'s (tests/vectors.rs).
         let digest = openssl::hash::hash(sig_md(alg), msg).map_err(Error::backend)?;
-        let mut info = Vec::with_capacity(19 + digest.len());
-        info.extend_from_slice(digest_info_prefix(alg));
+        let prefix = digest_info_prefix(alg);
+        let mut info = Vec::with_capacity(prefix.len() + digest.len());
+        info.extend_from_slice(prefix);
         info.extend_from_slice(&digest);
         let mut out = vec![0u8; self.size()];
         let n = self
@@ -382,6 +383,16 @@ mod consistency_tests {
         let mut out = vec![0u8; 256];
         let n = dec.decrypt(&ct, &mut out).unwrap();
         assert_eq!(&out[..n], b"secret");
+        let mut enc = Encrypter::new(&key.public.pkey).unwrap();
+        enc.set_rsa_padding(Padding::PKCS1_OAEP).unwrap();
+        enc.set_rsa_oaep_md(MessageDigest::sha1()).unwrap();
+        let mut ct = vec![0u8; 256];
+        let n = enc.encrypt(b"secret", &mut ct).unwrap();
+        ct.truncate(n);
+        assert_eq!(
+            &key.decrypt_oaep(EncAlgo::OaepSha1, &ct).unwrap()[..],
+            b"secret"
+        );
         let ct = key
             .public
             .encrypt_oaep(EncAlgo::OaepSha224, b"secret")

@@ -195,10 +195,11 @@ impl Driver {
             tries: self.s.return_tries,
         });
         let tx = self.ev_tx.clone();
-        self.jobs_running += 1;
+        let token = self.job_tokens.clone();
         self.trim_at = None;
         tokio::spawn(async move {
             let ret = crate::job::run(&job, &ctx).await;
+            drop(token);
             let _ = tx.send(Ev::JobDone(ret)).await;
         });
     }
