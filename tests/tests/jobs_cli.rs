@@ -102,6 +102,24 @@ fn find_job_async_verbose_batch_and_missing() {
     assert!(v.get("m2").is_none(), "{v:#}");
     let out = c.salt_run(&["manage.up"]).unwrap();
     assert_eq!(out.stdout, "- m1\n- m2\n- m3\n", "{out:?}");
+    // Positional arguments bind to Salt's signatures: up's first is `tgt`.
+    let out = c.salt_run(&["manage.up", "m[12]"]).unwrap();
+    assert_eq!(out.stdout, "- m1\n- m2\n", "{out:?}");
+    // A keyword the runner does not have, and one salt-rs does not implement, say so.
+    let out = c
+        .salt_run(&["jobs.list_jobs", "search_funcion=test.*"])
+        .unwrap();
+    assert_eq!(
+        out.stdout, "The following keyword arguments are not valid: search_funcion=test.*\n",
+        "{out:?}"
+    );
+    let out = c
+        .salt_run(&["jobs.active", "display_progress=True"])
+        .unwrap();
+    assert_eq!(
+        out.stdout, "jobs.active: display_progress is not supported by salt-rs\n",
+        "{out:?}"
+    );
     let out = c.salt_run(&["foo.bar"]).unwrap();
     assert_eq!(out.stdout, "'foo.bar' is not available.\n");
     assert_eq!(out.status.and_then(|s| s.code()), Some(0));
@@ -154,6 +172,30 @@ fn find_job_async_verbose_batch_and_missing() {
     );
     assert!(lines[1].contains(r#""return": true"#), "{text}");
     assert!(lines[1].contains(r#""_stamp": ""#), "{text}");
+
+    // `tagmatch` as a regular expression, `count=0` (the first match), `pretty=True`.
+    let listener = std::process::Command::new(c.bins().salt.with_file_name("salt-run"))
+        .arg("-c")
+        .arg(c.master_conf().conf_dir())
+        .args(["state.event", r"salt/job/\d+/new", "count=0", "pretty=True"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    c.salt(&["m1", "test.ping"]).unwrap();
+    let events = listener.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&events.stdout).into_owned();
+    assert!(text.starts_with("salt/job/"), "{text}");
+    assert!(text.contains("/new\t{\n    \"_stamp\": "), "{text}");
+    assert!(text.contains("\n    \"fun\": \"test.ping\",\n"), "{text}");
+    assert_eq!(text.matches("salt/job/").count(), 1, "{text}");
+    // The minion's bus is not the master's.
+    let out = c.salt_run(&["state.event", "node=minion"]).unwrap();
+    assert!(
+        out.stdout
+            .starts_with("state.event: node=minion is not supported by salt-rs"),
+        "{out:?}"
+    );
 
     // A stopped minion: after -t and one find_job round, "[No response]" (it signed in).
     m3.stop(Duration::from_secs(5));

@@ -141,17 +141,24 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
             return Err(ExitCode::from(2));
         }
     };
+    // `state.event` streams events until its count is reached, then `Done`; how they are
+    // printed is the client's part (a call the master refuses gets its error instead).
+    let (quiet, pretty) = match salt_client::args::bind(&salt_client::args::STATE_EVENT, &req.arg) {
+        Ok(a) => (a.flag("quiet", false), a.flag("pretty", false)),
+        Err(_) => (false, false),
+    };
     if let Err(e) = write_frame(&mut stream, &LocalRequest::Runner(req)).await {
         eprintln!("salt-run: {e}");
         return Err(ExitCode::from(2));
     }
-    // `state.event` streams events until its count is reached, then `Done`.
     loop {
         match read_frame::<_, LocalEvent>(&mut stream).await {
             Ok(Some(LocalEvent::Event { tag, data })) => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{tag}\t{}", salt_client::py_json(&data));
-                let _ = out.flush();
+                if !quiet {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{}", salt_client::event_line(&tag, &data, pretty));
+                    let _ = out.flush();
+                }
                 continue;
             }
             Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),

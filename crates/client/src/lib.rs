@@ -3,15 +3,42 @@
 //! * [`local`]: the protocol between `salt`/`salt-run` and the master's Unix socket
 //!   `{sock_dir}/local_client.sock` (`salt_master_core::local_server` is the other end);
 //! * [`output`]: Salt's outputters (`salt_output`);
-//! * [`py_json`]: an event payload as `state.event` prints it.
+//! * [`args`]: a runner call's arguments bound to the function's Python signature;
+//! * [`event_line`]: an event as `state.event` prints it.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod args;
 pub mod local;
 pub use salt_output as output;
 
-/// Python's `json.dumps(data)` (`", "`, `": "`, ASCII-escaped), as `salt-run state.event`
-/// prints payloads: the renderer's one implementation.
-pub fn py_json(v: &serde_json::Value) -> String {
-    salt_render::py_json(&salt_compat::json::json_to_msgpack(v), false)
+/// `tag\tdata` as `salt-run state.event` prints an event: `salt.utils.json.dumps(data)`, one
+/// line (non-ASCII kept), or with `pretty=True` sorted keys and an indent of 4.
+pub fn event_line(tag: &str, data: &serde_json::Value, pretty: bool) -> String {
+    let opts = salt_render::JsonOpts {
+        sort_keys: pretty,
+        indent: pretty.then_some(4),
+        ..salt_render::JsonOpts::SALT
+    };
+    let json = salt_render::py_json(&salt_compat::json::json_to_msgpack(data), opts);
+    format!("{tag}\t{json}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_print_as_salt_prints_them() {
+        let data = serde_json::json!({"b": {"c": null}, "a": [1, "é"]});
+        // (`serde_json` maps hold their keys sorted.)
+        assert_eq!(
+            event_line("t", &data, false),
+            "t\t{\"a\": [1, \"é\"], \"b\": {\"c\": null}}"
+        );
+        assert_eq!(
+            event_line("t", &data, true),
+            "t\t{\n    \"a\": [\n        1,\n        \"é\"\n    ],\n    \"b\": {\n        \"c\": null\n    }\n}"
+        );
+    }
 }

@@ -5,7 +5,7 @@
 //! store, the config loader and the CLIs agree to the byte.
 //!
 //! * [`fnmatch`]: `fnmatch.fnmatchcase` / `fnmatch.translate` (CPython 3.11);
-//! * [`repr`]: Python's `repr` of a `str`;
+//! * [`repr`]: Python's `repr` of a `str` and of a `float`;
 //! * [`time`]: proleptic Gregorian dates and `time.asctime`;
 //! * [`id`]: `salt.utils.verify.valid_id` / `clean_path` (the one minion-id rule);
 //! * [`json`]: JSON values to msgpack values and back, key order kept;
@@ -21,4 +21,4 @@ pub mod time;
 pub use fnmatch::fnmatch;
 pub use id::valid_id;
 pub use map::map_get;
-pub use repr::py_str_repr;
+pub use repr::{py_float_repr, py_str_repr};

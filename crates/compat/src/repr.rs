@@ -1,4 +1,4 @@
-//! Python's `repr` of text.
+//! Python's `repr` of text and of floats.
 
 /// Python `repr` of a `str`: single quotes unless the text holds `'` and no `"`; `\\`,
 /// `\n`, `\r`, `\t`, the quote, and the other C0 controls and DEL escaped.
@@ -30,6 +30,55 @@ pub fn py_str_repr(s: &str) -> String {
     out
 }
 
+/// Python `repr` of a `float`: the shortest text that reads back the same, in fixed notation
+/// when the exponent is in -4..16 (`1e+16`, `1e-05`, `0.0001`, `100.0`, `-0.0`), and `nan`,
+/// `inf`, `-inf`.
+pub fn py_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: `-1.2345e-5`, `1e16`, `0e0`.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::from(sign);
+    if (-4..16).contains(&exp) {
+        if exp < 0 {
+            out.push_str("0.");
+            out.push_str(&"0".repeat((-exp - 1) as usize));
+            out.push_str(&digits);
+        } else {
+            let int_len = exp as usize + 1;
+            if digits.len() > int_len {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            } else {
+                out.push_str(&digits);
+                out.push_str(&"0".repeat(int_len - digits.len()));
+                out.push_str(".0");
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let esign = if exp < 0 { '-' } else { '+' };
+        out.push_str(&format!("e{esign}{:02}", exp.abs()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +90,29 @@ mod tests {
         assert_eq!(py_str_repr("a'b\"c"), "'a\\'b\"c'");
         assert_eq!(py_str_repr("t\tn\n\\\x01\x7f"), "'t\\tn\\n\\\\\\x01\\x7f'");
         assert_eq!(py_str_repr("ü"), "'ü'");
+    }
+
+    #[test]
+    fn floats_like_python() {
+        for (f, want) in [
+            (1e16, "1e+16"),
+            (1.5e16, "1.5e+16"),
+            (1e15, "1000000000000000.0"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e-5, "1e-05"),
+            (1.25e-7, "1.25e-07"),
+            (0.0001, "0.0001"),
+            (0.1, "0.1"),
+            (2.5, "2.5"),
+            (100.0, "100.0"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1e300, "1e+300"),
+            (-2.71, "-2.71"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(py_float_repr(f), want, "{f:e}");
+        }
     }
 }

@@ -163,9 +163,6 @@ pub fn valid_minion_tag(tag: &str) -> bool {
     }
 }
 
-/// Python's `json.dumps(data)` as `state.event` prints payloads: `salt_client::py_json`.
-pub use salt_client::py_json;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,9 +232,5 @@ mod tests {
         assert_eq!(ev.tag, "salt/auth");
         assert_eq!(ev.data["id"], "m1");
         assert_eq!(ev.data["_stamp"].as_str().unwrap().len(), 26);
-        assert_eq!(
-            py_json(&serde_json::json!({"a": [1, "x"], "b": {"c": null}})),
-            r#"{"a": [1, "x"], "b": {"c": null}}"#
-        );
     }
 }

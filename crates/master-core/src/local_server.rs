@@ -170,38 +170,23 @@ async fn client(
     result
 }
 
-/// Salt's `state.event tagmatch='*' count=-1`: every event whose tag matches, as it fires,
-/// until `count` events were sent, the client goes away, or the master stops.
+/// Salt's `state.event(tagmatch='*', count=-1, quiet=False, sock_dir=None, pretty=False,
+/// node='master')`: every event whose tag matches (`expr_match`: a glob or a regular
+/// expression), as it fires, until `count` events were sent, the client goes away, or the
+/// master stops. `salt-run` prints them (`quiet`, `pretty`); the master's own bus only.
 async fn stream_events(
     shared: &Shared,
     r: &crate::local::RunnerRequest,
     stream: &mut UnixStream,
     stop: &CancellationToken,
 ) -> Result<(), crate::local::FrameError> {
-    let (mut tagmatch, mut count) = ("*".to_owned(), -1i64);
-    let mut positional = 0;
-    for a in &r.arg {
-        match a {
-            serde_json::Value::Object(m) if m.get("__kwarg__") == Some(&true.into()) => {
-                if let Some(t) = m.get("tagmatch").and_then(|v| v.as_str()) {
-                    tagmatch = t.to_owned();
-                }
-                if let Some(c) = m.get("count").and_then(serde_json::Value::as_i64) {
-                    count = c;
-                }
-            }
-            other => {
-                match (positional, other) {
-                    (0, serde_json::Value::String(t)) => tagmatch = t.clone(),
-                    (1, v) => count = v.as_i64().unwrap_or(count),
-                    _ => {}
-                }
-                positional += 1;
-            }
-        }
-    }
+    let args = match event_args(shared, &r.arg) {
+        Ok(a) => a,
+        Err(message) => return write_frame(stream, &LocalEvent::Error { message }).await,
+    };
+    let (tagmatch, mut count) = args;
     let mut rx = shared.events.subscribe();
-    while count != 0 {
+    loop {
         let ev = tokio::select! {
             _ = stop.cancelled() => break,
             ev = rx.recv() => ev,
@@ -214,7 +199,7 @@ async fn stream_events(
             }
             Err(_) => break,
         };
-        if !crate::target::fnmatch(&ev.tag, &tagmatch) {
+        if !crate::acl::expr_match(&ev.tag, &tagmatch) {
             continue;
         }
         write_frame(
@@ -225,7 +210,13 @@ async fn stream_events(
             },
         )
         .await?;
-        count -= 1;
+        // Salt: a positive count counts down; 0 stops at the first match, negative never.
+        if count > 0 {
+            count -= 1;
+        }
+        if count == 0 {
+            break;
+        }
     }
     write_frame(
         stream,
@@ -235,6 +226,34 @@ async fn stream_events(
         },
     )
     .await
+}
+
+/// `state.event`'s `(tagmatch, count)`, or what is wrong with the call.
+fn event_args(shared: &Shared, raw: &[serde_json::Value]) -> Result<(String, i64), String> {
+    let a = salt_client::args::bind(&salt_client::args::STATE_EVENT, raw)?;
+    if let Some(node) = a.text("node").filter(|n| n != "master") {
+        return Err(format!(
+            "state.event: node={node} is not supported by salt-rs (salt-run watches the master's event bus)"
+        ));
+    }
+    if let Some(dir) = a.text("sock_dir")
+        && Path::new(&dir) != shared.cfg.sock_dir
+    {
+        return Err(format!(
+            "state.event: sock_dir={dir} is not supported by salt-rs (the events are those of the master at {})",
+            shared.cfg.sock_dir.display()
+        ));
+    }
+    let count = match a.get("count") {
+        None => -1,
+        Some(_) => a.int("count").ok_or_else(|| {
+            format!(
+                "state.event: count must be a whole number, not {}",
+                a.get("count").map_or_else(String::new, ToString::to_string)
+            )
+        })?,
+    };
+    Ok((a.text("tagmatch").unwrap_or_else(|| "*".into()), count))
 }
 
 /// A published job: what was published, the expected minions, its returns.

@@ -7,11 +7,76 @@ use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Rest, Value as Mj
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior};
 use rmpv::Value;
 
-use crate::values::{from_jinja, mutable, py_json, to_jinja};
+use crate::pyjson::{self, JsonOpts};
+use crate::values::{from_jinja, mutable, to_jinja};
 use crate::{Context, Loader, RenderError, prepass, yaml};
 
 fn err(kind: ErrorKind, msg: impl Into<String>) -> Error {
     Error::new(kind, msg.into())
+}
+
+/// `indent=N` as `json.dumps` takes it: a negative one is no indentation, on new lines.
+fn indent_of(n: Option<i64>) -> Option<usize> {
+    n.map(|n| usize::try_from(n).unwrap_or(0))
+}
+
+/// Salt's `json` filter, `format_json(value, sort_keys=True, indent=None)`:
+/// `salt.utils.json.dumps`, so non-ASCII is kept.
+fn json_filter(
+    v: Mj,
+    sort_keys: Option<bool>,
+    indent: Option<i64>,
+    kw: Kwargs,
+) -> Result<String, Error> {
+    let sort_keys = kw
+        .get::<Option<bool>>("sort_keys")?
+        .or(sort_keys)
+        .unwrap_or(true);
+    let indent = indent_of(kw.get::<Option<i64>>("indent")?.or(indent));
+    kw.assert_all_used()?;
+    let opts = JsonOpts {
+        sort_keys,
+        ensure_ascii: false,
+        indent,
+    };
+    Ok(pyjson::dumps(&from_jinja(&v), opts))
+}
+
+/// Salt's `tojson` filter, `tojson(val, indent=None, **options)`: `json.dumps` with
+/// `ensure_ascii=True` unless told otherwise, then `<`, `>`, `&` and `'` escaped for HTML.
+fn tojson_filter(v: Mj, indent: Option<i64>, kw: Kwargs) -> Result<String, Error> {
+    let opts = JsonOpts {
+        sort_keys: kw.get::<Option<bool>>("sort_keys")?.unwrap_or(false),
+        ensure_ascii: kw.get::<Option<bool>>("ensure_ascii")?.unwrap_or(true),
+        indent: indent_of(kw.get::<Option<i64>>("indent")?.or(indent)),
+    };
+    let known = ["indent", "sort_keys", "ensure_ascii"];
+    if let Some(other) = kw.args().find(|k| !known.contains(k)) {
+        return Err(err(
+            ErrorKind::InvalidOperation,
+            format!(
+                "tojson: option {other:?} is not supported by salt-rs (supported: indent, sort_keys, ensure_ascii)"
+            ),
+        ));
+    }
+    Ok(pyjson::dumps(&from_jinja(&v), opts)
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\'', "\\u0027"))
+}
+
+/// Salt's `yaml` filter, `format_yaml(value, flow_style=True)`: PyYAML's `safe_dump`.
+fn yaml_filter(v: Mj, flow_style: Option<bool>, kw: Kwargs) -> Result<String, Error> {
+    let flow = kw
+        .get::<Option<bool>>("flow_style")?
+        .or(flow_style)
+        .unwrap_or(true);
+    kw.assert_all_used()?;
+    let v = from_jinja(&v);
+    // TODO(yaml_dump): block style.
+    let _ = flow;
+    Ok(yaml::dump_flow(&v))
 }
 
 /// Render one template to text.
@@ -77,10 +142,9 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
     }
     env.add_filter("load_yaml", |text: String| load_text("yaml", &text));
     env.add_filter("load_json", |text: String| load_text("json", &text));
-    env.add_filter("yaml", |v: Mj, _flow: Option<Mj>| {
-        yaml::dump_flow(&from_jinja(&v))
-    });
-    env.add_filter("json", |v: Mj, _kw: Kwargs| py_json(&from_jinja(&v), true));
+    env.add_filter("yaml", yaml_filter);
+    env.add_filter("json", json_filter);
+    env.add_filter("tojson", tojson_filter);
     env.add_filter("yaml_dquote", |v: Mj| yaml::double_quote(&str_of(&v)));
     env.add_filter("yaml_squote", |v: Mj| {
         format!("'{}'", str_of(&v).replace('\'', "''"))

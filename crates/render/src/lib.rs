@@ -10,7 +10,7 @@
 //! StrictUndefined (Salt's default), the variables `grains`, `pillar`, `opts`, `saltenv`,
 //! `sls`, `slspath`, `sls_path`, `tpldir`, `tplpath`, `tplfile`, `tpldot`, `tplroot`,
 //! `salt['grains.get' | 'grains.filter_by' | 'pillar.get' | 'config.get' | 'match.glob' ..]`,
-//! and the filters `yaml`, `json`, `yaml_dquote`, `yaml_squote`, `unique`, `sequence`,
+//! and the filters `yaml`, `json`, `tojson`, `yaml_dquote`, `yaml_squote`, `unique`, `sequence`,
 //! `load_yaml`, `load_json`, `to_bool`. Other `salt[...]` functions go to the
 //! [`Context::salt`] hook (the minion's execution modules) when one is set. Anything else
 //! (another renderer, a `salt[...]` function nobody has) is an error that names it; nothing
@@ -21,6 +21,7 @@
 mod jinja;
 pub mod merge;
 mod prepass;
+pub mod pyjson;
 mod values;
 pub mod yaml;
 
@@ -28,7 +29,8 @@ use std::sync::Arc;
 
 use rmpv::Value;
 
-pub use values::{from_jinja, json_str, py_float, py_json, to_jinja};
+pub use pyjson::{JsonOpts, dumps as py_json};
+pub use values::{from_jinja, to_jinja};
 
 /// What a template sees.
 #[derive(Clone, Debug)]

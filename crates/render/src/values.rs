@@ -257,6 +257,10 @@ pub fn from_jinja(v: &Mj) -> Value {
     match v.kind() {
         ValueKind::Undefined | ValueKind::None => Value::Nil,
         ValueKind::Bool => Value::Boolean(v.is_true()),
+        // A whole float stays a float (`2.0`, `1e16`): `as_i64` would take it.
+        ValueKind::Number if !v.is_integer() => {
+            Value::F64(f64::try_from(v.clone()).unwrap_or(f64::NAN))
+        }
         ValueKind::Number => {
             if let Some(i) = v.as_i64() {
                 Value::from(i)
@@ -285,90 +289,5 @@ pub fn from_jinja(v: &Mj) -> Value {
                 .unwrap_or_default(),
         ),
         _ => Value::from(v.to_string()),
-    }
-}
-
-/// Python `repr(float)`.
-pub fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
-    }
-    let s = format!("{f:?}");
-    if s.contains(['.', 'e', 'E']) {
-        s
-    } else {
-        format!("{s}.0")
-    }
-}
-
-/// Python `json.dumps(v, sort_keys=...)` (ASCII-escaped, `", "` and `": "` separators).
-pub fn py_json(v: &Value, sort_keys: bool) -> String {
-    let mut out = String::new();
-    json_into(v, sort_keys, &mut out);
-    out
-}
-
-/// A JSON string as Python's `json.dumps` writes it (`ensure_ascii`): `\b`, `\f`, `\n`,
-/// `\r`, `\t`, other controls and non-ASCII as `\uXXXX` (UTF-16 units).
-pub fn json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn json_into(v: &Value, sort_keys: bool, out: &mut String) {
-    match v {
-        Value::Nil => out.push_str("null"),
-        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Integer(i) => out.push_str(&i.to_string()),
-        Value::F32(f) => out.push_str(&py_float(f64::from(*f))),
-        Value::F64(f) => out.push_str(&py_float(*f)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                json_into(item, sort_keys, out);
-            }
-            out.push(']');
-        }
-        Value::Map(entries) => {
-            let mut items: Vec<&(Value, Value)> = entries.iter().collect();
-            if sort_keys {
-                items.sort_by_key(|(k, _)| salt_matcher::py_str(k));
-            }
-            out.push('{');
-            for (i, (k, val)) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                json_str(&salt_matcher::py_str(k), out);
-                out.push_str(": ");
-                json_into(val, sort_keys, out);
-            }
-            out.push('}');
-        }
-        other => json_str(&salt_matcher::py_str(other), out),
     }
 }

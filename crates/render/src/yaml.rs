@@ -374,8 +374,8 @@ fn dump_into(v: &Value, out: &mut String) {
         Value::Nil => out.push_str("null"),
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Integer(i) => out.push_str(&i.to_string()),
-        Value::F32(f) => out.push_str(&crate::values::py_float(f64::from(*f))),
-        Value::F64(f) => out.push_str(&crate::values::py_float(*f)),
+        Value::F32(f) => out.push_str(&crate::pyjson::py_float(f64::from(*f))),
+        Value::F64(f) => out.push_str(&crate::pyjson::py_float(*f)),
         Value::String(_) | Value::Binary(_) | Value::Ext(..) => {
             out.push_str(&quote_if_needed(&salt_matcher::py_str(v)));
         }

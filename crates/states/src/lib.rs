@@ -16,7 +16,6 @@ pub mod engine;
 pub mod fileclient;
 pub mod lowstate;
 pub mod mods;
-pub mod output;
 mod requisite;
 
 use rmpv::Value;

@@ -1,6 +1,7 @@
 base:
   '*':
     - common
+    - filters
   'G@kernel:* and not G@os:Nope':
     - formula
   'pym*':

@@ -11,8 +11,8 @@ use crate::minion_data::MinionCache;
 /// Run one `cache.*` runner: `{id: grains|pillar|mine}` for the accepted minions matching
 /// `tgt` (any target type, `glob` by default) that have data cached.
 pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
-    let tgt = a.text(0, "tgt").unwrap_or_else(|| "*".into());
-    let tgt_type = a.text(1, "tgt_type").unwrap_or_else(|| "glob".into());
+    let tgt = a.text("tgt").unwrap_or_else(|| "*".into());
+    let tgt_type = a.text("tgt_type").unwrap_or_else(|| "glob".into());
     let cfg = &ctx.shared.cfg;
     let groups = crate::target::nodegroups(cfg);
     let target = crate::target::resolve(&tgt, &tgt_type, &groups).map_err(|e| e.to_string())?;

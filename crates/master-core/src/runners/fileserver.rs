@@ -10,6 +10,11 @@ use crate::convert::mp_to_json;
 /// Run one `fileserver.*` runner.
 pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
     let files = &ctx.shared.files;
+    if let Some(b) = a.text("backend").filter(|b| b != "roots") {
+        return Err(format!(
+            "fileserver backend {b:?} is not implemented by salt-rs (roots only)"
+        ));
+    }
     let cmd = match fun {
         "fileserver.update" => {
             files.update();
@@ -21,12 +26,7 @@ pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
         "fileserver.empty_dir_list" => "_file_list_emptydirs",
         _ => "_symlink_list",
     };
-    if let Some(b) = a.text(1, "backend").filter(|b| b != "roots") {
-        return Err(format!(
-            "fileserver backend {b:?} is not implemented by salt-rs (roots only)"
-        ));
-    }
-    let saltenv = a.text(0, "saltenv").unwrap_or_else(|| "base".into());
+    let saltenv = a.text("saltenv").unwrap_or_else(|| "base".into());
     let load = Mp::Map(vec![
         (Mp::from("cmd"), Mp::from(cmd)),
         (Mp::from("saltenv"), Mp::from(saltenv.as_str())),

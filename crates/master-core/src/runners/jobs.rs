@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rmpv::Value as Mp;
 use serde_json::{Map, Value, json};
 
-use super::{Args, Ctx, missing};
+use super::{Args, Ctx};
 use crate::convert::mp_to_json;
 use crate::jobs::{JobStore, safe_jid};
 use crate::local::PublishRequest;
@@ -59,7 +59,20 @@ fn format_job(load: Option<&Value>) -> Map<String, Value> {
     m.insert("Target".into(), or("tgt", json!("unknown-target")));
     m.insert("Target-type".into(), or("tgt_type", json!("list")));
     m.insert("User".into(), or("user", json!("root")));
-    if let Some(md) = get(job, "metadata") {
+    // The job's `metadata`, its `kwargs`' or a `metadata=` keyword among its arguments.
+    let kwarg_md = || {
+        get(job, "arg")?
+            .as_array()?
+            .iter()
+            .find(|a| {
+                get(a, "__kwarg__") == Some(&Value::Bool(true)) && get(a, "metadata").is_some()
+            })
+            .and_then(|a| get(a, "metadata"))
+    };
+    let md = get(job, "metadata")
+        .or_else(|| get(job, "kwargs").and_then(|k| get(k, "metadata")))
+        .or_else(kwarg_md);
+    if let Some(md) = md {
         m.insert("Metadata".into(), md.clone());
     }
     m
@@ -134,21 +147,39 @@ fn time_key(s: &str) -> Option<String> {
 }
 
 fn list_jobs(store: &dyn JobStore, a: &Args) -> Result<Value, String> {
-    let search_fun = a.text(2, "search_function");
-    let search_tgt = a.text(1, "search_target");
-    let start = match a.text(3, "start_time") {
+    let search_fun = a.text("search_function");
+    let search_tgt = a.text("search_target");
+    let start = match a.text("start_time") {
         Some(t) => Some(time_key(&t).ok_or_else(|| format!("Cannot parse start_time {t:?}"))?),
         None => None,
     };
-    let end = match a.text(4, "end_time") {
+    let end = match a.text("end_time") {
         Some(t) => Some(time_key(&t).ok_or_else(|| format!("Cannot parse end_time {t:?}"))?),
         None => None,
     };
+    let metadata = a.get("search_metadata");
+    if metadata.is_some_and(|m| !m.is_object()) {
+        // Salt logs this and then matches no job.
+        tracing::info!(
+            "The search_metadata parameter must be specified as a dictionary.  Ignoring."
+        );
+    }
     let mut out = Map::new();
     for (jid, load) in store.jobs().map_err(|e| e.to_string())? {
         let load = mp_to_json(&load);
         let inst = format_jid(&jid, Some(&load));
         let text = |k: &str| inst.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        // Any of the given key/value pairs in the job's metadata.
+        if let Some(want) = metadata {
+            let have = inst.get("Metadata").and_then(Value::as_object);
+            let hit = want
+                .as_object()
+                .zip(have)
+                .is_some_and(|(want, have)| want.iter().any(|(k, v)| have.get(k) == Some(v)));
+            if !hit {
+                continue;
+            }
+        }
         if let Some(p) = &search_tgt {
             let targets: Vec<String> = match inst.get("Target") {
                 Some(Value::Array(a)) => a
@@ -183,7 +214,7 @@ fn list_jobs(store: &dyn JobStore, a: &Args) -> Result<Value, String> {
         }
         out.insert(jid, Value::Object(inst));
     }
-    Ok(match a.text(5, "outputter") {
+    Ok(match a.text("outputter") {
         Some(o) => json!({"outputter": o, "data": out}),
         None => Value::Object(out),
     })
@@ -209,13 +240,13 @@ fn read(store: &dyn JobStore, fun: &str, a: &Args) -> Result<Value, String> {
     match fun {
         "jobs.list_jobs" => list_jobs(store, a),
         _ => {
-            let jid = a.text(0, "jid").ok_or_else(|| missing(fun, "jid"))?;
+            let jid = a.text("jid").unwrap_or_default();
             let load = load_of(store, &jid)?;
             let returns = returns_of(store, &jid)?;
             match fun {
                 "jobs.lookup_jid" => {
                     let mut ret = Map::new();
-                    if a.flag(2, "returned", true) {
+                    if a.flag("returned", true) {
                         for (id, r) in &returns {
                             ret.insert(
                                 id.clone(),
@@ -223,7 +254,7 @@ fn read(store: &dyn JobStore, fun: &str, a: &Args) -> Result<Value, String> {
                             );
                         }
                     }
-                    if a.flag(3, "missing", false) {
+                    if a.flag("missing", false) {
                         let targeted = load
                             .as_ref()
                             .and_then(|l| get(l, "minions"))

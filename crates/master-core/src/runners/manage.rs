@@ -21,11 +21,11 @@ async fn ping(
     timeout: Option<u64>,
 ) -> Result<(Vec<String>, Vec<String>), String> {
     let req = PublishRequest {
-        tgt: a.text(1, "tgt").unwrap_or_else(|| "*".into()),
-        tgt_type: a.text(2, "tgt_type").unwrap_or_else(|| "glob".into()),
+        tgt: a.text("tgt").unwrap_or_else(|| "*".into()),
+        tgt_type: a.text("tgt_type").unwrap_or_else(|| "glob".into()),
         fun: "test.ping".into(),
-        timeout: a.secs(3, "timeout").or(timeout).unwrap_or(5),
-        gather_job_timeout: a.secs(4, "gather_job_timeout"),
+        timeout: secs(a, "timeout").or(timeout).unwrap_or(5),
+        gather_job_timeout: secs(a, "gather_job_timeout"),
         ..Default::default()
     };
     match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
@@ -106,14 +106,11 @@ pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Resul
             let (up, down) = ping(ctx, a, timeout).await?;
             Ok(json!({"up": up, "down": down}))
         }
-        "manage.up" => {
-            let shifted = shift(a);
-            Ok(json!(ping(ctx, &shifted, timeout).await?.0))
-        }
+        "manage.up" => Ok(json!(ping(ctx, a, timeout).await?.0)),
         "manage.down" => {
             // down(removekeys=False, tgt, tgt_type, timeout, gather_job_timeout)
             let (_, down) = ping(ctx, a, timeout).await?;
-            if a.flag(0, "removekeys", false) && !down.is_empty() {
+            if a.flag("removekeys", false) && !down.is_empty() {
                 // As Salt's wheel `key.delete`: through the key store in use (the files, or
                 // the group's database), then the AES key rotates (the dropfile salt-key
                 // writes, taken by the maintenance loop).
@@ -143,19 +140,13 @@ pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Resul
     }
 }
 
-/// `up(tgt, tgt_type, timeout, gather_job_timeout)` has no `removekeys`/`output` first
-/// parameter: shift its positional arguments by one to share [`ping`].
-fn shift(a: &Args) -> Args {
-    let mut args = vec![Value::Null];
-    args.extend(a.args.iter().cloned());
-    Args {
-        args,
-        kwargs: a.kwargs.clone(),
-    }
+/// A parameter as a number of seconds.
+fn secs(a: &Args, name: &str) -> Option<u64> {
+    a.int(name).and_then(|n| u64::try_from(n).ok())
 }
 
 fn subset(a: &Args, ids: Vec<String>) -> Vec<String> {
-    match a.get(0, "subset") {
+    match a.get("subset") {
         Some(Value::Array(s)) => ids
             .into_iter()
             .filter(|i| s.iter().any(|x| x.as_str() == Some(i)))

@@ -23,8 +23,9 @@ pub mod manage;
 
 use std::sync::Arc;
 
+use salt_client::args::Sig;
 use salt_transport::Publisher;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::local::RunnerRequest;
@@ -40,76 +41,143 @@ pub struct Ctx {
     pub stop: CancellationToken,
 }
 
-/// Runner arguments: positional values and `key=value` keywords (a trailing map with
-/// `"__kwarg__": true`, as `salt-run` sends them).
-#[derive(Clone, Debug, Default)]
-pub struct Args {
-    args: Vec<Value>,
-    kwargs: Map<String, Value>,
+/// A runner's arguments, bound to its Salt signature.
+pub type Args = salt_client::args::Bound;
+
+/// A runner salt-rs has: Salt 3007's signature, and the parameters it does not implement
+/// (refused by name when given anything but their default).
+struct Runner {
+    sig: Sig,
+    unsupported: &'static [&'static str],
 }
 
-impl Args {
-    fn parse(raw: &[Value]) -> Self {
-        let mut out = Self::default();
-        for a in raw {
-            match a {
-                Value::Object(m) if m.get("__kwarg__") == Some(&Value::Bool(true)) => {
-                    for (k, v) in m {
-                        if k != "__kwarg__" {
-                            out.kwargs.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-                other => out.args.push(other.clone()),
-            }
-        }
-        out
-    }
-
-    /// Parameter `name` at position `pos`.
-    fn get(&self, pos: usize, name: &str) -> Option<&Value> {
-        self.args
-            .get(pos)
-            .or_else(|| self.kwargs.get(name))
-            .filter(|v| !v.is_null())
-    }
-
-    /// A parameter as text (Python `str()` of scalars).
-    fn text(&self, pos: usize, name: &str) -> Option<String> {
-        self.get(pos, name).map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-    }
-
-    /// A parameter as a boolean (Python truthiness), `default` when absent.
-    fn flag(&self, pos: usize, name: &str, default: bool) -> bool {
-        match self.get(pos, name) {
-            None => default,
-            Some(Value::Bool(b)) => *b,
-            Some(Value::Number(n)) => n.as_f64() != Some(0.0),
-            Some(Value::String(s)) => !s.is_empty(),
-            Some(Value::Array(a)) => !a.is_empty(),
-            Some(Value::Object(o)) => !o.is_empty(),
-            Some(Value::Null) => false,
-        }
-    }
-
-    /// A parameter as a number of seconds.
-    fn secs(&self, pos: usize, name: &str) -> Option<u64> {
-        self.get(pos, name).and_then(|v| match v {
-            Value::Number(n) => n.as_u64(),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
-        })
+const fn runner(
+    fun: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+    var_kw: bool,
+    unsupported: &'static [&'static str],
+) -> Runner {
+    Runner {
+        sig: Sig {
+            fun,
+            params,
+            required,
+            var_kw,
+        },
+        unsupported,
     }
 }
 
-/// Python's `TypeError` text for a missing argument, as Salt's runner client prints it
-/// (without the function's documentation that Salt appends).
-fn missing(fun: &str, name: &str) -> String {
-    let short = fun.rsplit('.').next().unwrap_or(fun);
-    format!("Passed invalid arguments: {short}() missing 1 required positional argument: '{name}'")
+const PING: &[&str] = &["tgt", "tgt_type", "timeout", "gather_job_timeout"];
+const LIST_JOBS: &[&str] = &[
+    "ext_source",
+    "outputter",
+    "search_metadata",
+    "search_function",
+    "search_target",
+    "start_time",
+    "end_time",
+    "display_progress",
+];
+const NO_SOURCE: &[&str] = &["ext_source", "display_progress"];
+const SUBSET: &[&str] = &["subset", "show_ip"];
+const LISTING: &[&str] = &["saltenv", "backend"];
+const RUNNERS: &[Runner] = &[
+    runner(
+        "jobs.lookup_jid",
+        &[
+            "jid",
+            "ext_source",
+            "returned",
+            "missing",
+            "display_progress",
+        ],
+        1,
+        false,
+        NO_SOURCE,
+    ),
+    runner("jobs.list_jobs", LIST_JOBS, 0, false, NO_SOURCE),
+    runner(
+        "jobs.list_job",
+        &["jid", "ext_source", "display_progress"],
+        1,
+        false,
+        NO_SOURCE,
+    ),
+    runner(
+        "jobs.print_job",
+        &["jid", "ext_source"],
+        1,
+        false,
+        &["ext_source"],
+    ),
+    runner(
+        "jobs.active",
+        &["display_progress"],
+        0,
+        false,
+        &["display_progress"],
+    ),
+    runner("manage.up", PING, 0, false, &[]),
+    runner(
+        "manage.down",
+        &[
+            "removekeys",
+            "tgt",
+            "tgt_type",
+            "timeout",
+            "gather_job_timeout",
+        ],
+        0,
+        false,
+        &[],
+    ),
+    runner(
+        "manage.status",
+        &["output", "tgt", "tgt_type", "timeout", "gather_job_timeout"],
+        0,
+        false,
+        &[],
+    ),
+    runner("manage.present", SUBSET, 0, false, &["show_ip"]),
+    runner("manage.not_present", SUBSET, 0, false, &["show_ip"]),
+    runner("manage.alived", SUBSET, 0, false, &["show_ip"]),
+    runner("manage.versions", &[], 0, false, &[]),
+    runner("cache.grains", &["tgt", "tgt_type"], 1, true, &[]),
+    runner("cache.pillar", &["tgt", "tgt_type"], 0, true, &[]),
+    runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
+    runner("fileserver.update", &["backend"], 0, true, &[]),
+    runner(
+        "fileserver.envs",
+        &["backend", "sources"],
+        0,
+        false,
+        &["sources"],
+    ),
+    runner("fileserver.file_list", LISTING, 0, false, &[]),
+    runner("fileserver.dir_list", LISTING, 0, false, &[]),
+    runner("fileserver.empty_dir_list", LISTING, 0, false, &[]),
+    runner("fileserver.symlink_list", LISTING, 0, false, &[]),
+    runner(
+        "saltutil.sync_all",
+        &["saltenv", "extmod_whitelist", "extmod_blacklist"],
+        0,
+        false,
+        &[],
+    ),
+];
+
+/// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
+/// `Some(Err(text))`: the call does not fit, and `text` is what Salt prints for it.
+fn bind(fun: &str, raw: &[Value]) -> Option<Result<Args, String>> {
+    let r = RUNNERS.iter().find(|r| r.sig.fun == fun)?;
+    Some(salt_client::args::bind(&r.sig, raw).and_then(|a| {
+        match r.unsupported.iter().find(|p| a.flag(p, false)) {
+            Some(p) => Err(format!("{fun}: {p} is not supported by salt-rs")),
+            None => Ok(a),
+        }
+    }))
 }
 
 /// Run runner `req.fun` for `user`.
@@ -127,14 +195,15 @@ pub async fn call(
         );
         return Err("Authorization error occurred.".into());
     }
-    let args = Args::parse(&req.arg);
     let fun = req.fun.as_str();
     tracing::info!("Runner {fun} called by {user}");
-    let ret = run(ctx, fun, &args, req.timeout).await;
-    // A missing argument is printed, not raised (Salt's runner client, exit status 0).
-    match ret {
-        Err(m) if m.starts_with("Passed invalid arguments") => Ok(Value::String(m)),
-        other => other,
+    match bind(fun, &req.arg) {
+        // Salt prints this as the runner's output (exit status 0).
+        None => Ok(json!(format!("'{fun}' is not available."))),
+        // A call that does not fit is printed, not raised (Salt's runner client, exit
+        // status 0; Salt appends the function's documentation, which salt-rs does not carry).
+        Some(Err(m)) => Ok(Value::String(m)),
+        Some(Ok(args)) => run(ctx, fun, &args, req.timeout).await,
     }
 }
 
@@ -182,7 +251,64 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
                 kinds.iter().map(|k| ((*k).to_owned(), json!([]))).collect(),
             ))
         }
-        // Salt prints this as the runner's output (exit status 0).
         _ => Ok(json!(format!("'{fun}' is not available."))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kw(pairs: Value) -> Value {
+        let mut m = pairs.as_object().cloned().unwrap_or_default();
+        m.insert("__kwarg__".into(), true.into());
+        Value::Object(m)
+    }
+
+    #[test]
+    fn arguments_bind_to_salts_signatures() {
+        // `salt-run manage.up 'web*'`: `tgt` is up's first parameter (down's is removekeys).
+        let a = bind("manage.up", &[json!("web*")]).unwrap().unwrap();
+        assert_eq!(a.text("tgt").as_deref(), Some("web*"));
+        let a = bind("manage.down", &[json!(true), json!("db*")])
+            .unwrap()
+            .unwrap();
+        assert!(a.flag("removekeys", false));
+        assert_eq!(a.text("tgt").as_deref(), Some("db*"));
+        // list_jobs(ext_source, outputter, search_metadata, search_function, search_target, ...)
+        let a = bind(
+            "jobs.list_jobs",
+            &[Value::Null, Value::Null, Value::Null, json!("test.*")],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(a.text("search_function").as_deref(), Some("test.*"));
+        assert_eq!(
+            bind("cache.grains", &[]).unwrap().unwrap_err(),
+            "Passed invalid arguments: grains() missing 1 required positional argument: 'tgt'"
+        );
+        assert!(
+            bind("cache.grains", &[json!("*"), kw(json!({"any": 1}))])
+                .unwrap()
+                .is_ok()
+        );
+        assert_eq!(
+            bind("jobs.list_jobs", &[kw(json!({"search_funcion": "x"}))])
+                .unwrap()
+                .unwrap_err(),
+            "The following keyword arguments are not valid: search_funcion=x"
+        );
+        assert_eq!(
+            bind("jobs.active", &[kw(json!({"display_progress": true}))])
+                .unwrap()
+                .unwrap_err(),
+            "jobs.active: display_progress is not supported by salt-rs"
+        );
+        assert!(
+            bind("jobs.active", &[kw(json!({"display_progress": false}))])
+                .unwrap()
+                .is_ok()
+        );
+        assert!(bind("jobs.nothing", &[]).is_none());
     }
 }

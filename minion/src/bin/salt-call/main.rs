@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use rmpv::Value;
-use salt_states::{LocalFileClient, Opts, get, output};
+use salt_states::{LocalFileClient, Opts, get};
 
 mod master;
 #[path = "../../settings.rs"]
@@ -399,8 +399,13 @@ fn main() -> ExitCode {
             };
             let whole = Value::Map(vec![(Value::from("local"), ret)]);
             if out == "json" {
-                // Salt's json outputter keeps the return's order.
-                println!("{}", output::json_indent(&whole));
+                // Salt's json outputter: `salt.utils.json.dumps(data, indent=4)`, the return's
+                // order and non-ASCII kept.
+                let opts = salt_render::JsonOpts {
+                    indent: Some(4),
+                    ..salt_render::JsonOpts::SALT
+                };
+                println!("{}", salt_render::py_json(&whole, opts));
             } else {
                 let format = salt_output::OutputFormat::from_name(out)
                     .unwrap_or(salt_output::OutputFormat::Nested);
