@@ -48,6 +48,16 @@ fn run(version: &str) {
         want.get("owner").is_some() && want.get("_errors").is_some(),
         "Salt's own pillar is not what the tree should give: {want:#}"
     );
+    // filters.sls renders in full (a template error on both sides would compare nothing).
+    assert_eq!(
+        want["_errors"].as_array().map(Vec::len),
+        Some(1),
+        "only the missing SLS is an error: {want:#}"
+    );
+    assert!(
+        want["filters"].as_object().map_or(0, |m| m.len()) > 40,
+        "{want:#}"
+    );
 
     let conf = root.path().join("ours");
     std::fs::create_dir_all(&conf).unwrap();

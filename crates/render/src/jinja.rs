@@ -73,10 +73,7 @@ fn yaml_filter(v: Mj, flow_style: Option<bool>, kw: Kwargs) -> Result<String, Er
         .or(flow_style)
         .unwrap_or(true);
     kw.assert_all_used()?;
-    let v = from_jinja(&v);
-    // TODO(yaml_dump): block style.
-    let _ = flow;
-    Ok(yaml::dump_flow(&v))
+    Ok(crate::yaml_dump::safe_dump(&from_jinja(&v), flow))
 }
 
 /// Render one template to text.
@@ -145,11 +142,28 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
     env.add_filter("yaml", yaml_filter);
     env.add_filter("json", json_filter);
     env.add_filter("tojson", tojson_filter);
-    env.add_filter("yaml_dquote", |v: Mj| yaml::double_quote(&str_of(&v)));
-    env.add_filter("yaml_squote", |v: Mj| {
-        format!("'{}'", str_of(&v).replace('\'', "''"))
+    env.add_filter("yaml_dquote", |v: Mj| {
+        crate::yaml_dump::dquote(&crate::pytext::py_text(&v))
     });
-    env.add_filter("yaml_encode", |v: Mj| yaml::dump_flow(&from_jinja(&v)));
+    env.add_filter("yaml_squote", |v: Mj| {
+        crate::yaml_dump::squote(&crate::pytext::py_text(&v))
+    });
+    env.add_filter("yaml_encode", |v: Mj| -> Result<String, Error> {
+        let v = from_jinja(&v);
+        crate::yaml_dump::encode_scalar(&v).ok_or_else(|| {
+            let ty = if matches!(v, Value::Map(_)) {
+                "dict"
+            } else {
+                "list"
+            };
+            err(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "yaml_encode() only works with YAML scalar data; failed for <class '{ty}'>"
+                ),
+            )
+        })
+    });
     env.add_filter("unique", |v: Mj| -> Result<Mj, Error> {
         let mut out: Vec<Mj> = Vec::new();
         for x in v.try_iter()? {
@@ -163,6 +177,11 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
         minijinja::value::ValueKind::Seq => v,
         _ => mutable(&Mj::from(vec![v])),
     });
+    env.set_formatter(crate::pytext::formatter);
+    env.add_filter("string", |v: Mj| crate::pytext::string_filter(&v));
+    env.add_filter("round", crate::pytext::round_filter);
+    env.add_filter("format", crate::pytext::format_filter);
+    crate::salt_filters::add(&mut env);
     env.add_filter("to_bool", |v: Mj| match v.as_str() {
         Some(s) => matches!(s.to_lowercase().as_str(), "true" | "1" | "yes" | "on" | "y"),
         None => v.is_true(),

@@ -10,8 +10,13 @@
 //! StrictUndefined (Salt's default), the variables `grains`, `pillar`, `opts`, `saltenv`,
 //! `sls`, `slspath`, `sls_path`, `tpldir`, `tplpath`, `tplfile`, `tpldot`, `tplroot`,
 //! `salt['grains.get' | 'grains.filter_by' | 'pillar.get' | 'config.get' | 'match.glob' ..]`,
-//! and the filters `yaml`, `json`, `tojson`, `yaml_dquote`, `yaml_squote`, `unique`, `sequence`,
-//! `load_yaml`, `load_json`, `to_bool`. Other `salt[...]` functions go to the
+//! and the filters `yaml`, `json`, `tojson`, `yaml_dquote`, `yaml_squote`, `yaml_encode`
+//! (PyYAML over libyaml and Python's `json` to the byte: [`yaml_dump`], [`pyjson`]), `unique`,
+//! `sequence`, `load_yaml`, `load_json`, `to_bool`, `string`, `format`, `round`, and Salt's
+//! `regex_search`, `regex_match`, `regex_replace`, `regex_escape`, `quote`, `union`,
+//! `intersect`, `difference`, `symmetric_difference`, `md5`, `sha1`, `sha256`, `sha512`,
+//! `base64_encode`, `base64_decode`, `path_join`. Values print as Python prints them (`{{ l }}`
+//! is `['a', None]`). Other `salt[...]` functions go to the
 //! [`Context::salt`] hook (the minion's execution modules) when one is set. Anything else
 //! (another renderer, a `salt[...]` function nobody has) is an error that names it; nothing
 //! renders silently different.
@@ -22,8 +27,11 @@ mod jinja;
 pub mod merge;
 mod prepass;
 pub mod pyjson;
+mod pytext;
+mod salt_filters;
 mod values;
 pub mod yaml;
+pub mod yaml_dump;
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! Values inside templates: Salt's data as mutable dicts and lists (Jinja2 formulas call
 //! `{% do d.update(...) %}`, `{% do l.append(x) %}`), and conversions to and from msgpack.
 
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as Mj, ValueKind};
@@ -41,6 +42,12 @@ impl Dict {
 impl Object for Dict {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
         ObjectRepr::Map
+    }
+
+    /// Python's `repr` (`~`, `str.format` and the like).
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = lock(&self.0).clone();
+        f.write_str(&crate::pytext::py_repr(&entries.into_iter().collect()))
     }
 
     fn get_value(self: &Arc<Self>, key: &Mj) -> Option<Mj> {
@@ -113,6 +120,12 @@ impl Object for Dict {
 impl Object for List {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
         ObjectRepr::Seq
+    }
+
+    /// Python's `repr`.
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let items = lock(&self.0).clone();
+        f.write_str(&crate::pytext::py_repr(&Mj::from(items)))
     }
 
     fn get_value(self: &Arc<Self>, key: &Mj) -> Option<Mj> {

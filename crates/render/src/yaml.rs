@@ -1,5 +1,5 @@
-//! Salt's YAML loading (`salt/utils/yamlloader.py` on PyYAML's YAML 1.1 resolver), and the
-//! flow-style dump behind the `yaml` filter.
+//! Salt's YAML loading (`salt/utils/yamlloader.py` on PyYAML's YAML 1.1 resolver). The
+//! dumping behind the `yaml` filters is in `yaml_dump`.
 //!
 //! Plain scalars resolve as YAML 1.1: `yes`/`no`/`on`/`off`/`true`/`false` (three casings)
 //! are booleans, `~`/`null`/empty are null, `0b`/`0x`/sexagesimal integers, and Salt's twist
@@ -230,6 +230,57 @@ fn resolve(v: &str) -> &'static str {
     }
 }
 
+/// Whether PyYAML's `Resolver` (the dumper's) reads a plain scalar back as a `str`: [`resolve`]
+/// plus the `timestamp`, `merge` (`<<`) and `value` (`=`) resolvers.
+pub(crate) fn plain_is_str(s: &str) -> bool {
+    resolve(s) == "str" && s != "<<" && s != "=" && !is_timestamp(s)
+}
+
+/// PyYAML's timestamp pattern: `YYYY-MM-DD`, or `YYYY-M-D` then `T`/`t`/blanks, `H:MM:SS`,
+/// an optional fraction, and an optional zone (`Z`, `+H`, `-HH:MM`) after optional blanks.
+fn is_timestamp(s: &str) -> bool {
+    /// `[0-9]{min,max}` at the start of `s`: what follows.
+    fn digits(s: &str, min: usize, max: usize) -> Option<&str> {
+        let n = s.bytes().take(max).take_while(u8::is_ascii_digit).count();
+        (n >= min).then(|| &s[n..])
+    }
+    let b = s.as_bytes();
+    if b.len() == 10 && b[4] == b'-' && b[7] == b'-' {
+        let ok = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+        if ok(0..4) && ok(5..7) && ok(8..10) {
+            return true;
+        }
+    }
+    let long = || -> Option<()> {
+        let r = digits(s, 4, 4)?.strip_prefix('-')?;
+        let r = digits(digits(r, 1, 2)?.strip_prefix('-')?, 1, 2)?;
+        let r = match r.strip_prefix(['T', 't']) {
+            Some(r) => r,
+            None if r.starts_with([' ', '\t']) => r.trim_start_matches([' ', '\t']),
+            None => return None,
+        };
+        let r = digits(digits(r, 1, 2)?.strip_prefix(':')?, 2, 2)?;
+        let mut r = digits(r.strip_prefix(':')?, 2, 2)?;
+        if let Some(f) = r.strip_prefix('.') {
+            r = f.trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        if r.is_empty() {
+            return Some(());
+        }
+        let r = r.trim_start_matches([' ', '\t']);
+        if r == "Z" {
+            return Some(());
+        }
+        let r = digits(r.strip_prefix(['-', '+'])?, 1, 2)?;
+        let r = match r.strip_prefix(':') {
+            Some(m) => digits(m, 2, 2)?,
+            None => r,
+        };
+        r.is_empty().then_some(())
+    };
+    long().is_some()
+}
+
 fn split_sign(v: &str) -> (bool, &str) {
     match v.as_bytes().first() {
         Some(b'-') => (true, &v[1..]),
@@ -292,13 +343,15 @@ fn is_float(v: &str) -> bool {
     };
     let frac_ok = frac.chars().all(|c| c.is_ascii_digit() || c == '_');
     if int_part.is_empty() {
-        // PyYAML: `\.[0-9_]+([eE][-+][0-9]+)?` (`.conf`, a relative include, is a string)
-        return frac_ok && !frac.is_empty();
+        // PyYAML: `\.[0-9][0-9_]*([eE][-+][0-9]+)?`, unsigned (`.conf`, a relative include,
+        // and `-.5` are strings)
+        return frac_ok && frac.starts_with(|c: char| c.is_ascii_digit()) && b.len() == v.len();
     }
     if int_part.contains(':') {
         let parts: Vec<&str> = int_part.split(':').collect();
         return exp.is_none()
             && frac_ok
+            && parts[0].starts_with(|c: char| c.is_ascii_digit())
             && all(parts[0], |c| c.is_ascii_digit() || c == '_')
             && is_sexagesimal_tail(&parts[1..]);
     }
@@ -361,87 +414,6 @@ fn float(v: &str) -> Option<f64> {
     s.parse().ok()
 }
 
-/// PyYAML `safe_dump(value, default_flow_style=True)` of one value, as the `yaml` filter
-/// prints it (keys sorted, strings plain when they would load back as the same string).
-pub fn dump_flow(v: &Value) -> String {
-    let mut out = String::new();
-    dump_into(v, &mut out);
-    out
-}
-
-fn dump_into(v: &Value, out: &mut String) {
-    match v {
-        Value::Nil => out.push_str("null"),
-        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Integer(i) => out.push_str(&i.to_string()),
-        Value::F32(f) => out.push_str(&crate::pyjson::py_float(f64::from(*f))),
-        Value::F64(f) => out.push_str(&crate::pyjson::py_float(*f)),
-        Value::String(_) | Value::Binary(_) | Value::Ext(..) => {
-            out.push_str(&quote_if_needed(&salt_matcher::py_str(v)));
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                dump_into(item, out);
-            }
-            out.push(']');
-        }
-        Value::Map(entries) => {
-            let mut sorted: Vec<&(Value, Value)> = entries.iter().collect();
-            sorted.sort_by_key(|(k, _)| salt_matcher::py_str(k));
-            out.push('{');
-            for (i, (k, val)) in sorted.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                dump_into(k, out);
-                out.push_str(": ");
-                dump_into(val, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn quote_if_needed(s: &str) -> String {
-    let special = s.is_empty()
-        || resolve(s) != "str"
-        || s.starts_with(|c: char| " -?:,[]{}#&*!|>'\"%@`".contains(c))
-        || s.ends_with(' ')
-        || s.contains(": ")
-        || s.contains(" #")
-        || s.contains([',', '[', ']', '{', '}', '\n', '\t', '\r'])
-        || s.chars().any(|c| c.is_control());
-    if !special {
-        return s.to_owned();
-    }
-    if s.chars().any(|c| c.is_control()) {
-        return double_quote(s);
-    }
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-/// A YAML double-quoted scalar (`yaml_dquote`).
-pub fn double_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,25 +468,5 @@ mod tests {
         assert_eq!(load("# only a comment\n").unwrap(), None);
         assert!(load("a: 1\n---\nb: 2\n").is_err());
         assert!(load("a: [1\n").is_err());
-    }
-
-    #[test]
-    fn flow_dump() {
-        let v = load("b: [1, 'x y', 'yes']\na: {c: null, d: 'a: b'}\n")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            dump_flow(&v),
-            "{a: {c: null, d: 'a: b'}, b: [1, x y, 'yes']}"
-        );
-        assert_eq!(
-            load(&dump_flow(&v))
-                .unwrap()
-                .unwrap()
-                .as_map()
-                .unwrap()
-                .len(),
-            2
-        );
     }
 }

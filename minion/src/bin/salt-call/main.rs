@@ -140,7 +140,10 @@ fn local_pillar(
         "nodegroups",
     ] {
         if let Some(v) = get(conf, key) {
-            text.push_str(&format!("{key}: {}\n", salt_render::yaml::dump_flow(v)));
+            text.push_str(&format!(
+                "{key}: {}\n",
+                salt_render::yaml_dump::safe_dump(v, true)
+            ));
         }
     }
     let opts = salt_config::LoadOptions::new(&cli.config_dir);
