@@ -89,11 +89,11 @@ pub fn render_colour(format: OutputFormat, data: &Value, colour: bool) -> String
             nested(data, 0, "", &mut lines, &palette);
             lines.join("\n")
         }
-        OutputFormat::Json => json_pretty(data),
+        OutputFormat::Json => render_json(data, Some(4)),
+        // `salt.utils.yaml.safe_dump(data, default_flow_style=False)` (maps from the wire are
+        // plain dicts: sorted).
         OutputFormat::Yaml => {
-            let mut out = String::new();
-            yaml(data, 0, &mut out);
-            out.trim_end_matches('\n').to_owned()
+            salt_render::yaml_dump::safe_dump(&salt_compat::json::json_to_msgpack(data), false)
         }
         OutputFormat::Txt => txt(data),
         OutputFormat::Raw => py_repr(data),
@@ -115,11 +115,7 @@ pub(crate) fn py_scalar(v: &Value) -> String {
         Value::Bool(false) => "False".into(),
         Value::Number(n) => {
             if let Some(f) = n.as_f64().filter(|_| n.is_f64()) {
-                if f.fract() == 0.0 && f.is_finite() && f.abs() < 1e16 {
-                    format!("{f:.1}")
-                } else {
-                    format!("{f}")
-                }
+                salt_compat::py_float_repr(f)
             } else {
                 n.to_string()
             }
@@ -177,73 +173,15 @@ pub(crate) fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<Strin
     }
 }
 
-/// Python's `json.dumps` separators when `indent` is `None`: `", "` and `": "`.
-struct PyCompact;
-
-impl serde_json::ser::Formatter for PyCompact {
-    fn begin_array_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        comma_unless_first(writer, first)
-    }
-    fn begin_object_key<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        comma_unless_first(writer, first)
-    }
-    fn begin_object_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-    ) -> std::io::Result<()> {
-        writer.write_all(b": ")
-    }
-}
-
-fn comma_unless_first<W: ?Sized + std::io::Write>(
-    writer: &mut W,
-    first: bool,
-) -> std::io::Result<()> {
-    if first {
-        Ok(())
-    } else {
-        writer.write_all(b", ")
-    }
-}
-
 /// JSON as Salt's `json` outputter prints it with `--out-indent N`: `Some(n)` indents by
-/// `n` spaces, `None` (a negative `--out-indent`) is one line with Python's separators.
+/// `n` spaces, `None` (a negative `--out-indent`) is one line with Python's separators
+/// (`salt.utils.json.dumps`: key order kept, non-ASCII kept).
 pub fn render_json(data: &Value, indent: Option<usize>) -> String {
-    use serde::Serialize;
-    let mut buf = Vec::new();
-    let ok = match indent {
-        Some(n) => {
-            let pad = vec![b' '; n];
-            let fmt = serde_json::ser::PrettyFormatter::with_indent(&pad);
-            data.serialize(&mut serde_json::Serializer::with_formatter(&mut buf, fmt))
-        }
-        None => data.serialize(&mut serde_json::Serializer::with_formatter(
-            &mut buf, PyCompact,
-        )),
+    let opts = salt_render::JsonOpts {
+        indent,
+        ..salt_render::JsonOpts::SALT
     };
-    match (ok, String::from_utf8(buf)) {
-        (Ok(()), Ok(s)) => s,
-        _ => "{}".into(),
-    }
-}
-
-fn json_pretty(v: &Value) -> String {
-    use serde::Serialize;
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    if v.serialize(&mut ser).is_err() {
-        return "{}".into();
-    }
-    String::from_utf8(buf).unwrap_or_else(|_| "{}".into())
+    salt_render::py_json(&salt_compat::json::json_to_msgpack(data), opts)
 }
 
 fn txt(v: &Value) -> String {
@@ -296,80 +234,6 @@ pub(crate) fn py_repr(v: &Value) -> String {
     }
 }
 
-fn yaml_scalar(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => yaml_str(s),
-        Value::Array(a) if a.is_empty() => "[]".into(),
-        Value::Object(m) if m.is_empty() => "{}".into(),
-        _ => String::new(),
-    }
-}
-
-fn yaml_str(s: &str) -> String {
-    let plain = !s.is_empty()
-        && !s.starts_with([
-            ' ', '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"',
-            '%', '@', '`',
-        ])
-        && !s.ends_with(' ')
-        && !s.contains(": ")
-        && !s.contains(" #")
-        && !s.contains('\n')
-        && !s.chars().any(char::is_control)
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"
-        )
-        && s.parse::<f64>().is_err();
-    if plain {
-        s.to_owned()
-    } else {
-        serde_json::to_string(s).unwrap_or_default()
-    }
-}
-
-fn yaml(v: &Value, indent: usize, out: &mut String) {
-    let pad = " ".repeat(indent);
-    match v {
-        Value::Object(map) if !map.is_empty() => {
-            for (k, val) in map {
-                match val {
-                    Value::Object(m) if !m.is_empty() => {
-                        out.push_str(&format!("{pad}{}:\n", yaml_str(k)));
-                        yaml(val, indent + 2, out);
-                    }
-                    Value::Array(a) if !a.is_empty() => {
-                        out.push_str(&format!("{pad}{}:\n", yaml_str(k)));
-                        yaml(val, indent, out);
-                    }
-                    _ => out.push_str(&format!("{pad}{}: {}\n", yaml_str(k), yaml_scalar(val))),
-                }
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for item in items {
-                match item {
-                    Value::Object(m) if !m.is_empty() => {
-                        let mut sub = String::new();
-                        yaml(item, indent + 2, &mut sub);
-                        let sub = sub.trim_start().to_owned();
-                        out.push_str(&format!("{pad}- {sub}"));
-                    }
-                    Value::Array(a) if !a.is_empty() => {
-                        out.push_str(&format!("{pad}-\n"));
-                        yaml(item, indent + 2, out);
-                    }
-                    _ => out.push_str(&format!("{pad}- {}\n", yaml_scalar(item))),
-                }
-            }
-        }
-        other => out.push_str(&format!("{pad}{}\n", yaml_scalar(other))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,16 +265,21 @@ mod tests {
             return;
         }
         let script = "import json,sys\nimport salt.output.nested as n, salt.output.raw as r\n\
-            n.__opts__={'color':False,'nested_indent':0}\nr.__opts__={}\n\
+            import salt.output.yaml_out as y, salt.output.json_out as j\n\
+            n.__opts__={'color':False,'nested_indent':0}\nr.__opts__={}\ny.__opts__={}\nj.__opts__={}\n\
             d=json.loads(sys.argv[1])\n\
+            s=json.loads(sys.argv[1], object_pairs_hook=lambda p: dict(sorted(p)))\n\
             plain=n.output(d)\nn.__opts__={'color':True,'nested_indent':0}\n\
-            sys.stdout.write(plain+'\\x00'+r.output(d)+'\\x00'+n.output(d))\n";
+            sys.stdout.write(plain+'\\x00'+r.output(d)+'\\x00'+n.output(d)\n\
+            +'\\x00'+y.output(d)+'\\x00'+j.output(s))\n";
         let cases = [
             json!({"m1": true, "m2": false}),
             json!({"m1": "hi", "m2": "multi\nline\nstring"}),
             json!({"m1": {"b": 1, "a": [1, "x", {"k": null}], "c": 1.5, "s": "l1\nl2", "e": "", "l": [[1, 2]]}}),
             json!({"m1": {"outer": {"inner": {"deep": "v", "n": 3}}, "list": ["a", "b"]}}),
             json!({"m1": ["x", "y"], "m2": {"it's": "q'uote"}}),
+            json!({"m1": {"yes": "no", "n": "null", "f": 1e16, "u": "é ü", "e": [], "d": {},
+                "long": "word ".repeat(30), "ml": "l1\nl2\n", "lead": " x", "colon": "a: b"}}),
         ];
         for data in cases {
             let out = std::process::Command::new(&python)
@@ -426,11 +295,20 @@ mod tests {
             );
             let text = String::from_utf8(out.stdout).unwrap();
             let mut parts = text.split('\0');
-            let (nested, raw, coloured) = (
+            let (nested, raw, coloured, yaml, json) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
                 parts.next().unwrap(),
                 parts.next().unwrap(),
                 parts.next().unwrap(),
             );
+            // (The CLIs print the text with a newline of their own.)
+            assert_eq!(
+                render(OutputFormat::Yaml, &data),
+                yaml.trim_end(),
+                "yaml for {data}"
+            );
+            assert_eq!(render(OutputFormat::Json, &data), json, "json for {data}");
             assert_eq!(
                 render_colour(OutputFormat::Nested, &data, true),
                 coloured,
@@ -466,7 +344,7 @@ mod tests {
         assert_eq!(render(OutputFormat::Yaml, &json!({"m1": "hi"})), "m1: hi");
         assert_eq!(
             render(OutputFormat::Yaml, &json!({"m1": "true"})),
-            "m1: \"true\""
+            "m1: 'true'"
         );
         assert_eq!(
             render(OutputFormat::Yaml, &json!({"m1": {"a": [1, 2]}})),
