@@ -16,7 +16,7 @@
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
@@ -45,8 +45,16 @@ impl Doorbell {
     }
 
     /// Wake the thread (after queueing work). Cheap when a ring is already pending.
+    ///
+    /// `SeqCst` here and in [`clear`](Self::clear) (a store, then a full fence, before the
+    /// thread looks at its queue and the stop flag): with acquire/release only, the thread's
+    /// reset of the flag could become visible after its read of the queue or of `stop` (x86
+    /// lets a load pass an earlier store), a ring in between would find the flag still set
+    /// and write nothing, and the thread would poll on with the work or the stop unseen.
+    /// That lost wake-up left an idle REQ thread in `zmq_poll` with no timeout while its
+    /// owner joined it (`routing` test, once in many runs).
     pub(crate) fn ring(&self) {
-        if !self.rung.swap(true, Ordering::AcqRel) {
+        if !self.rung.swap(true, Ordering::SeqCst) {
             // Both ends live as long as this struct, so the write cannot hit a closed peer;
             // a full buffer (WouldBlock) means a wake is pending anyway.
             let _ = (&self.tx).write(&[1]);
@@ -68,15 +76,16 @@ impl Doorbell {
     pub(crate) fn clear(&self) {
         let mut buf = [0u8; 64];
         while matches!((&self.rx).read(&mut buf), Ok(n) if n > 0) {}
-        self.rung.store(false, Ordering::Release);
+        self.rung.store(false, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
     }
 
     pub(crate) fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Acquire)
+        self.stop.load(Ordering::SeqCst)
     }
 
     fn request_stop(&self) {
-        self.stop.store(true, Ordering::Release);
+        self.stop.store(true, Ordering::SeqCst);
         self.ring();
     }
 }
