@@ -232,262 +232,41 @@ fn py_splitlines(s: &str) -> Vec<&str> {
     v
 }
 
-// ---------------------------------------------------------------- json
+// ---------------------------------------------------------------- json / yaml
 
+/// `v` as msgpack, for the render crate's writers (maps keep their order).
+fn to_msgpack(v: &Val) -> rmpv::Value {
+    use rmpv::Value;
+    match v {
+        Val::Bool(b) => Value::Boolean(*b),
+        Val::Str(s) => Value::from(s.as_str()),
+        Val::List(items) => Value::Array(items.iter().map(|s| Value::from(s.as_str())).collect()),
+        Val::Map(m) => Value::Map(
+            m.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), to_msgpack(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `salt.output.json_out`: no `--out-indent` is 4, a negative one is one line.
 fn json(data: &Val, indent: Option<i64>) -> String {
-    // Salt: no --out-indent -> indent=4; negative -> one line.
     let indent = match indent {
         None => Some(4usize),
         Some(i) if i < 0 => None,
         Some(i) => Some(usize::try_from(i).unwrap_or(4)),
     };
-    let mut s = String::new();
-    json_val(data, indent, 0, &mut s);
-    s
+    let opts = salt_render::JsonOpts {
+        indent,
+        ..salt_render::JsonOpts::SALT
+    };
+    salt_render::py_json(&to_msgpack(data), opts)
 }
 
-fn json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn json_seq<T>(
-    items: &[T],
-    open: char,
-    close: char,
-    indent: Option<usize>,
-    level: usize,
-    out: &mut String,
-    mut each: impl FnMut(&T, &mut String),
-) {
-    if items.is_empty() {
-        out.push(open);
-        out.push(close);
-        return;
-    }
-    out.push(open);
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-            if indent.is_none() {
-                out.push(' ');
-            }
-        }
-        if let Some(n) = indent {
-            out.push('\n');
-            out.push_str(&" ".repeat(n * (level + 1)));
-        }
-        each(item, out);
-    }
-    if let Some(n) = indent {
-        out.push('\n');
-        out.push_str(&" ".repeat(n * level));
-    }
-    out.push(close);
-}
-
-fn json_val(v: &Val, indent: Option<usize>, level: usize, out: &mut String) {
-    match v {
-        Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Val::Str(s) => json_str(s, out),
-        Val::List(items) => json_seq(items, '[', ']', indent, level, out, |s, o| json_str(s, o)),
-        Val::Map(m) => json_seq(m, '{', '}', indent, level, out, |(k, val), o| {
-            json_str(k, o);
-            o.push_str(": ");
-            json_val(val, indent, level + 1, o);
-        }),
-    }
-}
-
-// ---------------------------------------------------------------- yaml
-
+/// `salt.output.yaml_out`: block style, or flow style with a negative `--out-indent`.
 fn yaml(data: &Val, indent: Option<i64>) -> String {
-    let mut s = String::new();
-    if matches!(indent, Some(i) if i < 0) {
-        yaml_flow(data, &mut s);
-        s.push('\n');
-    } else {
-        yaml_block(data, 0, &mut s);
-    }
-    s
-}
-
-fn yaml_flow(v: &Val, out: &mut String) {
-    match v {
-        Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Val::Str(s) => out.push_str(&yaml_scalar(s, 0)),
-        Val::List(items) => {
-            out.push('[');
-            for (i, s) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&yaml_scalar(s, 0));
-            }
-            out.push(']');
-        }
-        Val::Map(m) => {
-            let mut m: Vec<&(String, Val)> = m.iter().collect();
-            m.sort_by(|a, b| a.0.cmp(&b.0));
-            out.push('{');
-            for (i, (k, val)) in m.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&yaml_scalar(k, 0));
-                out.push_str(": ");
-                yaml_flow(val, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// PyYAML `safe_dump(default_flow_style=False)`: sorted keys, mappings indented by 2,
-/// sequences not indented under their key.
-fn yaml_block(v: &Val, level: usize, out: &mut String) {
-    let pad = " ".repeat(level);
-    match v {
-        Val::Map(m) if m.is_empty() => out.push_str("{}\n"),
-        Val::List(l) if l.is_empty() => out.push_str("[]\n"),
-        Val::Bool(b) => {
-            out.push_str(if *b { "true" } else { "false" });
-            out.push('\n');
-        }
-        Val::Str(s) => {
-            out.push_str(&yaml_scalar(s, level));
-            out.push('\n');
-        }
-        Val::List(items) => {
-            for s in items {
-                let _ = writeln!(out, "{pad}- {}", yaml_scalar(s, level + 2));
-            }
-        }
-        Val::Map(m) => {
-            let mut m: Vec<&(String, Val)> = m.iter().collect();
-            m.sort_by(|a, b| a.0.cmp(&b.0));
-            for (k, val) in m {
-                let _ = write!(out, "{pad}{}:", yaml_scalar(k, level));
-                match val {
-                    Val::Map(inner) if !inner.is_empty() => {
-                        out.push('\n');
-                        yaml_block(val, level + 2, out);
-                    }
-                    Val::List(inner) if !inner.is_empty() => {
-                        out.push('\n');
-                        yaml_block(val, level, out);
-                    }
-                    Val::Str(s) => {
-                        let _ = writeln!(out, " {}", yaml_scalar(s, level));
-                    }
-                    _ => {
-                        out.push(' ');
-                        yaml_block(val, level + 2, out);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Whether PyYAML's resolver would read `s` as something other than a string.
-fn yaml_implicit(s: &str) -> bool {
-    use std::sync::OnceLock;
-    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(concat!(
-            r"^(?:",
-            r"yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF",
-            r"|~|null|Null|NULL|<<|=",
-            r"|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+",
-            r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
-            r"|[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?",
-            r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
-            r"|[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]",
-            r"|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
-            r")$"
-        ))
-        .ok()
-    });
-    s.is_empty() || re.as_ref().is_some_and(|r| r.is_match(s))
-}
-
-/// A scalar as PyYAML writes it: plain when it can be, else single-quoted (line breaks
-/// folded the way PyYAML folds them; continuation lines indented by `level + 2`), else
-/// double-quoted for control characters.
-fn yaml_scalar(s: &str, level: usize) -> String {
-    let needs_double = s
-        .chars()
-        .any(|c| (c.is_control() && c != '\n') || c == '\u{feff}');
-    if needs_double {
-        let mut o = String::new();
-        json_str(s, &mut o);
-        return o;
-    }
-    let first = s.chars().next();
-    let plain_ok = !yaml_implicit(s)
-        && !s.contains('\n')
-        && !s.starts_with(' ')
-        && !s.ends_with(' ')
-        && !s.contains(": ")
-        && !s.contains(" #")
-        && !s.ends_with(':')
-        && !matches!(
-            first,
-            Some(
-                ',' | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | '#'
-                    | '&'
-                    | '*'
-                    | '!'
-                    | '|'
-                    | '>'
-                    | '\''
-                    | '"'
-                    | '%'
-                    | '@'
-                    | '`'
-            )
-        )
-        && !((s.starts_with('-') || s.starts_with('?') || s.starts_with(':'))
-            && (s.len() == 1 || s[1..].starts_with(' ')));
-    if plain_ok {
-        return s.to_owned();
-    }
-    let escaped = s.replace('\'', "''");
-    if !escaped.contains('\n') {
-        return format!("'{escaped}'");
-    }
-    let cont = " ".repeat(level + 2);
-    let mut o = String::from("'");
-    let parts: Vec<&str> = escaped.split('\n').collect();
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            o.push_str("\n\n");
-            o.push_str(&cont);
-        }
-        o.push_str(part);
-    }
-    o.push('\'');
-    o
+    let flow = matches!(indent, Some(i) if i < 0);
+    salt_render::yaml_dump::safe_dump(&to_msgpack(data), flow)
 }
 
 // ---------------------------------------------------------------- txt / raw

@@ -177,14 +177,9 @@ mod tests {
     /// The same values through the venv's `json.dumps` (when a Salt venv is there).
     #[test]
     fn matches_python() {
-        let venv = std::env::var("SALT_VENV").unwrap_or_else(|_| {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/salt-3007.17").into()
-        });
-        let python = std::path::Path::new(&venv).join("bin/python");
-        if !python.exists() {
-            println!("SKIPPED: no Salt venv at {venv}");
+        let Some(python) = crate::venv_python() else {
             return;
-        }
+        };
         let script = r#"
 import json, sys
 d = {'b': 'é ü <a> & \'q\' "d" \x7f\x01\n😀', 'a': [1, 2.5, None, True, [], {}], 'n': {10: 1e16, 9: 1e-5}}

@@ -63,24 +63,13 @@ fn repr_into(v: &Mj, out: &mut String) {
             )));
         }
         ValueKind::Seq if v.downcast_object_ref::<Tuple>().is_some() => {
-            let items: Vec<Mj> = v.try_iter().into_iter().flatten().collect();
             out.push('(');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                repr_into(item, out);
-            }
-            out.push_str(if items.len() == 1 { ",)" } else { ")" });
+            let n = items_into(v, out);
+            out.push_str(if n == 1 { ",)" } else { ")" });
         }
         ValueKind::Seq | ValueKind::Iterable => {
             out.push('[');
-            for (i, item) in v.try_iter().into_iter().flatten().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                repr_into(&item, out);
-            }
+            items_into(v, out);
             out.push(']');
         }
         ValueKind::Map => {
@@ -97,6 +86,19 @@ fn repr_into(v: &Mj, out: &mut String) {
         }
         _ => out.push_str(&v.to_string()),
     }
+}
+
+/// The items of a sequence, `, `-separated; how many there were.
+fn items_into(v: &Mj, out: &mut String) -> usize {
+    let mut n = 0;
+    for item in v.try_iter().into_iter().flatten() {
+        if n > 0 {
+            out.push_str(", ");
+        }
+        repr_into(&item, out);
+        n += 1;
+    }
+    n
 }
 
 /// Python `str()` of a template value, when it differs from minijinja's text: containers,

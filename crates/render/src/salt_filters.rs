@@ -172,18 +172,22 @@ fn regex_replace(txt: &str, rgx: &str, val: &str, kw: Kwargs) -> Result<String, 
     let re = compile(rgx, &kw, "regex_replace")?;
     let pieces = template(val)?;
     Ok(re
-        .replace_all(txt, |caps: &Captures<'_>| {
-            let mut s = String::new();
-            for p in &pieces {
-                match p {
-                    Piece::Text(t) => s.push_str(t),
-                    Piece::Group(i) => s.push_str(caps.get(*i).map_or("", |m| m.as_str())),
-                    Piece::Named(n) => s.push_str(caps.name(n).map_or("", |m| m.as_str())),
-                }
-            }
-            s
-        })
+        .replace_all(txt, |caps: &Captures<'_>| expand(&pieces, caps))
         .into_owned())
+}
+
+/// One replacement: the template with this match's groups (a group that did not take part
+/// is empty, as in Python 3.5+).
+fn expand(pieces: &[Piece], caps: &Captures<'_>) -> String {
+    let mut s = String::new();
+    for p in pieces {
+        match p {
+            Piece::Text(t) => s.push_str(t),
+            Piece::Group(i) => s.push_str(caps.get(*i).map_or("", |m| m.as_str())),
+            Piece::Named(n) => s.push_str(caps.name(n).map_or("", |m| m.as_str())),
+        }
+    }
+    s
 }
 
 /// Python's `re.escape`: every character but `_` and ASCII letters and digits that is
@@ -283,17 +287,7 @@ mod tests {
     fn python_templates_and_quoting() {
         let re = Regex::new(r"(\w+)@(?P<host>\w+)").unwrap();
         let pieces = template(r"\2 at \g<host> \g<1>\\$").unwrap();
-        let out = re.replace_all("me@box", |caps: &Captures<'_>| {
-            let mut s = String::new();
-            for p in &pieces {
-                match p {
-                    Piece::Text(t) => s.push_str(t),
-                    Piece::Group(i) => s.push_str(caps.get(*i).map_or("", |m| m.as_str())),
-                    Piece::Named(n) => s.push_str(caps.name(n).map_or("", |m| m.as_str())),
-                }
-            }
-            s
-        });
+        let out = re.replace_all("me@box", |caps: &Captures<'_>| expand(&pieces, caps));
         assert_eq!(out, r"box at box me\$");
         assert!(template(r"\q").is_err());
         assert_eq!(shell_quote("a b'c"), r#"'a b'"'"'c'"#);

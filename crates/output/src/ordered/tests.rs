@@ -72,11 +72,15 @@ fn yaml_like_pyyaml() {
         render(&pem, Outputter::Yaml, PLAIN),
         "minions:\n  a: '-----BEGIN X-----\n\n    AB\n\n    '"
     );
-    assert_eq!(yaml_scalar("yes", 0), "'yes'");
-    assert_eq!(yaml_scalar("12:34:56", 0), "'12:34:56'");
-    assert_eq!(yaml_scalar("ab:cd:12", 0), "ab:cd:12");
-    assert_eq!(yaml_scalar("-a", 0), "-a");
-    assert_eq!(yaml_scalar("#a", 0), "'#a'");
+    for (text, want) in [
+        ("yes", "'yes'"),
+        ("12:34:56", "'12:34:56'"),
+        ("ab:cd:12", "ab:cd:12"),
+        ("-a", "-a"),
+        ("#a", "'#a'"),
+    ] {
+        assert_eq!(render(&Val::Str(text.into()), Outputter::Yaml, PLAIN), want);
+    }
 }
 
 #[test]

@@ -109,14 +109,9 @@ sys.stdout.write('\x00--\x00'.join(out))
 /// Every case byte for byte against Salt 3007 in the venv (when a Salt venv is there).
 #[test]
 fn matches_salt() {
-    let venv = std::env::var("SALT_VENV").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/salt-3007.17").into()
-    });
-    let python = std::path::Path::new(&venv).join("bin/python");
-    if !python.exists() {
-        println!("SKIPPED: no Salt venv at {venv}");
+    let Some(python) = crate::venv_python() else {
         return;
-    }
+    };
     let cases = cases();
     let mut packed = Vec::new();
     rmpv::encode::write_value(&mut packed, &Value::Array(cases.clone())).unwrap();
