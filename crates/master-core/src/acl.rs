@@ -68,10 +68,29 @@ pub enum AclDenied {
 
 /// Salt's `expr_match`: fnmatch, else full-string regex.
 pub fn expr_match(value: &str, expr: &str) -> bool {
-    if fnmatch(value, expr) {
-        return true;
+    ExprMatch::new(expr).is_match(value)
+}
+
+/// [`expr_match`] against one expression many times (the regex compiled once).
+#[derive(Debug)]
+pub struct ExprMatch {
+    expr: String,
+    re: Option<Regex>,
+}
+
+impl ExprMatch {
+    /// Compile `expr` (an expression that is no valid regex matches as a glob only).
+    pub fn new(expr: &str) -> Self {
+        Self {
+            expr: expr.to_owned(),
+            re: Regex::new(&format!(r"\A(?:{expr})\z")).ok(),
+        }
     }
-    Regex::new(&format!(r"\A(?:{expr})\z")).is_ok_and(|re| re.is_match(value))
+
+    /// Whether `value` matches, as `expr_match(value, expr)`.
+    pub fn is_match(&self, value: &str) -> bool {
+        fnmatch(value, &self.expr) || self.re.as_ref().is_some_and(|re| re.is_match(value))
+    }
 }
 
 /// `re.match(regex, fun)`: anchored at the start only; an invalid regex matches nothing.

@@ -185,6 +185,7 @@ async fn stream_events(
         Err(message) => return write_frame(stream, &LocalEvent::Error { message }).await,
     };
     let (tagmatch, mut count) = args;
+    let tagmatch = crate::acl::ExprMatch::new(&tagmatch);
     let mut rx = shared.events.subscribe();
     loop {
         let ev = tokio::select! {
@@ -199,7 +200,7 @@ async fn stream_events(
             }
             Err(_) => break,
         };
-        if !crate::acl::expr_match(&ev.tag, &tagmatch) {
+        if !tagmatch.is_match(&ev.tag) {
             continue;
         }
         write_frame(
