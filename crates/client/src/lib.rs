@@ -31,10 +31,10 @@ mod tests {
     #[test]
     fn events_print_as_salt_prints_them() {
         let data = serde_json::json!({"b": {"c": null}, "a": [1, "é"]});
-        // (`serde_json` maps hold their keys sorted.)
+        // One line in the payload's own order; `pretty` sorts.
         assert_eq!(
             event_line("t", &data, false),
-            "t\t{\"a\": [1, \"é\"], \"b\": {\"c\": null}}"
+            "t\t{\"b\": {\"c\": null}, \"a\": [1, \"é\"]}"
         );
         assert_eq!(
             event_line("t", &data, true),

@@ -268,10 +268,9 @@ mod tests {
             import salt.output.yaml_out as y, salt.output.json_out as j\n\
             n.__opts__={'color':False,'nested_indent':0}\nr.__opts__={}\ny.__opts__={}\nj.__opts__={}\n\
             d=json.loads(sys.argv[1])\n\
-            s=json.loads(sys.argv[1], object_pairs_hook=lambda p: dict(sorted(p)))\n\
             plain=n.output(d)\nn.__opts__={'color':True,'nested_indent':0}\n\
             sys.stdout.write(plain+'\\x00'+r.output(d)+'\\x00'+n.output(d)\n\
-            +'\\x00'+y.output(d)+'\\x00'+j.output(s))\n";
+            +'\\x00'+y.output(d)+'\\x00'+j.output(d))\n";
         let cases = [
             json!({"m1": true, "m2": false}),
             json!({"m1": "hi", "m2": "multi\nline\nstring"}),
