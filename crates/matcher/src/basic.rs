@@ -81,21 +81,62 @@ fn py_repr(v: &Value) -> String {
 /// Look a key up in a map value (the one `dict.get`: [`salt_compat::map_get`]).
 pub use salt_compat::map_get as map_lookup;
 
-/// Salt's `traverse_dict_and_list`: walk `key` split on `delim` through maps and
-/// (by integer index) lists.
+/// Salt's `traverse_dict_and_list`: walk `key` split on `delim`. In a map, a part is a key
+/// (a part that reads as a number also finds that number as a key); in a list, a number is
+/// an index (negative from the end) unless a dict in the list has it as a key, and a
+/// non-number finds the first dict in the list that has it.
 pub fn traverse<'a>(data: &'a Value, key: &str, delim: &str) -> Option<&'a Value> {
     let mut cur = data;
     for part in key.split(delim) {
         cur = match cur {
-            Value::Map(_) => map_lookup(cur, part)?,
+            Value::Map(_) => map_lookup(cur, part).or_else(|| number_key(cur, part))?,
             Value::Array(items) => {
-                let idx: usize = part.parse().ok()?;
-                items.get(idx)?
+                let embedded = |found: fn(&'a Value, &str) -> Option<&'a Value>| {
+                    items
+                        .iter()
+                        .filter(|x| x.is_map())
+                        .find_map(|x| found(x, part))
+                };
+                match part.trim().parse::<i64>() {
+                    Err(_) => embedded(|m, p| map_lookup(m, p))?,
+                    Ok(i) => match embedded(number_key) {
+                        Some(v) => v,
+                        None => {
+                            let i = if i < 0 { items.len() as i64 + i } else { i };
+                            items.get(usize::try_from(i).ok()?)?
+                        }
+                    },
+                }
             }
             _ => return None,
         };
     }
     Some(cur)
+}
+
+/// A map's entry under the number `part` reads as (Salt YAML-loads a key it did not find).
+fn number_key<'a>(map: &'a Value, part: &str) -> Option<&'a Value> {
+    let Value::Map(entries) = map else {
+        return None;
+    };
+    let part = part.trim();
+    if !part
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+    {
+        return None;
+    }
+    let want = part.parse::<f64>().ok()?;
+    entries
+        .iter()
+        .rev()
+        .find(|(k, _)| match k {
+            Value::Integer(i) => i.as_f64() == Some(want),
+            Value::F64(f) => *f == want,
+            Value::F32(f) => f64::from(*f) == want,
+            _ => false,
+        })
+        .map(|(_, v)| v)
 }
 
 fn value_match(target: &Value, pattern: &str, regex: bool) -> bool {
@@ -272,5 +313,18 @@ pub(crate) mod tests {
         assert_eq!(traverse(&g, "roles:tier", ":"), Some(&s("front")));
         assert_eq!(traverse(&g, "ipv4:1", ":"), Some(&s("10.0.0.5")));
         assert_eq!(traverse(&g, "roles:nope", ":"), None);
+        assert_eq!(traverse(&g, "ipv4:-1", ":"), Some(&s("10.0.0.5")));
+        // Salt's list rules: a dict in the list that has the key; a number key in a map.
+        let v = Value::Map(vec![(
+            s("l"),
+            Value::Array(vec![
+                s("x"),
+                Value::Map(vec![(s("k"), s("in-dict")), (Value::from(0), s("zero"))]),
+            ]),
+        )]);
+        assert_eq!(traverse(&v, "l:k", ":"), Some(&s("in-dict")));
+        assert_eq!(traverse(&v, "l:0", ":"), Some(&s("zero")));
+        assert_eq!(traverse(&v, "l:1:0", ":"), Some(&s("zero")));
+        assert_eq!(traverse(&v, "l:inf", ":"), None);
     }
 }

@@ -15,7 +15,7 @@
 //! `sequence`, `load_yaml`, `load_json`, `to_bool`, `string`, `format`, `round`, and Salt's
 //! `regex_search`, `regex_match`, `regex_replace`, `regex_escape`, `quote`, `union`,
 //! `intersect`, `difference`, `symmetric_difference`, `md5`, `sha1`, `sha256`, `sha512`,
-//! `base64_encode`, `base64_decode`, `path_join`. Values print as Python prints them (`{{ l }}`
+//! `base64_encode`, `base64_decode`, `path_join`, `traverse`. Values print as Python prints them (`{{ l }}`
 //! is `['a', None]`). Other `salt[...]` functions go to the
 //! [`Context::salt`] hook (the minion's execution modules) when one is set. Anything else
 //! (another renderer, a `salt[...]` function nobody has) is an error that names it; nothing

@@ -1,5 +1,6 @@
 //! Salt's own Jinja filters (`salt/utils/jinja.py`, `hashutils`, `path`): regular
-//! expressions, set operations on lists, hashes, base64, shell quoting, `path_join`.
+//! expressions, set operations on lists, hashes, base64, shell quoting, `path_join`,
+//! `traverse`.
 
 use std::path::Path;
 
@@ -57,6 +58,31 @@ pub fn add(env: &mut Environment<'_>) {
         })
     });
     env.add_filter("path_join", path_join);
+    env.add_filter("traverse", traverse);
+}
+
+/// `traverse(data, key, default=None, delimiter=':')`: Salt's `traverse_dict_and_list`.
+fn traverse(
+    data: Mj,
+    key: Mj,
+    default: Option<Mj>,
+    delimiter: Option<String>,
+    kw: Kwargs,
+) -> Result<Mj, Error> {
+    let default = kw.get::<Option<Mj>>("default")?.or(default);
+    let delimiter = kw.get::<Option<String>>("delimiter")?.or(delimiter);
+    kw.assert_all_used()?;
+    let data = crate::values::from_jinja(&data);
+    let key = match key.as_str() {
+        Some(k) => k.to_owned(),
+        None => key.to_string(),
+    };
+    Ok(
+        match salt_matcher::traverse(&data, &key, delimiter.as_deref().unwrap_or(":")) {
+            Some(v) => crate::values::to_jinja(v),
+            None => default.unwrap_or(Mj::from(())),
+        },
+    )
 }
 
 /// A compiled pattern with Python's `re.I` / `re.M` flags (`ignorecase`, `multiline`).

@@ -48,3 +48,15 @@ filters:
   yaml_block: {{ conf | yaml(False) | yaml_dquote }}
   yaml_encode: {{ (('é "x"' | yaml_encode) ~ ' ' ~ (2.5 | yaml_encode) ~ ' ' ~ (None | yaml_encode)) | yaml_dquote }}
   yaml_squote: {{ "it's é" | yaml_squote | yaml_dquote }}
+  # traverse (Salt's traverse_dict_and_list: dicts inside lists, negative indexes, number keys).
+  {%- set tv = {'a': {'b': [{'c': 'deep'}, 'x', {'k': 'v'}]}, 'n': {1: 'one'}, 'l': [10, 20, 30]} %}
+  traverse_1: {{ tv | traverse('a:b:c') | string | yaml_dquote }}
+  traverse_2: {{ tv | traverse('a:b:1') | string | yaml_dquote }}
+  traverse_3: {{ tv | traverse('a:b:k') | string | yaml_dquote }}
+  traverse_4: {{ tv | traverse('a:nope', 'dflt') | string | yaml_dquote }}
+  traverse_5: {{ tv | traverse('n:1') | string | yaml_dquote }}
+  traverse_6: {{ tv | traverse('l:-1') | string | yaml_dquote }}
+  traverse_7: {{ tv | traverse('l:5') | string | yaml_dquote }}
+  traverse_8: {{ tv | traverse('a/b/0/c', delimiter='/') | string | yaml_dquote }}
+  traverse_9: {{ tv | traverse('a') | string | yaml_dquote }}
+  traverse_10: {{ tv | traverse('l:x', 'none') | string | yaml_dquote }}
