@@ -109,14 +109,13 @@ fn regex_find(txt: &str, rgx: &str, kw: &Kwargs, anchored: bool) -> Result<Mj, E
     } else {
         "regex_search"
     };
-    let re = compile(rgx, kw, name)?;
-    let caps = if anchored {
-        // `re.match`: at the start only.
-        let at_start = compile(&format!("\\A(?:{rgx})"), kw, name)?;
-        at_start.captures(txt)
+    // `re.match` matches at the start only.
+    let pattern = if anchored {
+        format!("\\A(?:{rgx})")
     } else {
-        re.captures(txt)
+        rgx.to_owned()
     };
+    let caps = compile(&pattern, kw, name)?.captures(txt);
     let Some(caps) = caps else {
         return Ok(Mj::from(()));
     };

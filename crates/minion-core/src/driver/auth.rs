@@ -1,8 +1,55 @@
-//! Sign-in replies: accepted, pending, rejected, key refreshes, and their log lines.
+//! Sign-ins: the request sent, the replies (accepted, pending, rejected), key refreshes, and
+//! their log lines.
 
 use super::*;
 
 impl Driver {
+    pub(super) fn spawn_auth(
+        &self,
+        idx: usize,
+        epoch: u64,
+        addr: MasterAddr,
+        timeout: Duration,
+        purpose: Purpose,
+    ) {
+        let (req, pending) = self.auth.build_request(&nonce());
+        let body = salt_proto::encode(&req);
+        let tx = self.ev_tx.clone();
+        let mid = self.s.id.clone();
+        let ka = self.s.keepalive;
+        // In failover mode a master whose port is closed is skipped at once (the next one
+        // may be up); with one master (`str`), a sign-in sent before the master is up waits
+        // for it, as Salt's does, instead of failing into a backoff.
+        let fail_fast = self.s.failover.master_type == crate::failover::MasterType::Failover;
+        tokio::spawn(async move {
+            let ip = match tokio::net::lookup_host((addr.host.as_str(), addr.port)).await {
+                Ok(mut it) => match it.next() {
+                    Some(sa) => sa.ip().to_string(),
+                    None => {
+                        let _ = tx.send(Ev::Dns { idx, epoch }).await;
+                        return;
+                    }
+                },
+                Err(_) => {
+                    let _ = tx.send(Ev::Dns { idx, epoch }).await;
+                    return;
+                }
+            };
+            let uri = net::tcp_uri(&ip, addr.port);
+            let result = net::request_once(&mid, &uri, body, timeout, fail_fast, ka).await;
+            let _ = tx
+                .send(Ev::Auth {
+                    idx,
+                    epoch,
+                    purpose,
+                    pending,
+                    ip,
+                    result,
+                })
+                .await;
+        });
+    }
+
     pub(super) fn auth_reply(
         &mut self,
         idx: usize,
