@@ -153,6 +153,21 @@ fn pam_user_group_and_wrong_password() {
         "group entries from the token's groups"
     );
 
+    // Our group list is Salt's `salt.utils.user.get_group_list` (what `pam.groups()` gives).
+    let venv = salt_venv();
+    if prerequisite(venv.is_some(), "the Salt 3007.17 venv (group list check)").is_some() {
+        let out = Command::new(venv.unwrap().join("bin/python"))
+            .args([
+                "-c",
+                "import sys,json,salt.utils.user;print(json.dumps(salt.utils.user.get_group_list(sys.argv[1])))",
+                &user.name,
+            ])
+            .output()
+            .unwrap();
+        let salts: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(salt_eauth::backend::user_groups(&user.name), salts);
+    }
+
     let started = std::time::Instant::now();
     refused_as_salt(&eauth, &login("pam", &user.name, "wrong"), &user.name);
     println!("wrong PAM password refused in {:?}", started.elapsed());

@@ -156,7 +156,8 @@ pub struct Publish {
     pub jid: Option<String>,
     /// `ret`: returners (usually `""`).
     pub ret: Value,
-    /// `kwargs`: the extra map (`delimiter`, `metadata`, eauth fields of a salt-api call...).
+    /// `kwargs`: the extra map (`delimiter`, `metadata`, ...), without `password` and
+    /// `token` (those are in `auth`).
     pub kwargs: Value,
     /// The eauth fields of `kwargs` (Salt authenticates a publish with them).
     pub auth: EauthFields,
@@ -176,7 +177,8 @@ pub struct MasterCall {
     pub user: Option<String>,
     /// `key` (for root-key calls).
     pub key: Option<Secret>,
-    /// The whole load (wheel passes every key on to the function).
+    /// The whole load (wheel passes every key on to the function) without `password`,
+    /// `token` and `key` (those are in `auth` and `key`; Salt pops them before the call).
     pub load: Value,
 }
 
@@ -293,6 +295,7 @@ fn read_publish(load: &Value) -> Result<Publish, InvalidMessage> {
         Some(_) => return Err(wrong("kwargs", "a map")),
     };
     let auth = EauthFields::from_map(&kwargs)?;
+    let kwargs = without_secrets(kwargs);
     let jid = match load.get("jid") {
         None | Some(Value::Nil) => None,
         Some(v) => {
@@ -333,8 +336,16 @@ fn read_master_call(load: &Value) -> Result<MasterCall, InvalidMessage> {
         auth: EauthFields::from_map(load)?,
         user: name_field(load, "user")?,
         key: secret_field(load, "key")?,
-        load: load.clone(),
+        load: without_secrets(load.clone()),
     })
+}
+
+/// `load` without the keys that hold secrets (they live in [`Secret`]s only).
+fn without_secrets(mut load: Value) -> Value {
+    for k in ["password", "token", "key"] {
+        crate::value::map_remove(&mut load, k);
+    }
+    load
 }
 
 /// A name field: absent is `None`; present but not text is empty text (see [`EauthFields`]).
