@@ -536,6 +536,16 @@ impl Eauth {
         let _ = self.store.rm_token(token);
     }
 
+    /// `salt.daemons.masterapi.clean_expired_tokens` (the master's maintenance loop): every
+    /// expired or unreadable token is removed. Returns how many were removed.
+    pub fn clean_expired_tokens(&self) -> usize {
+        let before = self.list_tokens();
+        for token in &before {
+            let _ = self.get_tok(token);
+        }
+        before.len().saturating_sub(self.list_tokens().len())
+    }
+
     /// `LoadAuth.list_tokens`.
     pub fn list_tokens(&self) -> Vec<String> {
         self.store.list_tokens().unwrap_or_default()

@@ -259,3 +259,30 @@ fn options_not_implemented_are_refused_by_name() {
     }
     assert!(matches!(errs[0], ConfigError::NotImplemented { .. }));
 }
+
+#[test]
+fn engine_is_shared_across_threads_and_cleans_expired_tokens() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Eauth>();
+    let (eauth, _dir) = engine(json!({"external_auth": {"auto": {"fred": [".*"]}}}));
+    let login = |expire: f64| EauthFields {
+        eauth: Some("auto".into()),
+        username: Some("fred".into()),
+        password: Some(Secret::new("x")),
+        token_expire: Some(expire),
+        ..EauthFields::default()
+    };
+    // No override configured: token_expire from the load is ignored (12 h).
+    let keep = eauth.mk_token(&login(-10.0)).unwrap();
+    let dir = eauth.config().token_dir.clone();
+    let old = salt_eauth::TokenData {
+        expire: 1.0,
+        token: "ab".repeat(32),
+        ..keep.clone()
+    };
+    std::fs::write(dir.join(&old.token), salt_proto::encode(&old.to_value())).unwrap();
+    std::fs::write(dir.join("cd".repeat(32)), b"\xc1 not msgpack").unwrap();
+    assert_eq!(eauth.list_tokens().len(), 3);
+    assert_eq!(eauth.clean_expired_tokens(), 2);
+    assert_eq!(eauth.list_tokens(), vec![keep.token]);
+}
