@@ -1,5 +1,6 @@
 //! The backends against real things: a PAM user made with `useradd`/`chpasswd` (root only;
-//! removed at the end), htpasswd files made by Apache's `htpasswd` (apache2-utils), an
+//! removed at the end), htpasswd files made by Apache's `htpasswd` (apache2-utils: bcrypt, apr1, SHA-1,
+//! SHA-256/512-crypt, plain, crypt), an
 //! htdigest line made by Python's `hashlib`, and tokens read back by Salt's own `localfs`
 //! and `LoadAuth.get_tok` in the Salt venv. Under `CI=true` a missing prerequisite fails the
 //! test by name; elsewhere the test says SKIPPED and passes.
@@ -201,12 +202,15 @@ fn file_backend_htpasswd_and_htdigest() {
     htpasswd(&file, "-bs", "shauser", "pw-sha1");
     htpasswd(&file, "-bp", "plainuser", "pw-plain");
     htpasswd(&file, "-bd", "cryptuser", "pw-crypt");
+    htpasswd(&file, "-b2", "sha256user", "pw-sha256");
+    htpasswd(&file, "-b5", "sha512user", "pw-sha512");
     let eauth = engine(
         json!({"external_auth": {"file": {
             "^filename": file.to_str().unwrap(),
             "^filetype": "htpasswd",
             "bcryptuser": ["test.*"], "apruser": ["test.*"], "shauser": ["test.*"],
             "plainuser": ["test.*"], "cryptuser": ["test.*"],
+            "sha256user": ["test.*"], "sha512user": ["test.*"],
         }}}),
         dir.path(),
     );
@@ -215,11 +219,18 @@ fn file_backend_htpasswd_and_htdigest() {
         ("apruser", "pw-apr1"),
         ("shauser", "pw-sha1"),
         ("plainuser", "pw-plain"),
+        ("sha256user", "pw-sha256"),
+        ("sha512user", "pw-sha512"),
     ] {
         let ok = eauth.check_authentication(&login("file", user, pw), None, None, &[]);
         assert!(ok.is_ok(), "{user}: {ok:?}");
     }
     refused_as_salt(&eauth, &login("file", "apruser", "pw-bcrypt"), "apruser");
+    refused_as_salt(
+        &eauth,
+        &login("file", "sha512user", "pw-sha256"),
+        "sha512user",
+    );
     refused_as_salt(&eauth, &login("file", "nosuchuser", "pw"), "nosuchuser");
     // des_crypt is not implemented: refused (and logged by name), never accepted.
     refused_as_salt(&eauth, &login("file", "cryptuser", "pw-crypt"), "cryptuser");

@@ -4,10 +4,11 @@
 //! (`$6$`), `des_crypt` (13 characters of `./0-9A-Za-z`), `ldap_sha1` (`{SHA}`), and
 //! anything else as plaintext.
 //!
-//! bcrypt is the `bcrypt` crate's; `{SHA}` is base64(SHA-1); apr1 is md5-crypt with the
-//! `$apr1$` magic (written here, 40 lines over the `md-5` crate: no maintained crate has
-//! it without pulling a second, older RustCrypto stack). `sha256_crypt`, `sha512_crypt` and
-//! `des_crypt` hashes are not implemented: such a line refuses the login and says so by name.
+//! bcrypt is the `bcrypt` crate's, `sha256_crypt`/`sha512_crypt` the `sha-crypt` crate's;
+//! `{SHA}` is base64(SHA-1); apr1 is md5-crypt with the `$apr1$` magic (written here, 40
+//! lines over the `md-5` crate: no maintained crate has it without pulling a second, older
+//! RustCrypto stack). `des_crypt` hashes are not implemented: such a line refuses the login
+//! and says so by name.
 
 use base64::Engine;
 use md5::{Digest, Md5};
@@ -34,11 +35,16 @@ pub fn verify_htpasswd_hash(password: &str, hash: &str) -> bool {
             false
         });
     }
-    for (prefix, scheme) in [("$5$", "sha256_crypt"), ("$6$", "sha512_crypt")] {
-        if hash.starts_with(prefix) {
-            tracing::error!("salt.auth.file: htpasswd {scheme} hashes are not implemented");
-            return false;
-        }
+    if hash.starts_with("$5$") || hash.starts_with("$6$") {
+        use sha_crypt::{PasswordVerifier, ShaCrypt};
+        return match ShaCrypt::default().verify_password(password.as_bytes(), hash) {
+            Ok(()) => true,
+            Err(sha_crypt::password_hash::Error::PasswordInvalid) => false,
+            Err(e) => {
+                tracing::error!("salt.auth.file: unreadable sha-crypt hash in htpasswd file: {e}");
+                false
+            }
+        };
     }
     if is_des_crypt(hash) {
         tracing::error!("salt.auth.file: htpasswd des_crypt hashes are not implemented");
