@@ -199,7 +199,10 @@ impl EauthConfig {
                     for (name, section) in entries {
                         let name = name.as_text().unwrap_or("<non-text>");
                         match Backend::from_name(name) {
-                            Some(backend) => cfg.external_auth.push(read_backend(backend, section)),
+                            Some(backend) => {
+                                cfg.external_auth
+                                    .push(read_backend(backend, section, &mut errors))
+                            }
                             None => errors.push(refuse(
                                 "external_auth",
                                 format!("the eauth backend '{name}'"),
@@ -244,10 +247,11 @@ impl EauthConfig {
         if let Some(v) = present("publisher_acl") {
             match v.as_entries() {
                 Some(kv) => {
-                    cfg.publisher_acl = kv
-                        .iter()
-                        .filter_map(|(k, v)| Some((k.as_text()?.to_owned(), AclEntry::list(v))))
-                        .collect()
+                    for (k, v) in kv {
+                        let Some(k) = k.as_text() else { continue };
+                        let list = acl_list(v, &format!("publisher_acl:{k}"), &mut errors);
+                        cfg.publisher_acl.push((k.to_owned(), list));
+                    }
                 }
                 None => errors.push(wrong("publisher_acl", "a map")),
             }
@@ -324,14 +328,17 @@ impl EauthConfig {
     }
 }
 
-fn read_backend(backend: Backend, section: &Value) -> BackendConfig {
+fn read_backend(backend: Backend, section: &Value, errors: &mut Vec<ConfigError>) -> BackendConfig {
     let mut users = Vec::new();
     let mut options = Vec::new();
     for (k, v) in section.as_entries().unwrap_or_default() {
         let Some(k) = k.as_text() else { continue };
         match k.strip_prefix('^') {
             Some(opt) => options.push((opt.to_owned(), v.clone())),
-            None => users.push((k.to_owned(), AclEntry::list(v))),
+            None => users.push((
+                k.to_owned(),
+                acl_list(v, &format!("external_auth:{}:{k}", backend.name()), errors),
+            )),
         }
     }
     BackendConfig {
@@ -339,6 +346,18 @@ fn read_backend(backend: Backend, section: &Value) -> BackendConfig {
         users,
         options,
     }
+}
+
+/// An auth list. Anything but a list is refused: Salt would `list.extend` a string into its
+/// characters (`'.*'` becomes the entries `.` and `*`, and `.` allows every function).
+fn acl_list(v: &Value, option: &str, errors: &mut Vec<ConfigError>) -> AuthList {
+    if v.as_items().is_none() {
+        errors.push(ConfigError::WrongType {
+            option: option.to_owned(),
+            expected: "a list",
+        });
+    }
+    AclEntry::list(v)
 }
 
 fn number(v: &Value) -> Option<f64> {

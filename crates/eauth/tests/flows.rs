@@ -242,6 +242,7 @@ fn options_not_implemented_are_refused_by_name() {
         "auth.enable_expanded_auth_matching": true,
         "eauth_tokens": "rediscluster",
         "token_expire": "soon",
+        "publisher_acl": {"bob": ".*"},
     });
     let errs = EauthConfig::from_opts(&json_to_msgpack(&opts), "/tmp/x".into()).unwrap_err();
     let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
@@ -251,6 +252,7 @@ fn options_not_implemented_are_refused_by_name() {
         "auth.enable_expanded_auth_matching: True is not implemented",
         "eauth_tokens: 'rediscluster' is not implemented",
         "token_expire: expected a number",
+        "publisher_acl:bob: expected a list",
     ] {
         assert!(
             text.iter().any(|t| t.starts_with(needle)),
@@ -258,6 +260,12 @@ fn options_not_implemented_are_refused_by_name() {
         );
     }
     assert!(matches!(errs[0], ConfigError::NotImplemented { .. }));
+    let string_acl = json!({"external_auth": {"auto": {"fred": ".*"}}});
+    let errs = EauthConfig::from_opts(&json_to_msgpack(&string_acl), "/tmp/x".into()).unwrap_err();
+    assert_eq!(
+        errs[0].to_string(),
+        "external_auth:auto:fred: expected a list"
+    );
 }
 
 #[test]
