@@ -79,6 +79,12 @@ impl Eauth {
         }
     }
 
+    /// An engine keeping tokens as Salt 3006/3007 do (`localfs` in `token_dir`).
+    pub fn with_localfs(cfg: EauthConfig) -> Self {
+        let store = crate::token::LocalFsStore::new(cfg.token_dir.clone(), &cfg.hash_type);
+        Self::new(cfg, Box::new(store))
+    }
+
     /// The configuration.
     pub fn config(&self) -> &EauthConfig {
         &self.cfg

@@ -20,6 +20,43 @@
 //! What it does not do: no sockets and no request parsing (the clear loads are read by
 //! `salt_proto::clear`), no job running. Passwords are held in zeroizing types and never
 //! logged. Calls block (PAM, the failure delay): async callers use a blocking thread.
+//!
+//! How the request server answers Salt's clear commands with it (`ClearFuncs`):
+//!
+//! ```no_run
+//! use rmpv::Value;
+//! use salt_eauth::{Eauth, EauthConfig, MinionResolver};
+//! use salt_proto::clear::{ClearCommand, Secret};
+//!
+//! fn answer(
+//!     eauth: &Eauth,
+//!     body: &[u8],
+//!     keys: &[(String, Secret)],      // access keys: root's from cachedir/.root_key, ...
+//!     targets: &dyn MinionResolver,   // the master's targeting
+//! ) -> Value {
+//!     let Ok(cmd) = ClearCommand::decode(body) else {
+//!         return Value::Map(vec![]); // Salt: "Received malformed clear command", {}
+//!     };
+//!     match cmd {
+//!         ClearCommand::MkToken(f) => eauth.mk_token_reply(&f),
+//!         ClearCommand::GetToken(t) => eauth.get_token_reply(t.as_ref()),
+//!         ClearCommand::Runner(call) => match eauth.authorize_call(&call, "runner", keys) {
+//!             Ok(_user) => todo!("run the runner as _user"),
+//!             Err(refusal) => refusal.wire(),
+//!         },
+//!         ClearCommand::Publish(p) => {
+//!             let minions: Vec<String> = todo!("resolve p.tgt / p.tgt_type");
+//!             match eauth.authorize_publish(&p, &minions, keys, targets) {
+//!                 Ok(_user) => todo!("publish, answer {{enc: clear, load: {{jid, minions}}}}"),
+//!                 Err(refusal) => refusal.wire(),
+//!             }
+//!         }
+//!         _ => Value::Map(vec![]), // unknown: Salt answers {}; log it once by name
+//!     }
+//! }
+//! # let cfg = EauthConfig::new("/var/cache/salt/master".into());
+//! # let _ = Eauth::with_localfs(cfg);
+//! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
