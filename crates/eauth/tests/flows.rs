@@ -294,3 +294,65 @@ fn engine_is_shared_across_threads_and_cleans_expired_tokens() {
     assert_eq!(eauth.clean_expired_tokens(), 2);
     assert_eq!(eauth.list_tokens(), vec![keep.token]);
 }
+
+/// The loads Salt 3007.17's own clients send (`crates/proto/tests/golden/clear_loads.json`),
+/// read by `proto::clear` and answered by the engine.
+#[test]
+fn loads_from_salts_clients_get_salts_answers() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../proto/tests/golden/clear_loads.json");
+    let golden: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let load = |name: &str| {
+        let case = golden["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap();
+        ClearCommand::decode(&hex::decode(case["hex"].as_str().unwrap()).unwrap()).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users.txt");
+    std::fs::write(&users, "fred:s3cr3t\n").unwrap();
+    let (eauth, _cache) = engine(json!({
+        "external_auth": {
+            "file": {"^filename": users.to_str().unwrap(), "fred": ["@wheel"]},
+            "auto": {"fred": ["@wheel"]},
+        },
+        "token_expire_user_override": true,
+    }));
+    // `salt.auth.Resolver.mk_token` with `token_expire: 60`, eauth file.
+    let ClearCommand::MkToken(f) = load("mk_token_expire") else {
+        panic!()
+    };
+    let reply = eauth.mk_token_reply(&f);
+    let t = salt_eauth::TokenData::from_value(&reply).unwrap();
+    assert_eq!((t.name.as_str(), t.eauth.as_str()), ("fred", "file"));
+    assert!((t.expire - t.start - 60.0).abs() < 1e-6);
+    // `WheelClient.cmd_sync` with eauth auto: allowed by `@wheel`.
+    let ClearCommand::Wheel(c) = load("wheel_eauth") else {
+        panic!()
+    };
+    assert_eq!(eauth.authorize_call(&c, "wheel", &[]), Ok("fred".into()));
+    // `LocalClient.pub` with the root key read from cachedir/.root_key.
+    let ClearCommand::Publish(p) = load("local_glob_ping") else {
+        panic!()
+    };
+    let keys = vec![("root".to_owned(), Secret::new("R00tK3y-from-cachedir"))];
+    assert_eq!(
+        eauth.authorize_publish(&p, &["web1".into()], &keys, &Ids),
+        Ok("root".into())
+    );
+    // The same load against another root key: Salt's AuthenticationError.
+    let other = vec![("root".to_owned(), Secret::new("another"))];
+    assert_eq!(
+        eauth.authorize_publish(&p, &["web1".into()], &other, &Ids),
+        Err(Refusal::PublishAuthentication)
+    );
+    // A `get_token` for a token that does not exist: `{}`.
+    let ClearCommand::GetToken(tok) = load("get_token") else {
+        panic!()
+    };
+    assert_eq!(eauth.get_token_reply(tok.as_ref()), Value::Map(vec![]));
+}
