@@ -11,6 +11,12 @@
 //!
 //! Salt's `_prep_auth_info` decides how a load authenticates by which key is *present*:
 //! `token`, else `eauth`, else the root/user key ([`AuthKind`]); the readers keep that rule.
+//!
+//! Errors, as Salt's master answers them: a load without `cmd` (or not a map) gets `{}` and
+//! the log line "Received malformed clear command (missing 'cmd')"; a known command whose
+//! load lacks what `ClearFuncs` reads (`publish` without `user`, `tgt`, `fun` or `arg`,
+//! `runner` without `fun`) makes Salt's handler raise, and its request server answers the
+//! string `"Some exception handling minion payload"` (`salt/channel/server.py`).
 
 use std::fmt;
 
