@@ -214,7 +214,7 @@ impl EauthConfig {
             }
         }
         if let Some(v) = present("token_expire") {
-            match number(v) {
+            match v.as_number() {
                 Some(n) => cfg.token_expire = n,
                 None => errors.push(wrong("token_expire", "a number")),
             }
@@ -358,15 +358,6 @@ fn acl_list(v: &Value, option: &str, errors: &mut Vec<ConfigError>) -> AuthList 
         });
     }
     AclEntry::list(v)
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => i.as_f64(),
-        Value::F32(f) => Some(f64::from(*f)),
-        Value::F64(f) => Some(*f),
-        _ => None,
-    }
 }
 
 fn texts(v: &Value) -> Vec<String> {

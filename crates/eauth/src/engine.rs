@@ -579,6 +579,5 @@ impl Eauth {
 
 /// Constant-time equality of two secrets (length leaks, content does not).
 fn secret_eq(a: &Secret, b: &Secret) -> bool {
-    let (a, b) = (a.expose().as_bytes(), b.expose().as_bytes());
-    a.len() == b.len() && openssl::memcmp::eq(a, b)
+    backend::ct_eq(a.expose().as_bytes(), b.expose().as_bytes())
 }

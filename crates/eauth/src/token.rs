@@ -73,7 +73,7 @@ impl TokenData {
     /// `expire` reads as 0, so the token counts as expired, as in Salt's `get_tok`.
     pub fn from_value(v: &Value) -> Option<Self> {
         let entries = v.as_entries()?;
-        let num = |k: &str| v.get(k).and_then(number).unwrap_or(0.0);
+        let num = |k: &str| v.get(k).and_then(ValueExt::as_number).unwrap_or(0.0);
         let text = |k: &str| {
             v.get(k)
                 .and_then(ValueExt::as_text)
@@ -108,15 +108,6 @@ impl TokenData {
                 .cloned()
                 .collect(),
         })
-    }
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => i.as_f64(),
-        Value::F32(f) => Some(f64::from(*f)),
-        Value::F64(f) => Some(*f),
-        _ => None,
     }
 }
 

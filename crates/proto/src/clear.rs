@@ -108,7 +108,7 @@ impl EauthFields {
             username: name_field(load, "username")?,
             password: secret_field(load, "password")?,
             token: secret_field(load, "token")?,
-            token_expire: load.get("token_expire").and_then(number),
+            token_expire: load.get("token_expire").and_then(ValueExt::as_number),
         })
     }
 
@@ -384,15 +384,6 @@ fn bounded<'a>(s: &'a str, field: &'static str, max: usize) -> Result<&'a str, I
         })
     } else {
         Ok(s)
-    }
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => i.as_f64(),
-        Value::F32(f) => Some(f64::from(*f)),
-        Value::F64(f) => Some(*f),
-        _ => None,
     }
 }
 

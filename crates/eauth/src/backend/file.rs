@@ -16,6 +16,7 @@ use salt_proto::ValueExt;
 use sha2::{Digest, Sha256, Sha512};
 use zeroize::Zeroizing;
 
+use super::ct_eq;
 use super::htpasswd::verify_htpasswd_hash;
 use crate::config::BackendConfig;
 
@@ -216,7 +217,7 @@ fn htdigest(content: &str, filename: &str, username: &str, realm: &str, password
         })
 }
 
-/// Equality that takes the same time for every string of one length.
+/// [`ct_eq`] of two strings.
 pub(super) fn constant_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && openssl::memcmp::eq(a.as_bytes(), b.as_bytes())
+    ct_eq(a.as_bytes(), b.as_bytes())
 }

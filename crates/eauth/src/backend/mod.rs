@@ -22,13 +22,19 @@ pub fn authenticate(
 ) -> bool {
     match section.backend {
         Backend::Auto => true,
-        Backend::SharedSecret => cfg.sharedsecret.as_ref().is_some_and(|secret| {
-            secret.len() == password.len()
-                && openssl::memcmp::eq(secret.as_bytes(), password.as_bytes())
-        }),
+        Backend::SharedSecret => cfg
+            .sharedsecret
+            .as_ref()
+            .is_some_and(|secret| ct_eq(secret.as_bytes(), password.as_bytes())),
         Backend::File => file::authenticate(section, username, password),
         Backend::Pam => pam::authenticate(&cfg.pam_service, username, password),
     }
+}
+
+/// Equality that takes the same time for every input of one length (OpenSSL's
+/// `CRYPTO_memcmp`); only the length can leak.
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && openssl::memcmp::eq(a, b)
 }
 
 /// `<backend>.groups(username)`: `None` for a backend without `groups()`.
