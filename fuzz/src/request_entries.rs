@@ -1,4 +1,4 @@
-//! Fuzz entry point over the master's real request handler, `salt_master_core::request::handle`:
+//! Fuzz entry point over the master's real request handler, `salt_master_core::requests::handle`:
 //! the code that meets every byte a peer sends to port 4506.
 //!
 //! The fixture is a real master state in a temp dir: a real key store (`pki/`), the master's
@@ -21,13 +21,13 @@ use std::time::Duration;
 use rmpv::Value;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_keystore::KeyStore;
-use salt_master_core::aes::{AesState, PublishKey};
-use salt_master_core::jid::JidGenerator;
 use salt_master_core::jobs::Jobs;
-use salt_master_core::keys::MasterKeys;
-use salt_master_core::request::handle;
-use salt_master_core::sessions::Sessions;
-use salt_master_core::state::{LogLimiter, Shared};
+use salt_master_core::jobs::jid::JidGenerator;
+use salt_master_core::keys::aes::{AesState, PublishKey};
+use salt_master_core::keys::master::MasterKeys;
+use salt_master_core::keys::sessions::Sessions;
+use salt_master_core::requests::handle;
+use salt_master_core::shared::{LogLimiter, Shared};
 use salt_pki::{Crypticle, EncAlgo, PrivateKey, SigAlgo};
 use salt_proto::{ReplayGuard, decode, encode, map_get};
 

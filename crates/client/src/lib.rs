@@ -1,7 +1,7 @@
 //! salt-client: what the command-line clients of the master share, without the master.
 //!
 //! * [`local`]: the protocol between `salt`/`salt-run` and the master's Unix socket
-//!   `{sock_dir}/local_client.sock` (`salt_master_core::local_server` is the other end);
+//!   `{sock_dir}/local_client.sock` (`salt_master_core::server::local` is the other end);
 //! * [`output`]: Salt's outputters (`salt_output`);
 //! * [`args`]: a runner call's arguments bound to the function's Python signature;
 //! * [`event_line`]: an event as `state.event` prints it.

@@ -9,13 +9,13 @@ use std::time::Duration;
 use rmpv::Value;
 use salt_config::{LoadOptions, MasterConfig};
 use salt_keystore::KeyStore;
-use salt_master_core::aes::{AesState, PublishKey};
-use salt_master_core::jid::JidGenerator;
 use salt_master_core::jobs::Jobs;
-use salt_master_core::keys::MasterKeys;
-use salt_master_core::request::handle;
-use salt_master_core::sessions::Sessions;
-use salt_master_core::state::{LogLimiter, Shared};
+use salt_master_core::jobs::jid::JidGenerator;
+use salt_master_core::keys::aes::{AesState, PublishKey};
+use salt_master_core::keys::master::MasterKeys;
+use salt_master_core::keys::sessions::Sessions;
+use salt_master_core::requests::handle;
+use salt_master_core::shared::{LogLimiter, Shared};
 use salt_pki::{Crypticle, EncAlgo, PrivateKey, PublicKey, SigAlgo};
 use salt_proto::{ReplayGuard, decode, encode, map_get};
 use sha2::{Digest, Sha256};
@@ -531,7 +531,9 @@ fn pubkey_signature_file_is_checked_at_start() {
     let use_file = cfg("master_use_pubkey_signature: True\n");
     assert!(matches!(
         MasterKeys::load(&use_file),
-        Err(salt_master_core::keys::KeyError::SignatureMissing(_))
+        Err(salt_master_core::keys::master::KeyError::SignatureMissing(
+            _
+        ))
     ));
     // Generate master_sign and a correct signature file: loads, pub_sig is the file text.
     let signing = MasterKeys::load(&cfg("master_sign_pubkey: True\n")).unwrap();
@@ -556,7 +558,7 @@ fn pubkey_signature_file_is_checked_at_start() {
     std::fs::write(&sig_file, salt_pki::pubsig::signature_file(&bad)).unwrap();
     assert!(matches!(
         MasterKeys::load(&use_file),
-        Err(salt_master_core::keys::KeyError::SignatureInvalid { .. })
+        Err(salt_master_core::keys::master::KeyError::SignatureInvalid { .. })
     ));
     // Dynamic signing caches one signature per algorithm.
     let a = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
@@ -829,7 +831,7 @@ fn mine_store_get_acl_delete_flush() {
     let mine = |id: &str, cmd: &str, load: Vec<(&str, Value)>| {
         let mut full = vec![("cmd", t(cmd)), ("id", t(id))];
         full.extend(load);
-        salt_master_core::mine::handle(&s, id, cmd, &map(full))
+        salt_master_core::requests::mine::handle(&s, id, cmd, &map(full))
     };
     // Store, then update (merged), for two minions.
     assert_eq!(

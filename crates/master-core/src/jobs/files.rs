@@ -32,7 +32,7 @@ use rmpv::Value;
 use salt_pki::files::fsync_dir as sync_dir;
 
 use super::{JobError, JobStore, safe_jid};
-use crate::jobs_clean::CleanReport;
+use crate::jobs::clean::CleanReport;
 
 /// The files of `{cachedir}/jobs`.
 #[derive(Debug)]
@@ -302,7 +302,7 @@ impl JobStore for FileJobs {
         now: SystemTime,
         waited: &HashSet<String>,
     ) -> Result<CleanReport, JobError> {
-        Ok(crate::jobs_clean::clean_old_jobs(
+        Ok(crate::jobs::clean::clean_old_jobs(
             &self.dir, keep, now, waited,
         )?)
     }

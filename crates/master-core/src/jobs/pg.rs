@@ -11,7 +11,7 @@ use salt_pgstore::{JobDb, ReturnHooks, ReturnRow, Stored};
 
 use super::{JobError, JobStore, Presence, Waiters, safe_jid};
 use crate::convert::mp_to_json;
-use crate::jobs_clean::CleanReport;
+use crate::jobs::clean::CleanReport;
 
 /// Salt's `pgjsonb` tables in the group database.
 #[derive(Debug)]

@@ -282,7 +282,7 @@ impl Compiler<'_> {
 
     /// `top_matches`: per environment, the SLS names this minion gets.
     fn top_matches(&mut self, top: &[TopEntry]) -> Vec<(String, Vec<String>)> {
-        let groups: Vec<(String, Value)> = crate::target::nodegroups(self.cfg);
+        let groups: Vec<(String, Value)> = crate::minions::target::nodegroups(self.cfg);
         let ov = self.override_map();
         let facts = salt_matcher::Facts {
             id: &self.req.id,
@@ -481,7 +481,7 @@ fn take_key(v: &Value, key: &str) -> Vec<Value> {
 /// Answer a `_pillar` request (Salt's `AESFuncs._pillar`): compile, then keep grains and
 /// pillar in the minion data cache.
 pub fn answer(
-    shared: &crate::state::Shared,
+    shared: &crate::shared::Shared,
     id: &str,
     load: &salt_proto::msg::PillarRequest,
 ) -> Value {
@@ -506,7 +506,7 @@ pub fn answer(
             (Value::from("grains"), req.grains),
             (Value::from("pillar"), pillar.clone()),
         ]);
-        let cache = crate::minion_data::MinionCache::new(&shared.cfg.cachedir);
+        let cache = crate::minions::data::MinionCache::new(&shared.cfg.cachedir);
         if let Err(e) = cache.store(id, "data", &data) {
             tracing::warn!("Minion data cache for {id} not written: {e}");
         }

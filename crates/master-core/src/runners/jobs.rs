@@ -120,7 +120,7 @@ fn matches_any(value: &str, patterns: &str) -> bool {
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .any(|p| crate::target::fnmatch(value, p))
+        .any(|p| crate::minions::target::fnmatch(value, p))
 }
 
 /// A `start_time`/`end_time` argument or a `StartTime`, as comparable text
@@ -300,7 +300,7 @@ async fn active(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
         ..Default::default()
     };
     let (_, got, _) =
-        match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+        match crate::server::local::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
             Ok(r) => r,
             Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
             Err(e) => return Err(e),

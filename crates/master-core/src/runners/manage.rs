@@ -28,7 +28,7 @@ async fn ping(
         gather_job_timeout: secs(a, "gather_job_timeout"),
         ..Default::default()
     };
-    match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+    match crate::server::local::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
         Ok((_, got, missing)) => {
             let mut up: Vec<String> = got.into_iter().map(|(id, _)| id).collect();
             let mut down: Vec<String> = missing
@@ -170,12 +170,12 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
         timeout: timeout.unwrap_or(5),
         ..Default::default()
     };
-    let got = match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await
-    {
-        Ok((_, got, _)) => got,
-        Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
-        Err(e) => return Err(e),
-    };
+    let got =
+        match crate::server::local::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+            Ok((_, got, _)) => got,
+            Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
+            Err(e) => return Err(e),
+        };
     let master = salt_proto::SALT_VERSION;
     let key = |v: &str| -> Vec<u64> {
         v.split(['.', 'r', 'c'])

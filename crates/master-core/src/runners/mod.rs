@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::local::RunnerRequest;
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// What a runner may use.
 pub struct Ctx {

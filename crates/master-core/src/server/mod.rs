@@ -13,6 +13,9 @@
 //! answers only quick file-server requests (`salt_fileserver::inline`). Shutdown (mini-redis style): stop reading requests, let in-flight handlers
 //! finish (returns get written; every file is written atomically), close the sockets.
 
+mod group;
+pub mod local;
+
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,11 +30,11 @@ use salt_transport::{
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::aes::{AesState, PublishKey};
-use crate::jid::JidGenerator;
-use crate::keys::{KeyError, MasterKeys};
-use crate::sessions::Sessions;
-use crate::state::{LogLimiter, Shared};
+use crate::jobs::jid::JidGenerator;
+use crate::keys::aes::{AesState, PublishKey};
+use crate::keys::master::{KeyError, MasterKeys};
+use crate::keys::sessions::Sessions;
+use crate::shared::{LogLimiter, Shared};
 
 /// Why the master could not start (or stopped).
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +88,7 @@ pub struct Ready {
     /// Accepted minion keys at start.
     pub accepted: usize,
     /// The OpenMetrics text, for the binary's `metrics_port` endpoint.
-    pub metrics: crate::metrics::Scrape,
+    pub metrics: crate::events::metrics::Scrape,
 }
 
 /// Run the master until `shutdown` completes.
@@ -116,13 +119,13 @@ pub async fn run_with_ready(
     };
     // A fresh start makes a fresh publish key: a leftover rotation request is moot.
     let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
-    let (group, first_key) = crate::group::open(&cfg, &keys, &store).await?;
+    let (group, first_key) = group::open(&cfg, &keys, &store).await?;
     let aes = AesState::new(first_key);
     let (acl, acl_blacklist) = Shared::acl_from(&cfg);
     let shared = Arc::new(Shared {
         group,
         sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
-        jobs: crate::group::jobs(&cfg).await?,
+        jobs: group::jobs(&cfg).await?,
         jids: JidGenerator::new(),
         connected: Mutex::new(Default::default()),
         auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
@@ -139,7 +142,7 @@ pub async fn run_with_ready(
         aes,
         cfg,
     });
-    crate::group::follow(&shared);
+    group::follow(&shared);
     let cfg = &shared.cfg;
     let host = cfg.interface.to_string();
     let ipv6 = cfg.ipv6.unwrap_or(cfg.interface.is_ipv6());
@@ -182,7 +185,7 @@ pub async fn run_with_ready(
         let shared = shared.clone();
         Arc::new(move |body: &[u8]| {
             let t0 = std::time::Instant::now();
-            let r = crate::request::handle(&shared, body);
+            let r = crate::requests::handle(&shared, body);
             shared.metrics.request(t0.elapsed());
             r
         })
@@ -200,7 +203,7 @@ pub async fn run_with_ready(
             }
             let t0 = std::time::Instant::now();
             let guard = salt_fileserver::inline::Guard::enter();
-            let r = crate::request::handle(&shared, body);
+            let r = crate::requests::handle(&shared, body);
             if guard.declined() {
                 return None;
             }
@@ -222,11 +225,10 @@ pub async fn run_with_ready(
 
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let (listener, sock_path) =
-        crate::local_server::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(io_err(
-            format!("local socket in {}", cfg.sock_dir.display()),
-        ))?;
-    let local = tokio::spawn(crate::local_server::serve(
+    let (listener, sock_path) = local::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(
+        io_err(format!("local socket in {}", cfg.sock_dir.display())),
+    )?;
+    let local = tokio::spawn(local::serve(
         listener,
         shared.clone(),
         publisher.clone(),
@@ -236,7 +238,7 @@ pub async fn run_with_ready(
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
     let s = shared.clone();
-    let metrics = crate::metrics::Scrape::new(shared.metrics.clone(), move |m| {
+    let metrics = crate::events::metrics::Scrape::new(shared.metrics.clone(), move |m| {
         let n = s.connected.lock().unwrap_or_else(|e| e.into_inner()).len();
         m.signed_in.set(i64::try_from(n).unwrap_or(i64::MAX));
     });

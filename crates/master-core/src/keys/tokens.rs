@@ -13,7 +13,7 @@ use rmpv::Value;
 use salt_keystore::KeyState;
 use salt_pki::PublicKey;
 
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// Identity of one version of a key file: any change means "read it again".
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]

@@ -21,10 +21,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::convert::json_to_mp;
 use crate::jobs::ReturnEvent;
+use crate::jobs::publish::{Job, publish};
 use crate::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
-use crate::minion_data::MinionCache;
-use crate::publish::{Job, publish};
-use crate::state::Shared;
+use crate::minions::data::MinionCache;
+use crate::shared::Shared;
 use rmpv::Value;
 
 /// Bind the socket in `sock_dir` with the right permissions.
@@ -140,7 +140,7 @@ async fn client(
     let gather_timeout = req
         .gather_job_timeout
         .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
-    let gather = crate::gather::Gather::new(
+    let gather = crate::jobs::gather::Gather::new(
         shared.clone(),
         publisher,
         &job.jid,
@@ -153,7 +153,7 @@ async fn client(
             .run(
                 &mut returns,
                 &stop,
-                &mut crate::gather::FrameSink::new(&mut stream),
+                &mut crate::jobs::gather::FrameSink::new(&mut stream),
             )
             .await?;
         write_frame(
@@ -185,7 +185,7 @@ async fn stream_events(
         Err(message) => return write_frame(stream, &LocalEvent::Error { message }).await,
     };
     let (tagmatch, mut count) = args;
-    let tagmatch = crate::acl::ExprMatch::new(&tagmatch);
+    let tagmatch = crate::keys::acl::ExprMatch::new(&tagmatch);
     let mut rx = shared.events.subscribe();
     loop {
         let ev = tokio::select! {
@@ -314,12 +314,12 @@ pub(crate) async fn run_job(
     publisher: &Publisher,
     stop: &CancellationToken,
     req: &PublishRequest,
-) -> Result<(String, Vec<(String, Value)>, crate::gather::Missing), String> {
+) -> Result<(String, Vec<(String, Value)>, crate::jobs::gather::Missing), String> {
     let (job, expected, mut returns) = start_job(shared, publisher, req, "root", true).await?;
     let gather_timeout = req
         .gather_job_timeout
         .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
-    let gather = crate::gather::Gather::new(
+    let gather = crate::jobs::gather::Gather::new(
         shared.clone(),
         publisher.clone(),
         &job.jid,
@@ -340,9 +340,9 @@ fn prepare(
     user: &str,
     privileged: bool,
 ) -> Result<(Job, Option<Vec<String>>), String> {
-    let groups = crate::target::nodegroups(&shared.cfg);
-    let target =
-        crate::target::resolve(&req.tgt, &req.tgt_type, &groups).map_err(|e| e.to_string())?;
+    let groups = crate::minions::target::nodegroups(&shared.cfg);
+    let target = crate::minions::target::resolve(&req.tgt, &req.tgt_type, &groups)
+        .map_err(|e| e.to_string())?;
     // salt-key runs in another process: re-read the key directories.
     if let Err(e) = shared.store.refresh() {
         tracing::warn!("cannot read the key directories: {e}");
@@ -355,7 +355,7 @@ fn prepare(
             .map_err(|e| e.to_string())?,
     );
     if !privileged {
-        crate::acl::check(
+        crate::keys::acl::check(
             &shared.acl,
             &shared.acl_blacklist,
             user,

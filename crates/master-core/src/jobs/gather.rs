@@ -28,9 +28,9 @@ use tokio::time::Instant;
 
 use crate::convert::mp_to_json;
 use crate::jobs::ReturnEvent;
+use crate::jobs::publish::{Job, publish};
 use crate::local::{FrameError, LocalEvent, MAX_FRAME};
-use crate::publish::{Job, publish};
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// Returns taken from the channel before they are sent on to the sink.
 const BATCH: usize = 4096;

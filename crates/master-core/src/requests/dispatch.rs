@@ -10,7 +10,7 @@ use salt_proto::msg::{
 };
 
 use super::error::{RequestError, Seal};
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// What a command answers.
 pub(super) enum Answer {
@@ -51,10 +51,10 @@ pub(super) fn run(
             shared.events.fire_minion_events(&ev, &load);
             Value::Nil
         }
-        Command::Mine(m) => crate::mine::store(shared, id, &m),
-        Command::MineGet(g) => crate::mine::get(shared, id, &g),
-        Command::MineDelete(d) => crate::mine::delete(shared, id, &d),
-        Command::MineFlush => crate::mine::flush(shared, id),
+        Command::Mine(m) => crate::requests::mine::store(shared, id, &m),
+        Command::MineGet(g) => crate::requests::mine::get(shared, id, &g),
+        Command::MineDelete(d) => crate::requests::mine::delete(shared, id, &d),
+        Command::MineFlush => crate::requests::mine::flush(shared, id),
         Command::Pillar(req) => {
             let pillar = crate::pillar::answer(shared, id, &req);
             return pillar_reply(shared, ctx, pillar).map(Answer::Plain);
@@ -67,7 +67,7 @@ pub(super) fn run(
             Some(req) => shared.files.answer(req, id),
             None => Value::Nil,
         },
-        Command::Other { cmd, load } => crate::unsupported::reply(&cmd, id, &load),
+        Command::Other { cmd, load } => crate::requests::unsupported::reply(&cmd, id, &load),
     }))
 }
 
@@ -105,7 +105,7 @@ fn frame_bin(mut buf: Vec<u8>) -> Vec<u8> {
 fn log_event(shared: &Shared, id: &str, ev: &MinionEvent) {
     if let EventBody::Batch(evs) = &ev.body {
         for (tag, _) in evs {
-            if !crate::events::valid_minion_tag(tag) && shared.log_limit.allow("event-tag") {
+            if !crate::events::bus::valid_minion_tag(tag) && shared.log_limit.allow("event-tag") {
                 tracing::warn!("Filtering blacklisted event tag {tag} (from {id})");
             }
         }

@@ -74,7 +74,7 @@ enum AuthSideError {
     #[error("{0}")]
     Pki(#[from] salt_pki::Error),
     #[error("{0}")]
-    Session(#[from] crate::sessions::SessionError),
+    Session(#[from] crate::keys::sessions::SessionError),
 }
 
 fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {

@@ -10,12 +10,12 @@ use salt_keystore::KeyStore;
 use salt_pki::SigAlgo;
 use salt_proto::ReplayGuard;
 
-use crate::acl::{AclBlacklist, AclEntry, PublisherAcl};
-use crate::aes::AesState;
-use crate::jid::JidGenerator;
 use crate::jobs::Jobs;
-use crate::keys::MasterKeys;
-use crate::sessions::Sessions;
+use crate::jobs::jid::JidGenerator;
+use crate::keys::acl::{AclBlacklist, AclEntry, PublisherAcl};
+use crate::keys::aes::AesState;
+use crate::keys::master::MasterKeys;
+use crate::keys::sessions::Sessions;
 
 /// Everything the master's tasks share (behind an `Arc`).
 pub struct Shared {
@@ -50,11 +50,11 @@ pub struct Shared {
     /// Minion `tok`s already verified, by id, with the key file version they validated
     /// against: a request whose key file (one `stat`) and tok are unchanged skips the read,
     /// PEM parse and RSA operation (`tokens.rs`).
-    pub verified_toks: Mutex<HashMap<String, crate::tokens::Verified>>,
+    pub verified_toks: Mutex<HashMap<String, crate::keys::tokens::Verified>>,
     /// The event bus (`salt-run state.event`).
-    pub events: crate::events::EventBus,
+    pub events: crate::events::bus::EventBus,
     /// Prometheus metrics (served only with `metrics_port`).
-    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    pub metrics: std::sync::Arc<crate::events::metrics::Metrics>,
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
 }
@@ -137,7 +137,7 @@ impl Shared {
         text.lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .any(|pattern| crate::acl::expr_match(id, pattern))
+            .any(|pattern| crate::keys::acl::expr_match(id, pattern))
     }
 }
 

@@ -4,7 +4,7 @@ use rmpv::Value;
 use salt_proto::msg::{JobLoad, PublishPayload};
 use salt_transport::Publisher;
 
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// A job to publish, already authorised.
 #[derive(Clone, Debug)]

@@ -9,8 +9,8 @@ use salt_keystore::KeyState;
 use salt_matcher::{map_lookup, pcre_match, py_str};
 use salt_proto::msg::{Command, MineDelete, MineGet, MineLoad};
 
-use crate::minion_data::MinionCache;
-use crate::state::Shared;
+use crate::minions::data::MinionCache;
+use crate::shared::Shared;
 
 const ACL_ID: &str = "__saltmine_acl_id__";
 const ACL_DATA: &str = "__data__";
@@ -24,13 +24,13 @@ pub fn handle(shared: &Shared, id: &str, cmd: &str, load: &Value) -> Value {
         Ok(Command::MineDelete(d)) => delete(shared, id, &d),
         Ok(Command::MineFlush) => flush(shared, id),
         Ok(_) => Value::Map(Vec::new()),
-        Err(source) => match (crate::request::RequestError::Command {
+        Err(source) => match (crate::requests::RequestError::Command {
             cmd: cmd.to_owned(),
             source,
         })
         .wire()
         {
-            crate::request::error::Wire::Sealed(v) | crate::request::error::Wire::Plain(v) => v,
+            crate::requests::error::Wire::Sealed(v) | crate::requests::error::Wire::Plain(v) => v,
         },
     }
 }
@@ -196,8 +196,9 @@ fn targets(
     tgt: &str,
     tgt_type: &str,
 ) -> Result<Vec<String>, String> {
-    let groups = crate::target::nodegroups(&shared.cfg);
-    let target = crate::target::resolve(tgt, tgt_type, &groups).map_err(|e| e.to_string())?;
+    let groups = crate::minions::target::nodegroups(&shared.cfg);
+    let target =
+        crate::minions::target::resolve(tgt, tgt_type, &groups).map_err(|e| e.to_string())?;
     let accepted = shared.store.list(KeyState::Accepted);
     target
         .expected(accepted.iter().map(String::as_str), cache, &groups, false)

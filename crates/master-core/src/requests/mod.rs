@@ -21,12 +21,14 @@ use salt_proto::auth_master::{
 use salt_proto::msg::{RequestEnvelope, salt_version};
 use salt_proto::{InvalidMessage, ReplayVerdict, ValueExt, decode, encode};
 
-use crate::state::Shared;
+use crate::shared::Shared;
 
 mod aes;
 mod auth;
 mod dispatch;
 pub mod error;
+pub mod mine;
+pub mod unsupported;
 
 use auth::handle_auth;
 pub use error::{Fault, Malformed, Refused, RequestError};

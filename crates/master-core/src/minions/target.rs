@@ -12,7 +12,7 @@ use salt_matcher::{CompoundError, Facts, check, expand_nodegroup};
 
 pub use salt_matcher::fnmatch;
 
-use crate::minion_data::MinionCache;
+use crate::minions::data::MinionCache;
 
 /// Target types the `salt` command may send (Salt's `tgt_type` names).
 pub const TARGET_TYPES: [&str; 10] = [

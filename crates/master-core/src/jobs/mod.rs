@@ -11,8 +11,12 @@
 //! A waiting command gets each minion's return once, however it arrives (directly, from
 //! another master through the database, or both).
 
+pub mod clean;
 mod files;
+pub mod gather;
+pub mod jid;
 mod pg;
+pub mod publish;
 mod sink;
 
 use std::collections::{HashMap, HashSet};
@@ -26,7 +30,7 @@ pub(crate) use files::write_unsynced;
 pub use files::{FileJobs, TMP_DIR, sweep_stale_dot_temps, sweep_stale_temps};
 pub use pg::PgJobs;
 
-use crate::jobs_clean::CleanReport;
+use crate::jobs::clean::CleanReport;
 
 /// The group's presence: (minion, the master holding it, whether that master is alive).
 pub type Presence = Vec<(String, String, bool)>;

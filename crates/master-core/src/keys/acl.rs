@@ -10,7 +10,7 @@
 
 use regex::Regex;
 
-use crate::target::fnmatch;
+use crate::minions::target::fnmatch;
 
 /// One entry of a user's `publisher_acl` list.
 #[derive(Clone, Debug, PartialEq, Eq)]

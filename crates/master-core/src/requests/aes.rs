@@ -12,7 +12,7 @@ use salt_proto::{InvalidMessage, decode, encode};
 
 use super::dispatch::{self, Answer, Ctx};
 use super::error::{self, Malformed, Refused, RequestError, Seal};
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// Answers one AES request.
 pub(super) fn handle(shared: &Shared, req: AesRequest) -> Vec<u8> {
@@ -191,7 +191,9 @@ fn admit(shared: &Shared, req: &AesRequest, meta: &AesMeta) -> Result<String, Re
         return Err(Refused::NoValidId.into());
     };
     match &meta.tok {
-        Some(tok) if !crate::tokens::token_valid(shared, &id, &Value::Binary(tok.clone())) => {
+        Some(tok)
+            if !crate::keys::tokens::token_valid(shared, &id, &Value::Binary(tok.clone())) =>
+        {
             Err(Refused::BadToken(id).into())
         }
         Some(_) => Ok(id),

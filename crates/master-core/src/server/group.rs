@@ -7,10 +7,10 @@ use salt_config::MasterConfig;
 use salt_keystore::KeyStore;
 use salt_pgstore::{Group, Settings};
 
-use crate::aes::PublishKey;
-use crate::keys::MasterKeys;
+use crate::keys::aes::PublishKey;
+use crate::keys::master::MasterKeys;
 use crate::server::MasterError;
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// With `keys.cache_driver: postgres`: the group, and the publish key to start with (the
 /// group's, or a fresh local one when the database cannot be reached now).

@@ -1,0 +1,4 @@
+//! What the master reports.
+
+pub mod bus;
+pub mod metrics;
