@@ -5,8 +5,9 @@
 //! minion-side `allow_tgt` ACL of each entry.
 
 use rmpv::Value;
+use salt_compat::{map_get, py_str};
 use salt_keystore::KeyState;
-use salt_matcher::{map_lookup, pcre_match, py_str};
+use salt_matcher::pcre_match;
 use salt_proto::msg::{Command, MineDelete, MineGet, MineLoad};
 
 use crate::minions::data::MinionCache;
@@ -24,13 +25,13 @@ pub fn handle(shared: &Shared, id: &str, cmd: &str, load: &Value) -> Value {
         Ok(Command::MineDelete(d)) => delete(shared, id, &d),
         Ok(Command::MineFlush) => flush(shared, id),
         Ok(_) => Value::Map(Vec::new()),
-        Err(source) => match (crate::requests::RequestError::Command {
+        Err(source) => match (super::error::RequestError::Command {
             cmd: cmd.to_owned(),
             source,
         })
         .wire()
         {
-            crate::requests::error::Wire::Sealed(v) | crate::requests::error::Wire::Plain(v) => v,
+            super::error::Wire::Sealed(v) | super::error::Wire::Plain(v) => v,
         },
     }
 }
@@ -151,15 +152,15 @@ fn mine_get(shared: &Shared, cache: &MinionCache, id: &str, g: &MineGet) -> Valu
             continue;
         };
         for function in &allowed {
-            let Some(entry) = map_lookup(&data, function) else {
+            let Some(entry) = map_get(&data, function) else {
                 continue;
             };
             let mut result = entry.clone();
-            if map_lookup(entry, ACL_ID).is_some() {
-                result = map_lookup(entry, ACL_DATA).cloned().unwrap_or(Value::Nil);
-                if let Some(allow) = map_lookup(entry, "allow_tgt") {
-                    let ty = map_lookup(entry, "allow_tgt_type")
-                        .map_or_else(|| "glob".to_owned(), py_str);
+            if map_get(entry, ACL_ID).is_some() {
+                result = map_get(entry, ACL_DATA).cloned().unwrap_or(Value::Nil);
+                if let Some(allow) = map_get(entry, "allow_tgt") {
+                    let ty =
+                        map_get(entry, "allow_tgt_type").map_or_else(|| "glob".to_owned(), py_str);
                     let ok = targets(shared, cache, &py_str_or_list(allow), &ty)
                         .is_ok_and(|ids| ids.iter().any(|i| i == id));
                     if !ok {

@@ -4,13 +4,13 @@
 
 use serde_json::{Map, Value};
 
-use super::{Args, Ctx};
-use crate::convert::mp_to_json;
+use super::ctx::{Args, Ctx};
 use crate::minions::data::MinionCache;
+use salt_compat::json::msgpack_to_json;
 
 /// Run one `cache.*` runner: `{id: grains|pillar|mine}` for the accepted minions matching
 /// `tgt` (any target type, `glob` by default) that have data cached.
-pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
+pub(crate) fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
     let tgt = a.text("tgt").unwrap_or_else(|| "*".into());
     let tgt_type = a.text("tgt_type").unwrap_or_else(|| "glob".into());
     let cfg = &ctx.shared.cfg;
@@ -31,7 +31,7 @@ pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
             _ => cache.fetch(&id, "mine"),
         };
         if let Some(v) = part {
-            out.insert(id, mp_to_json(&v));
+            out.insert(id, msgpack_to_json(&v));
         }
     }
     Ok(Value::Object(out))
