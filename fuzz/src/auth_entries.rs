@@ -117,7 +117,7 @@ pub fn auth_master(data: &[u8]) {
                 AuthRet::Pending => Value::Boolean(true),
                 AuthRet::Full => Value::from("full"),
             };
-            assert_eq!(salt_proto::map_get(&back, "ret"), Some(&want));
+            assert_eq!(salt_compat::map_get(&back, "ret"), Some(&want));
             bytes
         }
         Ok(()) => {
@@ -134,7 +134,7 @@ pub fn auth_master(data: &[u8]) {
             });
             let back = decode(&bytes).expect("own accept_inner decodes");
             assert_eq!(
-                salt_proto::map_get(&back, "nonce").and_then(Value::as_str),
+                salt_compat::map_get(&back, "nonce").and_then(Value::as_str),
                 Some(req.nonce.as_str())
             );
             bytes
@@ -180,7 +180,7 @@ fn raw(v: &Value) -> Option<&[u8]> {
 fn seal(inner: &Value) -> Value {
     let minion_pub = minion_key().public_key();
     let alg = salt_pki::EncAlgo::OaepSha1;
-    let aes_plain = salt_proto::map_get(inner, "aes")
+    let aes_plain = salt_compat::map_get(inner, "aes")
         .and_then(raw)
         .map(<[u8]>::to_vec);
     let mut sealed = inner.clone();

@@ -1,4 +1,4 @@
-//! Fuzz entry point over the master's real request handler, `salt_master_core::request::handle`:
+//! Fuzz entry point over the master's real request handler, `salt_master_core::requests::handle`:
 //! the code that meets every byte a peer sends to port 4506.
 //!
 //! The fixture is a real master state in a temp dir: a real key store (`pki/`), the master's
@@ -19,17 +19,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmpv::Value;
+use salt_compat::map_get;
 use salt_config::{LoadOptions, MasterConfig};
-use salt_keystore::KeyStore;
-use salt_master_core::aes::{AesState, PublishKey};
-use salt_master_core::jid::JidGenerator;
-use salt_master_core::jobs::Jobs;
-use salt_master_core::keys::MasterKeys;
-use salt_master_core::request::handle;
-use salt_master_core::sessions::Sessions;
-use salt_master_core::state::{LogLimiter, Shared};
-use salt_pki::{Crypticle, EncAlgo, PrivateKey, SigAlgo};
-use salt_proto::{ReplayGuard, decode, encode, map_get};
+use salt_master_core::requests::handle;
+use salt_master_core::shared::{LogLimiter, Shared};
+use salt_pki::{Crypticle, EncAlgo, PrivateKey};
+use salt_proto::{decode, encode};
 
 const MINION: &str = "fuzzminion";
 
@@ -65,8 +60,6 @@ fn fixture() -> &'static Fixture {
         let cfg = MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(&root))
             .expect("fuzz fixture: config")
             .config;
-        std::fs::create_dir_all(Shared::jobs_dir(&cfg)).expect("fuzz fixture: jobs dir");
-        std::fs::create_dir_all(Shared::sessions_dir(&cfg)).expect("fuzz fixture: sessions");
         std::fs::create_dir_all(root.join("srv")).expect("fuzz fixture: file_roots");
         let _ = std::fs::write(root.join("srv/top.sls"), b"base:\n  '*': [web]\n");
         let minion = PrivateKey::from_pem(crate::keys::SIGN_PRIVATE_PEM.as_bytes(), None)
@@ -74,30 +67,9 @@ fn fixture() -> &'static Fixture {
         let pub_pem = salt_pki::clean_key(&minion.public_key().to_pem());
         std::fs::write(root.join("pki/minions").join(MINION), &pub_pem)
             .expect("fuzz fixture: accept key");
-        let store = std::sync::Arc::new(KeyStore::open(&cfg.pki_dir).expect("keystore"));
-        let keys = MasterKeys::load(&cfg).expect("fuzz fixture: master keys");
-        let aes = AesState::new(PublishKey::generate(&keys.key).expect("publish key"));
-        let (acl, acl_blacklist) = Shared::acl_from(&cfg);
-        let shared = Shared {
-            sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
-            jobs: Jobs::new(Shared::jobs_dir(&cfg)),
-            jids: JidGenerator::new(),
-            connected: std::sync::Mutex::new(Default::default()),
-            auth_nonces: std::sync::Mutex::new(ReplayGuard::new(Duration::from_secs(600), 1000)),
-            publish_sig_algo: SigAlgo::Pkcs1v15Sha1,
-            log_limit: LogLimiter::new(Duration::from_secs(3600)),
-            acl,
-            acl_blacklist,
-            verified_toks: std::sync::Mutex::new(Default::default()),
-            metrics: Default::default(),
-            events: Default::default(),
-            files: Shared::file_server(&cfg),
-            store,
-            group: None,
-            keys,
-            aes,
-            cfg,
-        };
+        let mut shared = Shared::open(cfg).expect("fuzz fixture: master state");
+        // Quiet: a fuzzer sends bad input all the time.
+        shared.log_limit = LogLimiter::new(Duration::from_secs(3600));
         // Sign in through the handler, as a minion does.
         let auth = encode(&Value::Map(vec![
             (t("enc"), t("clear")),

@@ -17,5 +17,3 @@ pub mod progress;
 pub mod validate;
 
 pub use app::run;
-/// The outputters `salt-key` prints with (`--out`), from `salt-output`.
-pub use salt_output::ordered as output;

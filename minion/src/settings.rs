@@ -60,9 +60,6 @@ fn nonzero(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
 
-/// Convert a JSON value (static grains from the config) to msgpack.
-pub use salt_compat::json::json_to_msgpack as json_to_value;
-
 /// The settings of `cfg` ([`from_config`]) with its directories made ([`prepare_dirs`]).
 ///
 /// # Errors
@@ -152,7 +149,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
     let mut grains = salt_minion_core::grains::collect(&cfg.id);
     if let Value::Map(g) = &mut grains {
         for (k, v) in &cfg.grains {
-            let v = json_to_value(v);
+            let v = salt_compat::json::json_to_msgpack(v);
             match g
                 .iter_mut()
                 .find(|(key, _)| key.as_str() == Some(k.as_str()))

@@ -8,10 +8,10 @@
 //! a few seconds per version.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_integration_tests::TempRoot;
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::pillar_support::{NODEGROUPS, golden_tree, salt_call_local};
-use salt_master_core::convert::{json_to_mp, mp_to_json};
 use salt_master_core::pillar::{Request, compile};
 
 #[test]
@@ -75,12 +75,12 @@ fn run(version: &str) {
         .config;
     let req = Request {
         id: "pym1".into(),
-        grains: json_to_mp(&grains),
+        grains: json_to_msgpack(&grains),
         saltenv: None,
         pillarenv: None,
         pillar_override: rmpv::Value::Nil,
     };
-    let ours = mp_to_json(&compile(&cfg, &req));
+    let ours = msgpack_to_json(&compile(&cfg, &req));
     assert_eq!(ours, want, "salt {version}: our pillar differs from Salt's");
     println!(
         "salt {version}: pillar of pym1 matches ({} keys)",
@@ -89,10 +89,10 @@ fn run(version: &str) {
 
     // pillar_override (the minion's `pillar=` on the command line) merges last.
     let req = Request {
-        pillar_override: json_to_mp(&serde_json::json!({"owner": "cli", "app": {"port": 1}})),
+        pillar_override: json_to_msgpack(&serde_json::json!({"owner": "cli", "app": {"port": 1}})),
         ..req
     };
-    let over = mp_to_json(&compile(&cfg, &req));
+    let over = msgpack_to_json(&compile(&cfg, &req));
     assert_eq!(over["owner"], "cli");
     assert_eq!(over["app"]["port"], 1);
     assert_eq!(over["app"]["pkg"], want["app"]["pkg"]);

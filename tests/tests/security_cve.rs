@@ -48,7 +48,7 @@ impl Attacker {
         let ping = clear(vec![("cmd", s("ping"))]);
         let reply = self.send(&ping).expect("the master still answers");
         assert_eq!(
-            salt_proto::map_get(&reply, "cmd"),
+            salt_compat::map_get(&reply, "cmd"),
             Some(&s("ping")),
             "{reply:?}"
         );
@@ -104,12 +104,13 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime)> {
 /// An error string, an empty map, or an auth reply whose (possibly signed, msgpack-in-bytes)
 /// load has `ret` other than `True`.
 fn is_refusal(reply: &Value) -> bool {
-    let ret_not_true =
-        |load: &Value| salt_proto::map_get(load, "ret").is_some_and(|r| r != &Value::Boolean(true));
+    let ret_not_true = |load: &Value| {
+        salt_compat::map_get(load, "ret").is_some_and(|r| r != &Value::Boolean(true))
+    };
     match reply {
         Value::String(t) => t.as_str().is_some_and(|t| t.contains("bad load")),
         Value::Map(m) if m.is_empty() => true,
-        Value::Map(_) => match salt_proto::map_get(reply, "load") {
+        Value::Map(_) => match salt_compat::map_get(reply, "load") {
             Some(Value::String(b)) => {
                 salt_proto::decode(b.as_bytes()).is_ok_and(|l| ret_not_true(&l))
             }

@@ -8,11 +8,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rmpv::Value;
+use salt_compat::map_get;
 use salt_integration_tests::Yaml;
 use salt_integration_tests::e2e_support::Cluster;
 use salt_pki::{Crypticle, PrivateKey};
 use salt_proto::auth_minion::{AuthClient, AuthOutcome, AuthSettings};
-use salt_proto::{decode, encode, map_get};
+use salt_proto::{decode, encode};
 
 const SECRET: &[u8] = b"TOP-SECRET-OUTSIDE-THE-ROOTS";
 

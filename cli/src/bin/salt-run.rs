@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use salt_client::local::{LocalEvent, LocalRequest, RunnerRequest, read_frame, write_frame};
-use salt_client::output::{OutputFormat, render_colour, render_json};
 use salt_config::{LoadOptions, MasterConfig};
+use salt_output::{OutputFormat, render_colour, render_json};
 use serde_json::Value;
 
 /// Run a runner function on the master.

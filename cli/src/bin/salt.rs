@@ -27,8 +27,8 @@ mod cli_args;
 
 use cli_args::parse_args;
 use salt_client::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
-use salt_client::output::{OutputFormat, render_colour, render_json};
 use salt_config::{LoadOptions, MasterConfig};
+use salt_output::{OutputFormat, render_colour, render_json};
 use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
@@ -258,7 +258,7 @@ fn main() -> ExitCode {
     // Salt's rule: colours on a terminal, unless --no-color; always with --force-color.
     let colour = args.force_color
         || (!args.no_color && args.out_file.is_none() && std::io::stdout().is_terminal());
-    let states = salt_client::output::highstate::Options {
+    let states = salt_output::highstate::Options {
         state_output: args.state_output.clone(),
         state_verbose,
         colour,
@@ -320,7 +320,7 @@ struct Style<'a> {
     format: Option<OutputFormat>,
     json_indent: Option<Option<usize>>,
     colour: bool,
-    states: &'a salt_client::output::highstate::Options,
+    states: &'a salt_output::highstate::Options,
 }
 
 /// Render `data`; `hint` is the `out` a return names (Salt's CLI uses it without `--out`).
@@ -331,7 +331,7 @@ fn show(style: Style<'_>, data: &Value, hint: Option<&str>) -> String {
         .unwrap_or(OutputFormat::Nested);
     match (format, style.json_indent) {
         (OutputFormat::Json, Some(indent)) => render_json(data, indent),
-        (OutputFormat::Highstate, _) => salt_client::output::highstate::render(data, style.states),
+        (OutputFormat::Highstate, _) => salt_output::highstate::render(data, style.states),
         _ => render_colour(format, data, style.colour),
     }
 }

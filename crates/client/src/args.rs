@@ -39,7 +39,7 @@ impl Bound {
 
     /// A parameter as text (Python `str()` of scalars).
     pub fn text(&self, name: &str) -> Option<String> {
-        self.get(name).map(py_str)
+        self.get(name).map(salt_compat::py_json_str)
     }
 
     /// A parameter as a boolean (Python truthiness), `default` when absent.
@@ -65,17 +65,6 @@ impl Bound {
     }
 }
 
-/// Python `str()` of a scalar from the command line (`True`, `None`, `1.5`, text as is).
-fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Null => "None".into(),
-        other => other.to_string(),
-    }
-}
-
 /// Bind `raw` (positional values, then a map with `"__kwarg__": true` for the keywords, as
 /// `salt-run` sends them) to `sig`. The error is the text Salt's `salt-run` prints.
 pub fn bind(sig: &Sig, raw: &[Value]) -> Result<Bound, String> {
@@ -97,7 +86,7 @@ pub fn bind(sig: &Sig, raw: &[Value]) -> Result<Bound, String> {
     let invalid: Vec<String> = keywords
         .iter()
         .filter(|(k, _)| !sig.var_kw && !sig.params.contains(&k.as_str()))
-        .map(|(k, v)| format!("{k}={}", py_str(v)))
+        .map(|(k, v)| format!("{k}={}", salt_compat::py_json_str(v)))
         .collect();
     if !invalid.is_empty() {
         return Err(format!(

@@ -1,8 +1,7 @@
 //! salt-client: what the command-line clients of the master share, without the master.
 //!
 //! * [`local`]: the protocol between `salt`/`salt-run` and the master's Unix socket
-//!   `{sock_dir}/local_client.sock` (`salt_master_core::local_server` is the other end);
-//! * [`output`]: Salt's outputters (`salt_output`);
+//!   `{sock_dir}/local_client.sock` (`salt_master_core::server::local` is the other end);
 //! * [`args`]: a runner call's arguments bound to the function's Python signature;
 //! * [`event_line`]: an event as `state.event` prints it.
 #![forbid(unsafe_code)]
@@ -10,7 +9,6 @@
 
 pub mod args;
 pub mod local;
-pub use salt_output as output;
 
 /// `tag\tdata` as `salt-run state.event` prints an event: `salt.utils.json.dumps(data)`, one
 /// line (non-ASCII kept), or with `pretty=True` sorted keys and an indent of 4.

@@ -5,20 +5,21 @@
 //! store, the config loader and the CLIs agree to the byte.
 //!
 //! * [`fnmatch`]: `fnmatch.fnmatchcase` / `fnmatch.translate` (CPython 3.11);
-//! * [`repr`]: Python's `repr` of a `str` and of a `float`;
+//! * Python's `str()` and `repr()` ([`py_str`], [`py_repr`], [`py_json_str`],
+//!   [`py_json_repr`], [`py_str_repr`], [`py_float_repr`]);
 //! * [`time`]: proleptic Gregorian dates and `time.asctime`;
 //! * [`id`]: `salt.utils.verify.valid_id` / `clean_path` (the one minion-id rule);
 //! * [`json`]: JSON values to msgpack values and back, key order kept;
-//! * [`map`]: `dict.get` on a decoded msgpack map.
+//! * [`map_get`]: `dict.get` on a decoded msgpack map.
 
 pub mod fnmatch;
 pub mod id;
 pub mod json;
-pub mod map;
-pub mod repr;
+mod map;
+mod repr;
 pub mod time;
 
 pub use fnmatch::fnmatch;
 pub use id::valid_id;
 pub use map::map_get;
-pub use repr::{py_float_repr, py_str_repr};
+pub use repr::{py_float_repr, py_json_repr, py_json_str, py_repr, py_str, py_str_repr};

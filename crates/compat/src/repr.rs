@@ -1,4 +1,5 @@
-//! Python's `repr` of text and of floats.
+//! Python's `str()` and `repr()`: of text, of floats, of decoded msgpack values and of JSON
+//! values. The one copy for every crate.
 
 /// Python `repr` of a `str`: single quotes unless the text holds `'` and no `"`; `\\`,
 /// `\n`, `\r`, `\t`, the quote, and the other C0 controls and DEL escaped.
@@ -79,6 +80,92 @@ pub fn py_float_repr(f: f64) -> String {
     out
 }
 
+/// Python `str()` of a decoded msgpack value: `None`, `True`/`False`, integers, floats as
+/// [`py_float_repr`], text as is (invalid UTF-8 and bytes decoded lossily), lists and dicts
+/// as their [`py_repr`].
+pub fn py_str(v: &rmpv::Value) -> String {
+    use rmpv::Value;
+    match v {
+        Value::Nil => "None".to_owned(),
+        Value::Boolean(true) => "True".to_owned(),
+        Value::Boolean(false) => "False".to_owned(),
+        Value::Integer(i) => i.to_string(),
+        Value::F32(f) => format!("{f:?}"),
+        Value::F64(f) => py_float_repr(*f),
+        Value::String(s) => s.as_str().map_or_else(
+            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
+            str::to_owned,
+        ),
+        Value::Binary(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Array(_) | Value::Map(_) => py_repr(v),
+        Value::Ext(..) => String::new(),
+    }
+}
+
+/// Python `repr()` of a decoded msgpack value: text quoted as [`py_str_repr`], lists and
+/// dicts item by item, everything else as [`py_str`].
+pub fn py_repr(v: &rmpv::Value) -> String {
+    use rmpv::Value;
+    match v {
+        Value::String(_) | Value::Binary(_) => py_str_repr(&py_str(v)),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(py_repr).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Map(entries) => {
+            let parts: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+        other => py_str(other),
+    }
+}
+
+/// Python `str()` of a JSON value (as `json.loads` gives it): `None`, `True`/`False`,
+/// integers, floats as [`py_float_repr`], text as is, lists and dicts as their
+/// [`py_json_repr`].
+pub fn py_json_str(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => match n.as_f64().filter(|_| n.is_f64()) {
+            Some(f) => py_float_repr(f),
+            None => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(_) | Value::Object(_) => py_json_repr(v),
+    }
+}
+
+/// Python `repr()` of a JSON value: text quoted as [`py_str_repr`], lists and dicts item by
+/// item, everything else as [`py_json_str`].
+pub fn py_json_repr(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => py_str_repr(s),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(py_json_repr)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_json_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => py_json_str(other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +177,24 @@ mod tests {
         assert_eq!(py_str_repr("a'b\"c"), "'a\\'b\"c'");
         assert_eq!(py_str_repr("t\tn\n\\\x01\x7f"), "'t\\tn\\n\\\\\\x01\\x7f'");
         assert_eq!(py_str_repr("ü"), "'ü'");
+    }
+
+    #[test]
+    fn values_like_python() {
+        use rmpv::Value;
+        let v = Value::Map(vec![
+            (
+                "a".into(),
+                Value::Array(vec![1.into(), Value::Nil, "it's".into()]),
+            ),
+            ("b".into(), Value::F64(1e16)),
+        ]);
+        assert_eq!(py_str(&v), "{'a': [1, None, \"it's\"], 'b': 1e+16}");
+        assert_eq!(py_str(&Value::from("x")), "x");
+        assert_eq!(py_repr(&Value::from("x")), "'x'");
+        let j = serde_json::json!({"a": [true, null, 1.5, "x"]});
+        assert_eq!(py_json_str(&j), "{'a': [True, None, 1.5, 'x']}");
+        assert_eq!(py_json_str(&serde_json::json!("x")), "x");
     }
 
     #[test]

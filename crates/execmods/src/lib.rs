@@ -46,7 +46,7 @@ impl Default for Ctx<'static> {
 impl Ctx<'_> {
     /// A minion option (`hosts.file` style keys are looked up flat).
     pub fn opt(&self, key: &str) -> Option<&Value> {
-        get(self.opts, key)
+        salt_compat::map_get(self.opts, key)
     }
 }
 
@@ -149,17 +149,6 @@ pub fn call(fun: &str, args: &[Value], kwargs: &[(String, Value)], ctx: &Ctx<'_>
         "file" => file::call(f, &a),
         _ => sysinfo::call(fun, &a),
     })
-}
-
-/// `m[key]` of a msgpack map with string keys.
-pub fn get<'a>(m: &'a Value, key: &str) -> Option<&'a Value> {
-    match m {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.as_str() == Some(key))
-            .map(|(_, v)| v),
-        _ => None,
-    }
 }
 
 /// A map from `(key, value)` pairs, in that order.

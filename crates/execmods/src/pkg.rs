@@ -4,7 +4,8 @@
 use rmpv::Value;
 
 use crate::run::{DPKG_ENV, Out, run, run_env, which};
-use crate::{Args, Ctx, Ret, compare_dicts, get, map, text};
+use crate::{Args, Ctx, Ret, compare_dicts, map, text};
+use salt_compat::map_get;
 
 /// name -> version pairs, in dpkg-query order.
 pub type PkgList = Vec<(String, String)>;
@@ -41,9 +42,9 @@ pub fn dpkg_lists(ctx: &Ctx<'_>) -> Result<(PkgList, PkgList), String> {
     let osarch = ctx
         .grains
         .is_map()
-        .then(|| get(ctx.grains, "osarch").map(text))
+        .then(|| map_get(ctx.grains, "osarch").map(text))
         .flatten();
-    let x86 = get(ctx.grains, "cpuarch").map(text).as_deref() == Some("x86_64");
+    let x86 = map_get(ctx.grains, "cpuarch").map(text).as_deref() == Some("x86_64");
     let (mut inst, mut rem) = (Vec::new(), Vec::new());
     for line in out.stdout.lines() {
         let cols: Vec<&str> = line.split_whitespace().collect();

@@ -2,7 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rmpv::Value;
-use salt_execmods::{Ctx, FUNCTIONS, call, compare_dicts, cron, get};
+use salt_compat::map_get;
+use salt_execmods::{Ctx, FUNCTIONS, call, compare_dicts, cron};
 
 fn kw(pairs: &[(&str, Value)]) -> Vec<(String, Value)> {
     pairs
@@ -153,7 +154,7 @@ fn compare_dicts_orders_like_salt() {
         ("c".to_owned(), "1".to_owned()),
     ];
     let v = compare_dicts(&old, &new);
-    let a = get(&v, "a").unwrap();
+    let a = map_get(&v, "a").unwrap();
     assert_eq!(
         a,
         &Value::Map(vec![
@@ -161,6 +162,6 @@ fn compare_dicts_orders_like_salt() {
             (Value::from("old"), Value::from("1"))
         ])
     );
-    let c = get(&v, "c").unwrap();
-    assert_eq!(get(c, "old"), Some(&Value::from("")));
+    let c = map_get(&v, "c").unwrap();
+    assert_eq!(map_get(c, "old"), Some(&Value::from("")));
 }

@@ -49,6 +49,7 @@ use salt_proto::Value;
 use salt_proto::msg::{FileLoad, ListKind};
 
 use crate::index::{EnvIndex, WalkOpts};
+use crate::inline::Budget;
 
 /// How long a listing of an unwatched environment is reused (Salt's
 /// `fileserver_list_cache_time` default).
@@ -148,23 +149,26 @@ impl FileServer {
     /// Answers one AES command from minion `id`; `None` if `cmd` is not a file-server
     /// command. Never panics on peer input.
     pub fn handle(&self, cmd: &str, load: &Value, id: &str) -> Option<Value> {
-        Some(self.answer(FileLoad::read(cmd, load)?, id))
+        Some(self.answer(FileLoad::read(cmd, load)?, id, &Budget::unlimited()))
     }
 
-    /// Answers one typed file-server request from minion `id`. Never panics on peer input.
-    pub fn answer(&self, req: FileLoad<'_>, id: &str) -> Value {
+    /// Answers one typed file-server request from minion `id` within `budget`. Never panics
+    /// on peer input.
+    pub fn answer(&self, req: FileLoad<'_>, id: &str, budget: &Budget) -> Value {
         match req {
             FileLoad::Envs => Value::Array(self.envs().into_iter().map(Value::from).collect()),
             FileLoad::List {
                 kind,
                 saltenv,
                 prefix,
-            } => self.list(saltenv.as_deref(), prefix, kind),
-            FileLoad::Symlinks { saltenv, prefix } => self.symlinks(saltenv.as_deref(), prefix),
-            FileLoad::Find(f) => self.file_find(&f),
-            FileLoad::Hash(f) => self.file_hash(&f),
-            FileLoad::HashAndStat(f) => self.file_hash_and_stat(&f),
-            FileLoad::Serve(s) => self.serve_file(&s),
+            } => self.list(saltenv.as_deref(), prefix, kind, budget),
+            FileLoad::Symlinks { saltenv, prefix } => {
+                self.symlinks(saltenv.as_deref(), prefix, budget)
+            }
+            FileLoad::Find(f) => self.file_find(&f, budget),
+            FileLoad::Hash(f) => self.file_hash(&f, budget),
+            FileLoad::HashAndStat(f) => self.file_hash_and_stat(&f, budget),
+            FileLoad::Serve(s) => self.serve_file(&s, budget),
             FileLoad::MasterOpts { env_only } => {
                 opts::master_opts(&self.cfg, &self.envs(), env_only)
             }
@@ -214,10 +218,10 @@ impl FileServer {
     }
 
     /// The index of `saltenv`, built when missing or stale.
-    fn index(&self, saltenv: &str) -> Option<(Arc<EnvIndex>, Vec<PathBuf>)> {
+    fn index(&self, saltenv: &str, budget: &Budget) -> Option<(Arc<EnvIndex>, Vec<PathBuf>)> {
         let roots = self.roots_for(saltenv)?;
         // Rebuilding is a tree walk: never on a socket thread (see `inline`).
-        if self.dirty.load(Ordering::Acquire) && inline::decline() {
+        if self.dirty.load(Ordering::Acquire) && budget.decline() {
             return None;
         }
         if self.dirty.swap(false, Ordering::AcqRel) {
@@ -234,7 +238,7 @@ impl FileServer {
         {
             return Some((i.clone(), roots));
         }
-        if inline::decline() {
+        if budget.decline() {
             return None;
         }
         let mut built = EnvIndex::build(
@@ -256,11 +260,11 @@ impl FileServer {
     }
 
     /// `_file_list` and friends: `[]` without `saltenv` or for an unknown environment.
-    fn list(&self, saltenv: Option<&str>, prefix: &str, kind: ListKind) -> Value {
+    fn list(&self, saltenv: Option<&str>, prefix: &str, kind: ListKind, budget: &Budget) -> Value {
         let Some(saltenv) = saltenv else {
             return Value::Array(vec![]);
         };
-        let Some((index, _)) = self.index(saltenv) else {
+        let Some((index, _)) = self.index(saltenv, budget) else {
             return Value::Array(vec![]);
         };
         let listed = match kind {
@@ -277,11 +281,11 @@ impl FileServer {
         )
     }
 
-    fn symlinks(&self, saltenv: Option<&str>, prefix: &str) -> Value {
+    fn symlinks(&self, saltenv: Option<&str>, prefix: &str, budget: &Budget) -> Value {
         let Some(saltenv) = saltenv else {
             return Value::Map(vec![]);
         };
-        let Some((index, _)) = self.index(saltenv) else {
+        let Some((index, _)) = self.index(saltenv, budget) else {
             return Value::Map(vec![]);
         };
         Value::Map(

@@ -46,9 +46,12 @@ pub(crate) fn master_opts(cfg: &FileServerConfig, envs: &[String], env_only: boo
 fn json_map(m: &serde_json::Map<String, serde_json::Value>) -> Value {
     Value::Map(
         m.iter()
-            .map(|(k, v)| (Value::from(k.as_str()), json(v)))
+            .map(|(k, v)| {
+                (
+                    Value::from(k.as_str()),
+                    salt_compat::json::json_to_msgpack(v),
+                )
+            })
             .collect(),
     )
 }
-
-use salt_compat::json::json_to_msgpack as json;

@@ -10,10 +10,11 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use salt_pki::files::FileVersion;
 use salt_proto::{Value, ValueExt};
 
 use crate::index::{file_in_root, find_on_disk};
-use crate::inline::{self, SMALL};
+use crate::inline::{Budget, SMALL};
 use crate::paths::{self, Refused};
 use crate::{FileServer, not_found};
 use salt_proto::msg::{FileRef, ServeFile};
@@ -28,43 +29,21 @@ const MAX_SMALL_BYTES: usize = 64 << 20;
 /// Contents of files of at most [`SMALL`] bytes, per version.
 #[derive(Debug, Default)]
 pub(crate) struct SmallFiles {
-    map: HashMap<PathBuf, (Version, Arc<[u8]>)>,
+    map: HashMap<PathBuf, (FileVersion, Arc<[u8]>)>,
     bytes: usize,
-}
-
-/// Identity of one version of a file: a change of any field means new content.
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
-pub(crate) struct Version {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-}
-
-impl Version {
-    fn of(m: &Metadata) -> Self {
-        Self {
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-        }
-    }
 }
 
 /// A hash for one file version.
 #[derive(Clone, Debug)]
 pub(crate) struct CachedHash {
-    version: Version,
+    version: FileVersion,
     hex: String,
 }
 
 /// An open file for one version.
 #[derive(Clone, Debug)]
 pub(crate) struct Handle {
-    version: Version,
+    version: FileVersion,
     file: Arc<File>,
 }
 
@@ -77,7 +56,7 @@ pub(crate) struct Found {
 
 impl FileServer {
     /// `Fileserver.find_file(path, saltenv)` for the `path`/`saltenv` of a load.
-    fn find(&self, path: &Value, saltenv: &str) -> Option<Found> {
+    fn find(&self, path: &Value, saltenv: &str, budget: &Budget) -> Option<Found> {
         let Some(path) = path.as_text() else {
             self.log_refusal("path-type", "request path is not text");
             return None;
@@ -104,7 +83,7 @@ impl FileServer {
             let meta = file_meta(&root.join(&wanted.rel))?;
             (root, wanted.rel, meta)
         } else {
-            let (index, roots) = self.index(&wanted.saltenv)?;
+            let (index, roots) = self.index(&wanted.saltenv, budget)?;
             let listed = index
                 .found
                 .get(&wanted.rel)
@@ -126,21 +105,26 @@ impl FileServer {
         Some(Found { full, rel, meta })
     }
 
-    fn find_in_load(&self, load: &FileRef<'_>, need_saltenv: bool) -> Option<Found> {
+    fn find_in_load(
+        &self,
+        load: &FileRef<'_>,
+        need_saltenv: bool,
+        budget: &Budget,
+    ) -> Option<Found> {
         let path = load.path?;
         let saltenv = match &load.saltenv {
             Some(v) => v.clone(),
             None if need_saltenv => return None,
             None => "base".to_owned(),
         };
-        self.find(path, &saltenv)
+        self.find(path, &saltenv, budget)
     }
 
-    pub(crate) fn file_find(&self, load: &FileRef<'_>) -> Value {
+    pub(crate) fn file_find(&self, load: &FileRef<'_>, budget: &Budget) -> Value {
         if !load.path.is_some_and(ValueExt::is_truthy) {
             return not_found();
         }
-        match self.find_in_load(load, false) {
+        match self.find_in_load(load, false, budget) {
             None => not_found(),
             Some(f) => Value::Map(vec![
                 (
@@ -154,21 +138,21 @@ impl FileServer {
         }
     }
 
-    pub(crate) fn file_hash(&self, load: &FileRef<'_>) -> Value {
-        self.hash_reply(load)
+    pub(crate) fn file_hash(&self, load: &FileRef<'_>, budget: &Budget) -> Value {
+        self.hash_reply(load, budget)
             .map_or_else(|| Value::from(""), |(h, _)| h)
     }
 
-    pub(crate) fn file_hash_and_stat(&self, load: &FileRef<'_>) -> Value {
-        match self.hash_reply(load) {
+    pub(crate) fn file_hash_and_stat(&self, load: &FileRef<'_>, budget: &Budget) -> Value {
+        match self.hash_reply(load, budget) {
             Some((h, stat)) => Value::Array(vec![h, stat]),
             None => Value::Array(vec![Value::from(""), Value::Nil]),
         }
     }
 
-    fn hash_reply(&self, load: &FileRef<'_>) -> Option<(Value, Value)> {
-        let found = self.find_in_load(load, true)?;
-        let hex = self.hash_of(&found)?;
+    fn hash_reply(&self, load: &FileRef<'_>, budget: &Budget) -> Option<(Value, Value)> {
+        let found = self.find_in_load(load, true, budget)?;
+        let hex = self.hash_of(&found, budget)?;
         let reply = Value::Map(vec![
             (
                 Value::from("hash_type"),
@@ -180,8 +164,8 @@ impl FileServer {
     }
 
     /// The hex digest of a found file, computed once per version.
-    fn hash_of(&self, f: &Found) -> Option<String> {
-        let version = Version::of(&f.meta);
+    fn hash_of(&self, f: &Found, budget: &Budget) -> Option<String> {
+        let version = FileVersion::of(&f.meta);
         if let Some(c) = self
             .hashes
             .lock()
@@ -191,10 +175,10 @@ impl FileServer {
         {
             return Some(c.hex.clone());
         }
-        let hex = if version.size <= SMALL {
+        let hex = if version.size() <= SMALL {
             hex::encode(self.hash_type.digest(&self.small_contents(f, version)?))
         } else {
-            if inline::declines_size(version.size) {
+            if budget.declines_size(version.size()) {
                 return None;
             }
             let file = self.open(f, version)?;
@@ -219,7 +203,7 @@ impl FileServer {
     }
 
     /// The open handle of a found file version.
-    fn open(&self, f: &Found, version: Version) -> Option<Arc<File>> {
+    fn open(&self, f: &Found, version: FileVersion) -> Option<Arc<File>> {
         if let Some(h) = self
             .handles
             .lock()
@@ -232,7 +216,7 @@ impl FileServer {
         let file = File::open(&f.full).ok()?;
         // The file opened must be the one stat'ed (not swapped in between).
         let opened = file.metadata().ok()?;
-        if opened.dev() != version.dev || opened.ino() != version.ino {
+        if !FileVersion::of(&opened).same_file(&version) {
             return None;
         }
         let file = Arc::new(file);
@@ -251,7 +235,7 @@ impl FileServer {
     }
 
     /// The contents of a small found file version, read once and kept.
-    fn small_contents(&self, f: &Found, version: Version) -> Option<Arc<[u8]>> {
+    fn small_contents(&self, f: &Found, version: FileVersion) -> Option<Arc<[u8]>> {
         if let Some((_, data)) = self
             .small
             .lock()
@@ -263,11 +247,11 @@ impl FileServer {
             return Some(data.clone());
         }
         let file = File::open(&f.full).ok()?;
-        let mut data = Vec::with_capacity(usize::try_from(version.size).ok()? + 1);
+        let mut data = Vec::with_capacity(usize::try_from(version.size()).ok()? + 1);
         (&file).take(SMALL + 1).read_to_end(&mut data).ok()?;
         // What was read must be the version stat'ed: same file, unchanged since.
         let after = file.metadata().ok()?;
-        if Version::of(&after) != version || data.len() as u64 != version.size {
+        if FileVersion::of(&after) != version || data.len() as u64 != version.size() {
             return None;
         }
         let data: Arc<[u8]> = data.into();
@@ -283,7 +267,7 @@ impl FileServer {
     }
 
     /// The checks of `_serve_file`: the chunk to read, or the reply when there is none.
-    fn serve_plan(&self, load: &ServeFile<'_>) -> Result<Chunk, Value> {
+    fn serve_plan(&self, load: &ServeFile<'_>, budget: &Budget) -> Result<Chunk, Value> {
         let empty = || {
             Value::Map(vec![
                 (Value::from("data"), Value::from("")),
@@ -293,7 +277,7 @@ impl FileServer {
         let (Some(_), Some(loc), Some(_)) = (load.file.path, load.loc, &load.file.saltenv) else {
             return Err(empty());
         };
-        let Some(found) = self.find_in_load(&load.file, true) else {
+        let Some(found) = self.find_in_load(&load.file, true, budget) else {
             return Err(empty());
         };
         // Salt's `fp_.seek(loc)` raises for a negative or non-integer `loc`, and the
@@ -309,11 +293,11 @@ impl FileServer {
         } else {
             0
         };
-        if inline::declines_size(len as u64) {
+        if budget.declines_size(len as u64) {
             return Err(empty());
         }
-        let version = Version::of(&found.meta);
-        let source = if version.size <= SMALL {
+        let version = FileVersion::of(&found.meta);
+        let source = if version.size() <= SMALL {
             Source::Memory(self.small_contents(&found, version).ok_or_else(empty)?)
         } else {
             Source::File(self.open(&found, version).ok_or_else(empty)?)
@@ -326,8 +310,8 @@ impl FileServer {
         })
     }
 
-    pub(crate) fn serve_file(&self, load: &ServeFile<'_>) -> Value {
-        let chunk = match self.serve_plan(load) {
+    pub(crate) fn serve_file(&self, load: &ServeFile<'_>, budget: &Budget) -> Value {
+        let chunk = match self.serve_plan(load, budget) {
             Ok(c) => c,
             Err(reply) => return reply,
         };
@@ -367,11 +351,16 @@ impl FileServer {
     /// `_serve_file` with the reply msgpack-encoded straight into `out` and the chunk read
     /// in place (no intermediate buffers): `Ok` when written, else the reply to encode the
     /// ordinary way (a miss, an error, `gzip`). The bytes equal `encode(serve_file(load))`.
-    pub fn serve_file_into(&self, load: &ServeFile<'_>, out: &mut Vec<u8>) -> Result<(), Value> {
+    pub fn serve_file_into(
+        &self,
+        load: &ServeFile<'_>,
+        out: &mut Vec<u8>,
+        budget: &Budget,
+    ) -> Result<(), Value> {
         if load.gzip.is_some() {
-            return Err(self.serve_file(load));
+            return Err(self.serve_file(load, budget));
         }
-        let chunk = self.serve_plan(load)?;
+        let chunk = self.serve_plan(load, budget)?;
         let mark = out.len();
         out.push(0x82);
         put_str(out, "data");

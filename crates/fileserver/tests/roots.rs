@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use salt_config::{FileServerConfig, HashType, LoadOptions, MasterConfig};
 use salt_fileserver::FileServer;
+use salt_fileserver::inline::Budget;
+use salt_proto::msg::FileLoad;
 use salt_proto::{MapBuilder, Value, ValueExt};
 
 fn cfg(yaml: &str) -> FileServerConfig {
@@ -350,8 +352,8 @@ fn file_recv_only_when_enabled_and_inside_the_cache() {
 }
 
 fn serve_req(load: &Value) -> salt_proto::msg::ServeFile<'_> {
-    match salt_proto::msg::FileLoad::read("_serve_file", load) {
-        Some(salt_proto::msg::FileLoad::Serve(s)) => s,
+    match FileLoad::read("_serve_file", load) {
+        Some(FileLoad::Serve(s)) => s,
         other => panic!("{other:?}"),
     }
 }
@@ -396,7 +398,7 @@ fn serve_file_into_matches_the_encoded_reply() {
             ],
         ));
         let mut out = b"prefix".to_vec();
-        let got = match fs.serve_file_into(&serve_req(&l), &mut out) {
+        let got = match fs.serve_file_into(&serve_req(&l), &mut out, &Budget::unlimited()) {
             Ok(()) => out[6..].to_vec(),
             Err(v) => {
                 assert_eq!(out, b"prefix", "nothing written on the ordinary path");
@@ -412,16 +414,20 @@ fn serve_file_into_matches_the_encoded_reply() {
         ("gzip", Value::from(5)),
     ]);
     let mut out = Vec::new();
-    let r = fs.serve_file_into(&serve_req(&gz), &mut out).unwrap_err();
+    let r = fs
+        .serve_file_into(&serve_req(&gz), &mut out, &Budget::unlimited())
+        .unwrap_err();
     assert!(out.is_empty());
     assert_eq!(r.get("gzip"), Some(&Value::from(5)));
 }
 
-/// Small files are served from memory yet follow rewrites; under the socket-thread guard
-/// (`salt_fileserver::inline`) cheap requests are answered and long work is declined.
+/// Small files are served from memory yet follow rewrites; on a socket thread's quick
+/// budget (`salt_fileserver::inline`) cheap requests are answered and long work is declined.
 #[test]
-fn small_files_from_memory_and_the_inline_guard() {
-    use salt_fileserver::inline::Guard;
+fn small_files_from_memory_and_the_quick_budget() {
+    let quick = |fs: &FileServer, cmd: &str, pairs: &[(&str, Value)], b: &Budget| {
+        fs.answer(FileLoad::read(cmd, &load(pairs)).unwrap(), "m1", b)
+    };
     let t = tree();
     write(&t.base, "big.bin", &vec![7u8; 100 * 1024]);
     let fs = server(&t, "file_buffer_size: 1048576\n");
@@ -436,8 +442,8 @@ fn small_files_from_memory_and_the_inline_guard() {
     };
     // No index yet: building one is declined under the guard.
     {
-        let g = Guard::enter();
-        let _ = ask(&fs, "_file_hash", &q("files/a.txt"));
+        let g = Budget::quick();
+        let _ = quick(&fs, "_file_hash", &q("files/a.txt"), &g);
         assert!(
             g.declined(),
             "an index build is not done on a socket thread"
@@ -445,9 +451,15 @@ fn small_files_from_memory_and_the_inline_guard() {
     }
     assert_eq!(serve(&fs, "files/a.txt").unwrap(), b"hello\n");
     {
-        let g = Guard::enter();
-        let h = ask(&fs, "_file_hash", &q("files/a.txt"));
-        assert_eq!(serve(&fs, "files/a.txt").unwrap(), b"hello\n");
+        let g = Budget::quick();
+        let h = quick(&fs, "_file_hash", &q("files/a.txt"), &g);
+        let mut load = q("files/a.txt").to_vec();
+        load.push(("loc", Value::from(0)));
+        let served = quick(&fs, "_serve_file", &load, &g);
+        assert_eq!(
+            served.get("data").and_then(ValueExt::as_bytes),
+            Some(&b"hello\n"[..])
+        );
         assert!(!g.declined(), "small files are answered under the guard");
         let want = HashType::Sha256.digest(b"hello\n");
         assert_eq!(
@@ -456,17 +468,17 @@ fn small_files_from_memory_and_the_inline_guard() {
         );
     }
     for cmd in ["_file_hash", "_serve_file"] {
-        let g = Guard::enter();
+        let g = Budget::quick();
         let mut load = q("big.bin").to_vec();
         load.push(("loc", Value::from(0)));
-        let _ = ask(&fs, cmd, &load);
+        let _ = quick(&fs, cmd, &load, &g);
         assert!(g.declined(), "{cmd} of 100 KiB is declined under the guard");
     }
     assert_eq!(serve(&fs, "big.bin").unwrap().len(), 100 * 1024);
     let _ = ask(&fs, "_file_hash", &q("big.bin"));
     {
-        let g = Guard::enter();
-        let _ = ask(&fs, "_file_hash", &q("big.bin"));
+        let g = Budget::quick();
+        let _ = quick(&fs, "_file_hash", &q("big.bin"), &g);
         assert!(
             !g.declined(),
             "a hash computed once is answered from memory"

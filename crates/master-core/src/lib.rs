@@ -1,46 +1,44 @@
 //! salt-master-core: the master daemon's services, wire-compatible with Salt 3006, 3007 and 3008.
 //!
-//! Layout:
-//! * [`server`]: [`run`]`(config, shutdown)`: sockets, worker pool, maintenance, shutdown.
-//! * [`request`]: one request body in, one reply body out (auth, AES commands, ping).
-//! * [`keys`], [`aes`], [`sessions`]: master key and `pub_sig`, publish key and serial,
-//!   per-minion session keys.
-//! * [`jobs`], [`publish`]: job cache, return streaming, publish payloads.
-//! * [`local`], [`local_server`]: the `salt` ↔ master protocol on a Unix socket.
-//! * [`target`], [`acl`], [`jid`]: target matching, publisher ACL, job ids.
-//! * [`output`], [`convert`]: the `salt` command's outputters, msgpack ↔ JSON.
-//! * [`unsupported`]: Salt's answers for the AES commands salt-rs does not implement.
-//! * The file server is its own crate, `salt-fileserver`, called from [`request`].
+//! [`run`]`(config, shutdown)` opens the master's state ([`shared::Shared::open`]), binds the
+//! sockets and serves until `shutdown` completes. The code is in folders by responsibility,
+//! and no file imports one that imports it back (lower folders never reach up):
+//!
+//! * `server/`: the run loop (sockets, worker pool, maintenance, shutdown), the local `salt`
+//!   socket (`server/local.rs`, the other end of `salt_client::local`), the master group;
+//! * [`requests`]: one request body in, one reply body out: `_auth`, the AES commands and
+//!   what each does, the mine, Salt's answers to commands salt-rs does not implement, and the
+//!   one place a failure becomes Salt's reply (`requests/error.rs`); a request handled on the
+//!   socket thread carries a `salt_fileserver::inline::Budget` and is declined (handed to a
+//!   worker) when it needs more than quick work;
+//! * `jobs/`: the job cache behind the `JobStore` trait (files or `pgjsonb`), the return sink,
+//!   the `salt` commands waiting for returns, jids, publishing, running a job and waiting for
+//!   it as `salt` does (`find_job` rounds);
+//! * [`keys`]: the master key and `pub_sig`, the publish AES key and its rotation, per-minion
+//!   session keys, the minion `tok` cache, the publisher ACL;
+//! * `minions/`: the minion data cache and target matching;
+//! * [`events`]: the event bus and the Prometheus metrics;
+//! * `runners/`: what `salt-run` calls;
+//! * [`pillar`]: pillar compilation;
+//! * [`shared`]: [`shared::Shared`], what the tasks share, opened in one place.
+//!
+//! The file server is its own crate, `salt-fileserver`; the outputters are `salt-output`; the
+//! local socket protocol is `salt-client`. This crate parses no command line and sets up no
+//! logging (the `salt-master` binary does).
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod acl;
-pub mod aes;
-pub mod convert;
+mod error;
 pub mod events;
-pub mod gather;
-mod group;
-pub mod jid;
-pub mod jobs;
-pub mod jobs_clean;
+mod jobs;
 pub mod keys;
-/// The local client protocol (`salt`, `salt-run`): `salt_client::local`.
-pub use salt_client::local;
-pub mod local_server;
-pub mod metrics;
-/// Salt's outputters (moved to `salt-output`; re-exported for the CLIs).
-pub use salt_output as output;
-pub mod mine;
-pub mod minion_data;
+mod minions;
 pub mod pillar;
-pub mod publish;
-pub mod request;
-pub mod runners;
-pub mod server;
-pub mod sessions;
-pub mod state;
-pub mod target;
-pub mod tokens;
-pub mod unsupported;
+pub mod requests;
+mod runners;
+mod server;
+pub mod shared;
 
-pub use server::{MasterError, Ready, run, run_with_ready};
+pub use error::MasterError;
+pub use server::{Ready, run, run_with_ready};

@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use rmpv::Value;
+use salt_client::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
+use salt_compat::map_get;
 use salt_config::{LoadOptions, MasterConfig};
-use salt_master_core::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
 use salt_pki::{Crypticle, EncAlgo, PrivateKey};
-use salt_proto::{decode, encode, map_get};
+use salt_proto::{decode, encode};
 use salt_transport::{ReqClient, ReqOptions, SubClient, SubEvent, SubOptions, tcp_endpoint};
 
 fn t(s: &str) -> Value {
@@ -77,7 +78,7 @@ async fn daemon_round_trip_and_clean_shutdown() {
     let sock = dir
         .path()
         .join("sock")
-        .join(salt_master_core::local::SOCKET_NAME);
+        .join(salt_client::local::SOCKET_NAME);
     for _ in 0..200 {
         if sock.exists() {
             break;

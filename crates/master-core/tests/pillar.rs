@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use rmpv::Value;
+use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_config::{LoadOptions, MasterConfig};
-use salt_master_core::convert::{json_to_mp, mp_to_json};
 use salt_master_core::pillar::{Request, compile};
 use serde_json::{Value as Js, json};
 
@@ -30,10 +30,10 @@ fn cfg(root: &Path, extra: &str) -> MasterConfig {
 fn req(saltenv: Option<&str>, pillarenv: Option<&str>, over: Js) -> Request {
     Request {
         id: "m1".into(),
-        grains: json_to_mp(&json!({"id": "m1", "os": "Debian"})),
+        grains: json_to_msgpack(&json!({"id": "m1", "os": "Debian"})),
         saltenv: saltenv.map(str::to_owned),
         pillarenv: pillarenv.map(str::to_owned),
-        pillar_override: json_to_mp(&over),
+        pillar_override: json_to_msgpack(&over),
     }
 }
 
@@ -48,7 +48,7 @@ fn tree(root: &Path) {
 }
 
 fn compile_js(c: &MasterConfig, r: &Request) -> Js {
-    mp_to_json(&compile(c, r))
+    msgpack_to_json(&compile(c, r))
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn render_errors_are_reported_by_name() {
     write(root, "base/py.sls", "#!py\ndef run():\n    return {}\n");
     write(root, "base/ok.sls", "fine: true\n");
     let safe = compile(&cfg(root, ""), &req(None, Some("base"), Js::Null));
-    let js = mp_to_json(&safe);
+    let js = msgpack_to_json(&safe);
     assert_eq!(js["fine"], true);
     let errors: Vec<&str> = js["_errors"]
         .as_array()
@@ -138,5 +138,5 @@ fn render_errors_are_reported_by_name() {
 }
 
 fn errors_of(v: &Value) -> Js {
-    mp_to_json(v)["_errors"].clone()
+    msgpack_to_json(v)["_errors"].clone()
 }

@@ -3,21 +3,17 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rmpv::Value;
+use salt_compat::map_get;
 use salt_config::{LoadOptions, MasterConfig};
-use salt_keystore::KeyStore;
-use salt_master_core::aes::{AesState, PublishKey};
-use salt_master_core::jid::JidGenerator;
-use salt_master_core::jobs::Jobs;
-use salt_master_core::keys::MasterKeys;
-use salt_master_core::request::handle;
-use salt_master_core::sessions::Sessions;
-use salt_master_core::state::{LogLimiter, Shared};
+use salt_master_core::keys::aes::PublishKey;
+use salt_master_core::keys::master::MasterKeys;
+use salt_master_core::requests::handle;
+use salt_master_core::shared::Shared;
 use salt_pki::{Crypticle, EncAlgo, PrivateKey, PublicKey, SigAlgo};
-use salt_proto::{ReplayGuard, decode, encode, map_get};
+use salt_proto::{decode, encode};
 use sha2::{Digest, Sha256};
 
 fn t(s: &str) -> Value {
@@ -33,32 +29,7 @@ fn shared(root: &Path, extra: &str) -> Shared {
     let cfg = MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(root))
         .unwrap()
         .config;
-    std::fs::create_dir_all(Shared::jobs_dir(&cfg)).unwrap();
-    std::fs::create_dir_all(Shared::sessions_dir(&cfg)).unwrap();
-    let store = std::sync::Arc::new(KeyStore::open(&cfg.pki_dir).unwrap());
-    let keys = MasterKeys::load(&cfg).unwrap();
-    let aes = AesState::new(PublishKey::generate(&keys.key).unwrap());
-    let (acl, acl_blacklist) = Shared::acl_from(&cfg);
-    Shared {
-        sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
-        jobs: Jobs::new(Shared::jobs_dir(&cfg)),
-        jids: JidGenerator::new(),
-        connected: Mutex::new(Default::default()),
-        auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 1000)),
-        publish_sig_algo: SigAlgo::Pkcs1v15Sha1,
-        log_limit: LogLimiter::new(Duration::from_secs(10)),
-        acl,
-        acl_blacklist,
-        verified_toks: Mutex::new(Default::default()),
-        metrics: Default::default(),
-        events: Default::default(),
-        files: Shared::file_server(&cfg),
-        store,
-        group: None,
-        keys,
-        aes,
-        cfg,
-    }
+    Shared::open(cfg).unwrap()
 }
 
 struct Minion {
@@ -531,7 +502,9 @@ fn pubkey_signature_file_is_checked_at_start() {
     let use_file = cfg("master_use_pubkey_signature: True\n");
     assert!(matches!(
         MasterKeys::load(&use_file),
-        Err(salt_master_core::keys::KeyError::SignatureMissing(_))
+        Err(salt_master_core::keys::master::KeyError::SignatureMissing(
+            _
+        ))
     ));
     // Generate master_sign and a correct signature file: loads, pub_sig is the file text.
     let signing = MasterKeys::load(&cfg("master_sign_pubkey: True\n")).unwrap();
@@ -556,7 +529,7 @@ fn pubkey_signature_file_is_checked_at_start() {
     std::fs::write(&sig_file, salt_pki::pubsig::signature_file(&bad)).unwrap();
     assert!(matches!(
         MasterKeys::load(&use_file),
-        Err(salt_master_core::keys::KeyError::SignatureInvalid { .. })
+        Err(salt_master_core::keys::master::KeyError::SignatureInvalid { .. })
     ));
     // Dynamic signing caches one signature per algorithm.
     let a = signing.pub_sig(SigAlgo::Pkcs1v15Sha1).unwrap().unwrap();
@@ -829,7 +802,7 @@ fn mine_store_get_acl_delete_flush() {
     let mine = |id: &str, cmd: &str, load: Vec<(&str, Value)>| {
         let mut full = vec![("cmd", t(cmd)), ("id", t(id))];
         full.extend(load);
-        salt_master_core::mine::handle(&s, id, cmd, &map(full))
+        salt_master_core::requests::mine::handle(&s, id, cmd, &map(full))
     };
     // Store, then update (merged), for two minions.
     assert_eq!(

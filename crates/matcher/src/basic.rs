@@ -42,45 +42,6 @@ pub fn list_match(tgt: &Value, id: &str) -> bool {
     }
 }
 
-/// Python `str(value)` for the scalar values grains hold.
-pub fn py_str(v: &Value) -> String {
-    match v {
-        Value::Nil => "None".to_owned(),
-        Value::Boolean(true) => "True".to_owned(),
-        Value::Boolean(false) => "False".to_owned(),
-        Value::Integer(i) => i.to_string(),
-        Value::F32(f) => format!("{f:?}"),
-        Value::F64(f) => format!("{f:?}"),
-        Value::String(s) => s.as_str().map_or_else(
-            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
-            str::to_owned,
-        ),
-        Value::Binary(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(py_repr).collect();
-            format!("[{}]", parts.join(", "))
-        }
-        Value::Map(entries) => {
-            let parts: Vec<String> = entries
-                .iter()
-                .map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v)))
-                .collect();
-            format!("{{{}}}", parts.join(", "))
-        }
-        Value::Ext(..) => String::new(),
-    }
-}
-
-fn py_repr(v: &Value) -> String {
-    match v {
-        Value::String(_) => salt_compat::py_str_repr(&py_str(v)),
-        other => py_str(other),
-    }
-}
-
-/// Look a key up in a map value (the one `dict.get`: [`salt_compat::map_get`]).
-pub use salt_compat::map_get as map_lookup;
-
 /// Salt's `traverse_dict_and_list`: walk `key` split on `delim`. In a map, a part is a key
 /// (a part that reads as a number also finds that number as a key); in a list, a number is
 /// an index (negative from the end) unless a dict in the list has it as a key, and a
@@ -89,7 +50,7 @@ pub fn traverse<'a>(data: &'a Value, key: &str, delim: &str) -> Option<&'a Value
     let mut cur = data;
     for part in key.split(delim) {
         cur = match cur {
-            Value::Map(_) => map_lookup(cur, part).or_else(|| number_key(cur, part))?,
+            Value::Map(_) => salt_compat::map_get(cur, part).or_else(|| number_key(cur, part))?,
             Value::Array(items) => {
                 let embedded = |found: fn(&'a Value, &str) -> Option<&'a Value>| {
                     items
@@ -98,7 +59,7 @@ pub fn traverse<'a>(data: &'a Value, key: &str, delim: &str) -> Option<&'a Value
                         .find_map(|x| found(x, part))
                 };
                 match part.trim().parse::<i64>() {
-                    Err(_) => embedded(|m, p| map_lookup(m, p))?,
+                    Err(_) => embedded(|m, p| salt_compat::map_get(m, p))?,
                     Ok(i) => match embedded(number_key) {
                         Some(v) => v,
                         None => {
@@ -140,7 +101,7 @@ fn number_key<'a>(map: &'a Value, part: &str) -> Option<&'a Value> {
 }
 
 fn value_match(target: &Value, pattern: &str, regex: bool) -> bool {
-    let target = py_str(target).to_lowercase();
+    let target = salt_compat::py_str(target).to_lowercase();
     let pattern = pattern.to_lowercase();
     if regex {
         pcre_match(&pattern, &target)
@@ -157,7 +118,7 @@ fn dict_match(target: &Value, pattern: &str, delim: &str, regex: bool) -> bool {
         Some(rest) => (true, rest),
         None => (false, pattern),
     };
-    if pattern == "*" || map_lookup(target, pattern).is_some() {
+    if pattern == "*" || salt_compat::map_get(target, pattern).is_some() {
         return true;
     }
     if entries.iter().any(|(k, _)| value_match(k, pattern, regex)) {

@@ -9,7 +9,7 @@
 
 use rmpv::Value;
 
-use crate::{Facts, NodeGroups, py_str, single};
+use crate::{Facts, NodeGroups, single};
 
 /// A target that cannot be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -166,7 +166,7 @@ fn expand(
     };
     let words: Vec<String> = match def {
         Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(py_str).collect();
+            let items: Vec<String> = items.iter().map(salt_compat::py_str).collect();
             let plain = items
                 .iter()
                 .all(|w| !w.contains('@') && !["and", "or", "not", "(", ")"].contains(&w.as_str()));
@@ -176,7 +176,7 @@ fn expand(
                 items
             }
         }
-        other => py_str(other)
+        other => salt_compat::py_str(other)
             .split_whitespace()
             .map(str::to_owned)
             .collect(),

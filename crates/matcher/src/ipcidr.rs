@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use rmpv::Value;
 
-use crate::map_lookup;
+use salt_compat::map_get;
 
 /// Does `tgt` (an address or `addr/prefix`) match one of the minion's addresses?
 /// An invalid target matches nothing.
@@ -21,7 +21,7 @@ pub fn ipcidr_match(grains: &Value, tgt: &str) -> bool {
         },
     };
     let grain = if addr.is_ipv4() { "ipv4" } else { "ipv6" };
-    let Some(Value::Array(ips)) = map_lookup(grains, grain) else {
+    let Some(Value::Array(ips)) = map_get(grains, grain) else {
         return false;
     };
     ips.iter()

@@ -59,7 +59,7 @@ pub fn check(
         }
         "compound" => match tgt {
             Value::Array(items) => {
-                let words: Vec<String> = items.iter().map(py_str).collect();
+                let words: Vec<String> = items.iter().map(salt_compat::py_str).collect();
                 compound::eval_words(facts, words, nodegroups)?
             }
             _ => compound::eval(facts, text(), nodegroups)?,

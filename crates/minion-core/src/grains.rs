@@ -277,7 +277,7 @@ pub fn collect(id: &str) -> Value {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::matcher::map_lookup;
+    use salt_compat::map_get;
 
     #[test]
     fn os_release_debian() {
@@ -353,12 +353,12 @@ mod tests {
             "nodename",
             "localhost",
         ] {
-            assert!(map_lookup(&g, k).is_some(), "missing grain {k}");
+            assert!(map_get(&g, k).is_some(), "missing grain {k}");
         }
-        assert_eq!(map_lookup(&g, "id"), Some(&Value::from("m1")));
-        assert_eq!(map_lookup(&g, "kernel"), Some(&Value::from("Linux")));
-        assert_eq!(map_lookup(&g, "saltversion"), Some(&Value::from("3007.17")));
-        assert!(map_lookup(&g, "num_cpus").and_then(Value::as_u64).unwrap() >= 1);
-        assert!(map_lookup(&g, "mem_total").and_then(Value::as_u64).unwrap() > 0);
+        assert_eq!(map_get(&g, "id"), Some(&Value::from("m1")));
+        assert_eq!(map_get(&g, "kernel"), Some(&Value::from("Linux")));
+        assert_eq!(map_get(&g, "saltversion"), Some(&Value::from("3007.17")));
+        assert!(map_get(&g, "num_cpus").and_then(Value::as_u64).unwrap() >= 1);
+        assert!(map_get(&g, "mem_total").and_then(Value::as_u64).unwrap() > 0);
     }
 }

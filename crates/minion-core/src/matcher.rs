@@ -7,8 +7,7 @@
 use rmpv::Value;
 
 pub use salt_matcher::{
-    DEFAULT_DELIMITER, fnmatch, fnmatch_to_regex, list_match, map_lookup, pcre_match, py_str,
-    subdict_match, traverse,
+    DEFAULT_DELIMITER, fnmatch, fnmatch_to_regex, list_match, pcre_match, subdict_match, traverse,
 };
 
 /// What the minion knows about itself for matching.

@@ -20,8 +20,8 @@ use std::sync::{LazyLock, Mutex};
 use rmpv::Value;
 use tokio::sync::oneshot;
 
-use crate::matcher::map_lookup;
 use crate::modules::{Args, CallOutcome, text};
+use salt_compat::map_get;
 
 /// One running job.
 struct Entry {
@@ -119,7 +119,7 @@ pub fn call(fun: &str, args: &Args, current: Option<&str>) -> CallOutcome {
             };
             let found = running(current)
                 .into_iter()
-                .find(|d| map_lookup(d, "jid").map(text).as_deref() == Some(jid.as_str()));
+                .find(|d| map_get(d, "jid").map(text).as_deref() == Some(jid.as_str()));
             CallOutcome::ok(found.unwrap_or(Value::Map(Vec::new())))
         }
         "saltutil.kill_job" | "saltutil.term_job" => {
@@ -152,7 +152,7 @@ pub fn call(fun: &str, args: &Args, current: Option<&str>) -> CallOutcome {
             };
             let jids: Vec<String> = running(current)
                 .iter()
-                .filter_map(|d| map_lookup(d, "jid").map(text))
+                .filter_map(|d| map_get(d, "jid").map(text))
                 .collect();
             CallOutcome::ok(Value::Array(
                 jids.iter().map(|j| Value::from(signal(j, sig))).collect(),
@@ -195,12 +195,12 @@ pub fn state_conflicts(except: Option<&str>) -> Vec<String> {
     running(except)
         .iter()
         .filter_map(|d| {
-            let fun = map_lookup(d, "fun").map(text)?;
+            let fun = map_get(d, "fun").map(text)?;
             if !salt_matcher::fnmatch(&fun, "state.*") {
                 return None;
             }
-            let jid = map_lookup(d, "jid").map(text).unwrap_or_default();
-            let pid = map_lookup(d, "pid").map(text).unwrap_or_default();
+            let jid = map_get(d, "jid").map(text).unwrap_or_default();
+            let pid = map_get(d, "pid").map(text).unwrap_or_default();
             Some(format!(
                 "The function \"{fun}\" is running as PID {pid} and was started at {} with jid {jid}",
                 jid_to_time(&jid)

@@ -8,7 +8,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::{NO_COLOUR, Palette, SALT_COLOURS, nested, py_repr, py_scalar};
+use salt_compat::{py_json_repr, py_json_str};
+
+use crate::{NO_COLOUR, Palette, SALT_COLOURS, nested};
 
 /// Salt's options for the outputter (defaults: Salt's).
 #[derive(Clone, Debug)]
@@ -93,7 +95,7 @@ pub fn render(data: &Value, opts: &Options) -> String {
             .map(|(host, hostdata)| host_block(host, hostdata, opts))
             .collect::<Vec<_>>()
             .join("\n"),
-        other => py_repr(other),
+        other => py_json_repr(other),
     }
 }
 
@@ -142,7 +144,7 @@ fn host_block(host: &str, data: &Value, opts: &Options) -> String {
             hcolor = c.light_red;
             lines.push(format!("    {hcolor}Data failed to compile:{}", c.end));
             for e in errs {
-                let e = py_scalar(e).replace('\x1b', "?");
+                let e = py_json_str(e).replace('\x1b', "?");
                 lines.push(format!("{hcolor}----------\n    {e}{}", c.end));
             }
         }
@@ -237,15 +239,15 @@ fn states_block(
         }
         lines.push(format!(
             "    {tcolor}  Result: {}{}",
-            py_scalar(&result),
+            py_json_str(&result),
             c.end
         ));
         lines.push(format!("    {tcolor} Comment: {}{}", comment(ret), c.end));
         if opts.state_output_profile && ret.get("start_time").is_some() {
-            let start = ret.get("start_time").map(py_scalar).unwrap_or_default();
+            let start = ret.get("start_time").map(py_json_str).unwrap_or_default();
             let dur = match ret.get("duration") {
                 None => String::new(),
-                Some(d) => format!("{} ms", py_scalar(d)),
+                Some(d) => format!("{} ms", py_json_str(d)),
             };
             lines.push(format!("    {tcolor} Started: {start}{}", c.end));
             lines.push(format!("    {tcolor}Duration: {dur}{}", c.end));
@@ -253,7 +255,7 @@ fn states_block(
         lines.push(format!("{tcolor}     Changes:   {ctext}{}", c.end));
         if let Some(Value::Array(w)) = ret.get("warnings") {
             *counts.warnings.get_or_insert(0) += 1;
-            let text: Vec<String> = w.iter().map(py_scalar).collect();
+            let text: Vec<String> = w.iter().map(py_json_str).collect();
             lines.push(format!(
                 "   {} Warnings: {}{}",
                 c.light_red,
@@ -270,22 +272,22 @@ fn states_block(
 fn comment(ret: &Value) -> String {
     let raw = match ret.get("comment") {
         Some(Value::String(s)) => s.clone(),
-        Some(other) => py_repr(other),
+        Some(other) => py_json_repr(other),
         None => String::new(),
     };
     let mut text = raw.trim().replace('\n', &format!("\n{}", " ".repeat(14)));
     match ret.get("data") {
         Some(Value::Array(items)) => {
             for i in items {
-                text = format!("{text} {}", py_scalar(i));
+                text = format!("{text} {}", py_json_str(i));
             }
         }
         Some(Value::Object(m)) => {
             for (k, v) in m {
-                text = format!("{text}\n\t\t{k}: {}", py_scalar(v));
+                text = format!("{text}\n\t\t{k}: {}", py_json_str(v));
             }
         }
-        Some(other) => text = format!("{text} {}", py_scalar(other)),
+        Some(other) => text = format!("{text} {}", py_json_str(other)),
         None => {}
     }
     text
@@ -307,7 +309,7 @@ fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
     let Some(ch @ Value::Object(_)) = changes else {
         let shown = match changes {
             Some(Value::String(s)) => s.clone(),
-            Some(other) => py_repr(other),
+            Some(other) => py_json_repr(other),
             None => String::new(),
         };
         return (true, format!("Invalid Changes data: {shown}"));
@@ -331,14 +333,14 @@ fn terse_line(tcolor: &str, comps: &[String], ret: &Value, opts: &Options, c: &C
         Some(Value::Array(w)) => format!(
             "{}Warnings:\n{}{}",
             c.light_red,
-            w.iter().map(py_scalar).collect::<Vec<_>>().join("\n"),
+            w.iter().map(py_json_str).collect::<Vec<_>>().join("\n"),
             c.end
         ),
         _ => String::new(),
     };
     let profile = opts.state_output_profile && ret.get("start_time").is_some();
-    let start = ret.get("start_time").map(py_scalar).unwrap_or_default();
-    let dur = ret.get("duration").map(py_scalar).unwrap_or_default();
+    let start = ret.get("start_time").map(py_json_str).unwrap_or_default();
+    let dur = ret.get("duration").map(py_json_str).unwrap_or_default();
     let last = comps.last().map(String::as_str).unwrap_or_default();
     if opts.state_tabular {
         let w = if warnings.is_empty() {
@@ -470,7 +472,7 @@ fn summary(
 /// Python's `round(x, 2)` printed with `str()`.
 fn py_round2(x: f64) -> String {
     let r = (x * 100.0).round() / 100.0;
-    py_scalar(&serde_json::json!(r))
+    py_json_str(&serde_json::json!(r))
 }
 
 /// `textwrap.TextWrapper(width, initial_indent=pad, subsequent_indent=pad).fill(text)`.

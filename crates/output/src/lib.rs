@@ -10,6 +10,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+use salt_compat::{py_json_repr, py_json_str};
 use serde_json::Value;
 
 pub mod highstate;
@@ -96,7 +97,7 @@ pub fn render_colour(format: OutputFormat, data: &Value, colour: bool) -> String
             salt_render::yaml_dump::safe_dump(&salt_compat::json::json_to_msgpack(data), false)
         }
         OutputFormat::Txt => txt(data),
-        OutputFormat::Raw => py_repr(data),
+        OutputFormat::Raw => py_json_repr(data),
         OutputFormat::Highstate => highstate::render(
             data,
             &highstate::Options {
@@ -107,24 +108,6 @@ pub fn render_colour(format: OutputFormat, data: &Value, colour: bool) -> String
     }
 }
 
-/// Python-style scalar rendering (`True`, `None`, `1.5`).
-pub(crate) fn py_scalar(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => {
-            if let Some(f) = n.as_f64().filter(|_| n.is_f64()) {
-                salt_compat::py_float_repr(f)
-            } else {
-                n.to_string()
-            }
-        }
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Salt's `NestDisplay.display` (retcode 0): each line is `indent, colour, prefix, text,
 /// end, suffix` as its `ustring` builds it.
 pub(crate) fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<String>, c: &Palette) {
@@ -132,7 +115,7 @@ pub(crate) fn nested(v: &Value, indent: usize, prefix: &str, out: &mut Vec<Strin
     let end = c.end;
     match v {
         Value::Null | Value::Bool(_) | Value::Number(_) => {
-            out.push(format!("{pad}{}{prefix}{}{end}", c.scalar, py_scalar(v)));
+            out.push(format!("{pad}{}{prefix}{}{end}", c.scalar, py_json_str(v)));
         }
         Value::String(s) => {
             // str.splitlines(): an empty string prints nothing.
@@ -195,7 +178,7 @@ fn txt(v: &Value) -> String {
                             out.push_str(&format!("{key}: {line}\n"));
                         }
                     }
-                    other => out.push_str(&format!("{key}: {}\n", py_repr(other))),
+                    other => out.push_str(&format!("{key}: {}\n", py_json_repr(other))),
                 }
             }
         }
@@ -204,34 +187,11 @@ fn txt(v: &Value) -> String {
             out.push('\n');
         }
         other => {
-            out.push_str(&py_repr(other));
+            out.push_str(&py_json_repr(other));
             out.push('\n');
         }
     }
     out.trim_end_matches('\n').to_owned()
-}
-
-use salt_compat::py_str_repr;
-
-/// Python `repr`-like rendering of nested data (for `txt`).
-pub(crate) fn py_repr(v: &Value) -> String {
-    match v {
-        Value::String(s) => py_str_repr(s),
-        Value::Array(items) => {
-            format!(
-                "[{}]",
-                items.iter().map(py_repr).collect::<Vec<_>>().join(", ")
-            )
-        }
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => py_scalar(other),
-    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,6 @@
 
 use std::fmt::Write as _;
 
-use salt_compat::py_str_repr;
-
 /// The data an outputter prints: the subset of Python values `salt-key` returns. Maps keep
 /// insertion order (Python dicts do); outputters that sort (key, nested, yaml) sort.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,10 +184,7 @@ fn strip_esc(s: &str) -> String {
 
 /// Python `str(value)` for a leaf.
 fn py_str(v: &Val) -> String {
-    match v {
-        Val::Str(s) => s.clone(),
-        other => py_repr(other),
-    }
+    salt_compat::py_json_str(&json_of(v, str::to_owned))
 }
 
 // ---------------------------------------------------------------- nested
@@ -203,20 +198,22 @@ fn nested(data: &Val, c: Colors) -> String {
         crate::NO_COLOUR
     };
     let mut out = Vec::new();
-    crate::nested(&to_json(data), 0, "", &mut out, &palette);
+    crate::nested(&json_of(data, strip_esc), 0, "", &mut out, &palette);
     out.join("\n")
 }
 
-/// `v` as the crate root's data, values through [`strip_esc`].
-fn to_json(v: &Val) -> serde_json::Value {
+/// `v` as JSON, every text passed through `text` (`strip_esc` for the `nested` outputter).
+fn json_of(v: &Val, text: fn(&str) -> String) -> serde_json::Value {
     use serde_json::Value;
     match v {
         Val::Bool(b) => Value::Bool(*b),
-        Val::Str(s) => Value::String(strip_esc(s)),
-        Val::List(items) => {
-            Value::Array(items.iter().map(|s| Value::String(strip_esc(s))).collect())
-        }
-        Val::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+        Val::Str(s) => Value::String(text(s)),
+        Val::List(items) => Value::Array(items.iter().map(|s| Value::String(text(s))).collect()),
+        Val::Map(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), json_of(v, text)))
+                .collect(),
+        ),
     }
 }
 
@@ -302,24 +299,7 @@ fn txt(data: &Val) -> String {
 
 /// Python `repr()`.
 pub fn py_repr(v: &Val) -> String {
-    match v {
-        Val::Bool(b) => (if *b { "True" } else { "False" }).to_owned(),
-        Val::Str(s) => py_str_repr(s),
-        Val::List(l) => format!(
-            "[{}]",
-            l.iter()
-                .map(|s| py_str_repr(s))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Val::Map(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
+    salt_compat::py_json_repr(&json_of(v, str::to_owned))
 }
 
 #[cfg(test)]

@@ -14,6 +14,42 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{Error, PrivateKey, PublicKey};
 
+/// One version of a file: device, inode, size, and mtime and ctime to the nanosecond. Any
+/// write to the file, or another file renamed into its place, makes another version (the
+/// key-file check of the master's `tok` cache and the file server's per-version caches).
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub struct FileVersion {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl FileVersion {
+    /// The version `m` describes (from `stat`).
+    pub fn of(m: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+        }
+    }
+
+    /// The size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether both are versions of the same file (device and inode), changed or not.
+    pub fn same_file(&self, other: &Self) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+}
+
 /// Mode of private key files (Salt: umask 0277, then chmod 0400).
 pub const PRIVATE_KEY_MODE: u32 = 0o400;
 /// Mode of public key files.

@@ -7,7 +7,7 @@
 //!   form; invalid UTF-8 "str" kept as bytes), with size/depth/count limits and no
 //!   panics on hostile input ([`codec`]).
 //! * Helpers to build and read Salt's string-keyed maps ([`MapBuilder`], [`ValueExt`],
-//!   [`map_get`], [`map_set`], [`map_remove`]) with Python dict semantics.
+//!   [`salt_compat::map_get`], [`map_set`], [`map_remove`]) with Python dict semantics.
 //! * Typed messages ([`msg`]): request envelopes, the `_auth` request and its replies,
 //!   publish payloads and job loads, `_return`, `_minion_event`, `_pillar` (request
 //!   and `send_private` reply), `_mine`, clear `ping`, the master's error strings.
@@ -52,4 +52,4 @@ pub use ids::{JidGenerator, format_jid, gen_nonce, is_jid, is_nonce, nonce_from_
 pub use msg::InvalidMessage;
 pub use replay::{ReplayGuard, ReplayVerdict, SerialGuard, SerialVerdict};
 pub use rmpv::{Utf8String, Value};
-pub use value::{MapBuilder, ValueExt, map_get, map_remove, map_set};
+pub use value::{MapBuilder, ValueExt, map_remove, map_set};

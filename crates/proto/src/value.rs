@@ -31,7 +31,7 @@ pub trait ValueExt {
 
 impl ValueExt for Value {
     fn get(&self, key: &str) -> Option<&Value> {
-        map_get(self, key)
+        salt_compat::map_get(self, key)
     }
 
     fn as_bytes(&self) -> Option<&[u8]> {
@@ -92,8 +92,6 @@ impl ValueExt for Value {
 fn key_matches(k: &Value, key: &str) -> bool {
     k.as_bytes() == Some(key.as_bytes())
 }
-
-pub use salt_compat::map_get;
 
 /// Python `d[key] = value`: replaces the value of an existing key in place (keeping
 /// its position; duplicates of the key are removed) or appends a new entry.

@@ -263,7 +263,7 @@ fn load_text(kind: &str, text: &str) -> Result<Mj, Error> {
         "json" => {
             let v: serde_json::Value = serde_json::from_str(text)
                 .map_err(|e| err(ErrorKind::InvalidOperation, format!("JSON: {e}")))?;
-            Ok(to_jinja(&crate::json_to_msgpack(&v)))
+            Ok(to_jinja(&salt_compat::json::json_to_msgpack(&v)))
         }
         _ => Ok(Mj::from(text)),
     }
@@ -438,9 +438,9 @@ fn filter_by(ctx: &Context, a: &Args<'_>) -> Result<Mj, Error> {
     };
     let mut ret: Option<Value> = None;
     'outer: for each in &candidates {
-        let each = salt_matcher::py_str(each);
+        let each = salt_compat::py_str(each);
         for (k, v) in entries {
-            if salt_matcher::fnmatch(&each, &salt_matcher::py_str(k)) {
+            if salt_matcher::fnmatch(&each, &salt_compat::py_str(k)) {
                 ret = Some(v.clone());
                 break 'outer;
             }

@@ -176,7 +176,7 @@ pub fn render(
                 } else {
                     serde_json::from_str(&text).map_err(|e| RenderError::Json(e.to_string()))?
                 };
-                data = Some(json_to_msgpack(&v));
+                data = Some(salt_compat::json::json_to_msgpack(&v));
             }
         }
     }
@@ -193,9 +193,6 @@ pub fn render_jinja_text(
 ) -> Result<String, RenderError> {
     jinja::render(source, ctx, loader)
 }
-
-/// serde_json -> msgpack, order kept: the one copy, `salt_compat::json`.
-pub use salt_compat::json::json_to_msgpack;
 
 /// The Salt venv's python for golden tests (`$SALT_VENV`, else `.venv/salt-3007.17`), or
 /// `None` (the test then says SKIPPED).

@@ -91,7 +91,7 @@ fn write(v: &Value, opts: JsonOpts, level: usize, out: &mut String) {
             newline(opts, level, out);
             out.push('}');
         }
-        other => string(&salt_matcher::py_str(other), opts.ensure_ascii, out),
+        other => string(&salt_compat::py_str(other), opts.ensure_ascii, out),
     }
 }
 
@@ -103,7 +103,7 @@ fn key_text(k: &Value) -> String {
         Value::Integer(i) => i.to_string(),
         Value::F32(f) => py_float(f64::from(*f)),
         Value::F64(f) => py_float(*f),
-        other => salt_matcher::py_str(other),
+        other => salt_compat::py_str(other),
     }
 }
 
@@ -117,7 +117,7 @@ fn key_order(a: &Value, b: &Value) -> Ordering {
     };
     match (num(a), num(b)) {
         (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
-        _ => salt_matcher::py_str(a).cmp(&salt_matcher::py_str(b)),
+        _ => salt_compat::py_str(a).cmp(&salt_compat::py_str(b)),
     }
 }
 

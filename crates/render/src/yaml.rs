@@ -115,7 +115,7 @@ fn construct(node: Node) -> Result<Value, YamlError> {
                 if out.iter().any(|(e, _)| *e == key) {
                     return Err(YamlError(format!(
                         "found conflicting ID '{}'",
-                        salt_matcher::py_str(&key)
+                        salt_compat::py_str(&key)
                     )));
                 }
                 let value = construct(v)?;

@@ -80,7 +80,7 @@ fn scalar(v: &Value) -> Option<(String, bool)> {
         Value::F32(f) => (float_text(f64::from(*f)), false),
         Value::F64(f) => (float_text(*f), false),
         Value::Array(_) | Value::Map(_) => return None,
-        other => (salt_matcher::py_str(other), true),
+        other => (salt_compat::py_str(other), true),
     })
 }
 
@@ -203,7 +203,7 @@ fn sorted_entries(m: &[(Value, Value)]) -> Vec<&(Value, Value)> {
     };
     let text = |k: &Value| matches!(k, Value::String(_) | Value::Binary(_) | Value::Ext(..));
     if out.iter().all(|(k, _)| text(k)) {
-        out.sort_by_key(|(k, _)| salt_matcher::py_str(k));
+        out.sort_by_key(|(k, _)| salt_compat::py_str(k));
     } else if out.iter().all(|(k, _)| num(k).is_some()) {
         out.sort_by(|(a, _), (b, _)| match (int(a), int(b)) {
             (Some(x), Some(y)) => x.cmp(&y),

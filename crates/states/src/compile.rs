@@ -6,7 +6,8 @@ use std::sync::Arc;
 use rmpv::Value;
 
 use crate::fileclient::{FileClient, RenderLoader};
-use crate::{Opts, get, get_str, map, pop, set};
+use crate::{Opts, get_str, map, pop, set};
+use salt_compat::map_get;
 
 /// Requisite keywords that `extend` merges rather than replaces.
 pub const REQUISITES: &[&str] = &[
@@ -147,7 +148,7 @@ impl Compiler {
                 continue;
             };
             for (tenv, targets) in envmap {
-                let tenv = crate::py_str(&tenv);
+                let tenv = salt_compat::py_str(&tenv);
                 let Value::Map(targets) = targets else {
                     continue;
                 };
@@ -162,7 +163,7 @@ impl Compiler {
                                     tgt_type = m.to_owned();
                                 }
                             }
-                            other => slses.push(crate::py_str(other)),
+                            other => slses.push(salt_compat::py_str(other)),
                         }
                     }
                     let facts = salt_matcher::Facts {
@@ -258,7 +259,7 @@ impl Compiler {
         };
         let mut include = Vec::new();
         for (k, v) in entries {
-            let key = crate::py_str(&k);
+            let key = salt_compat::py_str(&k);
             match key.as_str() {
                 "include" => match v {
                     Value::Array(a) => include = a,
@@ -269,7 +270,7 @@ impl Compiler {
                 "extend" => match v {
                     Value::Map(ext) => {
                         for (name, mut body) in ext {
-                            let name = crate::py_str(&name);
+                            let name = salt_compat::py_str(&name);
                             if !matches!(body, Value::Map(_)) {
                                 errors.push(format!(
                                     "Extension name '{name}' in SLS '{sls}' is not a dictionary"
@@ -317,8 +318,10 @@ impl Compiler {
         }
         for inc in include {
             let (env, mut inc_sls) = match &inc {
-                Value::Map(m) if m.len() == 1 => (crate::py_str(&m[0].0), crate::py_str(&m[0].1)),
-                other => (saltenv.to_owned(), crate::py_str(other)),
+                Value::Map(m) if m.len() == 1 => {
+                    (salt_compat::py_str(&m[0].0), salt_compat::py_str(&m[0].1))
+                }
+                other => (saltenv.to_owned(), salt_compat::py_str(other)),
             };
             if env == "_xenv" {
                 errors.push(format!(
@@ -416,10 +419,10 @@ fn normalize_body(body: &mut Value, sls: &str, saltenv: &str) {
                 *k = Value::from(st);
             }
         }
-        if get(body, "__sls__").is_none() {
+        if map_get(body, "__sls__").is_none() {
             set(body, "__sls__", Value::from(sls));
         }
-        if get(body, "__env__").is_none() {
+        if map_get(body, "__env__").is_none() {
             set(body, "__env__", Value::from(saltenv));
         }
     }

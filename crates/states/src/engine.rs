@@ -10,7 +10,9 @@ use rmpv::Value;
 use crate::fileclient::FileClient;
 pub use crate::requisite::requisite_in;
 use crate::requisite::{REQ_KINDS, chunk_matches, req_list};
-use crate::{Opts, empty, get, get_str, map, py_str, set, truthy};
+use crate::{Opts, empty, get_str, map, set, truthy};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 /// Ordered `running` dict: tag -> return.
 #[derive(Debug, Default, Clone)]
@@ -58,8 +60,8 @@ pub fn gen_tag(low: &Value) -> String {
     format!(
         "{}_|-{}_|-{}_|-{}",
         get_str(low, "state").unwrap_or(""),
-        py_str(get(low, "__id__").unwrap_or(&Value::Nil)),
-        py_str(get(low, "name").unwrap_or(&Value::Nil)),
+        py_str(map_get(low, "__id__").unwrap_or(&Value::Nil)),
+        py_str(map_get(low, "name").unwrap_or(&Value::Nil)),
         get_str(low, "fun").unwrap_or("")
     )
 }
@@ -140,9 +142,9 @@ impl<'a> Engine<'a> {
         if self.opts.test {
             return false;
         }
-        let fh = get(low, "failhard").map_or(self.opts.failhard, truthy);
+        let fh = map_get(low, "failhard").map_or(self.opts.failhard, truthy);
         match running.get(&gen_tag(low)) {
-            Some(r) if fh => get(r, "result") == Some(&Value::Boolean(false)),
+            Some(r) if fh => map_get(r, "result") == Some(&Value::Boolean(false)),
             _ => false,
         }
     }
@@ -190,12 +192,12 @@ impl<'a> Engine<'a> {
     ) -> Result<(Status, Reqs), ()> {
         let mut low = low.clone();
         // watch without mod_watch becomes require
-        if get(&low, "watch").is_some()
+        if map_get(&low, "watch").is_some()
             && !crate::mods::has_mod_watch(get_str(&low, "state").unwrap_or(""))
         {
             let w = crate::pop(&mut low, "watch");
             if let Some(Value::Array(w)) = w {
-                let mut r = match get(&low, "require") {
+                let mut r = match map_get(&low, "require") {
                     Some(Value::Array(a)) => a.clone(),
                     _ => Vec::new(),
                 };
@@ -203,7 +205,7 @@ impl<'a> Engine<'a> {
                 set(&mut low, "require", Value::Array(r));
             }
         }
-        if !REQ_KINDS.iter().any(|k| get(&low, k).is_some()) {
+        if !REQ_KINDS.iter().any(|k| map_get(&low, k).is_some()) {
             return Ok((Status::Met, Vec::new()));
         }
         let mut reqs: Vec<(String, Vec<Value>)> = Vec::new();
@@ -224,8 +226,8 @@ impl<'a> Engine<'a> {
                     req_stats.insert("unmet");
                     continue;
                 };
-                let result = get(r, "result");
-                let changed = get(r, "changes").is_some_and(truthy);
+                let result = map_get(r, "result");
+                let changed = map_get(r, "changes").is_some_and(truthy);
                 if kind == "onfail" {
                     if result == Some(&Value::Boolean(true)) {
                         req_stats.insert("onfail");
@@ -246,7 +248,7 @@ impl<'a> Engine<'a> {
                     req_stats.insert("change");
                     continue;
                 }
-                if get(r, "__state_ran__") != Some(&Value::Boolean(false)) {
+                if map_get(r, "__state_ran__") != Some(&Value::Boolean(false)) {
                     req_stats.insert("met");
                 }
             }
@@ -286,7 +288,11 @@ impl<'a> Engine<'a> {
 
     fn tail(&self, mut v: Value, low: &Value) -> Value {
         for key in ["__sls__", "__id__", "name"] {
-            set(&mut v, key, get(low, key).cloned().unwrap_or(Value::Nil));
+            set(
+                &mut v,
+                key,
+                map_get(low, key).cloned().unwrap_or(Value::Nil),
+            );
         }
         v
     }
@@ -361,12 +367,12 @@ impl<'a> Engine<'a> {
                 for (_, rl) in &reqs {
                     for rlow in rl {
                         if let Some(r) = running.get(&gen_tag(rlow))
-                            && get(r, "result") == Some(&Value::Boolean(false))
+                            && map_get(r, "result") == Some(&Value::Boolean(false))
                         {
                             let k = format!(
                                 "{}.{}",
                                 get_str(rlow, "__sls__").unwrap_or("None"),
-                                py_str(get(rlow, "__id__").unwrap_or(&Value::Nil))
+                                py_str(map_get(rlow, "__id__").unwrap_or(&Value::Nil))
                             );
                             if !failed.contains(&k) {
                                 failed.push(k);
@@ -381,13 +387,13 @@ impl<'a> Engine<'a> {
             }
             Ok((Status::Change, reqs)) => {
                 let ret = self.call(low, running, None);
-                let skip = get(&ret, "skip_watch").is_some_and(truthy);
-                if !get(&ret, "changes").is_some_and(truthy) && !skip {
+                let skip = map_get(&ret, "skip_watch").is_some_and(truthy);
+                if !map_get(&ret, "changes").is_some_and(truthy) && !skip {
                     let mut l = low.clone();
                     set(
                         &mut l,
                         "sfun",
-                        get(low, "fun").cloned().unwrap_or(Value::Nil),
+                        map_get(low, "fun").cloned().unwrap_or(Value::Nil),
                     );
                     set(&mut l, "fun", Value::from("mod_watch"));
                     let watch: Vec<Value> = reqs
@@ -439,7 +445,7 @@ impl<'a> Engine<'a> {
         let start_time = now_iso();
         let state = get_str(low, "state").unwrap_or("");
         let fun = get_str(low, "fun").unwrap_or("");
-        let name = get(low, "name").cloned().unwrap_or(Value::Nil);
+        let name = map_get(low, "name").cloned().unwrap_or(Value::Nil);
         let full = format!("{state}.{fun}");
         if !crate::mods::available(&full) {
             let v = map(vec![
@@ -465,7 +471,7 @@ impl<'a> Engine<'a> {
         ]);
         if ["unless", "onlyif", "creates"]
             .iter()
-            .any(|k| get(low, k).is_some())
+            .any(|k| map_get(low, k).is_some())
         {
             let chk = crate::mods::checks::run_check(low);
             if let Value::Map(entries) = chk {
@@ -474,7 +480,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        if get(&ret, "result") == Some(&Value::Boolean(false)) {
+        if map_get(&ret, "result") == Some(&Value::Boolean(false)) {
             let ctx = Ctx {
                 opts: self.opts,
                 client: self.client.clone(),
@@ -485,7 +491,7 @@ impl<'a> Engine<'a> {
         set(
             &mut ret,
             "__sls__",
-            get(low, "__sls__").cloned().unwrap_or(Value::Nil),
+            map_get(low, "__sls__").cloned().unwrap_or(Value::Nil),
         );
         set(&mut ret, "__run_num__", Value::from(self.run_num));
         self.run_num += 1;
@@ -494,7 +500,7 @@ impl<'a> Engine<'a> {
         set(
             &mut ret,
             "__id__",
-            get(low, "__id__").cloned().unwrap_or(Value::Nil),
+            map_get(low, "__id__").cloned().unwrap_or(Value::Nil),
         );
         if let Some(r) = retry::verify(low) {
             if self.opts.test {
@@ -515,7 +521,7 @@ impl Ctx<'_> {
     pub fn running_changes(&self, tag: &str) -> bool {
         self.running
             .get(tag)
-            .and_then(|r| get(r, "changes"))
+            .and_then(|r| map_get(r, "changes"))
             .is_some_and(truthy)
     }
 }

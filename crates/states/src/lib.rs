@@ -61,9 +61,6 @@ impl Default for Opts {
     }
 }
 
-/// A value in a map by string key.
-pub use salt_execmods::get;
-
 /// Set `key` in a map (in place when present, like a Python dict; appended otherwise).
 pub fn set(m: &mut Value, key: &str, val: Value) {
     if let Value::Map(entries) = m {
@@ -85,7 +82,7 @@ pub fn pop(m: &mut Value, key: &str) -> Option<Value> {
 
 /// A string value of `key`.
 pub fn get_str<'a>(m: &'a Value, key: &str) -> Option<&'a str> {
-    get(m, key).and_then(Value::as_str)
+    salt_compat::map_get(m, key).and_then(Value::as_str)
 }
 
 /// Python truthiness.
@@ -102,11 +99,6 @@ pub fn truthy(v: &Value) -> bool {
         Value::Map(m) => !m.is_empty(),
         Value::Ext(..) => true,
     }
-}
-
-/// Python `str()` of a value.
-pub fn py_str(v: &Value) -> String {
-    salt_matcher::py_str(v)
 }
 
 /// An ordered map literal.
@@ -293,7 +285,7 @@ pub fn all_ok(ret: &Value) -> bool {
     match ret {
         Value::Map(entries) => entries
             .iter()
-            .all(|(_, r)| get(r, "result") != Some(&Value::Boolean(false))),
+            .all(|(_, r)| salt_compat::map_get(r, "result") != Some(&Value::Boolean(false))),
         _ => false,
     }
 }

@@ -6,7 +6,8 @@ use rmpv::Value;
 use std::collections::HashMap;
 
 use crate::compile::{High, REQUISITES};
-use crate::{get, get_str, map, pop, set};
+use crate::{get_str, map, pop, set};
+use salt_compat::map_get;
 
 fn first_key(v: &Value) -> Option<&str> {
     match v {
@@ -41,7 +42,7 @@ pub fn reconcile(high: &mut High) -> Vec<String> {
             }
             let body = &mut high.ids[i].1;
             let Value::Array(run) = run else { continue };
-            let Some(Value::Array(target)) = get(body, &state).cloned() else {
+            let Some(Value::Array(target)) = map_get(body, &state).cloned() else {
                 set(body, &state, Value::Array(run));
                 continue;
             };
@@ -86,8 +87,10 @@ pub fn reconcile(high: &mut High) -> Vec<String> {
     // Salt applies `exclude` after `extend` (`State.apply_exclude` in `call_high`).
     for ex in std::mem::take(&mut high.exclude) {
         let (kind, val) = match &ex {
-            Value::Map(m) if m.len() == 1 => (crate::py_str(&m[0].0), crate::py_str(&m[0].1)),
-            other => ("sls".to_owned(), crate::py_str(other)),
+            Value::Map(m) if m.len() == 1 => {
+                (salt_compat::py_str(&m[0].0), salt_compat::py_str(&m[0].1))
+            }
+            other => ("sls".to_owned(), salt_compat::py_str(other)),
         };
         if kind == "id" {
             high.ids.retain(|(id, _)| *id != val);
@@ -185,7 +188,7 @@ pub fn compile_high_data(high: &High) -> Vec<Value> {
                 ("name", Value::from(id.as_str())),
             ]);
             for key in ["__sls__", "__env__", "__sls_included_from__"] {
-                if let Some(v) = get(body, key) {
+                if let Some(v) = map_get(body, key) {
                     set(&mut chunk, key, v.clone());
                 }
             }
@@ -202,7 +205,7 @@ pub fn compile_high_data(high: &High) -> Vec<Value> {
                     }
                     Value::Map(m) => {
                         for (k, v) in m {
-                            let k = crate::py_str(k);
+                            let k = salt_compat::py_str(k);
                             match k.as_str() {
                                 "names" => {
                                     if let Value::Array(ns) = v {
@@ -235,18 +238,18 @@ pub fn compile_high_data(high: &High) -> Vec<Value> {
                     let mut live = chunk.clone();
                     match entry {
                         Value::Map(m) if !m.is_empty() => {
-                            set(&mut live, "name", Value::from(crate::py_str(&m[0].0)));
+                            set(&mut live, "name", Value::from(salt_compat::py_str(&m[0].0)));
                             if let Value::Array(opts) = &m[0].1 {
                                 for o in opts {
                                     if let Value::Map(om) = o {
                                         for (k, v) in om {
-                                            set(&mut live, &crate::py_str(k), v.clone());
+                                            set(&mut live, &salt_compat::py_str(k), v.clone());
                                         }
                                     }
                                 }
                             }
                         }
-                        other => set(&mut live, "name", Value::from(crate::py_str(other))),
+                        other => set(&mut live, "name", Value::from(salt_compat::py_str(other))),
                     }
                     set(&mut live, "name_order", Value::from(i as i64 + 1));
                     for f in &funs {
@@ -264,7 +267,7 @@ pub fn compile_high_data(high: &High) -> Vec<Value> {
 fn order_chunks(mut chunks: Vec<Value>) -> Vec<Value> {
     let mut cap: i64 = 1;
     for c in &chunks {
-        if let Some(Value::Integer(i)) = get(c, "order") {
+        if let Some(Value::Integer(i)) = map_get(c, "order") {
             let o = i.as_i64().unwrap_or(0);
             if o > cap - 1 && o > 0 {
                 cap = o + 100;
@@ -273,7 +276,7 @@ fn order_chunks(mut chunks: Vec<Value>) -> Vec<Value> {
     }
     let mut keyed: Vec<(f64, String, Value)> = Vec::new();
     for mut c in chunks.drain(..) {
-        let mut order: f64 = match get(&c, "order") {
+        let mut order: f64 = match map_get(&c, "order") {
             None => cap as f64,
             Some(Value::Integer(i)) => i.as_i64().unwrap_or(0) as f64,
             Some(Value::F64(f)) => *f,
@@ -300,7 +303,7 @@ fn order_chunks(mut chunks: Vec<Value>) -> Vec<Value> {
         let key = format!(
             "{}{}{}",
             get_str(&c, "state").unwrap_or(""),
-            crate::py_str(get(&c, "name").unwrap_or(&Value::Nil)),
+            salt_compat::py_str(map_get(&c, "name").unwrap_or(&Value::Nil)),
             get_str(&c, "fun").unwrap_or("")
         );
         keyed.push((order, key, c));
@@ -335,7 +338,9 @@ fn direct_cycle(
     for req in list {
         let (rk, rv) = match req {
             Value::String(s) => ("id".to_owned(), s.as_str().unwrap_or("").to_owned()),
-            Value::Map(m) if !m.is_empty() => (crate::py_str(&m[0].0), crate::py_str(&m[0].1)),
+            Value::Map(m) if !m.is_empty() => {
+                (salt_compat::py_str(&m[0].0), salt_compat::py_str(&m[0].1))
+            }
             _ => continue,
         };
         if let Some(e) = reqs.get_mut(id) {

@@ -4,13 +4,15 @@
 
 use rmpv::Value;
 
-use crate::{get, get_str, map, py_str, set};
+use crate::{get_str, map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 pub(crate) const REQ_KINDS: &[&str] = &["require", "watch", "onfail", "onchanges"];
 
 pub(crate) fn req_list(low: &Value, key: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    if let Some(Value::Array(items)) = get(low, key) {
+    if let Some(Value::Array(items)) = map_get(low, key) {
         for r in items {
             match r {
                 Value::String(s) => out.push(("id".into(), s.as_str().unwrap_or("").to_owned())),
@@ -27,11 +29,11 @@ pub(crate) fn req_list(low: &Value, key: &str) -> Vec<(String, String)> {
 pub(crate) fn chunk_matches(chunk: &Value, key: &str, val: &str) -> bool {
     if key == "sls" {
         let sls = get_str(chunk, "__sls__").unwrap_or("");
-        let inc = matches!(get(chunk, "__sls_included_from__"), Some(Value::Array(a)) if a.iter().any(|x| x.as_str() == Some(val)));
+        let inc = matches!(map_get(chunk, "__sls_included_from__"), Some(Value::Array(a)) if a.iter().any(|x| x.as_str() == Some(val)));
         return salt_matcher::fnmatch(sls, val) || inc;
     }
-    let name = py_str(get(chunk, "name").unwrap_or(&Value::Nil));
-    let id = py_str(get(chunk, "__id__").unwrap_or(&Value::Nil));
+    let name = py_str(map_get(chunk, "name").unwrap_or(&Value::Nil));
+    let id = py_str(map_get(chunk, "__id__").unwrap_or(&Value::Nil));
     (salt_matcher::fnmatch(&name, val) || salt_matcher::fnmatch(&id, val))
         && (key == "id" || get_str(chunk, "state") == Some(key))
 }
@@ -47,7 +49,7 @@ pub fn requisite_in(chunks: &mut [Value]) {
                     if chunk_matches(t, &rk, &rv) {
                         let req = map(vec![(
                             get_str(c, "state").unwrap_or(""),
-                            get(c, "__id__").cloned().unwrap_or(Value::Nil),
+                            map_get(c, "__id__").cloned().unwrap_or(Value::Nil),
                         )]);
                         adds.push((j, (*kind).to_owned(), req));
                     }
@@ -57,7 +59,7 @@ pub fn requisite_in(chunks: &mut [Value]) {
     }
     for (j, kind, req) in adds {
         let t = &mut chunks[j];
-        match get(t, &kind).cloned() {
+        match map_get(t, &kind).cloned() {
             Some(Value::Array(mut a)) => {
                 if !a.contains(&req) {
                     a.push(req);

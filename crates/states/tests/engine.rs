@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use rmpv::Value;
-use salt_states::{FileClient, Opts, get, get_str};
+use salt_compat::map_get;
+use salt_states::{FileClient, Opts, get_str};
 
 struct Mem(Vec<(&'static str, String)>);
 
@@ -81,15 +82,15 @@ e:
             "test_|-d_|-d_|-nop",
         ]
     );
-    let c = get(&ret, "test_|-c_|-c_|-nop").unwrap();
+    let c = map_get(&ret, "test_|-c_|-c_|-nop").unwrap();
     assert_eq!(
         get_str(c, "comment"),
         Some("State was not run because none of the onchanges reqs changed")
     );
-    let d = get(&ret, "test_|-d_|-d_|-nop").unwrap();
+    let d = map_get(&ret, "test_|-d_|-d_|-nop").unwrap();
     // test.nop has no changes of its own: the watch fires mod_watch
     assert_eq!(get_str(d, "comment"), Some("Watch statement fired."));
-    let b = get(&ret, "test_|-b_|-b_|-succeed_with_changes").unwrap();
+    let b = map_get(&ret, "test_|-b_|-b_|-succeed_with_changes").unwrap();
     assert_eq!(
         keys(b),
         [
@@ -122,7 +123,7 @@ fn include_extend_names_and_order() {
             "test_|-x_|-x_|-nop",
         ]
     );
-    let n1 = get(&ret, "test_|-y_|-n1_|-succeed_without_changes").unwrap();
+    let n1 = map_get(&ret, "test_|-y_|-n1_|-succeed_without_changes").unwrap();
     assert_eq!(get_str(n1, "comment"), Some("extended"));
     assert_eq!(get_str(n1, "__sls__"), Some("a.b"));
 }
@@ -131,12 +132,12 @@ fn include_extend_names_and_order() {
 fn failures_and_refusals() {
     let sls = "f:\n  test.fail_without_changes: []\ng:\n  test.nop:\n    - require:\n      - test: f\nh:\n  mycustom.installed: []\n".to_owned();
     let ret = run(vec![("s.sls", sls)], &["s"], false);
-    let g = get(&ret, "test_|-g_|-g_|-nop").unwrap();
+    let g = map_get(&ret, "test_|-g_|-g_|-nop").unwrap();
     assert_eq!(
         get_str(g, "comment"),
         Some("One or more requisite failed: s.f")
     );
-    let h = get(&ret, "mycustom_|-h_|-h_|-installed").unwrap();
+    let h = map_get(&ret, "mycustom_|-h_|-h_|-installed").unwrap();
     assert!(
         get_str(h, "comment")
             .unwrap()
@@ -168,7 +169,7 @@ fn file_managed_test_mode_changes_nothing() {
         Value::Map(m) => m[0].clone(),
         _ => panic!(),
     };
-    assert_eq!(get(&r, "result"), Some(&Value::Nil));
+    assert_eq!(map_get(&r, "result"), Some(&Value::Nil));
     assert!(!path.exists());
     let ret = run(vec![("s.sls", sls)], &["s"], false);
     assert!(salt_states::all_ok(&ret));
@@ -200,7 +201,7 @@ fn requisite_cycles() {
     // A longer cycle: found at run time, as Salt does.
     let three = "a:\n  test.nop:\n    - require:\n      - test: b\nb:\n  test.nop:\n    - require:\n      - test: c\nc:\n  test.nop:\n    - require:\n      - test: a\n".to_owned();
     let ret = run(vec![("s.sls", three)], &["s"], false);
-    let c = get(&ret, "test_|-c_|-c_|-nop").unwrap();
+    let c = map_get(&ret, "test_|-c_|-c_|-nop").unwrap();
     assert_eq!(get_str(c, "comment"), Some("Recursive requisite found"));
     assert!(!salt_states::all_ok(&ret));
 }
@@ -219,6 +220,6 @@ fn show_highstate_is_show_sls_of_the_top() {
     let mut ids = keys(&high);
     ids.sort();
     assert_eq!(ids, ["x", "y"]);
-    let y = get(get(&high, "y").unwrap(), "test").unwrap();
+    let y = map_get(map_get(&high, "y").unwrap(), "test").unwrap();
     assert!(format!("{y:?}").contains("extended"), "{y:?}");
 }

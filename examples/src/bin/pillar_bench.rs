@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser;
-use salt_master_core::convert::json_to_mp;
+use salt_compat::json::json_to_msgpack;
 use salt_master_core::pillar::{Request, compile};
 
 #[derive(Parser)]
@@ -48,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         .config;
     let text = std::fs::read_to_string(&args.grains).context("grains file")?;
     let grains: serde_json::Value = serde_json::from_str(&text)?;
-    let grains = json_to_mp(&grains);
+    let grains = json_to_msgpack(&grains);
     let per = args.n.div_ceil(args.threads.max(1));
     let t0 = Instant::now();
     let keys: usize = std::thread::scope(|s| {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmpv::Value;
-use salt_minion_core::matcher::map_lookup;
+use salt_compat::map_get;
 use salt_pki::{Crypticle, EncAlgo, PrivateKey, PublicKey, SigAlgo};
 use salt_proto::ValueExt;
 use salt_proto::auth_minion::{AuthClient, AuthOutcome, PendingAuth};
@@ -180,9 +180,9 @@ pub fn build_request(
 /// The nonce of a sign-in reply (its signed inner load is clear msgpack), to route a reply
 /// that arrived on a socket shared by several minions. `None`: not a sign-in reply.
 pub fn reply_nonce(reply: &Value) -> Option<String> {
-    let load = map_lookup(reply, "load").and_then(ValueExt::as_bytes)?;
+    let load = map_get(reply, "load").and_then(ValueExt::as_bytes)?;
     let inner = salt_proto::decode(load).ok()?;
-    map_lookup(&inner, "nonce")
+    map_get(&inner, "nonce")
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
@@ -229,25 +229,25 @@ fn lean_reply(
     reply: &Value,
     shared: &Shared,
 ) -> Result<Option<Accepted>, &'static str> {
-    let signed = map_lookup(reply, "load")
+    let signed = map_get(reply, "load")
         .and_then(ValueExt::as_bytes)
         .ok_or("reply has no load")?;
-    let outer_sig = map_lookup(reply, "sig")
+    let outer_sig = map_get(reply, "sig")
         .and_then(ValueExt::as_bytes)
         .ok_or("reply is not signed")?;
     let inner = salt_proto::decode(signed).map_err(|_| "inner load does not decode")?;
-    if map_lookup(&inner, "nonce").and_then(Value::as_str) != Some(nonce) {
+    if map_get(&inner, "nonce").and_then(Value::as_str) != Some(nonce) {
         return Err("nonce mismatch");
     }
-    let Some(pk) = map_lookup(&inner, "pub_key").and_then(ValueExt::as_bytes) else {
+    let Some(pk) = map_get(&inner, "pub_key").and_then(ValueExt::as_bytes) else {
         // No keys: pending (truthy ret), rejected or full.
-        return match map_lookup(&inner, "ret") {
+        return match map_get(&inner, "ret") {
             Some(Value::Boolean(false)) | Some(Value::Nil) => Err("rejected"),
             Some(r) if r.as_str() == Some("full") => Err("master full"),
             _ => Ok(None),
         };
     };
-    let pub_sig = map_lookup(&inner, "pub_sig").and_then(ValueExt::as_bytes);
+    let pub_sig = map_get(&inner, "pub_sig").and_then(ValueExt::as_bytes);
     let (master_pub, text) = {
         let mut cache = shared.masters.lock().unwrap_or_else(|e| e.into_inner());
         let entry = match cache.get(pk) {
@@ -278,7 +278,7 @@ fn lean_reply(
     master_pub
         .verify(shared.sig, signed, outer_sig)
         .map_err(|_| "outer signature invalid")?;
-    let aes_sig = map_lookup(&inner, "sig")
+    let aes_sig = map_get(&inner, "sig")
         .and_then(ValueExt::as_bytes)
         .ok_or("aes key unsigned")?;
     let cached = shared
@@ -290,7 +290,7 @@ fn lean_reply(
     let aes = match cached {
         Some(c) => c,
         None => {
-            let ct = map_lookup(&inner, "aes")
+            let ct = map_get(&inner, "aes")
                 .and_then(ValueExt::as_bytes)
                 .ok_or("no aes")?;
             let plain = key
@@ -313,7 +313,7 @@ fn lean_reply(
             c
         }
     };
-    let session = map_lookup(&inner, "session")
+    let session = map_get(&inner, "session")
         .and_then(ValueExt::as_bytes)
         .ok_or("no session key")?
         .to_vec();

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::RngCore;
 use rmpv::Value;
+use salt_compat::map_get;
 use salt_minion_core::channel::Session;
 use salt_minion_core::job::JidQueue;
-use salt_minion_core::matcher::map_lookup;
 use salt_minion_core::rekey::ReauthSpread;
 use salt_pki::{Crypticle, PublicKey, Zeroizing};
 use salt_proto::auth_minion::{AuthClient, AuthSettings};
@@ -415,7 +415,7 @@ impl Worker {
                     .stats
                     .returns_refused
                     .fetch_add(1, Ordering::Relaxed);
-            } else if map_lookup(&v, "load").is_none() {
+            } else if map_get(&v, "load").is_none() {
                 // An encrypted `_return` reply.
                 self.hub.stats.returns_acked.fetch_add(1, Ordering::Relaxed);
             }

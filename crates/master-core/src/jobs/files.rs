@@ -31,19 +31,20 @@ use std::time::{Duration, SystemTime};
 use rmpv::Value;
 use salt_pki::files::fsync_dir as sync_dir;
 
-use super::{JobError, JobStore, safe_jid};
-use crate::jobs_clean::CleanReport;
+use super::clean::CleanReport;
+use super::jid::safe_jid;
+use super::store::{JobError, JobStore};
 
 /// The files of `{cachedir}/jobs`.
 #[derive(Debug)]
-pub struct FileJobs {
+pub(crate) struct FileJobs {
     dir: PathBuf,
     tmp: PathBuf,
 }
 
 /// The job cache's directory of temporary files, under `{cachedir}/jobs` (a dot name is never a
 /// jid, see [`safe_jid`]).
-pub const TMP_DIR: &str = ".tmp";
+pub(crate) const TMP_DIR: &str = ".tmp";
 
 /// Sequence number of temporary files within this process.
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -53,7 +54,7 @@ impl FileJobs {
     /// `dir/.tmp` (those whose process is gone, or that carry this process's pid: nothing has
     /// been written yet) are removed now; this reads that directory only, so it costs nothing
     /// however many jobs are cached. Meant to be called once per process and cache directory.
-    pub fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         let jobs = FileJobs {
             tmp: dir.join(TMP_DIR),
             dir,
@@ -69,13 +70,8 @@ impl FileJobs {
         jobs
     }
 
-    /// `{cachedir}/jobs`.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Save the job load.
-    pub fn store_job(&self, jid: &str, load: &Value) -> Result<(), JobError> {
+    pub(crate) fn store_job(&self, jid: &str, load: &Value) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
@@ -88,7 +84,7 @@ impl FileJobs {
     }
 
     /// Save a minion's return (id already validated).
-    pub fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
+    pub(crate) fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
         self.store_encoded_return(jid, id, &salt_proto::encode(load))
     }
 
@@ -243,7 +239,7 @@ impl JobStore for FileJobs {
         jid: &str,
         returns: &[(String, Vec<u8>)],
     ) -> Result<(), JobError> {
-        super::each_tried(returns, |(id, load)| {
+        super::store::each_tried(returns, |(id, load)| {
             self.store_encoded_return(jid, id, load)
         })
     }
@@ -302,9 +298,7 @@ impl JobStore for FileJobs {
         now: SystemTime,
         waited: &HashSet<String>,
     ) -> Result<CleanReport, JobError> {
-        Ok(crate::jobs_clean::clean_old_jobs(
-            &self.dir, keep, now, waited,
-        )?)
+        Ok(super::clean::clean_old_jobs(&self.dir, keep, now, waited)?)
     }
 }
 
@@ -331,14 +325,14 @@ fn pid_alive(pid: i32) -> bool {
 /// process that had this pid before: called before this process writes any); files of other
 /// live processes and other names are left alone. Returns how many were removed; a missing
 /// directory is an empty one.
-pub fn sweep_stale_temps(tmp: &Path) -> std::io::Result<usize> {
+pub(crate) fn sweep_stale_temps(tmp: &Path) -> std::io::Result<usize> {
     sweep(tmp, |name| name.split_once('.'))
 }
 
 /// [`sweep_stale_temps`] for the dot files [`write_unsynced`] leaves next to their target
 /// (`.<name>.tmp.<pid>.<n>`, e.g. in `{cachedir}/sessions`) when a kill lands between the
 /// write and the rename.
-pub fn sweep_stale_dot_temps(dir: &Path) -> std::io::Result<usize> {
+pub(crate) fn sweep_stale_dot_temps(dir: &Path) -> std::io::Result<usize> {
     sweep(dir, |name| {
         let rest = name.strip_prefix('.')?;
         let (_, pid_seq) = rest.rsplit_once(".tmp.")?;

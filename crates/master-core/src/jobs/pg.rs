@@ -9,13 +9,15 @@ use std::time::{Duration, SystemTime};
 use rmpv::Value;
 use salt_pgstore::{JobDb, ReturnHooks, ReturnRow, Stored};
 
-use super::{JobError, JobStore, Presence, Waiters, safe_jid};
-use crate::convert::mp_to_json;
-use crate::jobs_clean::CleanReport;
+use super::clean::CleanReport;
+use super::jid::safe_jid;
+use super::store::{JobError, JobStore, Presence};
+use super::waiters::Waiters;
+use salt_compat::json::msgpack_to_json;
 
 /// Salt's `pgjsonb` tables in the group database.
 #[derive(Debug)]
-pub struct PgJobs {
+pub(crate) struct PgJobs {
     db: Arc<JobDb>,
 }
 
@@ -26,18 +28,13 @@ fn db_err(e: salt_pgstore::Error) -> JobError {
 fn parse(text: &str) -> Option<Value> {
     serde_json::from_str::<serde_json::Value>(text)
         .ok()
-        .map(|j| salt_render::json_to_msgpack(&j))
+        .map(|j| salt_compat::json::json_to_msgpack(&j))
 }
 
 impl PgJobs {
     /// Over `db` (connected or not: writes spool while it is down).
-    pub fn new(db: Arc<JobDb>) -> Self {
+    pub(crate) fn new(db: Arc<JobDb>) -> Self {
         Self { db }
-    }
-
-    /// The database handle (presence).
-    pub fn db(&self) -> &Arc<JobDb> {
-        &self.db
     }
 }
 
@@ -69,7 +66,7 @@ impl JobStore for PgJobs {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let text = mp_to_json(load).to_string();
+        let text = msgpack_to_json(load).to_string();
         self.db.save_load(jid, text).map(|_| ()).map_err(db_err)
     }
 
@@ -77,7 +74,7 @@ impl JobStore for PgJobs {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let json = mp_to_json(load);
+        let json = msgpack_to_json(load);
         let row = ReturnRow {
             jid: jid.to_owned(),
             id: id.to_owned(),

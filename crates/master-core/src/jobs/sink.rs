@@ -22,14 +22,15 @@ use std::time::{Duration, Instant};
 
 use rmpv::Value;
 
-use super::{JobStore, Waiters};
+use super::store::JobStore;
+use super::waiters::Waiters;
 
 /// Returns queued or being written before a pushing worker waits for the writer: room for
 /// the write-behind of five 10,000-minion fan-outs in a row, each return kept as its msgpack
 /// bytes ([`Unwritten`], ~0.25 KiB with its ids: ~16 MiB when full, estimated). Salt's own
 /// local job cache does not flush its writes either; a master that crashes loses at most
 /// what is queued here.
-pub const CAPACITY: usize = 65_536;
+pub(super) const CAPACITY: usize = 65_536;
 
 /// The writer waits while returns keep arriving (one came less than this ago)...
 const QUIET: Duration = Duration::from_millis(20);

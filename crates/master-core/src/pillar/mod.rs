@@ -227,7 +227,7 @@ impl Compiler<'_> {
                     continue;
                 };
                 for (tgt, comps) in targets {
-                    let tgt = salt_matcher::py_str(&tgt);
+                    let tgt = salt_compat::py_str(&tgt);
                     let mut kind = None;
                     let mut states = Vec::new();
                     let mut order = 0;
@@ -235,16 +235,16 @@ impl Compiler<'_> {
                     for comp in comps.as_array().into_iter().flatten() {
                         match comp {
                             Value::Map(_) => {
-                                if let Some(m) = salt_matcher::map_lookup(comp, "match") {
-                                    kind = Some(salt_matcher::py_str(m));
+                                if let Some(m) = salt_compat::map_get(comp, "match") {
+                                    kind = Some(salt_compat::py_str(m));
                                 }
-                                if let Some(o) = salt_matcher::map_lookup(comp, "order") {
+                                if let Some(o) = salt_compat::map_get(comp, "order") {
                                     order = o
                                         .as_i64()
-                                        .or_else(|| salt_matcher::py_str(o).parse().ok())
+                                        .or_else(|| salt_compat::py_str(o).parse().ok())
                                         .unwrap_or(0);
                                 }
-                                ignore_missing |= salt_matcher::map_lookup(comp, "ignore_missing")
+                                ignore_missing |= salt_compat::map_get(comp, "ignore_missing")
                                     .is_some_and(|v| v.as_bool() == Some(true));
                             }
                             other => {
@@ -282,7 +282,7 @@ impl Compiler<'_> {
 
     /// `top_matches`: per environment, the SLS names this minion gets.
     fn top_matches(&mut self, top: &[TopEntry]) -> Vec<(String, Vec<String>)> {
-        let groups: Vec<(String, Value)> = crate::target::nodegroups(self.cfg);
+        let groups: Vec<(String, Value)> = crate::minions::target::nodegroups(self.cfg);
         let ov = self.override_map();
         let facts = salt_matcher::Facts {
             id: &self.req.id,
@@ -394,14 +394,14 @@ impl Compiler<'_> {
                 Value::Map(m) if !m.is_empty() => {
                     let (n, v) = &m[0];
                     (
-                        salt_matcher::py_str(n),
-                        salt_matcher::map_lookup(v, "defaults")
+                        salt_compat::py_str(n),
+                        salt_compat::map_get(v, "defaults")
                             .cloned()
                             .unwrap_or(Value::Map(Vec::new())),
-                        salt_matcher::map_lookup(v, "key").map(salt_matcher::py_str),
+                        salt_compat::map_get(v, "key").map(salt_compat::py_str),
                     )
                 }
-                other => (salt_matcher::py_str(other), Value::Map(Vec::new()), None),
+                other => (salt_compat::py_str(other), Value::Map(Vec::new()), None),
             };
             let mut name = name;
             if let Some(rel) = name.strip_prefix('.') {
@@ -472,7 +472,7 @@ fn opt_str(s: Option<&str>) -> Value {
 }
 
 fn take_key(v: &Value, key: &str) -> Vec<Value> {
-    match salt_matcher::map_lookup(v, key) {
+    match salt_compat::map_get(v, key) {
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     }
@@ -481,7 +481,7 @@ fn take_key(v: &Value, key: &str) -> Vec<Value> {
 /// Answer a `_pillar` request (Salt's `AESFuncs._pillar`): compile, then keep grains and
 /// pillar in the minion data cache.
 pub fn answer(
-    shared: &crate::state::Shared,
+    shared: &crate::shared::Shared,
     id: &str,
     load: &salt_proto::msg::PillarRequest,
 ) -> Value {
@@ -506,7 +506,7 @@ pub fn answer(
             (Value::from("grains"), req.grains),
             (Value::from("pillar"), pillar.clone()),
         ]);
-        let cache = crate::minion_data::MinionCache::new(&shared.cfg.cachedir);
+        let cache = crate::minions::data::MinionCache::new(&shared.cfg.cachedir);
         if let Err(e) = cache.store(id, "data", &data) {
             tracing::warn!("Minion data cache for {id} not written: {e}");
         }

@@ -4,18 +4,19 @@
 
 use serde_json::{Map, Value};
 
-use super::{Args, Ctx};
-use crate::convert::mp_to_json;
-use crate::minion_data::MinionCache;
+use super::ctx::{Args, Ctx};
+use crate::minions::data::MinionCache;
+use salt_compat::json::msgpack_to_json;
 
 /// Run one `cache.*` runner: `{id: grains|pillar|mine}` for the accepted minions matching
 /// `tgt` (any target type, `glob` by default) that have data cached.
-pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
+pub(crate) fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
     let tgt = a.text("tgt").unwrap_or_else(|| "*".into());
     let tgt_type = a.text("tgt_type").unwrap_or_else(|| "glob".into());
     let cfg = &ctx.shared.cfg;
-    let groups = crate::target::nodegroups(cfg);
-    let target = crate::target::resolve(&tgt, &tgt_type, &groups).map_err(|e| e.to_string())?;
+    let groups = crate::minions::target::nodegroups(cfg);
+    let target =
+        crate::minions::target::resolve(&tgt, &tgt_type, &groups).map_err(|e| e.to_string())?;
     let cache = MinionCache::new(&cfg.cachedir);
     let _ = ctx.shared.store.refresh();
     let accepted = ctx.shared.store.list(salt_keystore::KeyState::Accepted);
@@ -30,7 +31,7 @@ pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
             _ => cache.fetch(&id, "mine"),
         };
         if let Some(v) = part {
-            out.insert(id, mp_to_json(&v));
+            out.insert(id, msgpack_to_json(&v));
         }
     }
     Ok(Value::Object(out))

@@ -4,11 +4,11 @@
 use rmpv::Value as Mp;
 use serde_json::{Value, json};
 
-use super::{Args, Ctx};
-use crate::convert::mp_to_json;
+use super::ctx::{Args, Ctx};
+use salt_compat::json::msgpack_to_json;
 
 /// Run one `fileserver.*` runner.
-pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
+pub(crate) fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
     let files = &ctx.shared.files;
     if let Some(b) = a.text("backend").filter(|b| b != "roots") {
         return Err(format!(
@@ -34,5 +34,5 @@ pub fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
     let got = files
         .handle(cmd, &load, "master")
         .unwrap_or(Mp::Array(vec![]));
-    Ok(mp_to_json(&got))
+    Ok(msgpack_to_json(&got))
 }

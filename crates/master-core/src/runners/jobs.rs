@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use rmpv::Value as Mp;
 use serde_json::{Map, Value, json};
 
-use super::{Args, Ctx};
-use crate::convert::mp_to_json;
-use crate::jobs::{JobStore, safe_jid};
-use crate::local::PublishRequest;
+use super::ctx::{Args, Ctx};
+use crate::jobs::jid::safe_jid;
+use crate::jobs::store::JobStore;
+use salt_client::local::PublishRequest;
+use salt_compat::json::msgpack_to_json;
 
 /// Salt's `jid_to_time`: `2025, Jan 01 00:00:00.000000`, `""` for a jid of another shape.
-pub fn jid_to_time(jid: &str) -> String {
+pub(crate) fn jid_to_time(jid: &str) -> String {
     const MONTHS: [&str; 13] = [
         "", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
@@ -90,7 +91,7 @@ fn load_of(store: &dyn JobStore, jid: &str) -> Result<Option<Value>, String> {
         return Ok(None);
     }
     let load: Option<Mp> = store.load(jid).map_err(|e| e.to_string())?;
-    Ok(load.map(|l| mp_to_json(&l)))
+    Ok(load.map(|l| msgpack_to_json(&l)))
 }
 
 /// Salt's `get_jid`: minion id → `{"return": …[, "out": …]}`.
@@ -100,7 +101,7 @@ fn returns_of(store: &dyn JobStore, jid: &str) -> Result<BTreeMap<String, Value>
         return Ok(out);
     }
     for (id, load) in store.returns(jid).map_err(|e| e.to_string())? {
-        let load = mp_to_json(&load);
+        let load = msgpack_to_json(&load);
         let mut r = Map::new();
         r.insert(
             "return".into(),
@@ -120,7 +121,7 @@ fn matches_any(value: &str, patterns: &str) -> bool {
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .any(|p| crate::target::fnmatch(value, p))
+        .any(|p| salt_compat::fnmatch(value, p))
 }
 
 /// A `start_time`/`end_time` argument or a `StartTime`, as comparable text
@@ -166,7 +167,7 @@ fn list_jobs(store: &dyn JobStore, a: &Args) -> Result<Value, String> {
     }
     let mut out = Map::new();
     for (jid, load) in store.jobs().map_err(|e| e.to_string())? {
-        let load = mp_to_json(&load);
+        let load = msgpack_to_json(&load);
         let inst = format_jid(&jid, Some(&load));
         let text = |k: &str| inst.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         // Any of the given key/value pairs in the job's metadata.
@@ -221,7 +222,12 @@ fn list_jobs(store: &dyn JobStore, a: &Args) -> Result<Value, String> {
 }
 
 /// Run one `jobs.*` runner.
-pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Result<Value, String> {
+pub(crate) async fn call(
+    ctx: &Ctx,
+    fun: &str,
+    a: &Args,
+    timeout: Option<u64>,
+) -> Result<Value, String> {
     if fun == "jobs.active" {
         return active(ctx, timeout).await;
     }
@@ -300,14 +306,14 @@ async fn active(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
         ..Default::default()
     };
     let (_, got, _) =
-        match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+        match crate::jobs::run::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
             Ok(r) => r,
             Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
             Err(e) => return Err(e),
         };
     let mut ret: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     for (minion, data) in got {
-        let data = mp_to_json(&data);
+        let data = msgpack_to_json(&data);
         let Some(jobs) = get(&data, "return").and_then(Value::as_array) else {
             continue;
         };

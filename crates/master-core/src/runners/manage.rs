@@ -11,8 +11,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Args, Ctx};
-use crate::local::PublishRequest;
+use super::ctx::{Args, Ctx};
+use salt_client::local::PublishRequest;
 
 /// Ping the target: (answered, not answered), each sorted.
 async fn ping(
@@ -28,7 +28,7 @@ async fn ping(
         gather_job_timeout: secs(a, "gather_job_timeout"),
         ..Default::default()
     };
-    match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
+    match crate::jobs::run::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
         Ok((_, got, missing)) => {
             let mut up: Vec<String> = got.into_iter().map(|(id, _)| id).collect();
             let mut down: Vec<String> = missing
@@ -99,7 +99,12 @@ fn connected(ctx: &Ctx) -> Vec<String> {
 }
 
 /// Run one `manage.*` runner.
-pub async fn call(ctx: &Ctx, fun: &str, a: &Args, timeout: Option<u64>) -> Result<Value, String> {
+pub(crate) async fn call(
+    ctx: &Ctx,
+    fun: &str,
+    a: &Args,
+    timeout: Option<u64>,
+) -> Result<Value, String> {
     match fun {
         "manage.status" => {
             // status(output=True, tgt, tgt_type, timeout, gather_job_timeout)
@@ -170,8 +175,7 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
         timeout: timeout.unwrap_or(5),
         ..Default::default()
     };
-    let got = match crate::local_server::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await
-    {
+    let got = match crate::jobs::run::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
         Ok((_, got, _)) => got,
         Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
         Err(e) => return Err(e),
@@ -185,7 +189,7 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     let mut groups: std::collections::BTreeMap<&str, serde_json::Map<String, Value>> =
         std::collections::BTreeMap::new();
     for (id, data) in got {
-        let v = salt_proto::map_get(&data, "return")
+        let v = salt_compat::map_get(&data, "return")
             .and_then(rmpv::Value::as_str)
             .unwrap_or("")
             .to_owned();

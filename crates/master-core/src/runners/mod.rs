@@ -1,5 +1,5 @@
 //! Runners: functions `salt-run` calls on the master (Salt's `salt/runners/`), through the
-//! local socket ([`crate::local::LocalRequest::Runner`]).
+//! local socket ([`salt_client::local::LocalRequest::Runner`]).
 //!
 //! * [`jobs`]: `lookup_jid`, `list_jobs`, `list_job`, `print_job`, `active` over our job cache;
 //! * [`manage`]: `up`, `down` (`removekeys=True`), `status`, `present`, `not_present`,
@@ -16,33 +16,18 @@
 //! call them (Salt's `publisher_acl` does not cover runners; its `external_auth` `@runner`
 //! rights are not implemented), anyone else gets Salt's authorization error.
 
-pub mod cache;
-pub mod fileserver;
-pub mod jobs;
-pub mod manage;
-
-use std::sync::Arc;
+pub(crate) mod cache;
+pub(crate) mod ctx;
+pub(crate) mod fileserver;
+pub(crate) mod jobs;
+pub(crate) mod manage;
 
 use salt_client::args::Sig;
-use salt_transport::Publisher;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::local::RunnerRequest;
-use crate::state::Shared;
+use salt_client::local::RunnerRequest;
 
-/// What a runner may use.
-pub struct Ctx {
-    /// The master's state.
-    pub shared: Arc<Shared>,
-    /// To publish jobs (`manage.*`, `jobs.active`).
-    pub publisher: Publisher,
-    /// The master is stopping.
-    pub stop: CancellationToken,
-}
-
-/// A runner's arguments, bound to its Salt signature.
-pub type Args = salt_client::args::Bound;
+use ctx::{Args, Ctx};
 
 /// A runner salt-rs has: Salt 3007's signature, and the parameters it does not implement
 /// (refused by name when given anything but their default).
@@ -181,7 +166,7 @@ fn bind(fun: &str, raw: &[Value]) -> Option<Result<Args, String>> {
 }
 
 /// Run runner `req.fun` for `user`.
-pub async fn call(
+pub(crate) async fn call(
     ctx: &Ctx,
     req: &RunnerRequest,
     user: &str,

@@ -229,7 +229,7 @@ async fn plan(fun: &str, b: &Bound<'_>) -> Result<Plan, Refusal> {
                 "Unable to split command '{cmd}': No closing quotation"
             ))
         })?;
-        let shown = crate::matcher::py_str(&Value::Array(
+        let shown = salt_compat::py_str(&Value::Array(
             words.iter().map(|w| Value::from(w.as_str())).collect(),
         ));
         (words, shown)

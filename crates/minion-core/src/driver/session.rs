@@ -178,7 +178,7 @@ impl Driver {
             "User {} Executing command {} with jid {}",
             job.user
                 .as_ref()
-                .map_or_else(|| "UNKNOWN".to_owned(), crate::matcher::py_str),
+                .map_or_else(|| "UNKNOWN".to_owned(), salt_compat::py_str),
             job.fun,
             job.jid
         );

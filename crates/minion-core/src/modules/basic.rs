@@ -7,7 +7,8 @@ use rmpv::Value;
 
 use super::{BoxFut, Call, CallOutcome, Func, Run, Spec, list_functions, list_modules, text};
 use crate::grains::SALT_VERSION;
-use crate::matcher::{map_lookup, traverse};
+use crate::matcher::traverse;
+use salt_compat::map_get;
 
 const fn f(name: &'static str, spec: Spec, run: Run) -> Func {
     Func { name, spec, run }
@@ -129,7 +130,7 @@ fn grains_ls(c: &Call) -> CallOutcome {
 }
 
 fn job_control(c: &Call) -> CallOutcome {
-    let current = map_lookup(&c.job, "jid").map(text);
+    let current = map_get(&c.job, "jid").map(text);
     crate::running::call(&c.fun, &c.args, current.as_deref())
 }
 

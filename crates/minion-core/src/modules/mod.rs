@@ -31,7 +31,8 @@ use std::sync::{Arc, OnceLock, RwLock};
 use rmpv::Value;
 
 use crate::master_link::MasterLink;
-use crate::matcher::{fnmatch, map_lookup};
+use crate::matcher::fnmatch;
+use salt_compat::map_get;
 
 /// Salt's `EX_GENERIC`, the retcode of a failed function call.
 pub const EX_GENERIC: i64 = 1;
@@ -405,9 +406,7 @@ impl Args {
         let mut out = Self::default();
         for a in raw {
             match a {
-                Value::Map(entries)
-                    if map_lookup(a, "__kwarg__") == Some(&Value::Boolean(true)) =>
-                {
+                Value::Map(entries) if map_get(a, "__kwarg__") == Some(&Value::Boolean(true)) => {
                     for (k, v) in entries {
                         let Some(k) = k.as_str() else { continue };
                         if k != "__kwarg__" {
@@ -480,7 +479,7 @@ fn yamlify(v: &str) -> Value {
 
 /// Python `str()`-like rendering for values used as text (command lines, grain keys).
 pub(crate) fn text(v: &Value) -> String {
-    crate::matcher::py_str(v)
+    salt_compat::py_str(v)
 }
 
 fn arity_error(fun: &str, msg: &str) -> CallOutcome {

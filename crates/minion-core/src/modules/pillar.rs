@@ -204,7 +204,7 @@ fn raw(c: &Call) -> CallOutcome {
     match c.args.param(0, "key") {
         None | Some(Value::Nil) => nested(pillar),
         Some(k) => nested(
-            salt_states::get(&pillar, &text(k))
+            salt_compat::map_get(&pillar, &text(k))
                 .cloned()
                 .unwrap_or_else(|| Value::Map(Vec::new())),
         ),

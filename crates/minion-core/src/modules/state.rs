@@ -190,7 +190,7 @@ fn run(c: &Call) -> CallOutcome {
         Ok(p) => p,
         Err(e) => return CallOutcome::error(e),
     };
-    if let Some(Value::Array(errs)) = salt_states::get(&pillar, "_errors") {
+    if let Some(Value::Array(errs)) = salt_compat::map_get(&pillar, "_errors") {
         let mut lines = vec![Value::from(
             "Pillar failed to render with the following messages:",
         )];
@@ -209,9 +209,9 @@ fn run(c: &Call) -> CallOutcome {
         test: c
             .args
             .kw("test")
-            .or_else(|| salt_states::get(opts_map, "test"))
+            .or_else(|| salt_compat::map_get(opts_map, "test"))
             .is_some_and(salt_states::truthy),
-        failhard: salt_states::get(opts_map, "failhard").is_some_and(salt_states::truthy),
+        failhard: salt_compat::map_get(opts_map, "failhard").is_some_and(salt_states::truthy),
         saltenv: c
             .args
             .kw("saltenv")
@@ -294,11 +294,11 @@ fn check_queue(c: &Call) -> Result<Option<std::sync::MutexGuard<'static, ()>>, C
     if c.args.kw("concurrent").is_some_and(salt_states::truthy) {
         return Ok(None);
     }
-    let current = crate::matcher::map_lookup(&c.job, "jid").map(text);
+    let current = salt_compat::map_get(&c.job, "jid").map(text);
     let queue = c
         .args
         .kw("queue")
-        .or_else(|| salt_states::get(&c.ctx.opts, "state_queue"))
+        .or_else(|| salt_compat::map_get(&c.ctx.opts, "state_queue"))
         .is_some_and(salt_states::truthy);
     if !queue {
         let conflicts = crate::running::state_conflicts(current.as_deref());

@@ -155,10 +155,10 @@ async fn cmd_run_all_shape() {
     };
     let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str().unwrap()).collect();
     assert_eq!(keys, ["pid", "retcode", "stdout", "stderr"]);
-    assert_eq!(map_lookup(&out.ret, "retcode"), Some(&Value::from(2)));
-    assert_eq!(map_lookup(&out.ret, "stdout"), Some(&Value::from("out")));
-    assert_eq!(map_lookup(&out.ret, "stderr"), Some(&Value::from("err")));
-    assert!(map_lookup(&out.ret, "pid").and_then(Value::as_u64).unwrap() > 0);
+    assert_eq!(map_get(&out.ret, "retcode"), Some(&Value::from(2)));
+    assert_eq!(map_get(&out.ret, "stdout"), Some(&Value::from("out")));
+    assert_eq!(map_get(&out.ret, "stderr"), Some(&Value::from("err")));
+    assert!(map_get(&out.ret, "pid").and_then(Value::as_u64).unwrap() > 0);
     assert_eq!(out.retcode, 2);
 }
 
@@ -184,7 +184,7 @@ async fn grains_functions() {
     );
     let items = run("grains.items", vec![]).await;
     assert_eq!(items.out, Some("nested"));
-    assert_eq!(map_lookup(&items.ret, "id"), Some(&Value::from("m1")));
+    assert_eq!(map_get(&items.ret, "id"), Some(&Value::from("m1")));
 }
 
 #[tokio::test]

@@ -447,7 +447,7 @@ mod tests {
             ]
         );
         let reply = signed_reply(vec![9], vec![8]);
-        assert_eq!(crate::map_get(&reply, "enc"), Some(&s("clear")));
+        assert_eq!(salt_compat::map_get(&reply, "enc"), Some(&s("clear")));
         assert_eq!(clean_key(" a\r\nb\n\n"), "a\nb");
         // Python's splitlines also breaks on \x0b, \x0c, \x1c-\x1e, \x85, \u2028...
         assert_eq!(clean_key("a\x0cb\u{2028}c\x0b"), "a\nb\nc");

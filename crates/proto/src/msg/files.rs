@@ -100,7 +100,7 @@ impl<'a> FileLoad<'a> {
     pub fn read(cmd: &str, load: &'a Value) -> Option<Self> {
         let file = || FileRef {
             path: load.get("path"),
-            saltenv: load.get("saltenv").map(py_str),
+            saltenv: load.get("saltenv").map(salt_compat::py_str),
         };
         let prefix = || {
             load.get("prefix")
@@ -110,7 +110,7 @@ impl<'a> FileLoad<'a> {
         };
         let list = |kind| Self::List {
             kind,
-            saltenv: load.get("saltenv").map(py_str),
+            saltenv: load.get("saltenv").map(salt_compat::py_str),
             prefix: prefix(),
         };
         Some(match cmd {
@@ -119,7 +119,7 @@ impl<'a> FileLoad<'a> {
             "_file_list_emptydirs" => list(ListKind::EmptyDirs),
             "_dir_list" => list(ListKind::Dirs),
             "_symlink_list" => Self::Symlinks {
-                saltenv: load.get("saltenv").map(py_str),
+                saltenv: load.get("saltenv").map(salt_compat::py_str),
                 prefix: prefix(),
             },
             "_file_find" => Self::Find(file()),
@@ -141,20 +141,6 @@ impl<'a> FileLoad<'a> {
             }),
             _ => return None,
         })
-    }
-}
-
-/// Python's `str(value)` for the scalars a load may carry in place of a string (how Salt's
-/// file server formats a `saltenv` it was sent).
-pub(crate) fn py_str(v: &Value) -> String {
-    match v {
-        Value::Nil => "None".to_owned(),
-        Value::Boolean(true) => "True".to_owned(),
-        Value::Boolean(false) => "False".to_owned(),
-        Value::Integer(i) => i.to_string(),
-        Value::F64(f) => format!("{f:?}"),
-        Value::F32(f) => format!("{f:?}"),
-        other => other.as_text().map(str::to_owned).unwrap_or_default(),
     }
 }
 

@@ -345,7 +345,7 @@ impl PillarReply {
     /// `str()` of it); `None` for any other reply.
     pub fn master_error(v: &Value) -> Option<String> {
         v.as_entries()?;
-        v.get("error").map(super::files::py_str)
+        v.get("error").map(salt_compat::py_str)
     }
 }
 

@@ -5,7 +5,9 @@ use std::path::Path;
 use rmpv::Value;
 
 use super::ret::comment;
-use crate::{get, map, py_str, set};
+use crate::{map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 /// Run a shell condition; its exit code (100 when it cannot start, like Salt's onlyif).
 pub fn retcode(cmd: &str, cwd: Option<&str>) -> i64 {
@@ -32,14 +34,18 @@ fn entries(v: &Value) -> Vec<Value> {
 fn head(low: &Value) -> Value {
     let mut r = map(vec![("result", Value::Boolean(false))]);
     for key in ["__sls__", "__id__", "name"] {
-        set(&mut r, key, get(low, key).cloned().unwrap_or(Value::Nil));
+        set(
+            &mut r,
+            key,
+            map_get(low, key).cloned().unwrap_or(Value::Nil),
+        );
     }
     r
 }
 
 fn onlyif(low: &Value, cwd: Option<&str>) -> Value {
     let mut r = head(low);
-    for e in entries(get(low, "onlyif").unwrap_or(&Value::Nil)) {
+    for e in entries(map_get(low, "onlyif").unwrap_or(&Value::Nil)) {
         let Value::String(s) = &e else {
             comment(
                 &mut r,
@@ -53,7 +59,7 @@ fn onlyif(low: &Value, cwd: Option<&str>) -> Value {
             return r;
         };
         let rc = retcode(s.as_str().unwrap_or(""), cwd);
-        if rc != 0 && get(&r, "result") == Some(&Value::Boolean(false)) {
+        if rc != 0 && map_get(&r, "result") == Some(&Value::Boolean(false)) {
             comment(&mut r, "onlyif condition is false");
             set(&mut r, "skip_watch", Value::Boolean(true));
             set(&mut r, "result", Value::Boolean(true));
@@ -68,7 +74,7 @@ fn onlyif(low: &Value, cwd: Option<&str>) -> Value {
 
 fn unless(low: &Value, cwd: Option<&str>) -> Value {
     let mut r = head(low);
-    for e in entries(get(low, "unless").unwrap_or(&Value::Nil)) {
+    for e in entries(map_get(low, "unless").unwrap_or(&Value::Nil)) {
         let Value::String(s) = &e else {
             comment(
                 &mut r,
@@ -97,7 +103,7 @@ fn unless(low: &Value, cwd: Option<&str>) -> Value {
 
 fn creates(low: &Value) -> Value {
     let mut r = head(low);
-    match get(low, "creates") {
+    match map_get(low, "creates") {
         Some(Value::String(s)) if Path::new(s.as_str().unwrap_or("")).exists() => {
             comment(&mut r, format!("{} exists", s.as_str().unwrap_or("")));
             set(&mut r, "result", Value::Boolean(true));
@@ -128,20 +134,24 @@ pub fn run_check(low: &Value) -> Value {
         ("comment", Value::Nil),
     ]);
     for key in ["__sls__", "__id__", "name"] {
-        set(&mut ret, key, get(low, key).cloned().unwrap_or(Value::Nil));
+        set(
+            &mut ret,
+            key,
+            map_get(low, key).cloned().unwrap_or(Value::Nil),
+        );
     }
     let mut comments: Vec<String> = Vec::new();
     let mut skip: Option<bool> = None;
     let mut merge = |sub: Value, ret: &mut Value, first: bool| {
-        let res = truth(get(&sub, "result"));
-        let prev = truth(get(ret, "result"));
+        let res = truth(map_get(&sub, "result"));
+        let prev = truth(map_get(ret, "result"));
         set(
             ret,
             "result",
             Value::Boolean(if first { res } else { res || prev }),
         );
-        comments.push(py_str(get(&sub, "comment").unwrap_or(&Value::Nil)));
-        if let Some(sw) = get(&sub, "skip_watch") {
+        comments.push(py_str(map_get(&sub, "comment").unwrap_or(&Value::Nil)));
+        if let Some(sw) = map_get(&sub, "skip_watch") {
             let sw = truth(Some(sw));
             skip = Some(if first {
                 sw
@@ -151,15 +161,15 @@ pub fn run_check(low: &Value) -> Value {
         }
     };
     let mut first = true;
-    if get(low, "onlyif").is_some() {
+    if map_get(low, "onlyif").is_some() {
         merge(onlyif(low, cwd), &mut ret, first);
         first = false;
     }
-    if get(low, "unless").is_some() {
+    if map_get(low, "unless").is_some() {
         merge(unless(low, cwd), &mut ret, first);
         first = false;
     }
-    if get(low, "creates").is_some() {
+    if map_get(low, "creates").is_some() {
         merge(creates(low), &mut ret, first);
     }
     comment(&mut ret, comments.join("\n"));

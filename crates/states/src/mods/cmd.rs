@@ -1,38 +1,23 @@
 //! `cmd.run`, `cmd.wait`, `cmd.mod_watch` (`salt/states/cmd.py`).
 
-use std::process::{Command, Stdio};
-
 use rmpv::Value;
 
 use super::ret::{self, comment};
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
-use crate::{get, get_str, map, set};
+use crate::{get_str, map, set};
+use salt_compat::map_get;
 
-/// `cmd.run_all` as the state uses it: `{pid, retcode, stdout, stderr}`.
+/// `cmd.run_all` as the state uses it: `{pid, retcode, stdout, stderr}` (`/bin/sh -c` in
+/// `cwd`, else `$HOME`).
 pub fn run_all(cmd: &str, cwd: Option<&str>) -> Result<Value, String> {
-    let mut c = Command::new("/bin/sh");
-    c.arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
-    c.current_dir(cwd.unwrap_or(&home));
-    let child = c
-        .spawn()
-        .map_err(|e| format!("Unable to run command '{cmd}': {e}"))?;
-    let pid = child.id();
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let trim = |b: &[u8]| String::from_utf8_lossy(b).trim_end().to_owned();
+    let out = salt_execmods::run::shell(cmd, cwd.unwrap_or(&home))?;
     Ok(map(vec![
-        ("pid", Value::from(pid)),
-        (
-            "retcode",
-            Value::from(i64::from(out.status.code().unwrap_or(-1))),
-        ),
-        ("stdout", Value::from(trim(&out.stdout))),
-        ("stderr", Value::from(trim(&out.stderr))),
+        ("pid", Value::from(out.pid)),
+        ("retcode", Value::from(i64::from(out.retcode))),
+        ("stdout", Value::from(out.stdout)),
+        ("stderr", Value::from(out.stderr)),
     ]))
 }
 
@@ -42,7 +27,7 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
     for unsupported in [
         "runas", "root", "stateful", "use_vt", "env", "shell", "password",
     ] {
-        if get(low, unsupported).is_some() {
+        if map_get(low, unsupported).is_some() {
             comment(
                 &mut r,
                 format!("cmd.run option '{unsupported}' is not supported by salt-rs"),
@@ -66,7 +51,9 @@ fn run(ctx: &Ctx<'_>, low: &Value) -> Value {
     }
     match run_all(&name, cwd) {
         Ok(all) => {
-            let rc = get(&all, "retcode").and_then(Value::as_i64).unwrap_or(1);
+            let rc = map_get(&all, "retcode")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
             set(&mut r, "changes", all);
             set(&mut r, "result", Value::Boolean(rc == 0));
             comment(&mut r, format!("Command \"{name}\" run"));

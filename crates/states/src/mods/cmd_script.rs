@@ -12,7 +12,9 @@ use super::ret::comment;
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
 use crate::fileclient::parse_salt_url;
-use crate::{get, get_str, map, py_str, set};
+use crate::{get_str, map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -55,7 +57,7 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
         "success_stderr",
         "timeout",
     ] {
-        if get(low, k).is_some_and(|v| !v.is_nil()) {
+        if map_get(low, k).is_some_and(|v| !v.is_nil()) {
             let msg = format!("cmd.script option '{k}' is not supported by salt-rs");
             comment(&mut r, msg);
             return r;
@@ -64,10 +66,10 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
     let saltenv = get_str(low, "__env__")
         .unwrap_or(&ctx.opts.saltenv)
         .to_owned();
-    let source = get(low, "source")
+    let source = map_get(low, "source")
         .map(py_str)
         .unwrap_or_else(|| name.clone());
-    let args = match get(low, "args").filter(|v| crate::truthy(v)) {
+    let args = match map_get(low, "args").filter(|v| crate::truthy(v)) {
         Some(v) => Some(py_str(v)),
         None => name.split_once(' ').map(|(_, a)| a.to_owned()),
     };
@@ -133,8 +135,10 @@ pub fn script(ctx: &Ctx<'_>, low: &Value) -> Value {
             }
         }
     };
-    let rc = get(&all, "retcode").and_then(Value::as_i64).unwrap_or(1);
-    let cache_err = get(&all, "cache_error").is_some();
+    let rc = map_get(&all, "retcode")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let cache_err = map_get(&all, "cache_error").is_some();
     set(&mut r, "changes", all);
     set(&mut r, "result", Value::Boolean(rc == 0));
     let c = if cache_err {

@@ -8,17 +8,19 @@ use salt_execmods::cron::{self as ex, Job};
 
 use super::ret::comment;
 use crate::engine::Ctx;
-use crate::{get, map, py_str, set};
+use crate::{map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 fn field(low: &Value, k: &str) -> String {
-    get(low, k)
+    map_get(low, k)
         .filter(|v| !v.is_nil())
         .map(|v| py_str(v).to_lowercase())
         .unwrap_or_else(|| "*".into())
 }
 
 fn job(low: &Value, name: &str) -> Job {
-    let identifier = match get(low, "identifier") {
+    let identifier = match map_get(low, "identifier") {
         None | Some(Value::Boolean(false)) => Some(name.to_owned()),
         Some(Value::Nil) => None,
         Some(v) => Some(py_str(v)),
@@ -27,8 +29,8 @@ fn job(low: &Value, name: &str) -> Job {
         when: ["minute", "hour", "daymonth", "month", "dayweek"].map(|k| field(low, k)),
         cmd: name.to_owned(),
         identifier,
-        comment: get(low, "comment").filter(|v| !v.is_nil()).map(py_str),
-        commented: get(low, "commented") == Some(&Value::Boolean(true)),
+        comment: map_get(low, "comment").filter(|v| !v.is_nil()).map(py_str),
+        commented: map_get(low, "commented") == Some(&Value::Boolean(true)),
     }
 }
 
@@ -115,11 +117,11 @@ fn absent(ctx: &Ctx<'_>, low: &Value, name: &str, user: &str) -> Value {
 /// Dispatch `cron.<fun>`.
 pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
     let name = super::name_of(low).trim().to_owned();
-    let user = get(low, "user")
+    let user = map_get(low, "user")
         .filter(|v| !v.is_nil())
         .map(py_str)
         .unwrap_or_else(|| "root".into());
-    if get(low, "special").is_some_and(|v| !v.is_nil()) {
+    if map_get(low, "special").is_some_and(|v| !v.is_nil()) {
         let mut r = super::base_ret(low);
         let msg = "cron option 'special' is not supported by salt-rs";
         comment(&mut r, msg);

@@ -10,7 +10,9 @@ use rmpv::Value;
 use super::ret::{self, fail};
 use crate::engine::Ctx;
 use crate::fileclient::{RenderLoader, parse_salt_url};
-use crate::{empty, get, get_str, map, py_str, set, truthy};
+use crate::{empty, get_str, map, set, truthy};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 const TEST_NOTE: &str =
     "\nNote: No changes made, actual changes may\nbe different due to other states.";
@@ -104,16 +106,16 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
     let saltenv = get_str(low, "__env__")
         .unwrap_or(&ctx.opts.saltenv)
         .to_owned();
-    let mut text: Vec<u8> = if let Some(c) = get(low, "contents") {
+    let mut text: Vec<u8> = if let Some(c) = map_get(low, "contents") {
         let mut s = match c {
             Value::Array(lines) => lines.iter().map(py_str).collect::<Vec<_>>().join("\n"),
             other => py_str(other),
         };
-        if get(low, "contents_newline").is_none_or(truthy) && !s.ends_with('\n') {
+        if map_get(low, "contents_newline").is_none_or(truthy) && !s.ends_with('\n') {
             s.push('\n');
         }
         s.into_bytes()
-    } else if let Some(src) = get(low, "source") {
+    } else if let Some(src) = map_get(low, "source") {
         let srcs: Vec<String> = match src {
             Value::Array(a) => a.iter().map(py_str).collect(),
             other => vec![py_str(other)],
@@ -149,8 +151,8 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
     match get_str(low, "template") {
         None => {}
         Some("jinja") => {
-            let mut vars = get(low, "defaults").cloned().unwrap_or_else(empty);
-            if let Some(Value::Map(c)) = get(low, "context") {
+            let mut vars = map_get(low, "defaults").cloned().unwrap_or_else(empty);
+            if let Some(Value::Map(c)) = map_get(low, "context") {
                 for (k, v) in c {
                     set(&mut vars, &py_str(k), v.clone());
                 }
@@ -183,7 +185,7 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
 }
 
 fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
-    let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = managed_ret(&name_v);
     for unsupported in [
@@ -197,7 +199,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
         "dir_mode",
         "tmp_dir",
     ] {
-        if get(low, unsupported).is_some() {
+        if map_get(low, unsupported).is_some() {
             return fail(
                 r,
                 format!("file.managed option '{unsupported}' is not supported by salt-rs"),
@@ -212,10 +214,10 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
         Ok(w) => w,
         Err(e) => return fail(r, e),
     };
-    let mode = get(low, "mode").and_then(norm_mode);
+    let mode = map_get(low, "mode").and_then(norm_mode);
     let (uid, gid) = match (
-        uid_of(get(low, "user").unwrap_or(&Value::Nil)),
-        gid_of(get(low, "group").unwrap_or(&Value::Nil)),
+        uid_of(map_get(low, "user").unwrap_or(&Value::Nil)),
+        gid_of(map_get(low, "group").unwrap_or(&Value::Nil)),
     ) {
         (Ok(u), Ok(g)) => (u, g),
         (Err(e), _) | (_, Err(e)) => return fail(r, e),
@@ -228,7 +230,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let mut changes = empty();
     match &meta {
         None => {
-            if !parent.is_dir() && !get(low, "makedirs").is_some_and(truthy) && !ctx.opts.test {
+            if !parent.is_dir() && !map_get(low, "makedirs").is_some_and(truthy) && !ctx.opts.test {
                 return fail(r, "Parent directory not present".to_string());
             }
             if ctx.opts.test {
@@ -265,7 +267,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
             // Salt reports the mode of a new file from a `source` (the cached copy's mode)
             // always; from `contents` (written to a 0600 temp file first) only when a mode
             // other than 0600 was asked for.
-            if get(low, "source").is_some() || mode.is_some_and(|m| m != 0o600) {
+            if map_get(low, "source").is_some() || mode.is_some_and(|m| m != 0o600) {
                 set(&mut changes, "mode", Value::from(mode_str(m)));
             }
         }
@@ -281,14 +283,14 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
                 set(
                     &mut changes,
                     "user",
-                    get(low, "user").cloned().unwrap_or(Value::Nil),
+                    map_get(low, "user").cloned().unwrap_or(Value::Nil),
                 );
             }
             if gid.is_some_and(|g| g != m.gid()) {
                 set(
                     &mut changes,
                     "group",
-                    get(low, "group").cloned().unwrap_or(Value::Nil),
+                    map_get(low, "group").cloned().unwrap_or(Value::Nil),
                 );
             }
             if mode.is_some_and(|md| md != m.mode() & 0o7777) {
@@ -339,7 +341,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
 }
 
 fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
-    let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v).trim_end_matches('/').to_owned();
     let name = if name.is_empty() {
         "/".to_owned()
@@ -365,7 +367,7 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
         "file_mode",
         "follow_symlinks",
     ] {
-        if get(low, unsupported).is_some() {
+        if map_get(low, unsupported).is_some() {
             return fail(
                 r,
                 format!("file.directory option '{unsupported}' is not supported by salt-rs"),
@@ -376,12 +378,12 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
         return fail(r, format!("Specified file {name} is not an absolute path"));
     }
     let path = Path::new(&name);
-    let mode = get(low, "dir_mode")
-        .or(get(low, "mode"))
+    let mode = map_get(low, "dir_mode")
+        .or(map_get(low, "mode"))
         .and_then(norm_mode);
     let (uid, gid) = match (
-        uid_of(get(low, "user").unwrap_or(&Value::Nil)),
-        gid_of(get(low, "group").unwrap_or(&Value::Nil)),
+        uid_of(map_get(low, "user").unwrap_or(&Value::Nil)),
+        gid_of(map_get(low, "group").unwrap_or(&Value::Nil)),
     ) {
         (Ok(u), Ok(g)) => (u, g),
         (Err(e), _) | (_, Err(e)) => return fail(r, e),
@@ -402,14 +404,14 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
                 set(
                     &mut c,
                     "user",
-                    get(low, "user").cloned().unwrap_or(Value::Nil),
+                    map_get(low, "user").cloned().unwrap_or(Value::Nil),
                 );
             }
             if gid.is_some_and(|g| g != m.gid()) {
                 set(
                     &mut c,
                     "group",
-                    get(low, "group").cloned().unwrap_or(Value::Nil),
+                    map_get(low, "group").cloned().unwrap_or(Value::Nil),
                 );
             }
             if mode.is_some_and(|md| md != m.mode() & 0o7777) {
@@ -459,7 +461,7 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
     if !path.is_dir() {
         let parent = path.parent().unwrap_or(Path::new("/"));
         if !parent.is_dir() {
-            if !get(low, "makedirs").is_some_and(truthy) {
+            if !map_get(low, "makedirs").is_some_and(truthy) {
                 return fail(r, format!("No directory to create {name} in"));
             }
             if let Err(e) = fs::create_dir_all(parent) {
@@ -481,7 +483,7 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
             if let Err(e) = fs::set_permissions(path, fs::Permissions::from_mode(md)) {
                 return fail(r, format!("Failed to change mode of {name}: {e}"));
             }
-            if get(&changes, &name).is_none() {
+            if map_get(&changes, &name).is_none() {
                 set(
                     &mut changes,
                     &name,
@@ -495,8 +497,8 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
     {
         return fail(r, format!("Failed to change ownership of {name}: {e}"));
     }
-    let new_dir = get(&tchanges, &name)
-        .and_then(|c| get(c, "directory"))
+    let new_dir = map_get(&tchanges, &name)
+        .and_then(|c| map_get(c, "directory"))
         .is_some();
     if !new_dir && truthy(&changes) {
         ret::comment(&mut r, format!("Directory {name} updated"));

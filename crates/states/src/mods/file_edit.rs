@@ -8,7 +8,9 @@ use salt_execmods::Args;
 
 use super::ret::{self, comment, fail};
 use crate::engine::Ctx;
-use crate::{get, map, py_str, set, truthy};
+use crate::{map, set, truthy};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 fn check_file(name: &str) -> Result<(), String> {
     if !Path::new(name).is_absolute() {
@@ -64,7 +66,7 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
         ("name", Value::from(name.as_str())),
         ("changes", Value::Map(vec![])),
     ]);
-    if get(low, "atime").is_some() || get(low, "mtime").is_some() {
+    if map_get(low, "atime").is_some() || map_get(low, "mtime").is_some() {
         return fail(
             r,
             "file.touch: 'atime'/'mtime' are not supported by salt-rs".into(),
@@ -97,7 +99,7 @@ pub fn touch(ctx: &Ctx<'_>, low: &Value) -> Value {
         }
         return r;
     }
-    if get(low, "makedirs").is_some_and(truthy)
+    if map_get(low, "makedirs").is_some_and(truthy)
         && let Some(d) = p.parent()
     {
         let _ = std::fs::create_dir_all(d);
@@ -139,7 +141,7 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
         "source_hashes",
         "encoding",
     ] {
-        if get(low, k).is_some_and(|v| !v.is_nil()) {
+        if map_get(low, k).is_some_and(|v| !v.is_nil()) {
             return fail(
                 r,
                 format!("file.append option '{k}' is not supported by salt-rs"),
@@ -149,7 +151,7 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
     if name.is_empty() {
         return fail(r, "Must provide name to file.append".into());
     }
-    let makedirs = get(low, "makedirs") == Some(&Value::Boolean(true));
+    let makedirs = map_get(low, "makedirs") == Some(&Value::Boolean(true));
     let dir = Path::new(&name)
         .parent()
         .map(|d| d.display().to_string())
@@ -173,7 +175,7 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
             return fail(r, msg);
         }
     }
-    let text: Vec<String> = match get(low, "text") {
+    let text: Vec<String> = match map_get(low, "text") {
         Some(Value::Array(a)) => a.iter().map(py_str).collect(),
         Some(Value::Nil) | None => {
             return fail(r, "No text found to append. Nothing appended".into());
@@ -182,7 +184,7 @@ pub fn append(ctx: &Ctx<'_>, low: &Value) -> Value {
     };
     let body = std::fs::read_to_string(&name).unwrap_or_default();
     let slines = lines_of(&name);
-    let ignore_ws = get(low, "ignore_whitespace").is_none_or(truthy);
+    let ignore_ws = map_get(low, "ignore_whitespace").is_none_or(truthy);
     let mut add = Vec::new();
     for chunk in &text {
         let pat = if ignore_ws {
@@ -237,7 +239,7 @@ pub fn replace(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
     let mut r = ret::new(name.as_str(), true, "");
     if let Err(msg) = check_file(&name) {
-        if get(low, "ignore_if_missing").is_some_and(truthy) && msg.contains("file not found") {
+        if map_get(low, "ignore_if_missing").is_some_and(truthy) && msg.contains("file not found") {
             comment(&mut r, "No changes needed to be made");
             return r;
         }
@@ -258,7 +260,7 @@ pub fn replace(ctx: &Ctx<'_>, low: &Value) -> Value {
         "encoding",
         "bufsize",
     ] {
-        if let Some(v) = get(low, k) {
+        if let Some(v) = map_get(low, k) {
             if k == "bufsize" && (v == &Value::from(1) || v == &Value::from("file")) {
                 continue;
             }
@@ -298,7 +300,7 @@ pub fn line(ctx: &Ctx<'_>, low: &Value) -> Value {
         return fail(r, "Must provide name to file.line".into());
     }
     for k in ["user", "group", "file_mode", "backup"] {
-        if get(low, k).is_some_and(|v| !v.is_nil() && *v != Value::Boolean(false)) {
+        if map_get(low, k).is_some_and(|v| !v.is_nil() && *v != Value::Boolean(false)) {
             return fail(
                 r,
                 format!("file.line option '{k}' is not supported by salt-rs"),
@@ -308,11 +310,11 @@ pub fn line(ctx: &Ctx<'_>, low: &Value) -> Value {
     if let Err(msg) = check_file(&name) {
         return fail(r, msg);
     }
-    let mode = get(low, "mode").filter(|v| !v.is_nil()).map(py_str);
+    let mode = map_get(low, "mode").filter(|v| !v.is_nil()).map(py_str);
     let Some(mode) = mode.map(|m| m.to_lowercase()) else {
         return fail(r, "Mode was not defined. How to process the file?".into());
     };
-    if mode != "delete" && get(low, "content").is_none_or(Value::is_nil) {
+    if mode != "delete" && map_get(low, "content").is_none_or(Value::is_nil) {
         return fail(r, "Content can only be empty if mode is ['delete']".into());
     }
     let mut kw: Vec<(String, Value)> = vec![("mode".into(), Value::from(mode))];
@@ -326,7 +328,7 @@ pub fn line(ctx: &Ctx<'_>, low: &Value) -> Value {
         "quiet",
         "indent",
     ] {
-        if let Some(v) = get(low, k).filter(|v| !v.is_nil()) {
+        if let Some(v) = map_get(low, k).filter(|v| !v.is_nil()) {
             kw.push((k.to_owned(), v.clone()));
         }
     }

@@ -7,7 +7,8 @@ use std::io::Read;
 
 use rmpv::Value;
 
-use crate::{get, py_str};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 /// Salt's `HASHES_REVMAP`: hex length -> hash type.
 const HASH_LENGTHS: &[(usize, &str)] = &[
@@ -80,7 +81,7 @@ pub fn fetch(src: &str, low: &Value) -> Result<Vec<u8>, String> {
             "file.managed source {src}: https sources are not supported by salt-rs (no TLS client built in); use http:// or salt://"
         ));
     }
-    let Some(sh) = get(low, "source_hash")
+    let Some(sh) = map_get(low, "source_hash")
         .map(py_str)
         .filter(|s| !s.is_empty())
     else {
@@ -93,7 +94,7 @@ pub fn fetch(src: &str, low: &Value) -> Result<Vec<u8>, String> {
     let got = salt_execmods::file::digest(&body, &htype)?;
     if got != hsum {
         // The state names the destination (Salt's `file.managed` check after caching).
-        let name = get(low, "name").map(py_str).unwrap_or_default();
+        let name = map_get(low, "name").map(py_str).unwrap_or_default();
         return Err(format!(
             "Specified {htype} checksum for {name} ({hsum}) does not match actual checksum ({got})"
         ));

@@ -8,10 +8,12 @@ use rmpv::Value;
 
 use super::ret::{self, comment, fail};
 use crate::engine::Ctx;
-use crate::{get, get_str, map, py_str, set, truthy};
+use crate::{get_str, map, set, truthy};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 pub(crate) fn absent(ctx: &Ctx<'_>, low: &Value) -> Value {
-    let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = ret::new(name_v, true, "");
     if !name.starts_with('/') {
@@ -63,7 +65,7 @@ fn owner_names(m: &fs::Metadata) -> (String, String) {
 }
 
 pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
-    let name_v = get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = ret::new(name_v, true, "");
     for unsupported in [
@@ -78,7 +80,7 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
         "inherit_user_and_group",
         "follow_symlinks",
     ] {
-        if get(low, unsupported).is_some() {
+        if map_get(low, unsupported).is_some() {
             return fail(
                 r,
                 format!("file.symlink option '{unsupported}' is not supported by salt-rs"),
@@ -138,7 +140,7 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
     }
     let parent = path.parent().unwrap_or(Path::new("/"));
     if !parent.is_dir() {
-        if !get(low, "makedirs").is_some_and(truthy) {
+        if !map_get(low, "makedirs").is_some_and(truthy) {
             return fail(
                 r,
                 format!("Directory {} for symlink is not present", parent.display()),

@@ -12,7 +12,9 @@ use rmpv::Value;
 use super::ret::{comment, fail};
 use crate::engine::Ctx;
 use crate::fileclient::parse_salt_url;
-use crate::{get, get_str, map, py_str, set};
+use crate::{get_str, map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 /// The `file.recurse` state.
 pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
@@ -23,7 +25,7 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
         ("result", Value::Boolean(true)),
         ("comment", Value::Map(vec![])),
     ]);
-    if get(low, "mode").is_some() {
+    if map_get(low, "mode").is_some() {
         return fail(
             r,
             "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'."
@@ -42,14 +44,14 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
         "keep_source",
         "backup",
     ] {
-        if get(low, k).is_some_and(crate::truthy) {
+        if map_get(low, k).is_some_and(crate::truthy) {
             return fail(
                 r,
                 format!("file.recurse option '{k}' is not supported by salt-rs"),
             );
         }
     }
-    if get(low, "replace") == Some(&Value::Boolean(false)) {
+    if map_get(low, "replace") == Some(&Value::Boolean(false)) {
         return fail(
             r,
             "file.recurse option 'replace' is not supported by salt-rs".into(),
@@ -61,7 +63,7 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
     let saltenv = get_str(low, "__env__")
         .unwrap_or(&ctx.opts.saltenv)
         .to_owned();
-    let sources: Vec<String> = match get(low, "source") {
+    let sources: Vec<String> = match map_get(low, "source") {
         Some(Value::Array(a)) => a.iter().map(py_str).collect(),
         Some(v) => vec![py_str(v)],
         None => Vec::new(),
@@ -125,18 +127,18 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
     let mut comments: Vec<(String, Vec<String>)> = Vec::new();
     let mut changes: Vec<(Value, Value)> = Vec::new();
     let mut merge = |r: &mut Value, path: &str, sub: &Value| {
-        let res = get(sub, "result").cloned().unwrap_or(Value::Nil);
-        if res == Value::Boolean(false) || get(r, "result") == Some(&Value::Boolean(true)) {
+        let res = map_get(sub, "result").cloned().unwrap_or(Value::Nil);
+        if res == Value::Boolean(false) || map_get(r, "result") == Some(&Value::Boolean(true)) {
             set(r, "result", res.clone());
         }
-        let c = get(sub, "comment").map(py_str).unwrap_or_default();
+        let c = map_get(sub, "comment").map(py_str).unwrap_or_default();
         if res != Value::Boolean(true) && !c.is_empty() {
             match comments.iter_mut().find(|(p, _)| p == path) {
                 Some((_, v)) => v.push(c),
                 None => comments.push((path.to_owned(), vec![c])),
             }
         }
-        if let Some(ch) = get(sub, "changes").filter(|c| crate::truthy(c)) {
+        if let Some(ch) = map_get(sub, "changes").filter(|c| crate::truthy(c)) {
             changes.push((Value::from(path), ch.clone()));
         }
     };
@@ -160,7 +162,7 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
     let pass = |keys: &[(&str, &str)]| -> Vec<(Value, Value)> {
         keys.iter()
             .filter_map(|(from, to)| {
-                get(low, from)
+                map_get(low, from)
                     .filter(|v| !v.is_nil())
                     .map(|v| (Value::from(*to), v.clone()))
             })
@@ -210,8 +212,8 @@ pub fn recurse(ctx: &Ctx<'_>, low: &Value) -> Value {
     if text.is_empty() {
         text = format!("Recursively updated {name}");
     }
-    let no_changes = get(&r, "changes").is_none_or(|c| !crate::truthy(c));
-    if no_changes && get(&r, "result") == Some(&Value::Boolean(true)) {
+    let no_changes = map_get(&r, "changes").is_none_or(|c| !crate::truthy(c));
+    if no_changes && map_get(&r, "result") == Some(&Value::Boolean(true)) {
         text = format!("The directory {name} is in the correct state");
     }
     comment(&mut r, text);

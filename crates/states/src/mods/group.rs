@@ -8,7 +8,8 @@ use salt_execmods::{Args, user as ex};
 use super::ret::{self, comment, would};
 use super::user::{opt, py_list, strs};
 use crate::engine::Ctx;
-use crate::{get, map, set, truthy};
+use crate::{map, set, truthy};
+use salt_compat::map_get;
 
 fn group_changes(low: &Value, name: &str) -> Option<Vec<(String, String)>> {
     let g = ex::group(name)?;
@@ -42,7 +43,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
         &format!("Group {name} is present and up to date"),
     );
     for k in ["members", "non_unique", "local"] {
-        if get(low, k).is_some_and(|v| !v.is_nil() && *v != Value::Boolean(false)) {
+        if map_get(low, k).is_some_and(|v| !v.is_nil() && *v != Value::Boolean(false)) {
             set(&mut r, "result", Value::Boolean(false));
             let msg = format!("group.present option '{k}' is not supported by salt-rs");
             comment(&mut r, msg);
@@ -122,7 +123,7 @@ pub fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
             }
             let mut kw = Vec::new();
             for k in ["gid", "system"] {
-                if let Some(v) = get(low, k).filter(|v| !v.is_nil()) {
+                if let Some(v) = map_get(low, k).filter(|v| !v.is_nil()) {
                     kw.push((k.to_owned(), v.clone()));
                 }
             }

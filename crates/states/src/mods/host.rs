@@ -8,7 +8,9 @@ use salt_execmods::hosts as ex;
 
 use super::ret;
 use crate::engine::Ctx;
-use crate::{get, map, py_str, set};
+use crate::{map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 /// `{kind: {addr: [values]}}` in insertion order.
 type Changes = Vec<(String, Vec<(String, Vec<String>)>)>;
@@ -21,7 +23,7 @@ fn exctx<'a>(ctx: &Ctx<'a>) -> salt_execmods::Ctx<'a> {
 }
 
 fn ips(low: &Value) -> Vec<String> {
-    match get(low, "ip") {
+    match map_get(low, "ip") {
         Some(Value::Array(a)) => a.iter().map(py_str).collect(),
         Some(Value::Nil) | None => Vec::new(),
         Some(v) => vec![py_str(v)],
@@ -72,10 +74,10 @@ fn add_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
 fn present(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name = super::name_of(low);
     let ip = ips(low);
-    let comment = get(low, "comment")
+    let comment = map_get(low, "comment")
         .map(py_str)
         .filter(|c| !c.is_empty() && c != "None");
-    let clean = get(low, "clean").is_some_and(crate::truthy);
+    let clean = map_get(low, "clean").is_some_and(crate::truthy);
     let e = exctx(ctx);
     let all = ex::list(&e);
     let mut r = ret::new(name.as_str(), true, "");

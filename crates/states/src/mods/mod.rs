@@ -75,12 +75,14 @@ pub fn has_mod_watch(state: &str) -> bool {
 
 /// The `name` argument as text.
 pub fn name_of(low: &Value) -> String {
-    crate::py_str(crate::get(low, "name").unwrap_or(&Value::Nil))
+    salt_compat::py_str(salt_compat::map_get(low, "name").unwrap_or(&Value::Nil))
 }
 
 /// `{name, changes, result, comment}` (the common initial return).
 pub fn base_ret(low: &Value) -> Value {
-    let name = crate::get(low, "name").cloned().unwrap_or(Value::Nil);
+    let name = salt_compat::map_get(low, "name")
+        .cloned()
+        .unwrap_or(Value::Nil);
     ret::new(name, false, "")
 }
 

@@ -11,7 +11,8 @@ use salt_execmods::{Args, pkg as ex};
 use super::ret;
 use super::{base_ret, name_of};
 use crate::engine::Ctx;
-use crate::{empty, get, map, set, truthy};
+use crate::{empty, map, set, truthy};
+use salt_compat::map_get;
 
 /// Salt's rtag (`cachedir/pkg_refresh`): the first pkg state of a run refreshes the
 /// package database unless `refresh: False`.
@@ -49,7 +50,7 @@ fn fail(mut r: Value, msg: String) -> Value {
 }
 
 fn check_refresh(low: &Value) -> bool {
-    match get(low, "refresh") {
+    match map_get(low, "refresh") {
         Some(Value::Nil) | None => RTAG.load(Ordering::SeqCst),
         Some(v) => truthy(v),
     }
@@ -106,14 +107,14 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         "resolve_capabilities",
         "downloadonly",
     ] {
-        if get(low, k).is_some_and(truthy) {
+        if map_get(low, k).is_some_and(truthy) {
             return Ok(fail(
                 r,
                 format!("pkg.installed option '{k}' is not supported by salt-rs"),
             ));
         }
     }
-    if matches!(get(low, "pkgs"), Some(Value::Array(a)) if a.is_empty()) {
+    if matches!(map_get(low, "pkgs"), Some(Value::Array(a)) if a.is_empty()) {
         let mut r = r;
         set(&mut r, "result", Value::Boolean(true));
         return Ok(fail(r, "No packages to install provided".into()));
@@ -265,7 +266,7 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
 fn latest(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
     let mut r = base_ret(low);
     for k in ["sources", "watch_flags", "resolve_capabilities"] {
-        if get(low, k).is_some_and(truthy) {
+        if map_get(low, k).is_some_and(truthy) {
             return Ok(fail(
                 r,
                 format!("pkg.latest option '{k}' is not supported by salt-rs"),
@@ -273,7 +274,7 @@ fn latest(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         }
     }
     let names: Vec<String> = desired(low)?.into_iter().map(|(n, _)| n).collect();
-    let from_pkgs = get(low, "pkgs").is_some();
+    let from_pkgs = map_get(low, "pkgs").is_some();
     if names.is_empty() {
         return Ok(fail(r, "No packages to install provided".into()));
     }
@@ -387,9 +388,9 @@ fn latest(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         }
     };
     let new_of = |n: &str| {
-        get(&changes, n)
-            .and_then(|c| get(c, "new"))
-            .map(crate::py_str)
+        map_get(&changes, n)
+            .and_then(|c| map_get(c, "new"))
+            .map(salt_compat::py_str)
     };
     let failed: Vec<String> = targets
         .iter()

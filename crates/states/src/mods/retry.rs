@@ -4,7 +4,9 @@
 use rmpv::Value;
 
 use super::ret;
-use crate::{get, map, py_str, set};
+use crate::{map, set};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 /// Validated `retry` data (Salt's defaults for missing or mistyped keys).
 #[derive(Debug, Clone, Copy)]
@@ -28,15 +30,15 @@ const DEFAULT: Retry = Retry {
 
 /// `verify_retry_data` of `low["retry"]`, `None` without `retry`.
 pub fn verify(low: &Value) -> Option<Retry> {
-    match get(low, "retry")? {
+    match map_get(low, "retry")? {
         Value::Map(_) => {
-            let v = get(low, "retry")?;
-            let int = |k: &str, d: i64| match get(v, k) {
+            let v = map_get(low, "retry")?;
+            let int = |k: &str, d: i64| match map_get(v, k) {
                 Some(Value::Integer(i)) => i.as_i64().unwrap_or(d),
                 _ => d,
             };
             Some(Retry {
-                until: match get(v, "until") {
+                until: match map_get(v, "until") {
                     Some(Value::Boolean(b)) => *b,
                     _ => DEFAULT.until,
                 },
@@ -67,7 +69,7 @@ pub fn interval(r: &Retry) -> i64 {
 
 /// Whether the result is not yet the wanted one.
 pub fn wants_retry(r: &Retry, ret: &Value) -> bool {
-    get(ret, "result") != Some(&Value::Boolean(r.until))
+    map_get(ret, "result") != Some(&Value::Boolean(r.until))
 }
 
 fn f64_of(v: Option<&Value>) -> f64 {
@@ -80,23 +82,24 @@ fn f64_of(v: Option<&Value>) -> f64 {
 
 /// Fold attempt `retries`'s return `orig` into the next attempt's `new`.
 pub fn merge(orig: &Value, mut new: Value, retries: i64, interval: i64) -> Value {
-    let comment = get(&new, "comment").map(py_str).unwrap_or_default();
+    let comment = map_get(&new, "comment").map(py_str).unwrap_or_default();
     let c = format!(
         "Attempt {retries}: Returned a result of \"{}\", with the following comment: \"{}\"\n{}",
-        py_str(get(orig, "result").unwrap_or(&Value::Nil)),
-        py_str(get(orig, "comment").unwrap_or(&Value::Nil)),
-        if get(&new, "comment").is_some_and(crate::truthy) {
+        py_str(map_get(orig, "result").unwrap_or(&Value::Nil)),
+        py_str(map_get(orig, "comment").unwrap_or(&Value::Nil)),
+        if map_get(&new, "comment").is_some_and(crate::truthy) {
             comment
         } else {
             String::new()
         }
     );
     ret::comment(&mut new, c);
-    let d =
-        f64_of(get(&new, "duration")) + f64_of(get(orig, "duration")) + (interval * 1000) as f64;
+    let d = f64_of(map_get(&new, "duration"))
+        + f64_of(map_get(orig, "duration"))
+        + (interval * 1000) as f64;
     set(&mut new, "duration", Value::F64(d));
     if retries == 1
-        && let Some(st) = get(orig, "start_time")
+        && let Some(st) = map_get(orig, "start_time")
     {
         set(&mut new, "start_time", st.clone());
     }
@@ -105,7 +108,7 @@ pub fn merge(orig: &Value, mut new: Value, retries: i64, interval: i64) -> Value
 
 /// The `test=True` note.
 pub fn test_comment(ret: &mut Value, r: &Retry) {
-    let c = get(ret, "comment")
+    let c = map_get(ret, "comment")
         .filter(|c| crate::truthy(c))
         .map(py_str)
         .unwrap_or_default();
@@ -130,7 +133,7 @@ pub fn call_checked(
     low: &Value,
     watch: Option<&[Value]>,
 ) -> Value {
-    if get(low, "check_cmd").is_none() {
+    if map_get(low, "check_cmd").is_none() {
         return super::call(ctx, full, low, watch);
     }
     if own_check_cmd(full) {
@@ -152,21 +155,21 @@ pub fn own_check_cmd(full: &str) -> bool {
 /// `_run_check_cmd`: each command through `/bin/sh -c`; merged into `ret` as Salt's
 /// `ret.update(...)` (new keys appended).
 pub fn check_cmd(low: &Value, ret: &mut Value) {
-    let cmds: Vec<String> = match get(low, "check_cmd") {
+    let cmds: Vec<String> = match map_get(low, "check_cmd") {
         Some(Value::Array(a)) => a.iter().map(py_str).collect(),
         Some(v) => vec![py_str(v)],
         None => return,
     };
     let mut out = map(vec![("result", Value::Boolean(false))]);
     for k in ["__sls__", "__id__", "name"] {
-        set(&mut out, k, get(low, k).cloned().unwrap_or(Value::Nil));
+        set(&mut out, k, map_get(low, k).cloned().unwrap_or(Value::Nil));
     }
     for c in cmds {
         let rc = super::cmd::run_all(&c, None)
             .ok()
-            .and_then(|r| get(&r, "retcode").and_then(Value::as_i64))
+            .and_then(|r| map_get(&r, "retcode").and_then(Value::as_i64))
             .unwrap_or(1);
-        if rc == 0 && get(&out, "result") == Some(&Value::Boolean(false)) {
+        if rc == 0 && map_get(&out, "result") == Some(&Value::Boolean(false)) {
             ret::comment(&mut out, "check_cmd determined the state succeeded");
             set(&mut out, "result", Value::Boolean(true));
         } else if rc != 0 {

@@ -7,7 +7,8 @@ use salt_execmods::{Args, service as ex};
 
 use super::ret::{self, comment, fail, would};
 use crate::engine::Ctx;
-use crate::{get, get_str, map, set, truthy};
+use crate::{get_str, map, set, truthy};
+use salt_compat::map_get;
 
 type R = Result<Value, String>;
 
@@ -17,7 +18,7 @@ fn offline() -> bool {
 
 fn exec(fun: &str, name: &str, low: &Value) -> R {
     let mut kw = Vec::new();
-    if let Some(v) = get(low, "no_block") {
+    if let Some(v) = map_get(low, "no_block") {
         kw.push(("no_block".to_owned(), v.clone()));
     }
     let pos = [Value::from(name)];
@@ -134,13 +135,13 @@ fn toggle(
 }
 
 fn enable_opt(low: &Value) -> Option<bool> {
-    get(low, "enable").filter(|v| !v.is_nil()).map(truthy)
+    map_get(low, "enable").filter(|v| !v.is_nil()).map(truthy)
 }
 
 fn running_or_dead(ctx: &Ctx<'_>, name: &str, low: &Value, run: bool) -> R {
     let mut r = ret::new(name, true, "");
     for k in ["unmask", "unmask_runtime", "sig", "timeout", "init_delay"] {
-        if get(low, k).is_some_and(truthy) {
+        if map_get(low, k).is_some_and(truthy) {
             let msg = format!("service option '{k}' is not supported by salt-rs");
             return Ok(fail(r, msg));
         }
@@ -258,7 +259,8 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
             ("stop", "stop", "stopped".to_owned())
         }
         "running" => {
-            if get(low, "full_restart").is_some_and(truthy) || get(low, "force").is_some_and(truthy)
+            if map_get(low, "full_restart").is_some_and(truthy)
+                || map_get(low, "force").is_some_and(truthy)
             {
                 set(&mut r, "result", Value::Boolean(false));
                 comment(
@@ -269,7 +271,7 @@ fn mod_watch(ctx: &Ctx<'_>, name: &str, low: &Value) -> R {
             }
             let (f, v) = if !ex::status(name)? {
                 ("start", "start")
-            } else if get(low, "reload").is_some_and(truthy) {
+            } else if map_get(low, "reload").is_some_and(truthy) {
                 ("reload", "reload")
             } else {
                 ("restart", "restart")

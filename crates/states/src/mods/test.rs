@@ -5,7 +5,8 @@ use rmpv::Value;
 use super::base_ret;
 use super::ret;
 use crate::engine::{Ctx, gen_tag};
-use crate::{get, get_str, map, set, truthy};
+use crate::{get_str, map, set, truthy};
+use salt_compat::map_get;
 
 fn changes() -> Value {
     map(vec![(
@@ -21,7 +22,7 @@ fn changes() -> Value {
 pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> Value {
     let test = ctx.opts.test;
     let comment = |d: &str| {
-        get(low, "comment")
+        map_get(low, "comment")
             .cloned()
             .unwrap_or_else(|| Value::from(d))
     };
@@ -62,7 +63,7 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> V
             set(
                 &mut r,
                 "comment",
-                get(low, "text").cloned().unwrap_or(Value::Nil),
+                map_get(low, "text").cloned().unwrap_or(Value::Nil),
             );
         }
         "mod_watch" => {
@@ -72,25 +73,27 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value, watch: Option<&[Value]>) -> V
                     has.push(Value::from(format!(
                         "{}: {}",
                         get_str(w, "state").unwrap_or(""),
-                        crate::py_str(get(w, "__id__").unwrap_or(&Value::Nil))
+                        salt_compat::py_str(map_get(w, "__id__").unwrap_or(&Value::Nil))
                     )));
                 }
             }
             return map(vec![
-                ("name", get(low, "name").cloned().unwrap_or(Value::Nil)),
+                ("name", map_get(low, "name").cloned().unwrap_or(Value::Nil)),
                 (
                     "result",
-                    get(low, "result").cloned().unwrap_or(Value::Boolean(true)),
+                    map_get(low, "result")
+                        .cloned()
+                        .unwrap_or(Value::Boolean(true)),
                 ),
                 (
                     "comment",
-                    get(low, "comment")
+                    map_get(low, "comment")
                         .cloned()
                         .unwrap_or_else(|| Value::from("Watch statement fired.")),
                 ),
                 (
                     "changes",
-                    get(low, "changes").cloned().unwrap_or_else(|| {
+                    map_get(low, "changes").cloned().unwrap_or_else(|| {
                         map(vec![("Requisites with changes", Value::Array(has))])
                     }),
                 ),

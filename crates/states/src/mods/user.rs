@@ -9,10 +9,12 @@ use salt_execmods::{Args, user as ex};
 
 use super::ret::{self, comment, would};
 use crate::engine::Ctx;
-use crate::{get, py_str, set, truthy};
+use crate::{set, truthy};
+use salt_compat::map_get;
+use salt_compat::py_str;
 
 pub(super) fn strs(low: &Value, key: &str) -> Option<Vec<String>> {
-    match get(low, key)? {
+    match map_get(low, key)? {
         Value::Array(a) => Some(a.iter().map(py_str).collect()),
         Value::Nil => None,
         v => Some(py_str(v).split(',').map(str::to_owned).collect()),
@@ -20,7 +22,7 @@ pub(super) fn strs(low: &Value, key: &str) -> Option<Vec<String>> {
 }
 
 pub(super) fn opt(low: &Value, key: &str) -> Option<String> {
-    get(low, key).filter(|v| !v.is_nil()).map(py_str)
+    map_get(low, key).filter(|v| !v.is_nil()).map(py_str)
 }
 
 pub(super) fn py_list(v: &[String]) -> String {
@@ -52,7 +54,7 @@ fn changes(low: &Value, name: &str, allow: bool) -> Result<Option<Vec<Change>>, 
         return Ok(None);
     };
     let groups = strs(low, "groups");
-    let remove = get(low, "remove_groups").is_none_or(truthy);
+    let remove = map_get(low, "remove_groups").is_none_or(truthy);
     let mut cur = ex::list_groups(name);
     let mut wanted: Vec<String> = groups.clone().unwrap_or_default();
     if !remove || groups.is_none() {
@@ -107,7 +109,7 @@ fn changes(low: &Value, name: &str, allow: bool) -> Result<Option<Vec<Change>>, 
     {
         out.push(("home", h.clone(), Value::from(h.as_str())));
     }
-    if get(low, "createhome").is_none_or(truthy) {
+    if map_get(low, "createhome").is_none_or(truthy) {
         let newhome = home.clone().unwrap_or(u.home.clone());
         if !std::path::Path::new(&newhome).is_dir() {
             out.push(("homeDoesNotExist", newhome.clone(), Value::from(newhome)));
@@ -132,7 +134,7 @@ fn changes(low: &Value, name: &str, allow: bool) -> Result<Option<Vec<Change>>, 
                 "gid" => (u.gid, "allow_gid_change"),
                 _ => continue,
             };
-            let allowed = get(low, flag).is_some_and(truthy);
+            let allowed = map_get(low, flag).is_some_and(truthy);
             if !allowed {
                 errs.push(format!(
                     "Changing {k} ({cur} -> {v}) not permitted, set {flag} to True to force this change. Note that this will not change file ownership."
@@ -184,7 +186,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
         "win_logonscript",
         "win_description",
     ] {
-        if get(low, k).is_some_and(|v| truthy(v) || *v == Value::from("")) {
+        if map_get(low, k).is_some_and(|v| truthy(v) || *v == Value::from("")) {
             set(&mut r, "result", Value::Boolean(false));
             let msg = format!("user.present option '{k}' is not supported by salt-rs");
             comment(&mut r, msg);
@@ -222,7 +224,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
             return r;
         }
     };
-    let remove = get(low, "remove_groups").is_none_or(truthy);
+    let remove = map_get(low, "remove_groups").is_none_or(truthy);
     match ch {
         Some(ch) if !ch.is_empty() => {
             if ctx.opts.test {
@@ -255,7 +257,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
             };
             let persist = vec![(
                 "persist".to_owned(),
-                get(low, "persist_home")
+                map_get(low, "persist_home")
                     .cloned()
                     .unwrap_or(Value::Boolean(false)),
             )];
@@ -269,8 +271,8 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                     use std::os::unix::fs::PermissionsExt;
                     let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
                     let (uid, gid) = (
-                        get(&pre, "uid").and_then(Value::as_u64),
-                        get(&pre, "gid").and_then(Value::as_u64),
+                        map_get(&pre, "uid").and_then(Value::as_u64),
+                        map_get(&pre, "gid").and_then(Value::as_u64),
                     );
                     let _ = nix::unistd::chown(
                         dir.as_str(),
@@ -296,7 +298,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
             if let Value::Map(m) = &post {
                 for (k, v) in m {
                     let key = k.as_str().unwrap_or("");
-                    if get(&pre, key) != Some(v) {
+                    if map_get(&pre, key) != Some(v) {
                         diff.push((key.to_owned(), v.clone()));
                     }
                 }
@@ -349,7 +351,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
                 "createhome",
                 "usergroup",
             ] {
-                if let Some(v) = get(low, k).filter(|v| !v.is_nil()) {
+                if let Some(v) = map_get(low, k).filter(|v| !v.is_nil()) {
                     kw.push((k.to_owned(), v.clone()));
                 }
             }
@@ -357,7 +359,7 @@ fn user_present(ctx: &Ctx<'_>, low: &Value) -> Value {
             if created.as_ref().is_ok_and(truthy) {
                 comment(&mut r, format!("New user {name} created"));
                 let mut info = ex::user_info(&name);
-                if get(low, "createhome").is_some_and(|v| !truthy(v)) {
+                if map_get(low, "createhome").is_some_and(|v| !truthy(v)) {
                     set(&mut info, "home", Value::from(""));
                 }
                 set(&mut r, "changes", info);
@@ -384,11 +386,15 @@ fn user_absent(ctx: &Ctx<'_>, low: &Value) -> Value {
     let kw = vec![
         (
             "remove".to_owned(),
-            get(low, "purge").cloned().unwrap_or(Value::Boolean(false)),
+            map_get(low, "purge")
+                .cloned()
+                .unwrap_or(Value::Boolean(false)),
         ),
         (
             "force".to_owned(),
-            get(low, "force").cloned().unwrap_or(Value::Boolean(false)),
+            map_get(low, "force")
+                .cloned()
+                .unwrap_or(Value::Boolean(false)),
         ),
     ];
     let ok = exec_user("delete", &[Value::from(name.as_str())], &kw).is_ok_and(|v| truthy(&v));

@@ -7,9 +7,10 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use rmpv::Value;
+use salt_compat::map_get;
 use salt_minion_core::channel::Session;
 use salt_minion_core::job::Job;
-use salt_minion_core::matcher::{fnmatch_to_regex, map_lookup};
+use salt_minion_core::matcher::fnmatch_to_regex;
 use salt_proto::ValueExt;
 
 use super::super::keys::CachedKey;
@@ -36,10 +37,10 @@ impl Worker {
         let Ok(v) = salt_proto::decode(payload) else {
             return;
         };
-        if map_lookup(&v, "enc").and_then(Value::as_str) != Some("aes") {
+        if map_get(&v, "enc").and_then(Value::as_str) != Some("aes") {
             return;
         }
-        let Some(load) = map_lookup(&v, "load").and_then(ValueExt::as_bytes) else {
+        let Some(load) = map_get(&v, "load").and_then(ValueExt::as_bytes) else {
             return;
         };
         if !matches!(m.phase, Phase::Ready) {

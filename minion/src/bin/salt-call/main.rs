@@ -16,7 +16,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use rmpv::Value;
-use salt_states::{LocalFileClient, Opts, get};
+use salt_compat::map_get;
+use salt_states::{LocalFileClient, Opts};
 
 mod master;
 #[path = "../../settings.rs"]
@@ -100,18 +101,18 @@ fn parse_cli() -> Result<Cli, String> {
 }
 
 fn roots(conf: &Value, key: &str, default: &str) -> Vec<(String, Vec<PathBuf>)> {
-    match get(conf, key) {
+    match map_get(conf, key) {
         Some(Value::Map(envs)) => envs
             .iter()
             .map(|(e, dirs)| {
                 let dirs = match dirs {
                     Value::Array(d) => d
                         .iter()
-                        .map(|p| PathBuf::from(salt_states::py_str(p)))
+                        .map(|p| PathBuf::from(salt_compat::py_str(p)))
                         .collect(),
-                    other => vec![PathBuf::from(salt_states::py_str(other))],
+                    other => vec![PathBuf::from(salt_compat::py_str(other))],
                 };
-                (salt_states::py_str(e), dirs)
+                (salt_compat::py_str(e), dirs)
             })
             .collect(),
         _ => vec![("base".into(), vec![PathBuf::from(default)])],
@@ -139,7 +140,7 @@ fn local_pillar(
         "top_file_merging_strategy",
         "nodegroups",
     ] {
-        if let Some(v) = get(conf, key) {
+        if let Some(v) = map_get(conf, key) {
             text.push_str(&format!(
                 "{key}: {}\n",
                 salt_render::yaml_dump::safe_dump(v, true)
@@ -203,7 +204,7 @@ async fn run(cli: Cli) -> Result<Ran, String> {
         }
     }
     let kw = |k: &str| kwargs.iter().find(|(key, _)| key == k).map(|(_, v)| v);
-    let saltenv_kw = kw("saltenv").map(salt_states::py_str);
+    let saltenv_kw = kw("saltenv").map(salt_compat::py_str);
     // `pillar=` on the command line: a YAML/JSON map merged last (Salt's pillar_override).
     let pillar_override = match cli.args.iter().find_map(|a| a.strip_prefix("pillar=")) {
         Some(text) => match salt_render::yaml::load(text) {
@@ -221,7 +222,7 @@ async fn run(cli: Cli) -> Result<Ran, String> {
         &id,
         &grains,
         saltenv_kw.clone(),
-        kw("pillarenv").map(salt_states::py_str),
+        kw("pillarenv").map(salt_compat::py_str),
         pillar_override,
     )?;
     match cli.fun.as_str() {
@@ -230,7 +231,7 @@ async fn run(cli: Cli) -> Result<Ran, String> {
             let key = positional
                 .first()
                 .cloned()
-                .or_else(|| kw("key").map(salt_states::py_str))
+                .or_else(|| kw("key").map(salt_compat::py_str))
                 .unwrap_or_default();
             let default = positional
                 .get(1)
@@ -239,7 +240,7 @@ async fn run(cli: Cli) -> Result<Ran, String> {
                 .unwrap_or_else(|| Value::from(""));
             let mut cur = Some(&pillar);
             for part in key.split(':') {
-                cur = cur.and_then(|c| get(c, part));
+                cur = cur.and_then(|c| map_get(c, part));
             }
             return Ok((cur.cloned().unwrap_or(default), 0, None));
         }
@@ -247,7 +248,7 @@ async fn run(cli: Cli) -> Result<Ran, String> {
     }
     if cli.fun.starts_with("state.") {
         // Salt refuses to apply states on a pillar that failed to render.
-        if let Some(Value::Array(errs)) = get(&pillar, "_errors") {
+        if let Some(Value::Array(errs)) = map_get(&pillar, "_errors") {
             let mut lines = vec![Value::from(
                 "Pillar failed to render with the following messages:",
             )];
@@ -277,10 +278,10 @@ async fn run(cli: Cli) -> Result<Ran, String> {
             grains,
             pillar,
             test: kw("test").is_some_and(salt_states::truthy)
-                || get(&conf, "test").is_some_and(salt_states::truthy),
-            failhard: get(&conf, "failhard").is_some_and(salt_states::truthy),
+                || map_get(&conf, "test").is_some_and(salt_states::truthy),
+            failhard: map_get(&conf, "failhard").is_some_and(salt_states::truthy),
             saltenv: kw("saltenv")
-                .map(salt_states::py_str)
+                .map(salt_compat::py_str)
                 .unwrap_or_else(|| "base".into()),
             opts: conf.clone(),
             exclude: match kw("exclude") {
@@ -307,7 +308,7 @@ async fn run(cli: Cli) -> Result<Ran, String> {
             .filter(|m| !m.is_empty())
             .collect();
         if let Some(m) = kw("mods") {
-            mods.extend(salt_states::py_str(m).split(',').map(str::to_owned));
+            mods.extend(salt_compat::py_str(m).split(',').map(str::to_owned));
         }
         let outcome = match cli.fun.as_str() {
             "state.apply" if mods.is_empty() => salt_states::highstate(client, &opts),
@@ -412,7 +413,7 @@ fn main() -> ExitCode {
             } else {
                 let format = salt_output::OutputFormat::from_name(out)
                     .unwrap_or(salt_output::OutputFormat::Nested);
-                let json = salt_master_core::convert::mp_to_json(&whole);
+                let json = salt_compat::json::msgpack_to_json(&whole);
                 println!("{}", salt_output::render(format, &json));
             }
             // Salt: a failed state is retcode 2 with --retcode-passthrough, 1 otherwise.

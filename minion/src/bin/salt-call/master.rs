@@ -51,7 +51,7 @@ fn retcode(ret: &Value, rc: i64) -> i64 {
     }
     let failed = ["result", "success"]
         .iter()
-        .any(|k| salt_states::get(ret, k) == Some(&Value::Boolean(false)));
+        .any(|k| salt_compat::map_get(ret, k) == Some(&Value::Boolean(false)));
     i64::from(failed)
 }
 

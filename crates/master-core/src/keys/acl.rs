@@ -10,7 +10,8 @@
 
 use regex::Regex;
 
-use crate::target::fnmatch;
+use salt_compat::fnmatch;
+use salt_config::MasterConfig;
 
 /// One entry of a user's `publisher_acl` list.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +41,49 @@ pub struct AclBlacklist {
     pub users: Vec<String>,
     /// Function expressions nobody (but root) may publish.
     pub modules: Vec<String>,
+}
+
+/// `publisher_acl` and `publisher_acl_blacklist` as configured.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Acl {
+    /// `publisher_acl` (entries are function regexes).
+    pub publishers: PublisherAcl,
+    /// `publisher_acl_blacklist`.
+    pub blacklist: AclBlacklist,
+}
+
+impl Acl {
+    /// The publisher ACL of `cfg`.
+    pub fn from_config(cfg: &MasterConfig) -> Self {
+        Self {
+            publishers: PublisherAcl {
+                users: cfg
+                    .publisher_acl
+                    .iter()
+                    .map(|(user, funs)| {
+                        (
+                            user.clone(),
+                            funs.iter().cloned().map(AclEntry::Fun).collect(),
+                        )
+                    })
+                    .collect(),
+            },
+            blacklist: AclBlacklist {
+                users: cfg.publisher_acl_blacklist.users.clone(),
+                modules: cfg.publisher_acl_blacklist.modules.clone(),
+            },
+        }
+    }
+
+    /// [`check`] against this ACL.
+    pub fn check(
+        &self,
+        user: &str,
+        fun: &str,
+        minions: Option<&[String]>,
+    ) -> Result<(), AclDenied> {
+        check(&self.publishers, &self.blacklist, user, fun, minions)
+    }
 }
 
 /// Why a publish was refused.

@@ -10,69 +10,26 @@
 //!
 //! RSA and AES work runs on a fixed pool of `worker_threads` OS threads fed by the socket
 //! thread, so at most that many requests are processed at once; the socket thread itself
-//! answers only quick file-server requests (`salt_fileserver::inline`). Shutdown (mini-redis style): stop reading requests, let in-flight handlers
+//! answers only quick file-server requests (`requests::handle_quick`, `salt_fileserver::inline`). Shutdown (mini-redis style): stop reading requests, let in-flight handlers
 //! finish (returns get written; every file is written atomically), close the sockets.
 
+pub(crate) mod group;
+pub(crate) mod local;
+
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use salt_config::MasterConfig;
-use salt_keystore::OpenOptions as KeyStoreOptions;
-use salt_pki::SigAlgo;
-use salt_proto::ReplayGuard;
 use salt_transport::{
     Heartbeat, PoolServer, Publisher, PublisherOptions, ServerOptions, tcp_endpoint,
 };
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::aes::{AesState, PublishKey};
-use crate::jid::JidGenerator;
-use crate::keys::{KeyError, MasterKeys};
-use crate::sessions::Sessions;
-use crate::state::{LogLimiter, Shared};
-
-/// Why the master could not start (or stopped).
-#[derive(Debug, thiserror::Error)]
-pub enum MasterError {
-    /// Master keys.
-    #[error("master keys: {0}")]
-    Keys(#[from] KeyError),
-    /// The pki directory.
-    #[error("key store: {0}")]
-    KeyStore(#[from] salt_keystore::KeyStoreError),
-    /// RSA/AES setup.
-    #[error("crypto: {0}")]
-    Pki(#[from] salt_pki::Error),
-    /// Binding a ZeroMQ socket.
-    #[error("transport: {0}")]
-    Transport(#[from] salt_transport::TransportError),
-    /// Directories and the local socket.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Cause.
-        source: std::io::Error,
-    },
-}
-
-fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> MasterError {
-    let what = what.into();
-    move |source| MasterError::Io { what, source }
-}
-
-fn mkdir(path: &std::path::Path, mode: u32) -> Result<(), MasterError> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path).map_err(io_err(format!("create {}", path.display())))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(io_err(format!("chmod {}", path.display())))
-}
-
-fn sig_algo(cfg: &MasterConfig) -> SigAlgo {
-    cfg.publish_signing_algorithm
-}
+use crate::error::{MasterError, io_err};
+use crate::keys::aes::PublishKey;
+use crate::shared::Shared;
 
 /// What the master reports once it can serve (for systemd's `READY=1` and `STATUS=`).
 #[derive(Debug, Clone)]
@@ -85,7 +42,7 @@ pub struct Ready {
     /// Accepted minion keys at start.
     pub accepted: usize,
     /// The OpenMetrics text, for the binary's `metrics_port` endpoint.
-    pub metrics: crate::metrics::Scrape,
+    pub metrics: crate::events::metrics::Scrape,
 }
 
 /// Run the master until `shutdown` completes.
@@ -99,47 +56,14 @@ pub async fn run_with_ready(
     shutdown: impl Future,
     on_ready: impl FnOnce(&Ready),
 ) -> Result<(), MasterError> {
-    mkdir(&cfg.cachedir, 0o755)?;
-    mkdir(&Shared::jobs_dir(&cfg), 0o700)?;
-    mkdir(&Shared::sessions_dir(&cfg), 0o700)?;
-    // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
-    // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
-    let store = Arc::new(KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?);
-    let keys = {
-        let cfg = cfg.clone();
-        tokio::task::spawn_blocking(move || MasterKeys::load(&cfg))
-            .await
-            .map_err(|e| MasterError::Io {
-                what: "loading keys".into(),
-                source: std::io::Error::other(e),
-            })??
-    };
-    // A fresh start makes a fresh publish key: a leftover rotation request is moot.
-    let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
-    let (group, first_key) = crate::group::open(&cfg, &keys, &store).await?;
-    let aes = AesState::new(first_key);
-    let (acl, acl_blacklist) = Shared::acl_from(&cfg);
-    let shared = Arc::new(Shared {
-        group,
-        sessions: Sessions::new(Shared::sessions_dir(&cfg), cfg.publish_session),
-        jobs: crate::group::jobs(&cfg).await?,
-        jids: JidGenerator::new(),
-        connected: Mutex::new(Default::default()),
-        auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
-        publish_sig_algo: sig_algo(&cfg),
-        log_limit: LogLimiter::new(Duration::from_secs(10)),
-        acl,
-        acl_blacklist,
-        verified_toks: Mutex::new(Default::default()),
-        metrics: Default::default(),
-        events: Default::default(),
-        files: Shared::file_server(&cfg),
-        store,
-        keys,
-        aes,
-        cfg,
-    });
-    crate::group::follow(&shared);
+    let shared = tokio::task::spawn_blocking(move || Shared::open(cfg))
+        .await
+        .map_err(|e| MasterError::Io {
+            what: "opening the master's state".into(),
+            source: std::io::Error::other(e),
+        })??;
+    let shared = Arc::new(shared);
+    follow_group(&shared);
     let cfg = &shared.cfg;
     let host = cfg.interface.to_string();
     let ipv6 = cfg.ipv6.unwrap_or(cfg.interface.is_ipv6());
@@ -182,7 +106,7 @@ pub async fn run_with_ready(
         let shared = shared.clone();
         Arc::new(move |body: &[u8]| {
             let t0 = std::time::Instant::now();
-            let r = crate::request::handle(&shared, body);
+            let r = crate::requests::handle(&shared, body);
             shared.metrics.request(t0.elapsed());
             r
         })
@@ -199,11 +123,7 @@ pub async fn run_with_ready(
                 return None;
             }
             let t0 = std::time::Instant::now();
-            let guard = salt_fileserver::inline::Guard::enter();
-            let r = crate::request::handle(&shared, body);
-            if guard.declined() {
-                return None;
-            }
+            let r = crate::requests::handle_quick(&shared, body)?;
             shared.metrics.request(t0.elapsed());
             Some(r)
         })
@@ -222,11 +142,10 @@ pub async fn run_with_ready(
 
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let (listener, sock_path) =
-        crate::local_server::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(io_err(
-            format!("local socket in {}", cfg.sock_dir.display()),
-        ))?;
-    let local = tokio::spawn(crate::local_server::serve(
+    let (listener, sock_path) = local::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(
+        io_err(format!("local socket in {}", cfg.sock_dir.display())),
+    )?;
+    let local = tokio::spawn(local::serve(
         listener,
         shared.clone(),
         publisher.clone(),
@@ -236,7 +155,7 @@ pub async fn run_with_ready(
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
     let s = shared.clone();
-    let metrics = crate::metrics::Scrape::new(shared.metrics.clone(), move |m| {
+    let metrics = crate::events::metrics::Scrape::new(shared.metrics.clone(), move |m| {
         let n = s.connected.lock().unwrap_or_else(|e| e.into_inner()).len();
         m.signed_in.set(i64::try_from(n).unwrap_or(i64::MAX));
     });
@@ -277,6 +196,28 @@ pub async fn run_with_ready(
     let _ = std::fs::remove_file(&sock_path);
     tracing::info!("Salt master stopped");
     Ok(())
+}
+
+/// Adopt every new group publish key, and start following the change log.
+fn follow_group(shared: &Arc<Shared>) {
+    let Some(group) = &shared.group else {
+        return;
+    };
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    group.on_aes(Box::new(move |generation, key| {
+        let Some(s) = weak.upgrade() else {
+            return;
+        };
+        match PublishKey::from_key_string(&s.keys.key, key) {
+            Ok(k) => {
+                s.aes.rotate(k);
+                s.metrics.rotation("group");
+                tracing::info!("Rotating master AES key (group generation {generation})");
+            }
+            Err(e) => tracing::error!("group publish key unusable: {e}"),
+        }
+    }));
+    group.start_follower();
 }
 
 /// Whether a request envelope has the msgpack bytes of `"enc": "clear"` in its first 64

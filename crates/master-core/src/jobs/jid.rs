@@ -32,6 +32,16 @@ impl JidGenerator {
     }
 }
 
+/// A jid we accept as a directory name: Salt's 20 digits, optionally `_<pid>` or other
+/// alphanumerics (no separators, no dots).
+pub(crate) fn safe_jid(jid: &str) -> bool {
+    !jid.is_empty()
+        && jid.len() <= 64
+        && jid
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,49 +1,59 @@
 //! The request server's message handling (§2.4, §3, §10): bytes in, reply bytes out.
 //!
-//! [`handle`] is synchronous and CPU-bound (RSA, AES): the server runs it on the worker pool,
-//! never on the socket loop. It never panics on peer input. Every message is read by the
+//! [`handle`] is synchronous and CPU-bound (RSA, AES): the server runs it on the worker pool.
+//! On the socket thread [`handle_quick`] answers only quick file-server requests, within a
+//! `salt_fileserver::inline::Budget`; anything more is declined and goes to a worker. Neither
+//! panics on peer input. Every message is read by the
 //! typed readers of `salt_proto::msg` (the envelope, the channel fields of the load, then the
 //! command's load); every failure is a [`RequestError`], turned into Salt's reply and one
 //! rate-limited log line in one place ([`error::reply`]).
 //!
 //! * [`auth`]: `_auth` (sign-in);
 //! * [`aes`]: AES requests, from the envelope to the command's reply;
-//! * [`dispatch`]: what each command does.
-
-use std::time::Instant;
+//! * [`dispatch`]: what each command does;
+//! * [`mine`]: `_mine`, `_mine_get`, `_mine_delete`, `_mine_flush`;
+//! * [`unsupported`]: Salt's answers for the commands salt-rs does not implement;
+//! * [`error`]: every way a request fails, and its reply.
 
 use rmpv::Value;
-use salt_keystore::KeyState;
-use salt_pki::PublicKey;
-use salt_proto::auth_master::{
-    self, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending, Policy,
-};
 use salt_proto::msg::{RequestEnvelope, salt_version};
-use salt_proto::{InvalidMessage, ReplayVerdict, ValueExt, decode, encode};
+use salt_proto::{InvalidMessage, ValueExt, decode, encode};
 
-use crate::state::Shared;
+use salt_fileserver::inline::Budget;
+
+use crate::shared::Shared;
 
 mod aes;
 mod auth;
 mod dispatch;
 pub mod error;
+pub mod mine;
+pub mod unsupported;
 
 use auth::handle_auth;
 pub use error::{Fault, Malformed, Refused, RequestError};
 
-const BAD_LOAD: &str = "bad load";
-
-fn reply_str(s: &str) -> Vec<u8> {
-    encode(&Value::from(s))
+/// Handles one request body on a worker thread. Salt always answers, so this always returns
+/// a reply.
+pub fn handle(shared: &Shared, body: &[u8]) -> Vec<u8> {
+    handle_within(shared, body, &Budget::unlimited())
 }
 
-/// Handle one request body. Salt always answers, so this always returns a reply.
-pub fn handle(shared: &Shared, body: &[u8]) -> Vec<u8> {
+/// Handles one request body on the socket thread: `None` when it needs more than quick work
+/// (a sign-in, a return, an index to build, a big chunk: `salt_fileserver::inline`), which
+/// a worker then does with [`handle`].
+pub fn handle_quick(shared: &Shared, body: &[u8]) -> Option<Vec<u8>> {
+    let budget = Budget::quick();
+    let reply = handle_within(shared, body, &budget);
+    (!budget.declined()).then_some(reply)
+}
+
+fn handle_within(shared: &Shared, body: &[u8], budget: &Budget) -> Vec<u8> {
     match envelope(shared, body) {
-        // A sign-in is RSA work: declined on the socket thread (server.rs), done by a worker.
-        Ok(RequestEnvelope::Clear(_)) if salt_fileserver::inline::decline() => Vec::new(),
+        // A sign-in is RSA work: declined on the socket thread, done by a worker.
+        Ok(RequestEnvelope::Clear(_)) if budget.decline() => Vec::new(),
         Ok(RequestEnvelope::Clear(c)) => handle_clear(shared, &c.load, c.version),
-        Ok(RequestEnvelope::Aes(a)) => aes::handle(shared, a),
+        Ok(RequestEnvelope::Aes(a)) => aes::handle(shared, a, budget),
         Err(e) => error::reply(shared, None, &e, None),
     }
 }

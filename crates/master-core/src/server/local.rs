@@ -1,4 +1,4 @@
-//! The master's side of the local client socket (see [`crate::local`]).
+//! The master's side of the local client socket (see [`salt_client::local`]).
 //!
 //! The caller is identified by `SO_PEERCRED`: uid 0 publishes as `root`, the master's own
 //! uid as its user name; anyone else is a `publisher_acl` user, checked against the ACL
@@ -12,27 +12,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use salt_keystore::KeyState;
 use salt_transport::Publisher;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::convert::json_to_mp;
-use crate::jobs::ReturnEvent;
-use crate::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
-use crate::minion_data::MinionCache;
-use crate::publish::{Job, publish};
-use crate::state::Shared;
-use rmpv::Value;
+use crate::jobs::run::start_job;
+use crate::shared::Shared;
+use salt_client::local::{LocalEvent, LocalRequest, read_frame, write_frame};
 
 /// Bind the socket in `sock_dir` with the right permissions.
-pub fn bind(sock_dir: &Path, open_to_acl_users: bool) -> std::io::Result<(UnixListener, PathBuf)> {
+pub(crate) fn bind(
+    sock_dir: &Path,
+    open_to_acl_users: bool,
+) -> std::io::Result<(UnixListener, PathBuf)> {
     std::fs::create_dir_all(sock_dir)?;
     let dir_mode = if open_to_acl_users { 0o755 } else { 0o700 };
     std::fs::set_permissions(sock_dir, std::fs::Permissions::from_mode(dir_mode))?;
-    let path = sock_dir.join(crate::local::SOCKET_NAME);
+    let path = sock_dir.join(salt_client::local::SOCKET_NAME);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -45,7 +42,7 @@ pub fn bind(sock_dir: &Path, open_to_acl_users: bool) -> std::io::Result<(UnixLi
 }
 
 /// Accept local clients until `stop` fires.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: UnixListener,
     shared: Arc<Shared>,
     publisher: Publisher,
@@ -90,7 +87,7 @@ async fn client(
     shared: Arc<Shared>,
     publisher: Publisher,
     stop: CancellationToken,
-) -> Result<(), crate::local::FrameError> {
+) -> Result<(), salt_client::local::FrameError> {
     let uid = stream.peer_cred()?.uid();
     let user = user_name(uid);
     let privileged = uid == 0 || uid == nix::unistd::geteuid().as_raw();
@@ -108,7 +105,7 @@ async fn client(
             return stream_events(&shared, &r, &mut stream, &stop).await;
         }
         LocalRequest::Runner(r) => {
-            let ctx = crate::runners::Ctx {
+            let ctx = crate::runners::ctx::Ctx {
                 shared: shared.clone(),
                 publisher,
                 stop,
@@ -140,7 +137,7 @@ async fn client(
     let gather_timeout = req
         .gather_job_timeout
         .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
-    let gather = crate::gather::Gather::new(
+    let gather = crate::jobs::gather::Gather::new(
         shared.clone(),
         publisher,
         &job.jid,
@@ -153,7 +150,7 @@ async fn client(
             .run(
                 &mut returns,
                 &stop,
-                &mut crate::gather::FrameSink::new(&mut stream),
+                &mut crate::jobs::gather::FrameSink::new(&mut stream),
             )
             .await?;
         write_frame(
@@ -176,16 +173,16 @@ async fn client(
 /// master stops. `salt-run` prints them (`quiet`, `pretty`); the master's own bus only.
 async fn stream_events(
     shared: &Shared,
-    r: &crate::local::RunnerRequest,
+    r: &salt_client::local::RunnerRequest,
     stream: &mut UnixStream,
     stop: &CancellationToken,
-) -> Result<(), crate::local::FrameError> {
+) -> Result<(), salt_client::local::FrameError> {
     let args = match event_args(shared, &r.arg) {
         Ok(a) => a,
         Err(message) => return write_frame(stream, &LocalEvent::Error { message }).await,
     };
     let (tagmatch, mut count) = args;
-    let tagmatch = crate::acl::ExprMatch::new(&tagmatch);
+    let tagmatch = crate::keys::acl::ExprMatch::new(&tagmatch);
     let mut rx = shared.events.subscribe();
     loop {
         let ev = tokio::select! {
@@ -255,135 +252,4 @@ fn event_args(shared: &Shared, raw: &[serde_json::Value]) -> Result<(String, i64
         })?,
     };
     Ok((a.text("tagmatch").unwrap_or_else(|| "*".into()), count))
-}
-
-/// A published job: what was published, the expected minions, its returns.
-pub(crate) type Started = (Job, Option<Vec<String>>, UnboundedReceiver<ReturnEvent>);
-
-/// Validate, authorise, store and publish `req` for `user`.
-pub(crate) async fn start_job(
-    shared: &Arc<Shared>,
-    publisher: &Publisher,
-    req: &PublishRequest,
-    user: &str,
-    privileged: bool,
-) -> Result<Started, String> {
-    let (job, expected) = prepare(shared, req, user, privileged)?;
-    let returns = shared.jobs.subscribe(&job.jid);
-    // Before the publish: a listener sees `new` before any `ret`.
-    if shared.events.wanted() {
-        let data = serde_json::json!({
-            "jid": job.jid,
-            "tgt_type": job.tgt_type,
-            "tgt": crate::convert::mp_to_json(&job.tgt),
-            "user": job.user,
-            "fun": job.fun,
-            "arg": req.arg,
-            "minions": expected.clone().unwrap_or_default(),
-            "missing": [],
-        });
-        shared
-            .events
-            .fire(format!("salt/job/{}/new", job.jid), data);
-    }
-    let published = {
-        let shared = shared.clone();
-        let job = job.clone();
-        let publisher = publisher.clone();
-        tokio::task::spawn_blocking(move || {
-            shared
-                .jobs
-                .store_job(&job.jid, &job.load())
-                .map_err(|e| e.to_string())?;
-            publish(&shared, &publisher, &job).map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()))
-    };
-    if let Err(e) = published {
-        shared.jobs.unsubscribe(&job.jid);
-        return Err(format!("publish failed: {e}"));
-    }
-    Ok((job, expected, returns))
-}
-
-/// Publish `req` as the master itself and wait as `salt` would: the returns in arrival
-/// order, the minions missing at the end, and the jid (runners such as `manage.status`).
-pub(crate) async fn run_job(
-    shared: &Arc<Shared>,
-    publisher: &Publisher,
-    stop: &CancellationToken,
-    req: &PublishRequest,
-) -> Result<(String, Vec<(String, Value)>, crate::gather::Missing), String> {
-    let (job, expected, mut returns) = start_job(shared, publisher, req, "root", true).await?;
-    let gather_timeout = req
-        .gather_job_timeout
-        .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
-    let gather = crate::gather::Gather::new(
-        shared.clone(),
-        publisher.clone(),
-        &job.jid,
-        expected,
-        Duration::from_secs(req.timeout),
-        gather_timeout,
-    );
-    let mut got = Vec::new();
-    let missing = gather.run(&mut returns, stop, &mut got).await;
-    shared.jobs.unsubscribe(&job.jid);
-    Ok((job.jid, got, missing.map_err(|e| e.to_string())?))
-}
-
-/// Validate, authorise and build the job; the expected minion set (None = unknown).
-fn prepare(
-    shared: &Shared,
-    req: &PublishRequest,
-    user: &str,
-    privileged: bool,
-) -> Result<(Job, Option<Vec<String>>), String> {
-    let groups = crate::target::nodegroups(&shared.cfg);
-    let target =
-        crate::target::resolve(&req.tgt, &req.tgt_type, &groups).map_err(|e| e.to_string())?;
-    // salt-key runs in another process: re-read the key directories.
-    if let Err(e) = shared.store.refresh() {
-        tracing::warn!("cannot read the key directories: {e}");
-    }
-    let accepted = shared.store.list(KeyState::Accepted);
-    let cache = MinionCache::new(&shared.cfg.cachedir);
-    let expected = Some(
-        target
-            .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
-            .map_err(|e| e.to_string())?,
-    );
-    if !privileged {
-        crate::acl::check(
-            &shared.acl,
-            &shared.acl_blacklist,
-            user,
-            &req.fun,
-            expected.as_deref(),
-        )
-        .map_err(|denied| {
-            tracing::error!(
-                "{user} does not have permissions to run {}. Please contact your local \
-                     administrator if you believe this is in error. ({denied})",
-                req.fun
-            );
-            format!("Authorization error occurred: {denied}")
-        })?;
-    }
-    if expected.as_ref().is_some_and(Vec::is_empty) {
-        return Err(
-            "No minions matched the target. No command was sent, no jid was assigned.".into(),
-        );
-    }
-    let job = Job {
-        fun: req.fun.clone(),
-        arg: req.arg.iter().map(json_to_mp).collect(),
-        tgt: target.tgt,
-        jid: shared.jids.next(),
-        ret: req.ret.clone(),
-        tgt_type: target.tgt_type,
-        user: user.to_owned(),
-    };
-    Ok((job, expected))
 }

@@ -2,7 +2,23 @@
 
 use salt_proto::auth_master::AcceptKeys;
 
-use super::*;
+use std::time::Instant;
+
+use rmpv::Value;
+use salt_keystore::KeyState;
+use salt_pki::PublicKey;
+use salt_proto::auth_master::{
+    self, Act, AuthRequest, AuthRequestError, AuthRet, KeyAction, KeyFacts, Pending, Policy,
+};
+use salt_proto::{ReplayVerdict, encode};
+
+use crate::shared::Shared;
+
+const BAD_LOAD: &str = "bad load";
+
+fn reply_str(s: &str) -> Vec<u8> {
+    encode(&Value::from(s))
+}
 
 pub(super) fn handle_auth(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
     let req = match AuthRequest::from_load(load) {
@@ -74,7 +90,7 @@ enum AuthSideError {
     #[error("{0}")]
     Pki(#[from] salt_pki::Error),
     #[error("{0}")]
-    Session(#[from] crate::sessions::SessionError),
+    Session(#[from] crate::keys::sessions::SessionError),
 }
 
 fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {

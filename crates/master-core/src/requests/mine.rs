@@ -5,12 +5,13 @@
 //! minion-side `allow_tgt` ACL of each entry.
 
 use rmpv::Value;
+use salt_compat::{map_get, py_str};
 use salt_keystore::KeyState;
-use salt_matcher::{map_lookup, pcre_match, py_str};
+use salt_matcher::pcre_match;
 use salt_proto::msg::{Command, MineDelete, MineGet, MineLoad};
 
-use crate::minion_data::MinionCache;
-use crate::state::Shared;
+use crate::minions::data::MinionCache;
+use crate::shared::Shared;
 
 const ACL_ID: &str = "__saltmine_acl_id__";
 const ACL_DATA: &str = "__data__";
@@ -24,13 +25,13 @@ pub fn handle(shared: &Shared, id: &str, cmd: &str, load: &Value) -> Value {
         Ok(Command::MineDelete(d)) => delete(shared, id, &d),
         Ok(Command::MineFlush) => flush(shared, id),
         Ok(_) => Value::Map(Vec::new()),
-        Err(source) => match (crate::request::RequestError::Command {
+        Err(source) => match (super::error::RequestError::Command {
             cmd: cmd.to_owned(),
             source,
         })
         .wire()
         {
-            crate::request::error::Wire::Sealed(v) | crate::request::error::Wire::Plain(v) => v,
+            super::error::Wire::Sealed(v) | super::error::Wire::Plain(v) => v,
         },
     }
 }
@@ -151,15 +152,15 @@ fn mine_get(shared: &Shared, cache: &MinionCache, id: &str, g: &MineGet) -> Valu
             continue;
         };
         for function in &allowed {
-            let Some(entry) = map_lookup(&data, function) else {
+            let Some(entry) = map_get(&data, function) else {
                 continue;
             };
             let mut result = entry.clone();
-            if map_lookup(entry, ACL_ID).is_some() {
-                result = map_lookup(entry, ACL_DATA).cloned().unwrap_or(Value::Nil);
-                if let Some(allow) = map_lookup(entry, "allow_tgt") {
-                    let ty = map_lookup(entry, "allow_tgt_type")
-                        .map_or_else(|| "glob".to_owned(), py_str);
+            if map_get(entry, ACL_ID).is_some() {
+                result = map_get(entry, ACL_DATA).cloned().unwrap_or(Value::Nil);
+                if let Some(allow) = map_get(entry, "allow_tgt") {
+                    let ty =
+                        map_get(entry, "allow_tgt_type").map_or_else(|| "glob".to_owned(), py_str);
                     let ok = targets(shared, cache, &py_str_or_list(allow), &ty)
                         .is_ok_and(|ids| ids.iter().any(|i| i == id));
                     if !ok {
@@ -196,8 +197,9 @@ fn targets(
     tgt: &str,
     tgt_type: &str,
 ) -> Result<Vec<String>, String> {
-    let groups = crate::target::nodegroups(&shared.cfg);
-    let target = crate::target::resolve(tgt, tgt_type, &groups).map_err(|e| e.to_string())?;
+    let groups = crate::minions::target::nodegroups(&shared.cfg);
+    let target =
+        crate::minions::target::resolve(tgt, tgt_type, &groups).map_err(|e| e.to_string())?;
     let accepted = shared.store.list(KeyState::Accepted);
     target
         .expected(accepted.iter().map(String::as_str), cache, &groups, false)

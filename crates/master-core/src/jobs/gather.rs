@@ -26,18 +26,18 @@ use salt_transport::Publisher;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use crate::convert::mp_to_json;
-use crate::jobs::ReturnEvent;
-use crate::local::{FrameError, LocalEvent, MAX_FRAME};
-use crate::publish::{Job, publish};
-use crate::state::Shared;
+use super::waiters::ReturnEvent;
+use crate::jobs::publish::{Job, publish};
+use crate::shared::Shared;
+use salt_client::local::{FrameError, LocalEvent, MAX_FRAME};
+use salt_compat::json::msgpack_to_json;
 
 /// Returns taken from the channel before they are sent on to the sink.
 const BATCH: usize = 4096;
 
 /// How a wait ended: the minions that did not return.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Missing {
+pub(crate) struct Missing {
     /// Missing minions that answered a `find_job` or are signed in (`[No response]`).
     pub no_response: Vec<String>,
     /// Missing minions that never answered and are not signed in (`[Not connected]`).
@@ -45,7 +45,7 @@ pub struct Missing {
 }
 
 /// Where the returns of a waited-on job go.
-pub trait ReturnSink {
+pub(crate) trait ReturnSink {
     /// One minion's return load.
     fn returned(
         &mut self,
@@ -62,21 +62,21 @@ pub trait ReturnSink {
 
 /// Returns streamed to a `salt` command as [`LocalEvent::Return`] frames, those that arrived
 /// together in one write.
-pub struct FrameSink<'a, W> {
+pub(crate) struct FrameSink<'a, W> {
     w: &'a mut W,
     buf: Vec<u8>,
 }
 
 impl<'a, W> FrameSink<'a, W> {
     /// Frames to `w`.
-    pub fn new(w: &'a mut W) -> Self {
+    pub(crate) fn new(w: &'a mut W) -> Self {
         Self { w, buf: Vec::new() }
     }
 }
 
 impl<W: tokio::io::AsyncWrite + Unpin + Send> ReturnSink for FrameSink<'_, W> {
     async fn returned(&mut self, id: String, data: Value) -> Result<(), FrameError> {
-        let data = mp_to_json(&data);
+        let data = msgpack_to_json(&data);
         // The frame `write_frame` would write: a big-endian u32 length, then the JSON.
         let at = self.buf.len();
         self.buf.extend_from_slice(&[0; 4]);
@@ -133,7 +133,7 @@ enum Phase {
 }
 
 /// The wait of one job; [`Gather::run`] forwards every return to `on_return`.
-pub struct Gather {
+pub(crate) struct Gather {
     shared: Arc<Shared>,
     publisher: Publisher,
     jid: String,
@@ -147,7 +147,7 @@ pub struct Gather {
 
 impl Gather {
     /// Wait for `jid`'s returns from `expected` (`None`: unknown, the wait ends at `timeout`).
-    pub fn new(
+    pub(crate) fn new(
         shared: Arc<Shared>,
         publisher: Publisher,
         jid: &str,
@@ -170,7 +170,7 @@ impl Gather {
 
     /// Run until done or `stop`; every return of the job goes to `sink` (an error from it ends
     /// the wait and is returned).
-    pub async fn run<S: ReturnSink>(
+    pub(crate) async fn run<S: ReturnSink>(
         mut self,
         returns: &mut UnboundedReceiver<ReturnEvent>,
         stop: &tokio_util::sync::CancellationToken,
@@ -356,10 +356,10 @@ async fn recv_round(phase: &mut Phase) -> Option<ReturnEvent> {
 /// A `find_job` answer that says the job still runs: a non-empty map (Salt skips `{}`, strings
 /// and errors).
 fn still_running(ret: &Value) -> bool {
-    let Some(inner) = salt_proto::map_get(ret, "return") else {
+    let Some(inner) = salt_compat::map_get(ret, "return") else {
         return false;
     };
-    let retcode_ok = salt_proto::map_get(ret, "retcode")
+    let retcode_ok = salt_compat::map_get(ret, "retcode")
         .and_then(Value::as_i64)
         .is_none_or(|c| c == 0);
     retcode_ok && matches!(inner, Value::Map(m) if !m.is_empty())
@@ -389,7 +389,10 @@ mod tests {
         assert!(sink.buf.is_empty());
         drop(a);
         for i in 0..100 {
-            let ev: LocalEvent = crate::local::read_frame(&mut b).await.unwrap().unwrap();
+            let ev: LocalEvent = salt_client::local::read_frame(&mut b)
+                .await
+                .unwrap()
+                .unwrap();
             match ev {
                 LocalEvent::Return { id, data } => {
                     assert_eq!(id, format!("m{i}"));
@@ -398,7 +401,7 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
-        let end: Option<LocalEvent> = crate::local::read_frame(&mut b).await.unwrap();
+        let end: Option<LocalEvent> = salt_client::local::read_frame(&mut b).await.unwrap();
         assert!(end.is_none());
     }
 

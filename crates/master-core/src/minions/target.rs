@@ -10,12 +10,10 @@
 use rmpv::Value;
 use salt_matcher::{CompoundError, Facts, check, expand_nodegroup};
 
-pub use salt_matcher::fnmatch;
-
-use crate::minion_data::MinionCache;
+use crate::minions::data::MinionCache;
 
 /// Target types the `salt` command may send (Salt's `tgt_type` names).
-pub const TARGET_TYPES: [&str; 10] = [
+pub(crate) const TARGET_TYPES: [&str; 10] = [
     "glob",
     "pcre",
     "list",
@@ -30,7 +28,7 @@ pub const TARGET_TYPES: [&str; 10] = [
 
 /// A target ready to publish.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Target {
+pub(crate) struct Target {
     /// `tgt` as published (a list for `list`, the expansion for `nodegroup`).
     pub tgt: Value,
     /// `tgt_type` as published (`compound` for a node group).
@@ -38,7 +36,7 @@ pub struct Target {
 }
 
 /// Resolve a `salt` target: node groups expanded, lists split. Unknown types are refused.
-pub fn resolve(
+pub(crate) fn resolve(
     tgt: &str,
     tgt_type: &str,
     nodegroups: &[(String, Value)],
@@ -94,7 +92,7 @@ pub fn resolve(
 impl Target {
     /// The expected minions among `accepted` (sorted). `greedy`: a minion whose data is
     /// not cached counts as expected.
-    pub fn expected<'a>(
+    pub(crate) fn expected<'a>(
         &self,
         accepted: impl IntoIterator<Item = &'a str>,
         cache: &MinionCache,
@@ -155,11 +153,11 @@ impl Target {
 
 /// `nodegroups:` from the config as matcher input (read with the file server's options,
 /// which `_master_opts` also sends).
-pub fn nodegroups(cfg: &salt_config::MasterConfig) -> Vec<(String, Value)> {
+pub(crate) fn nodegroups(cfg: &salt_config::MasterConfig) -> Vec<(String, Value)> {
     cfg.fileserver
         .nodegroups
         .iter()
-        .map(|(k, v)| (k.clone(), crate::convert::json_to_mp(v)))
+        .map(|(k, v)| (k.clone(), salt_compat::json::json_to_msgpack(v)))
         .collect()
 }
 

@@ -1,21 +1,25 @@
-//! State shared by the request workers, the publisher and the local-client server.
+//! The master's state, shared by the request workers, the publisher and the local-client
+//! server: opened in one place, [`Shared::open`], by the server and by the tests.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use salt_config::MasterConfig;
-use salt_keystore::KeyStore;
-use salt_pki::SigAlgo;
+use salt_keystore::{KeyStore, OpenOptions as KeyStoreOptions};
 use salt_proto::ReplayGuard;
 
-use crate::acl::{AclBlacklist, AclEntry, PublisherAcl};
-use crate::aes::AesState;
-use crate::jid::JidGenerator;
+use crate::error::{MasterError, mkdir};
+use crate::events::bus::EventBus;
+use crate::events::metrics::Metrics;
 use crate::jobs::Jobs;
-use crate::keys::MasterKeys;
-use crate::sessions::Sessions;
+use crate::jobs::jid::JidGenerator;
+use crate::keys::acl::{Acl, expr_match};
+use crate::keys::aes::AesState;
+use crate::keys::master::MasterKeys;
+use crate::keys::sessions::Sessions;
+use crate::keys::tokens::TokenCache;
 
 /// Everything the master's tasks share (behind an `Arc`).
 pub struct Shared {
@@ -24,9 +28,9 @@ pub struct Shared {
     /// master.pem / pub_sig.
     pub keys: MasterKeys,
     /// Minion keys (with a group: the local mirror of the group's keys).
-    pub store: std::sync::Arc<KeyStore>,
+    pub store: Arc<KeyStore>,
     /// The master group on PostgreSQL (`keys.cache_driver: postgres`), if any.
-    pub group: Option<std::sync::Arc<salt_pgstore::Group>>,
+    pub group: Option<Arc<salt_pgstore::Group>>,
     /// The publish AES key.
     pub aes: AesState,
     /// Per-minion session keys.
@@ -39,22 +43,16 @@ pub struct Shared {
     pub connected: Mutex<HashSet<String>>,
     /// Auth nonces seen recently (replayed `_auth` requests are refused).
     pub auth_nonces: Mutex<ReplayGuard>,
-    /// publisher_acl in our shape.
-    pub acl: PublisherAcl,
-    /// publisher_acl_blacklist.
-    pub acl_blacklist: AclBlacklist,
-    /// `publish_signing_algorithm` for publish `sig`.
-    pub publish_sig_algo: SigAlgo,
+    /// `publisher_acl` and its blacklist.
+    pub acl: Acl,
     /// Rate limiter for logs about bad peer input.
     pub log_limit: LogLimiter,
-    /// Minion `tok`s already verified, by id, with the key file version they validated
-    /// against: a request whose key file (one `stat`) and tok are unchanged skips the read,
-    /// PEM parse and RSA operation (`tokens.rs`).
-    pub verified_toks: Mutex<HashMap<String, crate::tokens::Verified>>,
+    /// Minion `tok`s already verified (`keys/tokens.rs`).
+    pub tokens: TokenCache,
     /// The event bus (`salt-run state.event`).
-    pub events: crate::events::EventBus,
+    pub events: EventBus,
     /// Prometheus metrics (served only with `metrics_port`).
-    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<Metrics>,
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
 }
@@ -68,13 +66,46 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// The file server of `cfg`.
-    pub fn file_server(cfg: &MasterConfig) -> salt_fileserver::FileServer {
-        salt_fileserver::FileServer::new(
-            cfg.fileserver.clone(),
-            cfg.hash_type,
-            cfg.cachedir.clone(),
-        )
+    /// Opens the master's state for `cfg`: its directories (`cachedir`, `{cachedir}/jobs`,
+    /// `{cachedir}/sessions`), the key store, the master keys, the group (with
+    /// `keys.cache_driver: postgres`) and the first publish key, the job cache of
+    /// `master_job_cache`, the file server. Blocking (files, RSA, the group's database):
+    /// the server calls it on the blocking pool.
+    pub fn open(cfg: MasterConfig) -> Result<Self, MasterError> {
+        let jobs_dir = cfg.cachedir.join("jobs");
+        let sessions_dir = cfg.cachedir.join("sessions");
+        mkdir(&cfg.cachedir, 0o755)?;
+        mkdir(&jobs_dir, 0o700)?;
+        mkdir(&sessions_dir, 0o700)?;
+        // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
+        // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
+        let store = Arc::new(KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?);
+        let keys = MasterKeys::load(&cfg)?;
+        // A fresh start makes a fresh publish key: a leftover rotation request is moot.
+        let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
+        let (group, first_key) = crate::server::group::open(&cfg, &keys, &store)?;
+        Ok(Self {
+            group,
+            aes: AesState::new(first_key),
+            sessions: Sessions::new(sessions_dir, cfg.publish_session),
+            jobs: crate::server::group::jobs(&cfg, jobs_dir)?,
+            jids: JidGenerator::new(),
+            connected: Mutex::new(HashSet::new()),
+            auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
+            log_limit: LogLimiter::new(Duration::from_secs(10)),
+            acl: Acl::from_config(&cfg),
+            tokens: TokenCache::default(),
+            metrics: Arc::default(),
+            events: EventBus::default(),
+            files: salt_fileserver::FileServer::new(
+                cfg.fileserver.clone(),
+                cfg.hash_type,
+                cfg.cachedir.clone(),
+            ),
+            store,
+            keys,
+            cfg,
+        })
     }
 
     /// Where key changes go: the group's database, or the files.
@@ -83,37 +114,6 @@ impl Shared {
             Some(g) => g.as_ref(),
             None => self.store.as_ref(),
         }
-    }
-
-    /// `{cachedir}/jobs`.
-    pub fn jobs_dir(cfg: &MasterConfig) -> std::path::PathBuf {
-        cfg.cachedir.join("jobs")
-    }
-
-    /// `{cachedir}/sessions`.
-    pub fn sessions_dir(cfg: &MasterConfig) -> std::path::PathBuf {
-        cfg.cachedir.join("sessions")
-    }
-
-    /// The publisher ACL from config (entries are function regexes).
-    pub fn acl_from(cfg: &MasterConfig) -> (PublisherAcl, AclBlacklist) {
-        let acl = PublisherAcl {
-            users: cfg
-                .publisher_acl
-                .iter()
-                .map(|(user, funs)| {
-                    (
-                        user.clone(),
-                        funs.iter().cloned().map(AclEntry::Fun).collect(),
-                    )
-                })
-                .collect(),
-        };
-        let bl = AclBlacklist {
-            users: cfg.publisher_acl_blacklist.users.clone(),
-            modules: cfg.publisher_acl_blacklist.modules.clone(),
-        };
-        (acl, bl)
     }
 
     /// Whether `id` matches a line of a Salt autosign/autoreject file (`#` comments, fnmatch
@@ -137,7 +137,7 @@ impl Shared {
         text.lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .any(|pattern| crate::acl::expr_match(id, pattern))
+            .any(|pattern| expr_match(id, pattern))
     }
 }
 

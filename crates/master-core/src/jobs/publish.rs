@@ -4,11 +4,11 @@ use rmpv::Value;
 use salt_proto::msg::{JobLoad, PublishPayload};
 use salt_transport::Publisher;
 
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// A job to publish, already authorised.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub(crate) struct Job {
     /// Function.
     pub fun: String,
     /// Arguments.
@@ -27,7 +27,7 @@ pub struct Job {
 
 impl Job {
     /// The job load (`salt_proto::msg::JobLoad`, Salt's key order), without `serial`.
-    pub fn job_load(&self) -> JobLoad {
+    pub(crate) fn job_load(&self) -> JobLoad {
         JobLoad {
             fun: Value::from(self.fun.as_str()),
             arg: self.arg.clone(),
@@ -42,14 +42,14 @@ impl Job {
     }
 
     /// The clear job load in Salt's key order (without `serial`), as the job cache keeps it.
-    pub fn load(&self) -> Value {
+    pub(crate) fn load(&self) -> Value {
         self.job_load().to_value()
     }
 }
 
 /// Publish failures.
 #[derive(Debug, thiserror::Error)]
-pub enum PublishError {
+pub(crate) enum PublishError {
     /// Signing the payload failed.
     #[error("signing the publish: {0}")]
     Sign(#[from] salt_pki::Error),
@@ -60,7 +60,11 @@ pub enum PublishError {
 
 /// Encrypt `job` with the publish key (next serial), sign it if `sign_pub_messages`, and
 /// send it as one frame. Blocking (one RSA signature): call from the worker pool.
-pub fn publish(shared: &Shared, publisher: &Publisher, job: &Job) -> Result<(), PublishError> {
+pub(crate) fn publish(
+    shared: &Shared,
+    publisher: &Publisher,
+    job: &Job,
+) -> Result<(), PublishError> {
     shared.aes.with_next_serial(|key, serial| {
         let mut load = job.job_load();
         load.serial = Some(i64::try_from(serial).unwrap_or(i64::MAX));
@@ -68,8 +72,14 @@ pub fn publish(shared: &Shared, publisher: &Publisher, job: &Job) -> Result<(), 
             .crypticle
             .dumps(&salt_proto::encode(&load.to_value()), None);
         let (sig_algo, sig) = if shared.cfg.sign_pub_messages {
-            let sig = shared.keys.key.sign(shared.publish_sig_algo, &ct)?;
-            (Some(shared.publish_sig_algo.as_str().to_owned()), Some(sig))
+            let sig = shared
+                .keys
+                .key
+                .sign(shared.cfg.publish_signing_algorithm, &ct)?;
+            (
+                Some(shared.cfg.publish_signing_algorithm.as_str().to_owned()),
+                Some(sig),
+            )
         } else {
             (None, None)
         };

@@ -9,13 +9,13 @@ use salt_proto::{decode, encode};
 
 /// The `minions` bank of the cache.
 #[derive(Clone, Debug)]
-pub struct MinionCache {
+pub(crate) struct MinionCache {
     dir: PathBuf,
 }
 
 impl MinionCache {
     /// The cache under `cachedir`.
-    pub fn new(cachedir: &Path) -> Self {
+    pub(crate) fn new(cachedir: &Path) -> Self {
         MinionCache {
             dir: cachedir.join("minions"),
         }
@@ -26,7 +26,7 @@ impl MinionCache {
     }
 
     /// Store `value` under `minions/<id>/<key>.p` (atomically).
-    pub fn store(&self, id: &str, key: &str, value: &Value) -> Result<(), String> {
+    pub(crate) fn store(&self, id: &str, key: &str, value: &Value) -> Result<(), String> {
         let path = self
             .file(id, key)
             .ok_or_else(|| format!("invalid minion id {id:?}"))?;
@@ -37,13 +37,13 @@ impl MinionCache {
     }
 
     /// The value under `minions/<id>/<key>.p`, if readable.
-    pub fn fetch(&self, id: &str, key: &str) -> Option<Value> {
+    pub(crate) fn fetch(&self, id: &str, key: &str) -> Option<Value> {
         let bytes = std::fs::read(self.file(id, key)?).ok()?;
         decode(&bytes).ok()
     }
 
     /// Remove `minions/<id>/<key>.p`; true when it is gone.
-    pub fn flush(&self, id: &str, key: &str) -> bool {
+    pub(crate) fn flush(&self, id: &str, key: &str) -> bool {
         match self.file(id, key) {
             Some(p) => match std::fs::remove_file(p) {
                 Ok(()) => true,
@@ -54,11 +54,11 @@ impl MinionCache {
     }
 
     /// Cached grains and pillar of `id` (`(None, None)` when nothing is cached).
-    pub fn facts(&self, id: &str) -> (Option<Value>, Option<Value>) {
+    pub(crate) fn facts(&self, id: &str) -> (Option<Value>, Option<Value>) {
         match self.fetch(id, "data") {
             Some(d) => (
-                salt_matcher::map_lookup(&d, "grains").cloned(),
-                salt_matcher::map_lookup(&d, "pillar").cloned(),
+                salt_compat::map_get(&d, "grains").cloned(),
+                salt_compat::map_get(&d, "pillar").cloned(),
             ),
             None => (None, None),
         }

@@ -11,193 +11,32 @@
 //! A waiting command gets each minion's return once, however it arrives (directly, from
 //! another master through the database, or both).
 
+pub(crate) mod clean;
 mod files;
+pub(crate) mod gather;
+pub(crate) mod jid;
 mod pg;
+pub(crate) mod publish;
+pub(crate) mod run;
 mod sink;
+pub(crate) mod store;
+pub(crate) mod waiters;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rmpv::Value;
 use tokio::sync::mpsc;
 
 pub(crate) use files::write_unsynced;
-pub use files::{FileJobs, TMP_DIR, sweep_stale_dot_temps, sweep_stale_temps};
-pub use pg::PgJobs;
+pub(crate) use files::{FileJobs, sweep_stale_dot_temps};
+pub(crate) use pg::PgJobs;
 
-use crate::jobs_clean::CleanReport;
-
-/// The group's presence: (minion, the master holding it, whether that master is alive).
-pub type Presence = Vec<(String, String, bool)>;
-
-/// A return delivered to a waiting `salt` command: (minion id, return load).
-pub type ReturnEvent = (String, Value);
-
-/// Job cache problems.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    /// The jid is not safe to use as a directory name.
-    #[error("invalid jid {0:?}")]
-    BadJid(String),
-    /// Creating a directory or writing a file failed.
-    #[error("job cache: {0}")]
-    Io(#[from] std::io::Error),
-    /// The database driver.
-    #[error("job cache (pgjsonb): {0}")]
-    Db(String),
-}
-
-/// A jid we accept as a directory name: Salt's 20 digits, optionally `_<pid>` or other
-/// alphanumerics (no separators, no dots).
-pub fn safe_jid(jid: &str) -> bool {
-    !jid.is_empty()
-        && jid.len() <= 64
-        && jid
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-/// `f` on each of `items`, all of them tried: the first error, if any.
-pub(crate) fn each_tried<T>(
-    items: impl IntoIterator<Item = T>,
-    mut f: impl FnMut(T) -> Result<(), JobError>,
-) -> Result<(), JobError> {
-    let mut first = Ok(());
-    for item in items {
-        if let Err(e) = f(item)
-            && first.is_ok()
-        {
-            first = Err(e);
-        }
-    }
-    first
-}
-
-/// Where jobs and returns are kept (Salt's `master_job_cache` returner functions).
-pub trait JobStore: Send + Sync + std::fmt::Debug {
-    /// `local_cache` or `pgjsonb`.
-    fn driver(&self) -> &'static str;
-    /// Whether other masters read this store (a master group's database): a `salt` command's
-    /// wait then ends only once its returns are written, so `jobs.*` on any master sees them.
-    fn read_by_other_masters(&self) -> bool {
-        false
-    }
-    /// Salt's `save_load`.
-    fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError>;
-    /// Salt's `returner`: one minion's return load (stored once per `(jid, id)`).
-    fn save_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError>;
-    /// Several returns of one job (the return sink's batches): each as [`save_return`]
-    /// would; all are tried, the first error is returned.
-    ///
-    /// [`save_return`]: JobStore::save_return
-    fn save_returns(&self, jid: &str, returns: &[(String, Value)]) -> Result<(), JobError> {
-        each_tried(returns, |(id, load)| self.save_return(jid, id, load))
-    }
-    /// [`save_returns`] with each load as msgpack (the return sink keeps them so): decoded
-    /// for stores that need the value; the file store writes the bytes as they are.
-    ///
-    /// [`save_returns`]: JobStore::save_returns
-    fn save_encoded_returns(
-        &self,
-        jid: &str,
-        returns: &[(String, Vec<u8>)],
-    ) -> Result<(), JobError> {
-        each_tried(returns, |(id, bytes)| {
-            let load = salt_proto::decode(bytes).map_err(|e| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("return of {id}: {e}"),
-                )
-            })?;
-            self.save_return(jid, id, &load)
-        })
-    }
-    /// Salt's `get_load`.
-    fn load(&self, jid: &str) -> Result<Option<Value>, JobError>;
-    /// Salt's `get_jid`: (minion id, return load), by id.
-    fn returns(&self, jid: &str) -> Result<Vec<(String, Value)>, JobError>;
-    /// Salt's `get_jids`: every job with its load, by jid.
-    fn jobs(&self) -> Result<Vec<(String, Value)>, JobError>;
-    /// Salt's `clean_old_jobs`: drop what is older than `keep`, never a job in `waited`.
-    fn clean(
-        &self,
-        keep: Duration,
-        now: SystemTime,
-        waited: &HashSet<String>,
-    ) -> Result<CleanReport, JobError>;
-    /// Record that this master holds minion `id` now (the group's presence; files: nothing).
-    fn seen(&self, id: &str) {
-        let _ = id;
-    }
-    /// This master stops cleanly: clear the presence of the minions it held.
-    fn leave(&self) {}
-    /// The group's presence: (minion, the master that holds it, whether that master is
-    /// alive); `None` without a group database.
-    fn presence(&self) -> Result<Option<Presence>, JobError> {
-        Ok(None)
-    }
-    /// Start background work (the database driver: returns stored by other masters go to
-    /// `waiters`; spool replay).
-    fn start(&self, waiters: Arc<Waiters>) {
-        let _ = waiters;
-    }
-}
-
-struct Waiter {
-    tx: mpsc::UnboundedSender<ReturnEvent>,
-    had: HashSet<String>,
-}
-
-/// The `salt` commands waiting for returns, by jid.
-#[derive(Default)]
-pub struct Waiters(Mutex<HashMap<String, Waiter>>);
-
-impl std::fmt::Debug for Waiters {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Waiters").finish_non_exhaustive()
-    }
-}
-
-impl Waiters {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Hand `load` to the command waiting on `jid`, unless it had `id`'s return already.
-    pub fn deliver(&self, jid: &str, id: &str, load: &Value) {
-        let mut w = self.lock();
-        if let Some(waiter) = w.get_mut(jid)
-            && waiter.had.insert(id.to_owned())
-        {
-            let _ = waiter.tx.send((id.to_owned(), load.clone()));
-        }
-    }
-
-    /// [`deliver`](Self::deliver) for many returns under one lock: a waiting command is
-    /// woken once per batch, not once per return.
-    pub fn deliver_many<'a>(&self, returns: impl Iterator<Item = (&'a str, &'a str, &'a Value)>) {
-        let mut w = self.lock();
-        if w.is_empty() {
-            return;
-        }
-        for (jid, id, load) in returns {
-            if let Some(waiter) = w.get_mut(jid)
-                && waiter.had.insert(id.to_owned())
-            {
-                let _ = waiter.tx.send((id.to_owned(), load.clone()));
-            }
-        }
-    }
-
-    /// The waited jids with the minions each has had.
-    pub fn waited(&self) -> Vec<(String, Vec<String>)> {
-        self.lock()
-            .iter()
-            .map(|(jid, w)| (jid.clone(), w.had.iter().cloned().collect()))
-            .collect()
-    }
-}
+use clean::CleanReport;
+use jid::safe_jid;
+use store::{JobError, JobStore};
+use waiters::{ReturnEvent, Waiters};
 
 /// The job cache in use and the registry of waiting `salt` commands.
 #[derive(Debug)]
@@ -239,20 +78,12 @@ impl Jobs {
 
     /// Start listening for returns of `jid` (before publishing it, so none is missed).
     pub fn subscribe(&self, jid: &str) -> mpsc::UnboundedReceiver<ReturnEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.waiters.lock().insert(
-            jid.to_owned(),
-            Waiter {
-                tx,
-                had: HashSet::new(),
-            },
-        );
-        rx
+        self.waiters.subscribe(jid)
     }
 
     /// The jids a `salt` command is waiting on now (never cleaned, whatever their age).
     pub fn waited(&self) -> HashSet<String> {
-        self.waiters.lock().keys().cloned().collect()
+        self.waiters.jids()
     }
 
     /// Hand a return to a waiting `salt` command without storing it (`job_cache: False`),
@@ -279,7 +110,7 @@ impl Jobs {
 
     /// Stop listening for `jid`.
     pub fn unsubscribe(&self, jid: &str) {
-        self.waiters.lock().remove(jid);
+        self.waiters.unsubscribe(jid);
     }
 
     /// Save the job load.
@@ -315,6 +146,7 @@ impl Jobs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     #[test]
     fn returns_are_stored_and_streamed_once() {

@@ -75,7 +75,7 @@ impl EventBus {
     /// Fire a msgpack payload (converted only when someone listens).
     pub fn fire_mp(&self, tag: impl Into<String>, data: &rmpv::Value) {
         if self.wanted() {
-            self.fire(tag, crate::convert::mp_to_json(data));
+            self.fire(tag, salt_compat::json::msgpack_to_json(data));
         }
     }
 

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use crate::jobs::safe_jid;
+use super::jid::safe_jid;
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct CleanReport {
 /// Remove every job under `dir` (`{cachedir}/jobs`) older than `keep` at `now`, except those
 /// in `waited`. `keep` of zero keeps everything (Salt's `keep_jobs_seconds: 0`). Entries whose
 /// name is not a jid (`.tmp`, stray files) are left alone.
-pub fn clean_old_jobs(
+pub(crate) fn clean_old_jobs(
     dir: &Path,
     keep: Duration,
     now: SystemTime,

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use rmpv::Value;
+use salt_fileserver::inline::Budget;
 use salt_pki::{Crypticle, EncAlgo, SigAlgo};
 use salt_proto::auth_master;
 use salt_proto::msg::{AesMeta, AesRequest, Command};
@@ -12,16 +13,15 @@ use salt_proto::{InvalidMessage, decode, encode};
 
 use super::dispatch::{self, Answer, Ctx};
 use super::error::{self, Malformed, Refused, RequestError, Seal};
-use crate::state::Shared;
+use crate::shared::Shared;
 
-/// Answers one AES request.
-pub(super) fn handle(shared: &Shared, req: AesRequest) -> Vec<u8> {
+/// Answers one AES request within `budget`.
+pub(super) fn handle(shared: &Shared, req: AesRequest, budget: &Budget) -> Vec<u8> {
     // On the socket thread, a load that names a command other than a quick file-server one
     // (a `_return`, an event) goes to a worker without being opened here first: the worker
     // opens it anyway (before, every such request was decrypted and decoded twice).
-    if salt_fileserver::inline::active()
-        && peek_cmd(shared, &req)
-            .is_some_and(|cmd| salt_fileserver::inline::declines_cmd(Some(&cmd)))
+    if budget.is_quick()
+        && peek_cmd(shared, &req).is_some_and(|cmd| budget.declines_cmd(Some(&cmd)))
     {
         return Vec::new();
     }
@@ -33,8 +33,8 @@ pub(super) fn handle(shared: &Shared, req: AesRequest) -> Vec<u8> {
         Ok(m) => m,
         Err(e) => return error::reply(shared, None, &load_error(e), None),
     };
-    if salt_fileserver::inline::declines_cmd(meta.cmd.as_deref()) {
-        return Vec::new(); // not a quick file-server command: for a worker (server.rs)
+    if budget.declines_cmd(meta.cmd.as_deref()) {
+        return Vec::new(); // not a quick file-server command: for a worker
     }
     let cmd = meta.cmd.clone();
     let seal = Seal {
@@ -68,6 +68,7 @@ pub(super) fn handle(shared: &Shared, req: AesRequest) -> Vec<u8> {
             .as_deref()
             .and_then(|a| a.parse().ok())
             .unwrap_or(SigAlgo::Pkcs1v15Sha1),
+        budget,
     };
     match dispatch::run(shared, &ctx, command) {
         Ok(Answer::Seal(v)) => error::seal(&seal, &v),
@@ -191,7 +192,11 @@ fn admit(shared: &Shared, req: &AesRequest, meta: &AesMeta) -> Result<String, Re
         return Err(Refused::NoValidId.into());
     };
     match &meta.tok {
-        Some(tok) if !crate::tokens::token_valid(shared, &id, &Value::Binary(tok.clone())) => {
+        Some(tok)
+            if !shared
+                .tokens
+                .valid(&shared.store, &id, &Value::Binary(tok.clone())) =>
+        {
             Err(Refused::BadToken(id).into())
         }
         Some(_) => Ok(id),

@@ -9,8 +9,10 @@ use salt_proto::msg::{
     ServeFile,
 };
 
+use salt_fileserver::inline::Budget;
+
 use super::error::{RequestError, Seal};
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// What a command answers.
 pub(super) enum Answer {
@@ -32,6 +34,8 @@ pub(super) struct Ctx<'a> {
     pub enc_algo: EncAlgo,
     /// Envelope `sig_algo` (the pillar signature).
     pub sig_algo: SigAlgo,
+    /// How much work the request may do where it is handled (a socket thread or a worker).
+    pub budget: &'a Budget,
 }
 
 /// Runs one command.
@@ -51,23 +55,23 @@ pub(super) fn run(
             shared.events.fire_minion_events(&ev, &load);
             Value::Nil
         }
-        Command::Mine(m) => crate::mine::store(shared, id, &m),
-        Command::MineGet(g) => crate::mine::get(shared, id, &g),
-        Command::MineDelete(d) => crate::mine::delete(shared, id, &d),
-        Command::MineFlush => crate::mine::flush(shared, id),
+        Command::Mine(m) => super::mine::store(shared, id, &m),
+        Command::MineGet(g) => super::mine::get(shared, id, &g),
+        Command::MineDelete(d) => super::mine::delete(shared, id, &d),
+        Command::MineFlush => super::mine::flush(shared, id),
         Command::Pillar(req) => {
             let pillar = crate::pillar::answer(shared, id, &req);
             return pillar_reply(shared, ctx, pillar).map(Answer::Plain);
         }
         Command::File(f) => match f.typed() {
-            Some(FileLoad::Serve(req)) => match serve_file_sealed(shared, &req, ctx.seal) {
+            Some(FileLoad::Serve(req)) => match serve_file_sealed(shared, &req, ctx) {
                 Ok(reply) => return Ok(Answer::Bytes(reply)),
                 Err(ret) => ret,
             },
-            Some(req) => shared.files.answer(req, id),
+            Some(req) => shared.files.answer(req, id, ctx.budget),
             None => Value::Nil,
         },
-        Command::Other { cmd, load } => crate::unsupported::reply(&cmd, id, &load),
+        Command::Other { cmd, load } => super::unsupported::reply(&cmd, id, &load),
     }))
 }
 
@@ -78,15 +82,16 @@ pub(super) fn run(
 fn serve_file_sealed(
     shared: &Shared,
     load: &ServeFile<'_>,
-    seal: &Seal<'_>,
+    ctx: &Ctx<'_>,
 ) -> Result<Vec<u8>, Value> {
+    let seal = ctx.seal;
     // str32 header, IV, "pickle::", nonce, map and key headers, padding and MAC.
     const SLACK: usize = 5 + 16 + 8 + 32 + 32 + 16 + 32;
     let chunk = usize::try_from(shared.cfg.fileserver.file_buffer_size).unwrap_or(0);
     let mut buf = Vec::with_capacity(SLACK + chunk.min(64 << 20) + 256);
     buf.extend_from_slice(&[0u8; 5]);
     let start = Crypticle::begin_dumps(&mut buf, seal.nonce);
-    shared.files.serve_file_into(load, &mut buf)?;
+    shared.files.serve_file_into(load, &mut buf, ctx.budget)?;
     seal.crypticle.seal(&mut buf, start);
     Ok(frame_bin(buf))
 }
@@ -105,7 +110,7 @@ fn frame_bin(mut buf: Vec<u8>) -> Vec<u8> {
 fn log_event(shared: &Shared, id: &str, ev: &MinionEvent) {
     if let EventBody::Batch(evs) = &ev.body {
         for (tag, _) in evs {
-            if !crate::events::valid_minion_tag(tag) && shared.log_limit.allow("event-tag") {
+            if !crate::events::bus::valid_minion_tag(tag) && shared.log_limit.allow("event-tag") {
                 tracing::warn!("Filtering blacklisted event tag {tag} (from {id})");
             }
         }

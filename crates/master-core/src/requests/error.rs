@@ -12,7 +12,7 @@ use rmpv::Value;
 use salt_pki::Crypticle;
 use salt_proto::{InvalidMessage, encode};
 
-use crate::state::Shared;
+use crate::shared::Shared;
 
 /// What is wrong with the bytes of a request, before any command runs.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,5 @@
+//! What the master reports: the event bus ([`bus`], `salt-run state.event`) and the
+//! Prometheus metrics ([`metrics`]).
+
+pub mod bus;
+pub mod metrics;

@@ -1,0 +1,147 @@
+//! Running a job for a caller of the local socket: validate, authorise, store and publish it
+//! ([`start_job`]), and, for the master's own runners, wait for it as `salt` does
+//! ([`run_job`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmpv::Value;
+use salt_client::local::PublishRequest;
+use salt_compat::json::{json_to_msgpack, msgpack_to_json};
+use salt_keystore::KeyState;
+use salt_transport::Publisher;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
+
+use super::gather::{Gather, Missing};
+use super::publish::{Job, publish};
+use super::waiters::ReturnEvent;
+use crate::minions::data::MinionCache;
+use crate::shared::Shared;
+
+/// A published job: what was published, the expected minions, its returns.
+pub(crate) type Started = (Job, Option<Vec<String>>, UnboundedReceiver<ReturnEvent>);
+
+/// Validate, authorise, store and publish `req` for `user`.
+pub(crate) async fn start_job(
+    shared: &Arc<Shared>,
+    publisher: &Publisher,
+    req: &PublishRequest,
+    user: &str,
+    privileged: bool,
+) -> Result<Started, String> {
+    let (job, expected) = prepare(shared, req, user, privileged)?;
+    let returns = shared.jobs.subscribe(&job.jid);
+    // Before the publish: a listener sees `new` before any `ret`.
+    if shared.events.wanted() {
+        let data = serde_json::json!({
+            "jid": job.jid,
+            "tgt_type": job.tgt_type,
+            "tgt": msgpack_to_json(&job.tgt),
+            "user": job.user,
+            "fun": job.fun,
+            "arg": req.arg,
+            "minions": expected.clone().unwrap_or_default(),
+            "missing": [],
+        });
+        shared
+            .events
+            .fire(format!("salt/job/{}/new", job.jid), data);
+    }
+    let published = {
+        let shared = shared.clone();
+        let job = job.clone();
+        let publisher = publisher.clone();
+        tokio::task::spawn_blocking(move || {
+            shared
+                .jobs
+                .store_job(&job.jid, &job.load())
+                .map_err(|e| e.to_string())?;
+            publish(&shared, &publisher, &job).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+    };
+    if let Err(e) = published {
+        shared.jobs.unsubscribe(&job.jid);
+        return Err(format!("publish failed: {e}"));
+    }
+    Ok((job, expected, returns))
+}
+
+/// Publish `req` as the master itself and wait as `salt` would: the returns in arrival
+/// order, the minions missing at the end, and the jid (runners such as `manage.status`).
+pub(crate) async fn run_job(
+    shared: &Arc<Shared>,
+    publisher: &Publisher,
+    stop: &CancellationToken,
+    req: &PublishRequest,
+) -> Result<(String, Vec<(String, Value)>, Missing), String> {
+    let (job, expected, mut returns) = start_job(shared, publisher, req, "root", true).await?;
+    let gather_timeout = req
+        .gather_job_timeout
+        .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);
+    let gather = Gather::new(
+        shared.clone(),
+        publisher.clone(),
+        &job.jid,
+        expected,
+        Duration::from_secs(req.timeout),
+        gather_timeout,
+    );
+    let mut got = Vec::new();
+    let missing = gather.run(&mut returns, stop, &mut got).await;
+    shared.jobs.unsubscribe(&job.jid);
+    Ok((job.jid, got, missing.map_err(|e| e.to_string())?))
+}
+
+/// Validate, authorise and build the job; the expected minion set (None = unknown).
+fn prepare(
+    shared: &Shared,
+    req: &PublishRequest,
+    user: &str,
+    privileged: bool,
+) -> Result<(Job, Option<Vec<String>>), String> {
+    let groups = crate::minions::target::nodegroups(&shared.cfg);
+    let target = crate::minions::target::resolve(&req.tgt, &req.tgt_type, &groups)
+        .map_err(|e| e.to_string())?;
+    // salt-key runs in another process: re-read the key directories.
+    if let Err(e) = shared.store.refresh() {
+        tracing::warn!("cannot read the key directories: {e}");
+    }
+    let accepted = shared.store.list(KeyState::Accepted);
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    let expected = Some(
+        target
+            .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
+            .map_err(|e| e.to_string())?,
+    );
+    if !privileged {
+        shared
+            .acl
+            .check(user, &req.fun, expected.as_deref())
+            .map_err(|denied| {
+                tracing::error!(
+                    "{user} does not have permissions to run {}. Please contact your local \
+                     administrator if you believe this is in error. ({denied})",
+                    req.fun
+                );
+                format!("Authorization error occurred: {denied}")
+            })?;
+    }
+    if expected.as_ref().is_some_and(Vec::is_empty) {
+        return Err(
+            "No minions matched the target. No command was sent, no jid was assigned.".into(),
+        );
+    }
+    let job = Job {
+        fun: req.fun.clone(),
+        arg: req.arg.iter().map(json_to_msgpack).collect(),
+        tgt: target.tgt,
+        jid: shared.jids.next(),
+        ret: req.ret.clone(),
+        tgt_type: target.tgt_type,
+        user: user.to_owned(),
+    };
+    Ok((job, expected))
+}

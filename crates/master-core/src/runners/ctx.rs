@@ -1,0 +1,22 @@
+//! What every runner is handed: the master's state, the publisher, the stop signal, and its
+//! bound arguments.
+
+use std::sync::Arc;
+
+use salt_transport::Publisher;
+use tokio_util::sync::CancellationToken;
+
+use crate::shared::Shared;
+
+/// What a runner may use.
+pub(crate) struct Ctx {
+    /// The master's state.
+    pub shared: Arc<Shared>,
+    /// To publish jobs (`manage.*`, `jobs.active`).
+    pub publisher: Publisher,
+    /// The master is stopping.
+    pub stop: CancellationToken,
+}
+
+/// A runner's arguments, bound to its Salt signature.
+pub(crate) type Args = salt_client::args::Bound;
