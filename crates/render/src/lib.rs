@@ -26,9 +26,11 @@
 mod jinja;
 pub mod merge;
 mod prepass;
+mod pyformat;
 pub mod pyjson;
 mod pytext;
 mod salt_filters;
+mod salt_funcs;
 mod values;
 pub mod yaml;
 pub mod yaml_dump;
