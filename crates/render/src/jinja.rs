@@ -211,9 +211,12 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
     env.add_global("pillar", to_jinja(&ctx.pillar));
     env.add_global("opts", to_jinja(&ctx.opts));
     env.add_global("saltenv", ctx.saltenv.clone());
-    env.add_global("sls", ctx.sls.clone());
-    for (k, v) in sls_context {
-        env.add_global(k, v);
+    // A template outside an SLS (a `file.managed` template) has no `sls` variables.
+    if !(ctx.sls.is_empty() && ctx.tplfile.is_empty()) {
+        env.add_global("sls", ctx.sls.clone());
+        for (k, v) in sls_context {
+            env.add_global(k, v);
+        }
     }
     env.add_global(
         "salt",

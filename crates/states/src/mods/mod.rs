@@ -5,6 +5,7 @@ pub mod cmd;
 mod cmd_script;
 pub mod cron;
 pub mod file;
+pub mod file_args;
 mod file_edit;
 mod file_http;
 mod file_link;

@@ -130,7 +130,7 @@ pub fn call_checked(
     low: &Value,
     watch: Option<&[Value]>,
 ) -> Value {
-    if get(low, "check_cmd").is_none() {
+    if get(low, "check_cmd").is_none_or(|v| matches!(v, Value::Nil)) {
         return super::call(ctx, full, low, watch);
     }
     if own_check_cmd(full) {
