@@ -40,12 +40,14 @@ log_file: $w/root/log
 file_roots: {base: [$dir]}
 pillar_roots: {base: [$w/pillar]}
 EOF
-    norm() { python3 -c 'import json,sys
+    # Keys sorted; times of day a template printed (`status.time`) blanked.
+    norm() { python3 -c 'import json,re,sys
 try:
     d = json.load(sys.stdin)
 except Exception as e:
     print("NOT JSON:", e); sys.exit()
-print(json.dumps(d, sort_keys=True, indent=1))'; }
+text = json.dumps(d, sort_keys=True, indent=1)
+print(re.sub(r"\d\d-\d\d-\d\d_\d\d:\d\d:\d\d", "YY-MM-DD_HH:MM:SS", text))'; }
     "$venv/bin/salt-call" -c "$w/conf" --local state.show_sls "$name" --out json 2>"$w/py.err" | norm >"$w/py.json"
     timeout 120 "$ours" -c "$w/conf" --local state.show_sls "$name" --out json 2>"$w/ours.err" | norm >"$w/ours.json"
     if cmp -s "$w/py.json" "$w/ours.json"; then
