@@ -114,7 +114,7 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
-    env.set_unknown_method_callback(crate::pyformat::unknown_method);
+    env.set_unknown_method_callback(crate::pymethods::unknown_method);
     env.add_function("__pyfmt", |fmt: &str, arg: Mj| {
         crate::pyformat::pyfmt(fmt, arg)
     });
