@@ -13,6 +13,7 @@ pub mod cron;
 pub mod file;
 pub mod file_edit;
 pub mod hosts;
+pub mod locale;
 pub mod pkg;
 pub mod run;
 pub mod service;
@@ -116,6 +117,7 @@ pub const FUNCTIONS: &[&str] = &[
     "service.status",
     "service.stop",
     "status.loadavg",
+    "status.time",
     "status.uptime",
     "user.add",
     "user.chgid",

@@ -171,6 +171,26 @@ pub fn call(fun: &str, a: &Args<'_>) -> Ret {
                 ("15-min", Value::F64(f[2])),
             ]))
         }
+        // `status.time(format="%A, %d. %B %Y %I:%M%p")`: the local time, `strftime`.
+        "status.time" => {
+            let fmt = a
+                .str(0, "format")
+                .unwrap_or_else(|| "%A, %d. %B %Y %I:%M%p".to_owned());
+            let items: Vec<_> = chrono::format::StrftimeItems::new(&fmt).collect();
+            if items
+                .iter()
+                .any(|i| matches!(i, chrono::format::Item::Error))
+            {
+                return Err(format!(
+                    "status.time: format {fmt:?} is not supported by salt-rs"
+                ));
+            }
+            Ok(Value::from(
+                chrono::Local::now()
+                    .format_with_items(items.into_iter())
+                    .to_string(),
+            ))
+        }
         "status.uptime" => {
             let s = read("/proc/uptime")?;
             let secs: f64 = s

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Rest, Value as Mj};
+use minijinja::value::{Kwargs, Rest, Value as Mj};
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior};
 use rmpv::Value;
 
@@ -89,8 +89,15 @@ pub(crate) fn render(
     } else {
         &ctx.tplfile
     };
-    env.render_named_str(name, &src, ())
-        .map_err(|e| RenderError::Jinja(describe(&e)))
+    // Salt's render_jinja_tmpl: Jinja drops a template's final newline (the main one's,
+    // and those of includes and imports); Salt puts the main one's back.
+    let mut out = env
+        .render_named_str(name, &src, ())
+        .map_err(|e| RenderError::Jinja(describe(&e)))?;
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn describe(e: &Error) -> String {
@@ -106,9 +113,20 @@ fn describe(e: &Error) -> String {
 fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_keep_trailing_newline(true);
     env.set_auto_escape_callback(|_| AutoEscape::None);
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_unknown_method_callback(crate::pymethods::unknown_method);
+    env.add_function("__pyfmt", |fmt: &str, arg: Mj| {
+        crate::pyformat::pyfmt(fmt, arg)
+    });
+    env.add_function("__pyfmt_t", |fmt: &str, args: Rest<Mj>| {
+        crate::pyformat::pyfmt_tuple(fmt, args)
+    });
+    // Python's `callable()`: functions, macros, `salt` functions (plain objects).
+    env.add_test("callable", |v: Mj| {
+        v.kind() == minijinja::value::ValueKind::Plain
+            && v.downcast_object_ref::<crate::salt_funcs::SaltModule>()
+                .is_none()
+    });
     let saltenv = ctx.saltenv.clone();
     let l = loader.clone();
     env.set_loader(move |name| {
@@ -187,39 +205,23 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
         None => v.is_true(),
     });
 
-    let sls = ctx.sls.clone();
-    let tplfile = ctx.tplfile.clone();
-    let tpldir = tplfile
-        .rsplit_once('/')
-        .map(|(d, _)| d.to_owned())
-        .unwrap_or_default();
-    let slspath = if sls.is_empty() {
-        String::new()
-    } else if tplfile.ends_with("/init.sls") || tplfile == "init.sls" {
-        sls.replace('.', "/")
-    } else {
-        sls.rsplit_once('.')
-            .map(|(d, _)| d.replace('.', "/"))
-            .unwrap_or_default()
-    };
+    let sls_context = sls_context(&ctx.sls, &ctx.tplfile);
     let data = Arc::new(ctx.clone());
     env.add_global("grains", to_jinja(&ctx.grains));
     env.add_global("pillar", to_jinja(&ctx.pillar));
     env.add_global("opts", to_jinja(&ctx.opts));
     env.add_global("saltenv", ctx.saltenv.clone());
-    env.add_global("env", ctx.saltenv.clone());
-    env.add_global("sls", sls);
-    env.add_global("sls_path", slspath.replace('/', "_"));
-    env.add_global("slspath", slspath);
-    env.add_global("tpldot", tpldir.replace('/', "."));
+    // A template outside an SLS (a `file.managed` template) has no `sls` variables.
+    if !(ctx.sls.is_empty() && ctx.tplfile.is_empty()) {
+        env.add_global("sls", ctx.sls.clone());
+        for (k, v) in sls_context {
+            env.add_global(k, v);
+        }
+    }
     env.add_global(
-        "tplroot",
-        tpldir.split('/').next().unwrap_or_default().to_owned(),
+        "salt",
+        Mj::from_object(crate::salt_funcs::SaltFuncs { ctx: data }),
     );
-    env.add_global("tpldir", tpldir);
-    env.add_global("tplpath", tplfile.clone());
-    env.add_global("tplfile", tplfile);
-    env.add_global("salt", Mj::from_object(SaltFuncs { ctx: data }));
     if let Value::Map(vars) = &ctx.vars {
         for (k, v) in vars {
             if let Some(name) = k.as_str() {
@@ -228,6 +230,41 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
         }
     }
     env
+}
+
+/// `salt.utils.templates.generate_sls_context(tmplpath, sls)`: `tplfile`, `tpldir` (`.` at
+/// the root), `tpldot`, `tplpath`, `slspath`, `slsdotpath`, `slscolonpath`, `sls_path`.
+/// Without a template path (a string rendered on its own) only the `sls*` ones.
+fn sls_context(sls: &str, tplfile: &str) -> Vec<(&'static str, String)> {
+    let mut slspath = sls.replace('.', "/");
+    let mut out = Vec::new();
+    if !tplfile.is_empty() {
+        let template = if sls.is_empty() {
+            tplfile.rsplit('/').next().unwrap_or(tplfile).to_owned()
+        } else {
+            tplfile.to_owned()
+        };
+        slspath = template
+            .rsplit_once('/')
+            .map(|(d, _)| d.to_owned())
+            .unwrap_or_default();
+        out.push(("tplpath", tplfile.to_owned()));
+        out.push(("tplfile", template));
+        out.push((
+            "tpldir",
+            if slspath.is_empty() {
+                ".".to_owned()
+            } else {
+                slspath.clone()
+            },
+        ));
+        out.push(("tpldot", slspath.replace('/', ".")));
+    }
+    out.push(("slsdotpath", slspath.replace('/', ".")));
+    out.push(("slscolonpath", slspath.replace('/', ":")));
+    out.push(("sls_path", slspath.replace('/', "_")));
+    out.push(("slspath", slspath));
+    out
 }
 
 /// `./x` and `../x` relative to the including template's directory; others as given.
@@ -250,10 +287,6 @@ fn join(name: &str, parent: &str) -> String {
     parts.join("/")
 }
 
-fn str_of(v: &Mj) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-}
-
 fn load_text(kind: &str, text: &str) -> Result<Mj, Error> {
     match kind {
         "yaml" => {
@@ -267,214 +300,4 @@ fn load_text(kind: &str, text: &str) -> Result<Mj, Error> {
         }
         _ => Ok(Mj::from(text)),
     }
-}
-
-/// The `salt` dict of execution functions available to templates.
-#[derive(Debug)]
-struct SaltFuncs {
-    ctx: Arc<Context>,
-}
-
-const FUNCS: [&str; 12] = [
-    "grains.get",
-    "grains.item",
-    "grains.items",
-    "grains.filter_by",
-    "pillar.get",
-    "pillar.items",
-    "config.get",
-    "match.glob",
-    "match.pcre",
-    "match.grain",
-    "match.list",
-    "match.compound",
-];
-
-impl Object for SaltFuncs {
-    fn repr(self: &Arc<Self>) -> ObjectRepr {
-        ObjectRepr::Map
-    }
-
-    fn get_value(self: &Arc<Self>, key: &Mj) -> Option<Mj> {
-        let name = key.as_str()?.to_owned();
-        let ctx = self.ctx.clone();
-        Some(Mj::from_function(move |args: Rest<Mj>, kwargs: Kwargs| {
-            call(&ctx, &name, &args, &kwargs)
-        }))
-    }
-
-    fn enumerate(self: &Arc<Self>) -> Enumerator {
-        Enumerator::Str(&FUNCS)
-    }
-}
-
-struct Args<'a> {
-    pos: &'a [Mj],
-    kw: &'a Kwargs,
-}
-
-impl Args<'_> {
-    fn get(&self, i: usize, name: &str) -> Option<Mj> {
-        self.pos
-            .get(i)
-            .cloned()
-            .or_else(|| self.kw.get::<Option<Mj>>(name).ok().flatten())
-    }
-
-    fn text(&self, i: usize, name: &str, default: &str) -> String {
-        self.get(i, name)
-            .map_or_else(|| default.to_owned(), |v| str_of(&v))
-    }
-}
-
-fn call(ctx: &Context, name: &str, pos: &[Mj], kw: &Kwargs) -> Result<Mj, Error> {
-    let a = Args { pos, kw };
-    let lookup = |data: &Value| -> Option<Value> {
-        let key = a.text(0, "key", "");
-        let delim = a.text(99, "delimiter", ":");
-        salt_matcher::traverse(data, &key, &delim).cloned()
-    };
-    let default = || a.get(1, "default").unwrap_or_else(|| Mj::from(""));
-    let facts = salt_matcher::Facts {
-        id: &ctx.id,
-        grains: Some(&ctx.grains),
-        pillar: Some(&ctx.pillar),
-    };
-    let matcher = |kind: &str| -> Result<Mj, Error> {
-        let tgt = from_jinja(&a.get(0, "tgt").unwrap_or_default());
-        salt_matcher::check(facts, &tgt, kind, None, &[])
-            .map(|r| Mj::from(r == Some(true)))
-            .map_err(|e| err(ErrorKind::InvalidOperation, e.to_string()))
-    };
-    match name {
-        "grains.get" | "grains.item" => {
-            Ok(lookup(&ctx.grains).map_or_else(default, |v| to_jinja(&v)))
-        }
-        "grains.items" => Ok(to_jinja(&ctx.grains)),
-        "pillar.items" => Ok(to_jinja(&ctx.pillar)),
-        "pillar.get" => {
-            let found = lookup(&ctx.pillar);
-            let merge = a.get(2, "merge").is_some_and(|m| m.is_true());
-            match found {
-                None => Ok(default()),
-                Some(v) if merge => {
-                    let d = from_jinja(&default());
-                    if matches!(d, Value::Map(_)) && matches!(v, Value::Map(_)) {
-                        Ok(to_jinja(&crate::merge::update(d, v, false)))
-                    } else {
-                        Ok(to_jinja(&v))
-                    }
-                }
-                Some(v) => Ok(to_jinja(&v)),
-            }
-        }
-        "config.get" => Ok([&ctx.opts, &ctx.grains, &ctx.pillar]
-            .into_iter()
-            .find_map(lookup)
-            .map_or_else(default, |v| to_jinja(&v))),
-        "grains.filter_by" => filter_by(ctx, &a),
-        "match.glob" => matcher("glob"),
-        "match.pcre" => matcher("pcre"),
-        "match.grain" => matcher("grain"),
-        "match.list" => matcher("list"),
-        "match.compound" => matcher("compound"),
-        other => {
-            let hooked = ctx.salt.0.as_ref().and_then(|h| {
-                let args: Vec<Value> = pos.iter().map(from_jinja).collect();
-                let kwargs: Vec<(String, Value)> = kw
-                    .args()
-                    .filter_map(|k| {
-                        let v = kw.get::<Mj>(k).ok()?;
-                        Some((k.to_owned(), from_jinja(&v)))
-                    })
-                    .collect();
-                h.call(other, &args, &kwargs)
-            });
-            match hooked {
-                Some(Ok(v)) => Ok(to_jinja(&v)),
-                Some(Err(e)) => Err(err(
-                    ErrorKind::InvalidOperation,
-                    format!("salt['{other}'] failed: {e}"),
-                )),
-                None => Err(err(
-                    ErrorKind::UnknownFunction,
-                    format!("'{other}' is not available."),
-                )),
-            }
-        }
-    }
-}
-
-/// `salt.utils.data.filter_by` as `grains.filter_by` calls it.
-fn filter_by(ctx: &Context, a: &Args<'_>) -> Result<Mj, Error> {
-    let lookup = from_jinja(&a.get(0, "lookup_dict").unwrap_or_default());
-    let Value::Map(entries) = &lookup else {
-        return Err(err(
-            ErrorKind::InvalidOperation,
-            "filter_by: lookup_dict must be a dict",
-        ));
-    };
-    let grain = a.text(1, "grain", "os_family");
-    let merge = a
-        .get(2, "merge")
-        .map(|m| from_jinja(&m))
-        .filter(|m| *m != Value::Nil);
-    let default = a.text(3, "default", "default");
-    let base = a
-        .get(4, "base")
-        .map(|b| str_of(&b))
-        .filter(|b| !b.is_empty());
-    let get = |k: &str| {
-        entries
-            .iter()
-            .find(|(e, _)| e.as_str() == Some(k))
-            .map(|(_, v)| v.clone())
-    };
-    let val = salt_matcher::traverse(&ctx.grains, &grain, ":").cloned();
-    let candidates: Vec<Value> = match val {
-        Some(Value::Array(items)) => items,
-        Some(v) => vec![v],
-        None => vec![Value::Array(Vec::new())],
-    };
-    let mut ret: Option<Value> = None;
-    'outer: for each in &candidates {
-        let each = salt_compat::py_str(each);
-        for (k, v) in entries {
-            if salt_matcher::fnmatch(&each, &salt_compat::py_str(k)) {
-                ret = Some(v.clone());
-                break 'outer;
-            }
-        }
-    }
-    if ret.is_none() {
-        ret = get(&default);
-    }
-    if let Some(base_values) = base.as_deref().and_then(get) {
-        ret = match ret {
-            None => Some(base_values),
-            Some(r) if matches!(base_values, Value::Map(_)) => {
-                if !matches!(r, Value::Map(_)) {
-                    return Err(err(
-                        ErrorKind::InvalidOperation,
-                        "filter_by default and look-up values must both be dictionaries.",
-                    ));
-                }
-                Some(crate::merge::update(base_values, r, false))
-            }
-            r => r,
-        };
-    }
-    if let Some(m) = merge {
-        if !matches!(m, Value::Map(_)) {
-            return Err(err(
-                ErrorKind::InvalidOperation,
-                "filter_by merge argument must be a dictionary.",
-            ));
-        }
-        ret = Some(match ret {
-            None => m,
-            Some(r) => crate::merge::update(r, m, false),
-        });
-    }
-    Ok(ret.map_or_else(|| Mj::from(()), |v| to_jinja(&v)))
 }

@@ -7,9 +7,11 @@
 //! Supported: the `#!yaml`, `#!json`, `#!jinja|yaml`, `#!jinja|json`, `#!jinja` ... shebangs
 //! (`jinja`, `yaml`, `json` stages), Salt's YAML 1.1 loading ([`yaml`]), Jinja through
 //! minijinja with Python's str/dict/list methods, mutable dicts and lists for `{% do %}`,
-//! StrictUndefined (Salt's default), the variables `grains`, `pillar`, `opts`, `saltenv`,
-//! `sls`, `slspath`, `sls_path`, `tpldir`, `tplpath`, `tplfile`, `tpldot`, `tplroot`,
-//! `salt['grains.get' | 'grains.filter_by' | 'pillar.get' | 'config.get' | 'match.glob' ..]`,
+//! StrictUndefined (Salt's default), Python's `%` formatting, the variables `grains`,
+//! `pillar`, `opts`, `saltenv` and those of Salt's `generate_sls_context` (`sls`, `slspath`,
+//! `slsdotpath`, `slscolonpath`, `sls_path`, `tpldir`, `tplpath`, `tplfile`, `tpldot`),
+//! `salt['grains.get' | 'grains.filter_by' | 'pillar.get' | 'config.get' | 'match.glob' ..]`
+//! and `salt.mod.fun(...)` (`salt_funcs.rs`),
 //! and the filters `yaml`, `json`, `tojson`, `yaml_dquote`, `yaml_squote`, `yaml_encode`
 //! (PyYAML over libyaml and Python's `json` to the byte: [`yaml_dump`], [`pyjson`]), `unique`,
 //! `sequence`, `load_yaml`, `load_json`, `to_bool`, `string`, `format`, `round`, and Salt's
@@ -26,9 +28,12 @@
 mod jinja;
 pub mod merge;
 mod prepass;
+mod pyformat;
 pub mod pyjson;
+mod pymethods;
 mod pytext;
 mod salt_filters;
+mod salt_funcs;
 mod values;
 pub mod yaml;
 pub mod yaml_dump;

@@ -38,7 +38,7 @@ pub fn rewrite(src: &str) -> Result<String, String> {
         if kind == Some(b'{') {
             out.push_str(&format!(
                 "{open}{lead}{}{trail}{close}",
-                wrap_literals(body)
+                wrap_literals(&percent(body))
             ));
             continue;
         }
@@ -92,7 +92,7 @@ pub fn rewrite(src: &str) -> Result<String, String> {
             }
             _ => out.push_str(&format!(
                 "{open}{lead}{}{trail}{close}",
-                wrap_literals(body)
+                wrap_literals(&percent(body))
             )),
         }
     }
@@ -144,6 +144,166 @@ fn find_close(s: &str, close: &str) -> Option<usize> {
         i += 1;
     }
     None
+}
+
+/// The end of the string literal starting at `i` (its closing quote + 1).
+fn string_end(b: &[u8], i: usize) -> usize {
+    let q = b[i];
+    let mut j = i + 1;
+    while j < b.len() && b[j] != q {
+        if b[j] == b'\\' {
+            j += 1;
+        }
+        j += 1;
+    }
+    (j + 1).min(b.len())
+}
+
+/// The end of the bracketed group opening at `i`.
+fn group_end(b: &[u8], i: usize) -> usize {
+    let mut depth = 0i32;
+    let mut j = i;
+    while j < b.len() {
+        match b[j] {
+            b'"' | b'\'' => {
+                j = string_end(b, j);
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j + 1;
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    b.len()
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The operand of `%` starting at `i`: a primary (name, number, string, bracketed group)
+/// with its attribute, subscript and call suffixes and `|filter(...)` chain, which Jinja
+/// binds tighter than `%`.
+fn operand_end(b: &[u8], mut i: usize) -> usize {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'"' | b'\'') => i = string_end(b, i),
+        Some(b'(' | b'[' | b'{') => i = group_end(b, i),
+        Some(&c) if is_word(c) => {
+            while i < b.len() && (is_word(b[i]) || b[i] == b'.') {
+                i += 1;
+            }
+        }
+        _ => return i,
+    }
+    loop {
+        match b.get(i) {
+            Some(b'.') => {
+                i += 1;
+                while i < b.len() && is_word(b[i]) {
+                    i += 1;
+                }
+            }
+            Some(b'[' | b'(') => i = group_end(b, i),
+            _ => {
+                let mut j = i;
+                while b.get(j) == Some(&b' ') {
+                    j += 1;
+                }
+                if b.get(j) == Some(&b'|') && b.get(j + 1) != Some(&b'|') {
+                    j += 1;
+                    while b.get(j) == Some(&b' ') {
+                        j += 1;
+                    }
+                    while j < b.len() && is_word(b[j]) {
+                        j += 1;
+                    }
+                    i = j;
+                } else {
+                    return i;
+                }
+            }
+        }
+    }
+}
+
+/// Whether a parenthesised group's inside has a comma at depth 0 (a tuple).
+fn tuple_items(inner: &str) -> Option<String> {
+    let b = inner.as_bytes();
+    let mut i = 0;
+    let mut comma = false;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => {
+                i = string_end(b, i);
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                i = group_end(b, i);
+                continue;
+            }
+            b',' => comma = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    comma.then(|| inner.trim().trim_end_matches(',').to_owned())
+}
+
+/// Python's `%` formatting on a string literal: `'fmt' % x` becomes `__pyfmt('fmt', x)` and
+/// `'fmt' % (a, b)` becomes `__pyfmt_t('fmt', a, b)` (minijinja's `%` is only the modulo).
+fn percent(expr: &str) -> String {
+    let b = expr.as_bytes();
+    let mut out = String::with_capacity(expr.len() + 16);
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        if !matches!(b[i], b'"' | b'\'') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let end = string_end(b, i);
+        let mut j = end;
+        while b.get(j) == Some(&b' ') {
+            j += 1;
+        }
+        if b.get(j) != Some(&b'%') {
+            i = end;
+            continue;
+        }
+        let mut k = j + 1;
+        while b.get(k) == Some(&b' ') {
+            k += 1;
+        }
+        let stop = operand_end(b, k);
+        if stop == k {
+            i = end;
+            continue;
+        }
+        let lit = &expr[start..end];
+        let operand = &expr[k..stop];
+        out.push_str(&expr[copied..start]);
+        let tuple = (b[k] == b'(' && group_end(b, k) == stop)
+            .then(|| tuple_items(&operand[1..operand.len() - 1]))
+            .flatten();
+        match tuple {
+            Some(items) => out.push_str(&format!("__pyfmt_t({lit}, {items})")),
+            None => out.push_str(&format!("__pyfmt({lit}, {})", percent(operand))),
+        }
+        copied = stop;
+        i = stop;
+    }
+    out.push_str(&expr[copied..]);
+    out
 }
 
 /// Wrap dict and list literals of an expression in `__mut(...)`.
@@ -214,6 +374,26 @@ mod tests {
         );
         assert_eq!(wrap_literals(" x['a'][0] "), " x['a'][0] ");
         assert_eq!(wrap_literals(" f('[{') "), " f('[{') ");
+    }
+
+    #[test]
+    fn percent_rewritten() {
+        assert_eq!(
+            percent(" '/home/%s' % name "),
+            " __pyfmt('/home/%s', name) "
+        );
+        assert_eq!(
+            percent(" x ~ \"%s-%d\" % (a.b, c|length) ~ y "),
+            " x ~ __pyfmt_t(\"%s-%d\", a.b, c|length) ~ y "
+        );
+        assert_eq!(percent(" '%s' % (x,) "), " __pyfmt_t('%s', x) ");
+        assert_eq!(
+            percent(" '%(a)s' % d['k'] | f "),
+            " __pyfmt('%(a)s', d['k'] | f) "
+        );
+        assert_eq!(percent(" '%s' % (x) "), " __pyfmt('%s', (x)) ");
+        assert_eq!(percent(" loop.index % 2 "), " loop.index % 2 ");
+        assert_eq!(percent(" d['a'] % 2 "), " d['a'] % 2 ");
     }
 
     #[test]

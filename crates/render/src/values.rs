@@ -304,3 +304,42 @@ pub fn from_jinja(v: &Mj) -> Value {
         _ => Value::from(v.to_string()),
     }
 }
+
+/// `salt.utils.dictupdate.update(dest, upd, merge_lists=...)` in place on a template dict
+/// (`defaults.merge` changes the caller's dict, as in Python): nested dicts merge into the
+/// existing ones, lists replace (or gain the items they lack with `merge_lists`).
+pub fn update_in_place(dest: &Mj, upd: &Mj, merge_lists: bool) -> Result<(), Error> {
+    let Some(d) = dest.downcast_object_ref::<Dict>() else {
+        return Err(bad_args(
+            "TypeError: Cannot update using non-dict types in dictupdate.update()",
+        ));
+    };
+    if upd.kind() != ValueKind::Map {
+        return Err(bad_args(
+            "TypeError: Cannot update using non-dict types in dictupdate.update()",
+        ));
+    }
+    for k in upd.try_iter()? {
+        let v = upd.get_item(&k)?;
+        let cur = lock(&d.0)
+            .iter()
+            .find(|(e, _)| *e == k)
+            .map(|(_, c)| c.clone());
+        match cur {
+            Some(c) if c.downcast_object_ref::<Dict>().is_some() && v.kind() == ValueKind::Map => {
+                update_in_place(&c, &v, merge_lists)?;
+            }
+            Some(c) if merge_lists && c.kind() == ValueKind::Seq && v.kind() == ValueKind::Seq => {
+                let mut merged: Vec<Mj> = c.try_iter()?.collect();
+                for x in v.try_iter()? {
+                    if !merged.contains(&x) {
+                        merged.push(x);
+                    }
+                }
+                d.set(k, Mj::from_object(List(Mutex::new(merged))));
+            }
+            _ => d.set(k, mutable(&v)),
+        }
+    }
+    Ok(())
+}

@@ -157,6 +157,42 @@ fn shebangs_and_errors_name_what_is_missing() {
         .unwrap(),
         y("a: x\nb: y")
     );
+    // `salt.mod.fun(...)` reaches the same functions as `salt['mod.fun'](...)`.
+    assert_eq!(
+        render(
+            "a: {{ salt.test.echo('x') }}\nb: {{ salt.test.echo(text='y') }}",
+            &h,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("a: x\nb: y")
+    );
+    // `#!py` (and any renderer salt-rs lacks) is refused by name.
+    let e = render(
+        "#!py\ndef run():\n    return {}\n",
+        &h,
+        files(),
+        "jinja|yaml",
+    )
+    .unwrap_err();
+    assert_eq!(e, RenderError::Unsupported("py".into()));
+    let e = render("#!yamlex\na: 1\n", &h, files(), "jinja|yaml").unwrap_err();
+    assert_eq!(e, RenderError::Unsupported("yamlex".into()));
+    assert_eq!(
+        render(
+            "#!jinja|json\n{\"a\": {{ 1 + 1 }}}",
+            &h,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("a: 2")
+    );
+    assert_eq!(
+        render("#!yaml\na: '{{ x }}'", &h, files(), "jinja|yaml").unwrap(),
+        y("a: '{{ x }}'")
+    );
     let e = render("a: {{ salt['test.fail']() }}", &h, files(), "jinja|yaml").unwrap_err();
     assert!(
         e.to_string().contains("salt['test.fail'] failed: boom"),

@@ -350,18 +350,14 @@ impl Compiler {
                 continue;
             }
             let (mut nstate, err) = self.render_state(&inc_sls, &env);
+            // Salt (3006-3008, masterless and with a master alike) reports a missing
+            // include as render_state's own "Specified SLS .. is not available" error.
             if err
                 .iter()
                 .any(|e| e.contains("is not available on the salt master"))
                 && nstate.ids.is_empty()
             {
-                errors.push(format!(
-                    "Unknown include: Specified SLS {env}: {inc_sls} is not available on the salt master in saltenv(s): {env} "
-                ));
-                errors.extend(
-                    err.into_iter()
-                        .filter(|e| !e.contains("is not available on the salt master")),
-                );
+                errors.extend(err);
                 continue;
             }
             for (_, body) in &mut nstate.ids {

@@ -47,6 +47,19 @@ pub fn norm_mode(v: &Value) -> Option<u32> {
     u32::from_str_radix(s.trim(), 8).ok()
 }
 
+/// `salt.utils.files.normalize_mode`: the mode as text, at least four digits (`'0644'`).
+fn normalize_mode(v: &Value) -> Value {
+    if matches!(v, Value::Nil) {
+        return Value::Nil;
+    }
+    let s = py_str(v).replace("0o", "0");
+    let s = s
+        .trim_matches('"')
+        .trim_matches('\'')
+        .trim_start_matches('0');
+    Value::from(format!("{s:0>4}"))
+}
+
 fn mode_str(m: u32) -> String {
     format!("{:04o}", m & 0o7777)
 }
@@ -106,15 +119,9 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
     let saltenv = get_str(low, "__env__")
         .unwrap_or(&ctx.opts.saltenv)
         .to_owned();
-    let mut text: Vec<u8> = if let Some(c) = map_get(low, "contents") {
-        let mut s = match c {
-            Value::Array(lines) => lines.iter().map(py_str).collect::<Vec<_>>().join("\n"),
-            other => py_str(other),
-        };
-        if map_get(low, "contents_newline").is_none_or(truthy) && !s.ends_with('\n') {
-            s.push('\n');
-        }
-        s.into_bytes()
+    let mut chosen: Option<String> = None;
+    let mut text: Vec<u8> = if let Some(c) = super::file_args::contents(ctx, low)? {
+        c.into_bytes()
     } else if let Some(src) = map_get(low, "source") {
         let srcs: Vec<String> = match src {
             Value::Array(a) => a.iter().map(py_str).collect(),
@@ -124,6 +131,7 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
         for s in &srcs {
             if super::file_http::is_web(s) {
                 found = Some(super::file_http::fetch(s, low)?);
+                chosen = Some(s.clone());
                 break;
             }
             let Some((path, env)) = parse_salt_url(s, &saltenv) else {
@@ -133,6 +141,7 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
             };
             if let Some(b) = ctx.client.get_file(&path, &env)? {
                 found = Some(b);
+                chosen = Some(s.clone());
                 break;
             }
         }
@@ -151,7 +160,22 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
     match get_str(low, "template") {
         None => {}
         Some("jinja") => {
-            let mut vars = map_get(low, "defaults").cloned().unwrap_or_else(empty);
+            // `file.get_managed`: name, source, user, group, mode, attrs and saltenv, then
+            // `defaults` updated with `context`; no `sls` (nor the variables made from it).
+            let arg = |k: &str| map_get(low, k).cloned().unwrap_or(Value::Nil);
+            let mut vars = map(vec![
+                ("name", Value::from(name)),
+                ("source", chosen.clone().map_or(Value::Nil, Value::from)),
+                ("user", arg("user")),
+                ("group", arg("group")),
+                ("mode", map_get(low, "mode").map_or(Value::Nil, normalize_mode)),
+                ("attrs", arg("attrs")),
+            ]);
+            if let Some(Value::Map(d)) = map_get(low, "defaults") {
+                for (k, v) in d {
+                    set(&mut vars, &py_str(k), v.clone());
+                }
+            }
             if let Some(Value::Map(c)) = map_get(low, "context") {
                 for (k, v) in c {
                     set(&mut vars, &py_str(k), v.clone());
@@ -162,7 +186,7 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
                 pillar: ctx.opts.pillar.clone(),
                 opts: ctx.opts.opts.clone(),
                 saltenv: saltenv.clone(),
-                sls: get_str(low, "__sls__").unwrap_or("").to_owned(),
+                sls: String::new(),
                 tplfile: String::new(),
                 id: ctx.opts.id.clone(),
                 vars,
@@ -180,7 +204,6 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
             ));
         }
     }
-    let _ = name;
     Ok(Some(text))
 }
 
@@ -188,23 +211,8 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = managed_ret(&name_v);
-    for unsupported in [
-        "backup",
-        "replace",
-        "show_changes",
-        "follow_symlinks",
-        "skip_verify",
-        "create",
-        "attrs",
-        "dir_mode",
-        "tmp_dir",
-    ] {
-        if map_get(low, unsupported).is_some() {
-            return fail(
-                r,
-                format!("file.managed option '{unsupported}' is not supported by salt-rs"),
-            );
-        }
+    if let Some(refused) = super::file_args::refused(low) {
+        return fail(r, refused);
     }
     if !name.starts_with('/') {
         return fail(r, format!("Specified file {name} is not an absolute path"));

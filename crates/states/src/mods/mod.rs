@@ -5,12 +5,14 @@ pub mod cmd;
 mod cmd_script;
 pub mod cron;
 pub mod file;
+pub mod file_args;
 mod file_edit;
 mod file_http;
 mod file_link;
 mod file_recurse;
 pub mod group;
 pub mod host;
+pub mod locale;
 pub mod pkg;
 mod ret;
 pub mod retry;
@@ -41,6 +43,9 @@ pub const STATES: &[&str] = &[
     "file.recurse",
     "host.present",
     "host.absent",
+    "locale.present",
+    "locale.system",
+    "timezone.system",
     "pkg.installed",
     "pkg.latest",
     "pkg.removed",
@@ -97,6 +102,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("cron", f)) => cron::call(ctx, f, low),
         Some(("user" | "group", _)) => user::call(ctx, full, low),
         Some(("service", f)) => service::call(ctx, f, low),
+        Some(("locale" | "timezone", _)) => locale::call(ctx, full, low),
         _ => {
             let mut r = base_ret(low);
             ret::comment(&mut r, format!("'{full}' is not available."));

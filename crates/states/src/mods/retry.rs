@@ -133,7 +133,7 @@ pub fn call_checked(
     low: &Value,
     watch: Option<&[Value]>,
 ) -> Value {
-    if map_get(low, "check_cmd").is_none() {
+    if map_get(low, "check_cmd").is_none_or(|v| matches!(v, Value::Nil)) {
         return super::call(ctx, full, low, watch);
     }
     if own_check_cmd(full) {

@@ -1,0 +1,186 @@
+//! `file.managed`'s arguments (`salt/states/file.py`): which salt-rs honours, which it takes
+//! as Salt does on Linux (the Windows-only ones), and which it refuses by name unless given
+//! Salt's default; and the `contents`/`contents_pillar`/`contents_grains` text.
+
+use rmpv::Value;
+
+use crate::engine::Ctx;
+use crate::{get_str, truthy};
+use salt_compat::{map_get, py_str};
+
+/// Arguments `file.managed` honours (plus `name`).
+pub const HONOURED: &[&str] = &[
+    "name",
+    "source",
+    "source_hash",
+    "user",
+    "group",
+    "mode",
+    "template",
+    "makedirs",
+    "context",
+    "defaults",
+    "contents",
+    "contents_pillar",
+    "contents_grains",
+    "contents_newline",
+    "contents_delimiter",
+    // Salt keeps the cached copy of a source; salt-rs reads `salt://` sources in place.
+    "keep_source",
+    // Used only on Windows by Salt, ignored elsewhere: as Salt on Linux.
+    "win_owner",
+    "win_perms",
+    "win_deny_perms",
+    "win_inheritance",
+    "win_perms_reset",
+];
+
+/// Arguments salt-rs does not implement, with Salt's default (given with that value they
+/// change nothing; any other value is refused by name).
+pub const REFUSED: &[(&str, Default)] = &[
+    ("source_hash_name", Default::None),
+    ("attrs", Default::None),
+    ("dir_mode", Default::None),
+    ("replace", Default::Bool(true)),
+    ("backup", Default::Str("")),
+    ("show_changes", Default::Bool(true)),
+    ("create", Default::Bool(true)),
+    ("tmp_dir", Default::Str("")),
+    ("tmp_ext", Default::Str("")),
+    ("encoding", Default::None),
+    ("encoding_errors", Default::Str("strict")),
+    ("allow_empty", Default::Bool(true)),
+    ("follow_symlinks", Default::Bool(true)),
+    ("check_cmd", Default::None),
+    ("skip_verify", Default::Bool(false)),
+    ("selinux", Default::None),
+    ("verify_ssl", Default::Bool(true)),
+    ("use_etag", Default::Bool(false)),
+    ("signature", Default::None),
+    ("source_hash_sig", Default::None),
+    ("signed_by_any", Default::None),
+    ("signed_by_all", Default::None),
+    ("keyring", Default::None),
+    ("gnupghome", Default::None),
+];
+
+/// Salt's default of an argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Default {
+    /// `None`.
+    None,
+    /// `True`/`False`.
+    Bool(bool),
+    /// A string.
+    Str(&'static str),
+}
+
+impl Default {
+    fn matches(self, v: &Value) -> bool {
+        match self {
+            Default::None => matches!(v, Value::Nil),
+            Default::Bool(b) => matches!(v, Value::Boolean(x) if *x == b),
+            Default::Str(s) => v.as_str() == Some(s) || (s.is_empty() && matches!(v, Value::Nil)),
+        }
+    }
+}
+
+/// The first argument given that salt-rs does not honour, as the comment refusing it.
+pub fn refused(low: &Value) -> Option<String> {
+    REFUSED.iter().find_map(|(arg, default)| {
+        let v = map_get(low, arg)?;
+        (!default.matches(v)).then(|| {
+            format!(
+                "file.managed argument '{arg}' is not supported by salt-rs (only its default, {})",
+                match default {
+                    Default::None => "None".to_owned(),
+                    Default::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
+                    Default::Str(s) => format!("{s:?}"),
+                }
+            )
+        })
+    })
+}
+
+/// The file text of `contents`, `contents_pillar` or `contents_grains` (Salt's checks and
+/// messages, each line ended by a newline; `contents_newline: False` strips the last), or
+/// `None` when none is given.
+pub fn contents(ctx: &Ctx<'_>, low: &Value) -> Result<Option<String>, String> {
+    let given = |k: &str| map_get(low, k).filter(|v| !matches!(v, Value::Nil));
+    let (contents, pillar, grains) = (
+        given("contents"),
+        given("contents_pillar"),
+        given("contents_grains"),
+    );
+    let count = [contents, pillar, grains].iter().flatten().count();
+    if map_get(low, "source").is_some_and(truthy) && count > 0 {
+        return Err("'source' cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'".into());
+    }
+    if count > 1 {
+        return Err(
+            "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted".into(),
+        );
+    }
+    let delim = get_str(low, "contents_delimiter").unwrap_or(":");
+    let lookup = |data: &Value, what: &str, keys: &Value| -> Result<Value, String> {
+        let one = |k: &Value| {
+            let key = py_str(k);
+            salt_matcher::traverse(data, &key, delim)
+                .cloned()
+                .ok_or_else(|| format!("{what} {key} does not exist"))
+        };
+        match keys {
+            Value::Array(ks) => {
+                let parts = ks.iter().map(one).collect::<Result<Vec<_>, _>>()?;
+                Ok(Value::from(
+                    parts.iter().map(py_str).collect::<Vec<_>>().join("\n"),
+                ))
+            }
+            k => one(k),
+        }
+    };
+    let used = match (contents, pillar, grains) {
+        (_, Some(p), _) => lookup(&ctx.opts.pillar, "Pillar", p)?,
+        (_, _, Some(g)) => lookup(&ctx.opts.grains, "Grain", g)?,
+        (Some(c), _, _) => c.clone(),
+        _ => return Ok(None),
+    };
+    // `_validate_str_list`: a string, or each item of a list as `str()`.
+    let parts: Vec<String> = match &used {
+        Value::Array(items) => items.iter().map(py_str).collect(),
+        Value::Binary(b) => vec![String::from_utf8_lossy(b).into_owned()],
+        other => vec![py_str(other)],
+    };
+    let mut text = String::new();
+    for part in &parts {
+        for line in splitlines(part) {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    if map_get(low, "contents_newline").is_some_and(|v| !truthy(v)) {
+        let t = text.trim_end_matches('\n').trim_end_matches('\r');
+        text = t.to_owned();
+    }
+    Ok(Some(text))
+}
+
+/// Python's `str.splitlines()` for `\n`, `\r\n` and `\r`.
+pub fn splitlines(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        match rest.find(['\n', '\r']) {
+            Some(i) => {
+                out.push(&rest[..i]);
+                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                out.push(rest);
+                rest = "";
+            }
+        }
+    }
+    out
+}
