@@ -38,6 +38,7 @@ pub mod auth_minion;
 pub mod codec;
 pub mod fuzzing;
 pub mod ids;
+pub mod ipc;
 pub mod msg;
 pub mod replay;
 pub mod value;
