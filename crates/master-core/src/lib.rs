@@ -17,6 +17,7 @@
 pub mod acl;
 pub mod aes;
 pub mod convert;
+pub mod event_ipc;
 pub mod events;
 pub mod gather;
 mod group;
@@ -42,5 +43,6 @@ pub mod state;
 pub mod target;
 pub mod tokens;
 pub mod unsupported;
+pub mod workers_socket;
 
 pub use server::{MasterError, Ready, run, run_with_ready};
