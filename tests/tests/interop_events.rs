@@ -269,3 +269,71 @@ fn scenario(version: &str, venv: &SaltVenv, side: &Side, ours: &Side) {
     minion.proc.stop(Duration::from_secs(10));
     master.proc.stop(Duration::from_secs(15));
 }
+
+/// `ipc_mode: tcp`: the same bus on loopback `tcp_master_pub_port` / `tcp_master_pull_port`
+/// (Salt 3007.17's tools; Salt's master first, then ours).
+#[test]
+fn events_ipc_mode_tcp_3007() {
+    let Some(venv) = venv("3007.17") else {
+        return;
+    };
+    let _guard = serial();
+    let ours = Side::Ours(bins().unwrap());
+    let py = Side::Salt(venv.clone());
+    for side in [&py, &ours] {
+        let label = format!("ipc_mode: tcp, {} master", side.label());
+        let root = TempRoot::new().unwrap();
+        let ports = free_port_pair().unwrap();
+        let bus = free_port_pair().unwrap();
+        let mconf = MasterConf::new(root.path().join("m"))
+            .ports(ports.0, ports.1)
+            .set("worker_threads", 2u32)
+            .set("ipc_mode", "tcp")
+            .set("tcp_master_pub_port", bus.0)
+            .set("tcp_master_pull_port", bus.1);
+        let mut master = Daemon::start_master(side, &mconf).unwrap();
+        // (The harness's readiness wait looks for Salt's master_event_pub.ipc: not here.)
+        wait_until("the bus's loopback ports", Duration::from_secs(90), || {
+            [bus.0, bus.1]
+                .iter()
+                .all(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_ok())
+        })
+        .unwrap_or_else(|e| panic!("{label}: {e}\n{}", master.proc.tail(30)));
+        for name in ["master_event_pub.ipc", "master_event_pull.ipc"] {
+            assert!(
+                !master.dir.join("sock").join(name).exists(),
+                "{label}: {name} exists"
+            );
+        }
+        let conf_file = master.conf_dir.join("master");
+        let conf = conf_file.to_str().unwrap();
+        let work = root.dir("work").unwrap();
+        let mut listener = python(&venv, &work, "listener", LISTENER, &[conf, "300"])
+            .spawn()
+            .unwrap();
+        wait_until(
+            "the Python reader connected",
+            Duration::from_secs(60),
+            || listener.output().contains("READY"),
+        )
+        .unwrap_or_else(|e| panic!("{label}: {e}\n{}", listener.tail(30)));
+        let fire = python(&venv, &work, "fire", FIRE, &[conf]);
+        wait_until(
+            "the reader sees myco/custom",
+            Duration::from_secs(60),
+            || {
+                let mut c = std::process::Command::new(&fire.program);
+                c.args(&fire.args);
+                let _ = run_with_timeout(c, Duration::from_secs(30));
+                events(&listener).iter().any(|e| e["tag"] == "myco/custom")
+            },
+        )
+        .unwrap_or_else(|e| panic!("{label}: {e}\n{}", listener.tail(30)));
+        println!(
+            "{label}: myco/custom delivered over loopback {}/{}",
+            bus.0, bus.1
+        );
+        listener.stop(Duration::from_secs(5));
+        master.proc.stop(Duration::from_secs(15));
+    }
+}

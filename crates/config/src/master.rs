@@ -163,7 +163,7 @@ salt_options! {
         pub zmq_backlog: u32,
         /// Where the master event bus listens: `ipc` (`sock_dir/master_event_pub.ipc` and
         /// `master_event_pull.ipc`) or `tcp` (loopback `tcp_master_pub_port` and
-        /// `tcp_master_pull_port`), as Salt's (docs/interop.md, "The event bus").
+        /// `tcp_master_pull_port`), as Salt's (docs/interop.md, "The master event bus for Salt's tools").
         #[salt_default = "ipc"]
         pub ipc_mode: crate::IpcMode,
         /// Loopback port of the event bus's pub side with `ipc_mode: tcp`.
