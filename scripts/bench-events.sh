@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Events/s delivered to 10 Python listeners: Salt's master vs ours, same run, same input.
 #
-#   scripts/bench-events.sh [SALT_VERSION] [EVENTS] [LISTENERS]
+#   scripts/bench-events.sh [SALT_VERSION] [EVENTS] [LISTENERS] [READER]
+#
+# READER: `salt` (default) = `get_master_event` readers, as tools use the bus; `raw` =
+# readers that only split the pub socket's frames (msgpack's C unpacker), which shows what the
+# master's publisher can deliver when the readers are not the bottleneck.
 #
 # For each master (Salt <version> from .venv/salt-<version>, then ours from
 # ${BIN_DIR:-target/debug}), on loopback under a temp root: start the master, connect
@@ -15,6 +19,7 @@ cd "$(dirname "$0")/.."
 VERSION=${1:-3007.17}
 EVENTS=${2:-20000}
 LISTENERS=${3:-10}
+READER=${4:-salt}
 VENV=.venv/salt-$VERSION
 BIN_DIR=${BIN_DIR:-target/debug}
 PY=$VENV/bin/python
@@ -68,7 +73,13 @@ CONF
     [ -S "$dir/sock/master_event_pull.ipc" ] || { echo "$side master did not start" >&2; cat "$dir/out" >&2; exit 1; }
     local i
     for i in $(seq "$LISTENERS"); do
-        "$PY" scripts/bench_events.py listen "$dir/conf/master" "$EVENTS" 10 > "$dir/l$i" 2>/dev/null &
+        if [ "$READER" = raw ]; then
+            local framing=tcp
+            [[ $VERSION == 3006* ]] && framing=ipc
+            "$PY" scripts/bench_events.py rawlisten "$dir/conf/master" "$EVENTS" 10 "$framing" > "$dir/l$i" 2>/dev/null &
+        else
+            "$PY" scripts/bench_events.py listen "$dir/conf/master" "$EVENTS" 10 > "$dir/l$i" 2>/dev/null &
+        fi
         PIDS+=("$!")
     done
     for i in $(seq "$LISTENERS"); do
@@ -96,6 +107,6 @@ PYEOF
     wait "$master" 2>/dev/null || true
 }
 
-echo "Salt $VERSION tools; $EVENTS events, $LISTENERS listeners; ours from $BIN_DIR"
+echo "Salt $VERSION tools; $EVENTS events, $LISTENERS $READER listeners; ours from $BIN_DIR"
 run_side salt
 run_side ours

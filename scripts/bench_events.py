@@ -6,6 +6,10 @@
         connected, then counts events tagged `bench/...` until <count> arrived or none came
         for <idle-timeout-s>; prints `GOT <n> <first_unix> <last_unix>`.
 
+    bench_events.py rawlisten <master-conf-file> <count> <idle-timeout-s> <tcp|ipc>
+        The same, reading the pub socket's frames directly with msgpack's C unpacker (no
+        `SaltEvent` decoding): what the master's publisher delivers when readers are fast.
+
     bench_events.py fire <master-conf-file> <count>
         Writes <count> events into the master's pull socket as Salt's writers frame them
         (`frame_msg_ipc(SaltEvent.pack(tag, data))`, which every Salt line's pull side and
@@ -45,6 +49,49 @@ def listen(conf, count, idle):
     print(f"GOT {n} {first:.6f} {last:.6f}", flush=True)
 
 
+def rawlisten(conf, count, idle, framing):
+    import msgpack
+
+    opts = salt.config.master_config(conf)
+    if opts.get("ipc_mode") == "tcp":
+        sock = socket.create_connection(("127.0.0.1", int(opts["tcp_master_pub_port"])))
+    else:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.path.join(opts["sock_dir"], "master_event_pub.ipc"))
+    sock.settimeout(idle)
+    print("READY", flush=True)
+    unpacker = msgpack.Unpacker(raw=True, max_buffer_size=64 * 1024 * 1024)
+    buf = b""
+    n = 0
+    first = last = 0.0
+    try:
+        while n < count:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            if framing == "tcp":
+                unpacker.feed(chunk)
+                got = sum(1 for _ in unpacker)
+            else:
+                buf += chunk
+                got = 0
+                while len(buf) >= 4:
+                    size = int.from_bytes(buf[:4], "big")
+                    if len(buf) < 4 + size:
+                        break
+                    buf = buf[4 + size :]
+                    got += 1
+            if got:
+                now = time.time()
+                if n == 0:
+                    first = now
+                last = now
+                n += got
+    except socket.timeout:
+        pass
+    print(f"GOT {n} {first:.6f} {last:.6f}", flush=True)
+
+
 def fire(conf, count):
     opts = salt.config.master_config(conf)
     if opts.get("ipc_mode") == "tcp":
@@ -75,5 +122,7 @@ def fire(conf, count):
 if __name__ == "__main__":
     if sys.argv[1] == "listen":
         listen(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    elif sys.argv[1] == "rawlisten":
+        rawlisten(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
     else:
         fire(sys.argv[2], int(sys.argv[3]))

@@ -208,7 +208,7 @@ pub async fn run_with_ready(
             Some(r)
         })
     };
-    let workers_socket = crate::workers_socket::bind(&cfg, &srv_opts, handler.clone())?;
+    let workers_socket = crate::workers_socket::bind(cfg, &srv_opts, handler.clone())?;
     let router = PoolServer::bind_inline(
         &tcp_endpoint(&host, cfg.ret_port),
         &srv_opts,
