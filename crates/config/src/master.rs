@@ -161,6 +161,23 @@ salt_options! {
         /// ZeroMQ listen backlog.
         #[salt_default = "1000"]
         pub zmq_backlog: u32,
+        /// Where the master event bus listens: `ipc` (`sock_dir/master_event_pub.ipc` and
+        /// `master_event_pull.ipc`) or `tcp` (loopback `tcp_master_pub_port` and
+        /// `tcp_master_pull_port`), as Salt's (docs/interop.md, "The master event bus for Salt's tools").
+        #[salt_default = "ipc"]
+        pub ipc_mode: crate::IpcMode,
+        /// Loopback port of the event bus's pub side with `ipc_mode: tcp`.
+        #[salt_default = "4512"]
+        pub tcp_master_pub_port: u16,
+        /// Loopback port of the event bus's pull side with `ipc_mode: tcp`.
+        #[salt_default = "4513"]
+        pub tcp_master_pull_port: u16,
+        /// salt-rs only: the framing the event bus's readers speak: `tcp` for Salt 3007/3008
+        /// tools (`salt.transport.tcp` over the socket), `ipc` for Salt 3006 tools
+        /// (`salt.transport.ipc`). Readers cannot be told apart by what they send; events
+        /// fired into the pull socket are read in either framing.
+        #[salt_default = "tcp (salt-rs only)"]
+        pub event_bus_framing: crate::EventBusFraming,
         /// Users allowed to publish, with the function patterns each may run.
         #[salt_default = "{}"]
         pub publisher_acl: BTreeMap<String, Vec<String>>,
@@ -326,6 +343,18 @@ impl crate::load::Role for MasterConfig {
                 publish_session: r.get("publish_session", DEFAULT_PUBLISH_SESSION, duration(SEC)),
                 loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),
                 rotate_aes_key: r.get("rotate_aes_key", true, boolean),
+                ipc_mode: r.get(
+                    "ipc_mode",
+                    crate::IpcMode::Ipc,
+                    word(crate::event_bus::parse_ipc_mode)
+                ),
+                tcp_master_pub_port: r.get("tcp_master_pub_port", 4512, port),
+                tcp_master_pull_port: r.get("tcp_master_pull_port", 4513, port),
+                event_bus_framing: r.get(
+                    "event_bus_framing",
+                    crate::EventBusFraming::Tcp,
+                    word(crate::event_bus::parse_framing)
+                ),
                 ping_on_rotate: r.get("ping_on_rotate", false, boolean),
                 aes_rotation_grace: r.get(
                     "aes_rotation_grace",

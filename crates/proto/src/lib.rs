@@ -41,6 +41,7 @@ pub mod clear;
 pub mod codec;
 pub mod fuzzing;
 pub mod ids;
+pub mod ipc;
 pub mod msg;
 pub mod replay;
 pub mod value;

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use rmpv::Value;
-use salt_states::mods::file_args::{HONOURED, REFUSED};
 use salt_compat::map_get;
+use salt_states::mods::file_args::{HONOURED, REFUSED};
 use salt_states::{FileClient, Opts, single};
 
 struct NoFiles;

@@ -72,6 +72,19 @@ impl EventBus {
         }));
     }
 
+    /// An event from Salt's pull socket (`crate::events::ipc`): sent as it came, its own
+    /// `_stamp` kept (Salt's publisher forwards the bytes untouched); one is added if missing.
+    pub fn forward(&self, tag: String, data: Value) {
+        match &data {
+            Value::Object(m) if m.contains_key("_stamp") => {
+                if self.wanted() {
+                    let _ = self.tx.send(Arc::new(Event { tag, data }));
+                }
+            }
+            _ => self.fire(tag, data),
+        }
+    }
+
     /// Fire a msgpack payload (converted only when someone listens).
     pub fn fire_mp(&self, tag: impl Into<String>, data: &rmpv::Value) {
         if self.wanted() {

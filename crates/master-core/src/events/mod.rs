@@ -2,4 +2,5 @@
 //! Prometheus metrics ([`metrics`]).
 
 pub mod bus;
+pub mod ipc;
 pub mod metrics;

@@ -15,6 +15,7 @@
 
 pub(crate) mod group;
 pub(crate) mod local;
+pub(crate) mod workers;
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -128,6 +129,7 @@ pub async fn run_with_ready(
             Some(r)
         })
     };
+    let workers_socket = workers::bind(cfg, &srv_opts, handler.clone())?;
     let router = PoolServer::bind_inline(
         &tcp_endpoint(&host, cfg.ret_port),
         &srv_opts,
@@ -152,6 +154,9 @@ pub async fn run_with_ready(
         stop.clone(),
         tracker.clone(),
     ));
+    let event_ipc = crate::events::ipc::start(shared.clone(), stop.clone())
+        .await
+        .map_err(io_err("the event bus's sockets (ipc_mode)"))?;
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
     let s = shared.clone();
@@ -182,11 +187,16 @@ pub async fn run_with_ready(
         tracing::warn!("some requests were still running at shutdown");
     }
     let _ = local.await;
+    event_ipc.close().await;
     let _ = maintenance.await;
     // Running handlers finish (returns get written) and their replies go out.
     let _ = tokio::task::spawn_blocking(move || {
         if !router.close(Duration::from_secs(10)) {
             tracing::warn!("some requests were still running at shutdown");
+        }
+        if let Some((w, path)) = workers_socket {
+            w.close(Duration::from_secs(10));
+            let _ = std::fs::remove_file(path);
         }
         shared.jobs.close(); // the queued returns get written
         publisher.close();

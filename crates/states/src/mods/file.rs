@@ -168,7 +168,10 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
                 ("source", chosen.clone().map_or(Value::Nil, Value::from)),
                 ("user", arg("user")),
                 ("group", arg("group")),
-                ("mode", map_get(low, "mode").map_or(Value::Nil, normalize_mode)),
+                (
+                    "mode",
+                    map_get(low, "mode").map_or(Value::Nil, normalize_mode),
+                ),
                 ("attrs", arg("attrs")),
             ]);
             if let Some(Value::Map(d)) = map_get(low, "defaults") {
