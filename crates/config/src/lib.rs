@@ -41,7 +41,10 @@ mod types;
 pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
 pub use error::{ConfigError, ConfigErrors, Problem};
-pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};
+pub use fileserver::{
+    DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, GitfsConfig, GitfsRemote, GitfsSaltenv,
+    TopMergingStrategy,
+};
 pub use master::MasterConfig;
 pub use minion::MinionConfig;
 pub use types::{

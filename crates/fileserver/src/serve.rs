@@ -126,7 +126,7 @@ impl FileServer {
         Some(Found { full, rel, meta })
     }
 
-    fn find_in_load(&self, load: &FileRef<'_>, need_saltenv: bool) -> Option<Found> {
+    pub(crate) fn find_in_load(&self, load: &FileRef<'_>, need_saltenv: bool) -> Option<Found> {
         let path = load.path?;
         let saltenv = match &load.saltenv {
             Some(v) => v.clone(),
@@ -338,7 +338,7 @@ impl FileServer {
         self.serve_reply(load.gzip, data, &chunk.rel)
     }
 
-    fn serve_reply(&self, gzip: Option<&Value>, mut data: Vec<u8>, rel: &str) -> Value {
+    pub(crate) fn serve_reply(&self, gzip: Option<&Value>, mut data: Vec<u8>, rel: &str) -> Value {
         let mut reply = vec![
             (Value::from("data"), Value::from("")),
             (Value::from("dest"), Value::from(rel)),
@@ -368,6 +368,9 @@ impl FileServer {
     /// in place (no intermediate buffers): `Ok` when written, else the reply to encode the
     /// ordinary way (a miss, an error, `gzip`). The bytes equal `encode(serve_file(load))`.
     pub fn serve_file_into(&self, load: &ServeFile<'_>, out: &mut Vec<u8>) -> Result<(), Value> {
+        if self.order != [crate::backends::Backend::Roots] {
+            return Err(self.serve_any(load));
+        }
         if load.gzip.is_some() {
             return Err(self.serve_file(load));
         }
