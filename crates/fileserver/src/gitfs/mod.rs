@@ -79,8 +79,11 @@ struct State {
     remotes: Vec<RemoteState>,
     envs: BTreeSet<String>,
     lists: Mutex<HashMap<String, Arc<Lists>>>,
-    shas: Mutex<HashMap<(usize, String), Option<Arc<Tree>>>>,
+    shas: Mutex<HashMap<ShaKey, Option<Arc<Tree>>>>,
 }
+
+/// A commit asked for by hex prefix, in remote `.0`.
+type ShaKey = (usize, String);
 
 /// One remote's refs and their trees, from its last good fetch.
 #[derive(Clone, Default)]
@@ -280,36 +283,32 @@ impl Inner {
     fn run_updater(&self, stop: &mpsc::Receiver<()>) {
         let all: Vec<usize> = (0..self.remotes.len()).collect();
         self.update(&all, false);
+        self.update(&all, true);
         let mut last: Vec<Instant> = vec![Instant::now(); self.remotes.len()];
         loop {
-            self.update(&all, true);
-            let done = Instant::now();
-            last.iter_mut().for_each(|t| *t = done);
-            loop {
-                let now = Instant::now();
-                let due: Vec<usize> = all
-                    .iter()
-                    .copied()
-                    .filter(|&i| now.duration_since(last[i]) >= self.remotes[i].update_interval)
-                    .collect();
-                if !due.is_empty() {
-                    self.update(&due, true);
-                    let done = Instant::now();
-                    due.iter().for_each(|&i| last[i] = done);
-                    continue;
-                }
-                let wait = all
-                    .iter()
-                    .map(|&i| {
-                        (last[i] + self.remotes[i].update_interval).saturating_duration_since(now)
-                    })
-                    .min()
-                    .unwrap_or(Duration::from_secs(3600))
-                    .max(Duration::from_millis(100));
-                match stop.recv_timeout(wait) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return,
-                }
+            let now = Instant::now();
+            let due: Vec<usize> = all
+                .iter()
+                .copied()
+                .filter(|&i| now.duration_since(last[i]) >= self.remotes[i].update_interval)
+                .collect();
+            if !due.is_empty() {
+                self.update(&due, true);
+                let done = Instant::now();
+                due.iter().for_each(|&i| last[i] = done);
+                continue;
+            }
+            let wait = all
+                .iter()
+                .map(|&i| {
+                    (last[i] + self.remotes[i].update_interval).saturating_duration_since(now)
+                })
+                .min()
+                .unwrap_or(Duration::from_secs(3600))
+                .max(Duration::from_millis(100));
+            match stop.recv_timeout(wait) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return,
             }
         }
     }
