@@ -1,4 +1,6 @@
-//! salt-fileserver: the master's `roots` file server and the options it hands to minions.
+//! salt-fileserver: the master's file server (`roots`, and `gitfs` in [`gitfs`]; several
+//! backends are combined in `fileserver_backend` order as Salt's `Fileserver` does, see
+//! `backends.rs`) and the options it hands to minions.
 //!
 //! A Python minion's fileclient and HighState ask the master for files and options with
 //! these AES commands (Salt's `salt/fileserver/__init__.py`, `salt/fileserver/roots.py`,
