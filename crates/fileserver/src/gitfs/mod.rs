@@ -37,7 +37,7 @@ const MAX_BLOB_BYTES: usize = 256 << 20;
 /// Most saltenv listings kept per state.
 const MAX_LISTS: usize = 256;
 /// Remotes fetched at once.
-const PARALLEL_FETCHES: usize = 8;
+const PARALLEL_FETCHES: usize = 12;
 
 /// The gitfs backend: its remotes and what their last good fetch holds.
 pub struct GitFs {
@@ -321,23 +321,27 @@ impl Inner {
         let mut remotes: Vec<RemoteState> = (0..self.remotes.len())
             .map(|i| old.remotes.get(i).cloned().unwrap_or_default())
             .collect();
-        let mut results: Vec<(usize, RemoteState)> = Vec::new();
-        for chunk in picked.chunks(PARALLEL_FETCHES) {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = chunk
-                    .iter()
-                    .map(|&i| {
-                        let prev = &remotes[i];
-                        (i, s.spawn(move || self.refresh(i, prev, fetch)))
-                    })
-                    .collect();
-                for (i, h) in handles {
-                    if let Ok(st) = h.join() {
-                        results.push((i, st));
+        // A few threads take the remotes one by one (no batch waits for its slowest).
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Mutex<Vec<(usize, RemoteState)>> = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..picked.len().min(PARALLEL_FETCHES) {
+                s.spawn(|| {
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&i) = picked.get(k) else {
+                            return;
+                        };
+                        let st = self.refresh(i, &remotes[i], fetch);
+                        results
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((i, st));
                     }
-                }
-            });
-        }
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut report = UpdateReport::default();
         for (i, st) in results {
             if st.refs != remotes[i].refs {
