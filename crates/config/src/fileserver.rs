@@ -1,6 +1,8 @@
 //! `FileServerConfig`: the master's file server and state options (the `roots` backend and
 //! what `_master_opts` hands to a minion's HighState), with Salt 3007's defaults.
 
+mod gitfs;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -10,6 +12,8 @@ use crate::reader::{
 };
 use crate::salt_options;
 use crate::types::invalid;
+
+pub use gitfs::{GitfsConfig, GitfsRemote, GitfsSaltenv};
 
 /// Default `file_buffer_size` of the master (1 MiB).
 pub const DEFAULT_FILE_BUFFER_SIZE: u32 = 1_048_576;
@@ -57,7 +61,8 @@ salt_options! {
         /// (Salt expands them).
         #[salt_default = "{base: [/srv/salt, /srv/spm/salt]}"]
         pub file_roots: BTreeMap<String, Vec<PathBuf>>,
-        /// File server backends: only `roots` is implemented; any other is refused by name.
+        /// File server backends, searched in order: `roots` and `gitfs` (alias `git`); any
+        /// other is refused by name.
         #[salt_default = "[roots]"]
         pub fileserver_backend: Vec<String>,
         /// Bytes of a file sent per `_serve_file` request.
@@ -127,12 +132,18 @@ salt_options! {
         #[salt_default = "False"]
         pub jinja_trim_blocks: bool,
     }
+    nested {
+        /// The `gitfs` backend's options (`gitfs_*`).
+        pub gitfs: GitfsConfig,
+    }
 }
 
 impl FileServerConfig {
     /// Every option of this group, for the master's option table.
     pub(crate) fn option_docs() -> Vec<crate::OptionDoc> {
-        Self::field_docs()
+        let mut docs = Self::field_docs();
+        docs.extend(GitfsConfig::option_docs());
+        docs
     }
 
     /// Reads the group; problems are recorded in `r`.
@@ -157,12 +168,20 @@ impl FileServerConfig {
         });
         let fileserver_backend = r.get("fileserver_backend", vec!["roots".to_owned()], |n| {
             let list = string_list(n)?;
-            match list.iter().find(|b| b.as_str() != "roots") {
+            match list
+                .iter()
+                .find(|b| !matches!(b.as_str(), "roots" | "gitfs" | "git"))
+            {
                 Some(other) => Err(invalid(
                     other,
-                    "only the `roots` file server backend is implemented by salt-rs",
+                    "only the `roots` and `gitfs` file server backends are implemented by \
+                     salt-rs",
                 )),
-                None => Ok(list),
+                // Salt's loader knows `gitfs` by its alias `git` too.
+                None => Ok(list
+                    .into_iter()
+                    .map(|b| if b == "git" { "gitfs".to_owned() } else { b })
+                    .collect()),
             }
         });
         let file_ignore_regex = r.get("file_ignore_regex", Vec::new(), |n| {
@@ -205,6 +224,7 @@ impl FileServerConfig {
             jinja_sls_env: r.get("jinja_sls_env", serde_json::Map::new(), json_map),
             jinja_lstrip_blocks: r.get("jinja_lstrip_blocks", false, boolean),
             jinja_trim_blocks: r.get("jinja_trim_blocks", false, boolean),
+            gitfs: GitfsConfig::read(r),
         }
     }
 }
@@ -231,9 +251,13 @@ mod tests {
 
     #[test]
     fn other_backends_are_refused_by_name() {
-        let e = load("fileserver_backend: [roots, gitfs]\n").unwrap_err();
-        assert!(e.contains("gitfs"), "{e}");
+        let e = load("fileserver_backend: [roots, s3fs]\n").unwrap_err();
+        assert!(e.contains("s3fs"), "{e}");
         assert!(e.contains("roots"), "{e}");
+        let c = load("fileserver_backend: [git, roots]\n")
+            .unwrap()
+            .fileserver;
+        assert_eq!(c.fileserver_backend, ["gitfs", "roots"]);
     }
 
     #[test]

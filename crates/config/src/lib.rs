@@ -43,7 +43,10 @@ pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use event_bus::{EventBusFraming, IpcMode};
-pub use fileserver::{DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, TopMergingStrategy};
+pub use fileserver::{
+    DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, GitfsConfig, GitfsRemote, GitfsSaltenv,
+    TopMergingStrategy,
+};
 pub use master::MasterConfig;
 pub use minion::MinionConfig;
 pub use types::{

@@ -313,14 +313,14 @@ fn wrong_types_name_the_expected_type() {
 fn unknown_options_are_warnings_naming_the_option() {
     let o = opts(Path::new("/nonexistent"));
     let loaded = MasterConfig::from_yaml_str(
-        "gitfs_remotes: [x]\nfile_roots: {base: [/srv]}\nreactor: []\n",
+        "winrepo_remotes: [x]\nfile_roots: {base: [/srv]}\nreactor: []\n",
         &o,
     )
     .unwrap();
     assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
     assert!(
         loaded.warnings[0]
-            .contains("option `gitfs_remotes` is not implemented by salt-rs; ignored")
+            .contains("option `winrepo_remotes` is not implemented by salt-rs; ignored")
     );
     assert!(loaded.warnings[1].contains("`reactor`"));
 }
@@ -573,6 +573,8 @@ fileserver_backend:
 gitfs_remotes:
   - https://git.example.com/states.git:
     - root: salt
+winrepo_remotes:
+  - https://git.example.com/winrepo.git
 ext_pillar:
   - git:
     - main https://git.example.com/pillar.git
@@ -616,7 +618,7 @@ default_include: master.d/*.conf
             loaded.warnings
         );
     }
-    for unimplemented in ["gitfs_remotes", "ext_pillar", "reactor", "external_auth"] {
+    for unimplemented in ["winrepo_remotes", "ext_pillar", "reactor", "external_auth"] {
         assert!(
             named.contains(unimplemented),
             "{unimplemented} not warned: {named:?}"

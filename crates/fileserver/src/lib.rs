@@ -1,4 +1,6 @@
-//! salt-fileserver: the master's `roots` file server and the options it hands to minions.
+//! salt-fileserver: the master's file server (`roots`, and `gitfs` in [`gitfs`]; several
+//! backends are combined in `fileserver_backend` order as Salt's `Fileserver` does, see
+//! `backends.rs`) and the options it hands to minions.
 //!
 //! A Python minion's fileclient and HighState ask the master for files and options with
 //! these AES commands (Salt's `salt/fileserver/__init__.py`, `salt/fileserver/roots.py`,
@@ -28,6 +30,8 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod backends;
+pub mod gitfs;
 pub mod index;
 pub mod inline;
 mod opts;
@@ -108,6 +112,10 @@ pub struct FileServer {
     handles: Mutex<HashMap<PathBuf, serve::Handle>>,
     small: Mutex<serve::SmallFiles>,
     log_last: Mutex<HashMap<&'static str, Instant>>,
+    /// The backends, in `fileserver_backend` order.
+    order: Vec<backends::Backend>,
+    /// The gitfs backend, when configured.
+    gitfs: Option<gitfs::GitFs>,
 }
 
 impl std::fmt::Debug for FileServer {
@@ -125,7 +133,24 @@ impl FileServer {
         let hash_type = hash_type.as_str().parse().unwrap_or_default();
         let ignore = Ignore::new(&cfg.file_ignore_regex, &cfg.file_ignore_glob);
         let dirty = Arc::new(AtomicBool::new(false));
-        let watch = watch::Watch::start(&cfg.file_roots, dirty.clone());
+        let order: Vec<backends::Backend> = cfg
+            .fileserver_backend
+            .iter()
+            .filter_map(|b| match b.as_str() {
+                "roots" => Some(backends::Backend::Roots),
+                "gitfs" => Some(backends::Backend::Gitfs),
+                _ => None,
+            })
+            .collect();
+        let roots_on = order.contains(&backends::Backend::Roots);
+        let watch = if roots_on {
+            watch::Watch::start(&cfg.file_roots, dirty.clone())
+        } else {
+            watch::Watch::start(&Default::default(), dirty.clone())
+        };
+        let gitfs = order
+            .contains(&backends::Backend::Gitfs)
+            .then(|| gitfs::GitFs::start(&cfg.gitfs, cachedir.join("gitfs"), hash_type));
         Self {
             cfg,
             hash_type,
@@ -138,6 +163,8 @@ impl FileServer {
             handles: Mutex::new(HashMap::new()),
             small: Mutex::default(),
             log_last: Mutex::new(HashMap::new()),
+            order,
+            gitfs,
         }
     }
 
@@ -155,6 +182,9 @@ impl FileServer {
     /// Answers one typed file-server request from minion `id` within `budget`. Never panics
     /// on peer input.
     pub fn answer(&self, req: FileLoad<'_>, id: &str, budget: &Budget) -> Value {
+        if self.order != [backends::Backend::Roots] {
+            return self.answer_backends(req, id, budget);
+        }
         match req {
             FileLoad::Envs => Value::Array(self.envs().into_iter().map(Value::from).collect()),
             FileLoad::List {
@@ -177,7 +207,17 @@ impl FileServer {
         }
     }
 
-    /// Drops every listing and cached hash (Salt's `fileserver.update`).
+    /// The gitfs backend, when `fileserver_backend` lists it.
+    pub fn gitfs(&self) -> Option<&gitfs::GitFs> {
+        self.gitfs.as_ref()
+    }
+
+    /// Whether `fileserver_backend` lists `roots`.
+    pub fn roots_enabled(&self) -> bool {
+        self.order.contains(&backends::Backend::Roots)
+    }
+
+    /// Drops every listing and cached hash of `roots` (Salt's `fileserver.update`).
     pub fn update(&self) {
         self.indexes
             .write()
@@ -194,8 +234,17 @@ impl FileServer {
         *self.small.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
     }
 
-    /// The configured environments, sorted (`__env__` included when configured).
+    /// The environments of every backend, sorted (`roots`' `__env__` included when
+    /// configured).
     pub fn envs(&self) -> Vec<String> {
+        if self.order == [backends::Backend::Roots] {
+            return self.roots_envs();
+        }
+        self.envs_all()
+    }
+
+    /// The environments of `file_roots`, sorted.
+    fn roots_envs(&self) -> Vec<String> {
         self.cfg.file_roots.keys().cloned().collect()
     }
 

@@ -105,7 +105,7 @@ impl FileServer {
         Some(Found { full, rel, meta })
     }
 
-    fn find_in_load(
+    pub(crate) fn find_in_load(
         &self,
         load: &FileRef<'_>,
         need_saltenv: bool,
@@ -322,7 +322,7 @@ impl FileServer {
         self.serve_reply(load.gzip, data, &chunk.rel)
     }
 
-    fn serve_reply(&self, gzip: Option<&Value>, mut data: Vec<u8>, rel: &str) -> Value {
+    pub(crate) fn serve_reply(&self, gzip: Option<&Value>, mut data: Vec<u8>, rel: &str) -> Value {
         let mut reply = vec![
             (Value::from("data"), Value::from("")),
             (Value::from("dest"), Value::from(rel)),
@@ -357,6 +357,9 @@ impl FileServer {
         out: &mut Vec<u8>,
         budget: &Budget,
     ) -> Result<(), Value> {
+        if self.order != [crate::backends::Backend::Roots] {
+            return Err(self.serve_any(load, budget));
+        }
         if load.gzip.is_some() {
             return Err(self.serve_file(load, budget));
         }

@@ -10,16 +10,15 @@ use salt_compat::json::msgpack_to_json;
 /// Run one `fileserver.*` runner.
 pub(crate) fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String> {
     let files = &ctx.shared.files;
-    if let Some(b) = a.text("backend").filter(|b| b != "roots") {
+    if fun == "fileserver.update" {
+        return super::gitfs::update(&ctx.shared, a);
+    }
+    if let Some(b) = a.text("backend").filter(|b| b != "roots" && b != "gitfs") {
         return Err(format!(
-            "fileserver backend {b:?} is not implemented by salt-rs (roots only)"
+            "fileserver backend {b:?} is not implemented by salt-rs (roots and gitfs only)"
         ));
     }
     let cmd = match fun {
-        "fileserver.update" => {
-            files.update();
-            return Ok(json!(true));
-        }
         "fileserver.envs" => return Ok(json!(files.envs())),
         "fileserver.file_list" => "_file_list",
         "fileserver.dir_list" => "_dir_list",

@@ -19,6 +19,7 @@
 pub(crate) mod cache;
 pub(crate) mod ctx;
 pub(crate) mod fileserver;
+pub(crate) mod gitfs;
 pub(crate) mod jobs;
 pub(crate) mod manage;
 
@@ -133,6 +134,7 @@ const RUNNERS: &[Runner] = &[
     runner("cache.pillar", &["tgt", "tgt_type"], 0, true, &[]),
     runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
     runner("fileserver.update", &["backend"], 0, true, &[]),
+    runner("cache.clear_git_lock", &["role", "remote"], 1, true, &[]),
     runner(
         "fileserver.envs",
         &["backend", "sources"],
@@ -199,8 +201,14 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "manage.up" | "manage.down" | "manage.status" | "manage.present" | "manage.not_present"
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
-        "fileserver.update"
-        | "fileserver.envs"
+        "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
+        "fileserver.update" => {
+            let (shared, args) = (ctx.shared.clone(), args.clone());
+            tokio::task::spawn_blocking(move || gitfs::update(&shared, &args))
+                .await
+                .map_err(|e| format!("fileserver.update: {e}"))?
+        }
+        "fileserver.envs"
         | "fileserver.file_list"
         | "fileserver.dir_list"
         | "fileserver.empty_dir_list"

@@ -1,0 +1,434 @@
+//! Interop: gitfs. Our master and Salt 3007.17's (with GitPython, its gitfs provider) serve
+//! the same local bare repositories (`file://`, made here with the `git` command), each to a
+//! real Python 3007.17 minion; the answers must be identical:
+//!
+//! 1. `cp.list_master` for `base` (branch `master`), a branch saltenv (`dev`) and a tag
+//!    saltenv (`v1`), `cp.list_master_dirs`, `cp.list_master_symlinks`, `cp.hash_file`; one
+//!    remote with `root`, `mountpoint` and `name`;
+//! 2. `state.apply` (top file and states from git): same return, same files written;
+//! 3. a new commit, then `salt-run fileserver.update` on both: the new file is listed;
+//! 4. the remote made unreachable, `fileserver.update` again: both keep serving the last good
+//!    tree (ours also names the failing remote in the runner's answer and the log).
+//!
+//! Salt's master gets GitPython through `PYTHONPATH` (installed once with the venv's `pip
+//! install --target target/gitfs-gitpython GitPython`). Under `CI=true` a missing `git`,
+//! venv or GitPython fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::interop_support::{
+    Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
+};
+use salt_integration_tests::{
+    MasterConf, MinionConf, SaltVenv, TempRoot, Yaml, bins, free_port_pair, workspace_root,
+};
+use serde_json::{Value, json};
+
+const VERSION: &str = "3007.17";
+
+/// A prerequisite is missing: fail under `CI=true`, else skip.
+fn missing(what: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("interop_gitfs: {what} (required under CI=true)");
+    }
+    salt_integration_tests::skip(&format!("interop_gitfs: {what}"));
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(["-c", "init.defaultBranch=master", "-c", "tag.gpgSign=false"])
+        .args(["-c", "commit.gpgSign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn write(root: &Path, rel: &str, data: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+/// GitPython for Salt's master: a `--target` directory the master gets on `PYTHONPATH`.
+fn gitpython(venv: &SaltVenv) -> Option<PathBuf> {
+    let dir = workspace_root().join("target/gitfs-gitpython");
+    if dir.join("git/__init__.py").is_file() {
+        return Some(dir);
+    }
+    let out = Command::new(venv.bin("pip"))
+        .args(["install", "-q", "--target"])
+        .arg(&dir)
+        .arg("GitPython")
+        .output()
+        .ok()?;
+    dir.join("git/__init__.py")
+        .is_file()
+        .then_some(dir)
+        .or_else(|| {
+            eprintln!("pip: {}", String::from_utf8_lossy(&out.stderr));
+            None
+        })
+}
+
+/// A venv-shaped directory whose `bin/*` run the real venv's with GitPython importable.
+fn venv_with(venv: &SaltVenv, extra: &Path, at: &Path) -> SaltVenv {
+    let bin = at.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in [
+        "salt-master",
+        "salt-minion",
+        "salt",
+        "salt-run",
+        "salt-key",
+        "salt-call",
+        "python",
+    ] {
+        let p = bin.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\nPYTHONPATH='{}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{}' \"$@\"\n",
+                extra.display(),
+                venv.bin(name).display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    SaltVenv::at(at).unwrap()
+}
+
+/// The repositories: `states.git` (branches `master` and `dev`, tag `v1`, a symlink) and
+/// `other.git` (its files under `salt/`, served at `mnt/`).
+fn make_repos(base: &Path, out: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let work = base.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q"]);
+    let o = out.display();
+    write(&work, "top.sls", "base:\n  '*':\n    - web\n");
+    write(
+        &work,
+        "web/init.sls",
+        &format!(
+            "web-index:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/index.html\n    - source: salt://files/index.html\n    - makedirs: True\n\
+             web-tree:\n  file.recurse:\n    - name: {o}/{{{{ grains['id'] }}}}/tree\n    - source: salt://files/tree\n\
+             web-mnt:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/from-mnt.txt\n    - source: salt://mnt/other.txt\n    - makedirs: True\n"
+        ),
+    );
+    write(&work, "files/index.html", "<h1>from git</h1>\n");
+    write(&work, "files/tree/a.txt", "a\n");
+    write(&work, "files/tree/sub/b.txt", "b\n");
+    std::os::unix::fs::symlink("index.html", work.join("files/link.html")).unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "one"]);
+    git(&work, &["tag", "-a", "v1", "-m", "v1"]);
+    git(&work, &["checkout", "-q", "-b", "dev"]);
+    write(&work, "files/dev-only.txt", "dev\n");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "dev"]);
+    git(&work, &["checkout", "-q", "master"]);
+    let states = base.join("states.git");
+    git(
+        base,
+        &["clone", "-q", "--bare", "work", states.to_str().unwrap()],
+    );
+    let other_work = base.join("other-work");
+    std::fs::create_dir_all(&other_work).unwrap();
+    git(&other_work, &["init", "-q"]);
+    write(&other_work, "salt/other.txt", "other\n");
+    write(&other_work, "README", "not served (outside root)\n");
+    git(&other_work, &["add", "-A"]);
+    git(&other_work, &["commit", "-q", "-m", "other"]);
+    let other = base.join("other.git");
+    git(
+        base,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "other-work",
+            other.to_str().unwrap(),
+        ],
+    );
+    (work, states, other)
+}
+
+struct Run {
+    id: &'static str,
+    cli: SaltCli,
+    run_bin: PathBuf,
+    conf_dir: PathBuf,
+}
+
+impl Run {
+    fn salt(&self, args: &[&str], timeout: u32) -> Value {
+        let mut full = vec![self.id];
+        full.extend_from_slice(args);
+        let (v, out) = self.cli.salt_json(&full, timeout).unwrap();
+        let ret = v.get(self.id).cloned().unwrap_or(Value::Null);
+        assert!(
+            !ret.is_null(),
+            "{} {args:?}: no answer\n{}\n{}",
+            self.cli.side.label(),
+            out.stdout,
+            out.stderr
+        );
+        ret
+    }
+
+    fn salt_run(&self, args: &[&str]) -> Value {
+        let out = Command::new(&self.run_bin)
+            .arg("-c")
+            .arg(&self.conf_dir)
+            .args(args)
+            .args(["--out", "json"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+            panic!(
+                "{} salt-run {args:?}: not JSON ({e}): {text}\n{}",
+                self.cli.side.label(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+/// A state return without durations and times, the minion id replaced by `ID`.
+fn normalize(v: &Value, id: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace(id, "ID")),
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, id)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "start_time"))
+                .map(|(k, x)| (k.replace(id, "ID"), normalize(x, id)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn gitfs_3007() {
+    if Command::new("git").arg("--version").output().is_err() {
+        return missing("no `git` command");
+    }
+    let Some(venv) = venv_for(VERSION) else {
+        return missing(&format!("no Salt {VERSION} venv"));
+    };
+    let Some(gitpy) = gitpython(&venv) else {
+        return missing(
+            "GitPython is not installable into target/gitfs-gitpython (add `GitPython` to \
+             the pip line of scripts/salt-venv.sh)",
+        );
+    };
+    let _guard = serial();
+    let t0 = Instant::now();
+    let step = |what: &str| println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
+    let root = TempRoot::new().unwrap();
+    let outdir = root.path().join("out");
+    let (work, states, other) = make_repos(&root.path().join("git"), &outdir);
+    let remotes = Yaml::Raw(format!(
+        "['file://{}', {{'file://{}': [{{name: other}}, {{root: salt}}, {{mountpoint: 'salt://mnt'}}]}}]",
+        states.display(),
+        other.display()
+    ));
+    let master_venv = venv_with(&venv, &gitpy, &root.path().join("venv-gitpython"));
+    let py_master = Side::Salt(master_venv.clone());
+    let py_minion = Side::Salt(venv.clone());
+    let ours = Side::Ours(bins().unwrap());
+    let mut started = Vec::new();
+    for (side, id) in [(&ours, "git-ours"), (&py_master, "git-salt")] {
+        let ports = free_port_pair().unwrap();
+        let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
+            .ports(ports.0, ports.1)
+            .auto_accept(true)
+            .set("worker_threads", 2u32)
+            .set("fileserver_backend", Yaml::Raw("[gitfs]".into()))
+            .set("gitfs_remotes", remotes.clone());
+        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
+    }
+    let mut masters = Vec::new();
+    let mut minions = Vec::new();
+    for (side, id, ports, mut m) in started {
+        m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
+        let n = MinionConf::new(root.path().join(id), id)
+            .ports(ports.0, ports.1)
+            .set("auth_timeout", 10u32);
+        minions.push(Daemon::start_minion(&py_minion, &n).unwrap());
+        let run_bin = match side {
+            Side::Ours(b) => b.salt.with_file_name("salt-run"),
+            Side::Salt(v) => v.bin("salt-run"),
+        };
+        let cli = SaltCli::new(side, &m.conf_dir);
+        let conf_dir = m.conf_dir.clone();
+        masters.push((
+            m,
+            Run {
+                id,
+                cli,
+                run_bin,
+                conf_dir,
+            },
+        ));
+    }
+    for m in &minions {
+        m.wait_minion_ready().unwrap();
+    }
+    for (_, r) in &masters {
+        r.cli
+            .until_answer(r.id, &[r.id, "test.ping"], Duration::from_secs(60))
+            .unwrap();
+    }
+    step("both masters and minions up");
+    let (ours_run, salt_run) = (&masters[0].1, &masters[1].1);
+    // Both masters fetch at start; make sure, then compare.
+    for r in [ours_run, salt_run] {
+        r.salt_run(&["fileserver.update"]);
+    }
+    let both = |args: &[&str], timeout: u32| {
+        let a = normalize(&ours_run.salt(args, timeout), ours_run.id);
+        let b = normalize(&salt_run.salt(args, timeout), salt_run.id);
+        assert_eq!(
+            a, b,
+            "{args:?}: ours (left) and Salt's master (right) differ"
+        );
+        a
+    };
+
+    // 1. Listings and hashes per saltenv.
+    let base = both(&["cp.list_master"], 60);
+    assert_eq!(
+        base,
+        json!([
+            "files/index.html",
+            "files/link.html",
+            "files/tree/a.txt",
+            "files/tree/sub/b.txt",
+            "mnt/other.txt",
+            "top.sls",
+            "web/init.sls"
+        ])
+    );
+    let dev = both(&["cp.list_master", "saltenv=dev"], 60);
+    assert!(
+        dev.as_array()
+            .unwrap()
+            .contains(&json!("files/dev-only.txt")),
+        "{dev}"
+    );
+    let tag = both(&["cp.list_master", "saltenv=v1"], 60);
+    assert!(
+        tag.as_array().unwrap().contains(&json!("files/index.html")),
+        "{tag}"
+    );
+    both(&["cp.list_master_dirs"], 60);
+    both(&["cp.list_master_dirs", "saltenv=dev"], 60);
+    both(&["cp.list_master_symlinks"], 60);
+    both(&["cp.hash_file", "salt://files/index.html"], 60);
+    both(
+        &["cp.hash_file", "salt://files/dev-only.txt", "saltenv=dev"],
+        60,
+    );
+    both(&["cp.hash_file", "salt://mnt/other.txt"], 60);
+    both(&["cp.hash_file", "salt://files/link.html"], 60);
+    both(&["cp.hash_file", "salt://missing.txt"], 60);
+    let envs = |r: &Run| {
+        let mut e = r.salt_run(&["fileserver.envs"]);
+        e.as_array_mut().unwrap().sort_by_key(ToString::to_string);
+        e
+    };
+    assert_eq!(envs(ours_run), envs(salt_run));
+    step("cp.list_master (base, dev, v1), dirs, symlinks, hash_file, fileserver.envs");
+
+    // 2. Highstate from git.
+    let hs = both(&["state.apply"], 180);
+    assert_eq!(hs.as_object().unwrap().len(), 3, "{hs:#}");
+    assert!(
+        hs.as_object()
+            .unwrap()
+            .values()
+            .all(|s| s["result"] == json!(true)),
+        "{hs:#}"
+    );
+    for id in [ours_run.id, salt_run.id] {
+        assert_eq!(
+            std::fs::read_to_string(outdir.join(id).join("index.html")).unwrap(),
+            "<h1>from git</h1>\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outdir.join(id).join("from-mnt.txt")).unwrap(),
+            "other\n"
+        );
+    }
+    step("state.apply");
+
+    // 3. A new commit, then fileserver.update.
+    write(&work, "files/new.txt", "new\n");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "two"]);
+    git(&work, &["push", "-q", states.to_str().unwrap(), "master"]);
+    assert_eq!(ours_run.salt_run(&["fileserver.update"]), json!(true));
+    assert_eq!(salt_run.salt_run(&["fileserver.update"]), json!(true));
+    let listed = |r: &Run| {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let l = r.salt(&["cp.list_master"], 60);
+            if l.as_array().unwrap().contains(&json!("files/new.txt")) || Instant::now() > deadline
+            {
+                return l;
+            }
+            // Salt's master keeps a file list up to fileserver_list_cache_time (20 s).
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    };
+    let (a, b) = (listed(ours_run), listed(salt_run));
+    assert_eq!(a, b, "after the update: ours (left), Salt's (right)");
+    assert!(
+        a.as_array().unwrap().contains(&json!("files/new.txt")),
+        "{a}"
+    );
+    both(&["cp.hash_file", "salt://files/new.txt"], 60);
+    step("new commit, fileserver.update, cp.list_master");
+
+    // 4. The remote fails: the last good tree is still served.
+    std::fs::rename(&states, root.path().join("git/gone.git")).unwrap();
+    let ours_update = ours_run.salt_run(&["fileserver.update"]);
+    let errors = ours_update["errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        errors.len() == 1 && errors[0].as_str().unwrap().contains("states.git"),
+        "{ours_update}"
+    );
+    assert_eq!(salt_run.salt_run(&["fileserver.update"]), json!(true));
+    let after = both(&["cp.list_master"], 60);
+    assert_eq!(after, a, "the last good tree is served");
+    both(&["cp.hash_file", "salt://files/new.txt"], 60);
+    assert!(masters[0].0.count("serving the last good fetch") >= 1);
+    step("failing remote keeps the last good tree");
+
+    // cache.clear_git_lock: no lock left behind on either side.
+    assert_eq!(
+        ours_run.salt_run(&["cache.clear_git_lock", "gitfs"]),
+        salt_run.salt_run(&["cache.clear_git_lock", "gitfs"])
+    );
+    drop(minions);
+    drop(masters);
+    assert_no_leftovers(root.path());
+    let _ = other;
+}
