@@ -634,3 +634,49 @@ default_include: master.d/*.conf
         );
     }
 }
+
+/// Fail closed (issue 38): a security option salt-rs does not implement, set to ask for a
+/// protection, is an error naming it; set to Salt's default (or empty) it is accepted without
+/// a warning; a renderer list that leaves `jinja|yaml` alone is accepted.
+#[test]
+fn security_options_we_lack_are_errors_unless_they_ask_for_nothing() {
+    let o = opts(Path::new("/nonexistent"));
+    let err = MasterConfig::from_yaml_str(
+        "require_minion_sign_messages: True\nssl: {certfile: /c}\nrenderer_blacklist: [yaml]\n",
+        &o,
+    )
+    .unwrap_err()
+    .to_string();
+    for key in ["require_minion_sign_messages", "ssl", "renderer_blacklist"] {
+        assert!(
+            err.contains(&format!(
+                "option `{key}`: security option not implemented by salt-rs"
+            )),
+            "{key}: {err}"
+        );
+    }
+    let err =
+        MinionConfig::from_yaml_str("minion_sign_messages: yes\ndisable_modules: [cmd]\n", &o)
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("option `minion_sign_messages`"), "{err}");
+    assert!(err.contains("option `disable_modules`"), "{err}");
+    let loaded = MasterConfig::from_yaml_str(
+        "require_minion_sign_messages: False\ndrop_messages_signature_fail: False\nssl: null\n\
+         renderer_blacklist: [py, pyobjects]\nrenderer_whitelist: [jinja, yaml, json]\n",
+        &o,
+    )
+    .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let loaded = MinionConfig::from_yaml_str(
+        "minion_sign_messages: False\ngrains_blacklist: []\nrenderer_whitelist: []\n",
+        &o,
+    )
+    .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    // A wrong type is a type error, not silently "asks for nothing".
+    let err = MasterConfig::from_yaml_str("require_minion_sign_messages: 'sure'\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("expected a boolean"), "{err}");
+}
