@@ -31,8 +31,6 @@ fn list(items: &[&str]) -> Yaml {
 /// The master options, each set to ask for what salt-rs does not give.
 fn master_cases() -> Vec<(&'static str, Yaml)> {
     vec![
-        ("require_minion_sign_messages", Yaml::from(true)),
-        ("drop_messages_signature_fail", Yaml::from(true)),
         ("ssl", Yaml::Raw("{certfile: /etc/pki/c.pem}".into())),
         ("renderer_blacklist", list(&["jinja"])),
         ("renderer_whitelist", list(&["yaml"])),
@@ -42,7 +40,6 @@ fn master_cases() -> Vec<(&'static str, Yaml)> {
 /// The minion options, each set to ask for what salt-rs does not give.
 fn minion_cases() -> Vec<(&'static str, Yaml)> {
     vec![
-        ("minion_sign_messages", Yaml::from(true)),
         ("ssl", Yaml::Raw("{certfile: /etc/pki/c.pem}".into())),
         ("renderer_blacklist", list(&["yaml"])),
         ("renderer_whitelist", list(&["jinja"])),

@@ -8,12 +8,10 @@
 //! anything in.
 
 use crate::node::{Kind, Node};
-use crate::reader::{Reader, boolean};
+use crate::reader::Reader;
 
 /// What one option asks for.
 enum Asks {
-    /// A boolean that asks for a protection when `true`.
-    WhenTrue,
     /// A non-empty list (or any value other than null/empty) asks for a restriction.
     WhenSet,
     /// A renderer list that forbids (blacklist) or leaves out (whitelist) a renderer salt-rs
@@ -31,7 +29,6 @@ struct Refused {
     lacks: &'static str,
 }
 
-const MASTER: &[&str] = &["master"];
 const MINION: &[&str] = &["minion"];
 const BOTH: &[&str] = &["master", "minion"];
 
@@ -39,24 +36,6 @@ const BOTH: &[&str] = &["master", "minion"];
 const OUR_RENDERERS: [&str; 2] = ["jinja", "yaml"];
 
 const REFUSED: &[Refused] = &[
-    Refused {
-        key: "require_minion_sign_messages",
-        roles: MASTER,
-        asks: Asks::WhenTrue,
-        lacks: "the master does not verify minion message signatures",
-    },
-    Refused {
-        key: "drop_messages_signature_fail",
-        roles: MASTER,
-        asks: Asks::WhenTrue,
-        lacks: "the master does not verify minion message signatures",
-    },
-    Refused {
-        key: "minion_sign_messages",
-        roles: MINION,
-        asks: Asks::WhenTrue,
-        lacks: "the minion does not sign its messages",
-    },
     Refused {
         key: "ssl",
         roles: BOTH,
@@ -130,14 +109,6 @@ pub(crate) fn check(r: &mut Reader<'_>, role: &str) {
             continue;
         };
         let asks = match refused.asks {
-            Asks::WhenTrue => match boolean(&entry.node) {
-                Ok(b) => b,
-                Err(problem) => {
-                    r.fail(entry, problem);
-                    r.mark_read(refused.key);
-                    continue;
-                }
-            },
             Asks::WhenSet => !is_empty(&entry.node),
             Asks::RendererBlacklist => {
                 renderer_names(&entry.node).any(|n| OUR_RENDERERS.contains(&n.as_str()))

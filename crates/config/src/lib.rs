@@ -36,6 +36,7 @@ mod master;
 mod minion;
 mod node;
 mod reader;
+mod salt3008;
 mod source;
 mod types;
 

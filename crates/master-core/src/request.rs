@@ -27,6 +27,7 @@ mod aes;
 mod auth;
 mod dispatch;
 pub mod error;
+mod signed;
 
 use auth::handle_auth;
 pub use error::{Fault, Malformed, Refused, RequestError};
