@@ -44,6 +44,7 @@ fn fixture() -> &'static Fixture {
                 tok: Arc::new(b"tok".to_vec()),
                 enc_algo: EncAlgo::OaepSha1,
                 sig_algo: SigAlgo::Pkcs1v15Sha1,
+                signer: None,
             },
             master,
         }

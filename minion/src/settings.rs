@@ -168,6 +168,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
         publish_port: cfg.publish_port,
         zmq_filtering: cfg.zmq_filtering,
         sign_pub_messages: cfg.sign_pub_messages,
+        minion_sign_messages: cfg.minion_sign_messages,
         return_timeout: cfg.return_retry_timer_max.max(Duration::from_secs(1)),
         return_tries: cfg.return_retry_tries.max(1),
         legacy_start_event: true,

@@ -111,6 +111,10 @@ struct Args {
     /// Publish and print the job id without waiting for returns.
     #[arg(long = "async")]
     asynchronous: bool,
+    /// Request that targeted minions fire a salt/job/<jid>/start/<minion_id> event when they
+    /// accept the published job, before executing the function (Salt 3008).
+    #[arg(long = "start-event")]
+    start_event: bool,
     /// Print the job id and a rule before the returns.
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
@@ -243,6 +247,7 @@ fn main() -> ExitCode {
         ret: args.returner.clone(),
         gather_job_timeout: args.gather_job_timeout,
         asynchronous: args.asynchronous,
+        start_event: args.start_event,
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()

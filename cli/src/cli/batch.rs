@@ -118,6 +118,7 @@ pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>))
     let ping = PublishRequest {
         fun: "test.ping".into(),
         arg: Vec::new(),
+        start_event: false,
         ..b.req.clone()
     };
     tokio::spawn(job(b.sock.to_path_buf(), ping, tx));

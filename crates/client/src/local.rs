@@ -64,6 +64,10 @@ pub struct PublishRequest {
     /// Publish only (`--async`): the stream ends after [`LocalEvent::Published`].
     #[serde(default)]
     pub asynchronous: bool,
+    /// `--start-event` (Salt 3008): each minion fires `salt/job/<jid>/start/<id>` when it
+    /// takes the job.
+    #[serde(default)]
+    pub start_event: bool,
 }
 
 /// What the master streams back.

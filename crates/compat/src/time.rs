@@ -49,3 +49,41 @@ mod tests {
         assert_eq!(asctime(951_782_400), "Tue Feb 29 00:00:00 2000");
     }
 }
+
+/// The `_stamp` of an event as Salt 3008 writes it,
+/// `datetime.datetime.now(datetime.timezone.utc).isoformat()`: `2026-11-27T12:00:00.123456+00:00`
+/// (Python leaves out `.ffffff` when the microseconds are zero). Salt 3006/3007 wrote a naive
+/// `utcnow().isoformat()` (no offset); no Salt tool of any version parses it.
+pub fn event_stamp(unix: u64, micros: u32) -> String {
+    let (y, mo, d) = civil_from_days(unix / 86_400);
+    let rem = unix % 86_400;
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    let frac = if micros == 0 {
+        String::new()
+    } else {
+        format!(".{:06}", micros % 1_000_000)
+    };
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}{frac}+00:00")
+}
+
+/// [`event_stamp`] of the current time.
+pub fn event_stamp_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    event_stamp(now.as_secs(), now.subsec_micros())
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+
+    #[test]
+    fn event_stamp_is_pythons_aware_isoformat() {
+        // 2026-11-27T12:00:00 UTC
+        let t = 1_795_780_800;
+        assert_eq!(event_stamp(t, 123_456), "2026-11-27T12:00:00.123456+00:00");
+        assert_eq!(event_stamp(t, 0), "2026-11-27T12:00:00+00:00");
+        assert_eq!(event_stamp(t + 61, 1), "2026-11-27T12:01:01.000001+00:00");
+    }
+}

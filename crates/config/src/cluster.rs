@@ -117,7 +117,9 @@ fn conn_doc(key: &str) -> &'static str {
 
 fn key_driver(node: &crate::node::Node) -> Result<KeyDriver, Problem> {
     match string(node)?.as_str() {
-        "localfs_key" | "localfs" => Ok(KeyDriver::Files),
+        // Salt 3008's `mmap_key` is a faster file format for the same keys; salt-rs keeps the
+        // files of `pki_dir` (indexed in memory) and says so (`read`).
+        "localfs_key" | "localfs" | "mmap_key" => Ok(KeyDriver::Files),
         "postgres" => Ok(KeyDriver::Postgres),
         other => Err(invalid(
             other,
@@ -207,6 +209,15 @@ fn one<'a>(
 pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let driver_entry = r.entry("keys.cache_driver");
     let keys_driver = r.convert(driver_entry, KeyDriver::Files, key_driver);
+    if let Some(e) = driver_entry
+        && matches!(&e.node.kind, crate::node::Kind::Str(s) if s == "mmap_key")
+    {
+        r.warnings.push(format!(
+            "{}: option `keys.cache_driver`: `mmap_key` (Salt 3008) is read as `localfs_key`: \
+             salt-rs keeps minion keys in the files of `pki_dir`, indexed in memory",
+            crate::error::Where(&e.file, e.node.line)
+        ));
+    }
     let job_entry = r.entry("master_job_cache");
     let job_driver = r.convert(job_entry, JobDriver::Files, job_cache);
     let cluster_id = r.opt("cluster_id", string);
@@ -307,7 +318,8 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
         OptionDoc {
             name: "keys.cache_driver",
             default: "localfs_key",
-            doc: "Where minion keys live: `localfs_key` (the files of `pki_dir`) or `postgres` \
+            doc: "Where minion keys live: `localfs_key` (the files of `pki_dir`; Salt 3008's \
+                  `mmap_key` is read as it, with a warning) or `postgres` \
                   (the group's database, needs `cluster_id`; docs/group.md)."
                 .to_owned(),
         },

@@ -91,6 +91,16 @@ pub enum Problem {
         /// The allowed range, in words.
         allowed: String,
     },
+    /// A Salt security option set to ask for a protection salt-rs does not give: the daemon
+    /// refuses to start rather than run without it (fail closed).
+    #[error(
+        "security option not implemented by salt-rs ({lacks}); refusing to start without it \
+         (fail closed): remove the option or run Salt for this daemon"
+    )]
+    NotImplemented {
+        /// What salt-rs lacks, in words.
+        lacks: &'static str,
+    },
     /// A value of the right type that is not acceptable (unknown enum word, bad host name...).
     #[error("invalid value {value:?}: {reason}")]
     Invalid {

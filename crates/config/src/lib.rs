@@ -29,6 +29,7 @@ mod cluster;
 mod common;
 mod error;
 mod event_bus;
+mod fail_closed;
 mod fileserver;
 mod known;
 mod load;
@@ -36,6 +37,7 @@ mod master;
 mod minion;
 mod node;
 mod reader;
+mod salt3008;
 mod source;
 mod types;
 
@@ -189,7 +191,8 @@ pub fn render_markdown() -> String {
          are prefixed with `root_dir` as Salt does; when not running as root the default \
          `root_dir` is `$HOME/.salt-rs/master` (or `minion`).\n\n\
          Every invalid option is reported (file, line, option, problem) before the daemon \
-         exits; options salt-rs does not implement produce a warning and are ignored. A key \
+         exits; options salt-rs does not implement produce a warning and are ignored, except the \
+         security options listed at the end, which stop the daemon (fail closed). A key \
          that is not a Salt option at all is reported as an unknown option with the nearest \
          known name (`interfce`: did you mean `interface`?) and ignored: a \
          warning, not an error, since Salt ignores such keys and some sites keep their own \
@@ -210,6 +213,17 @@ pub fn render_markdown() -> String {
                 row.default,
                 doc.trim()
             ));
+        }
+    }
+    out.push_str(
+        "\n## Security options salt-rs refuses (fail closed)\n\n\
+         Set to ask for a protection salt-rs does not give, these stop the daemon at start \
+         with an error naming the option (exit code 64); set to Salt's default (or an empty \
+         list) they are accepted.\n\n| Option | Daemon | What salt-rs lacks |\n|---|---|---|\n",
+    );
+    for role in ["master", "minion"] {
+        for (key, lacks) in fail_closed::refused_options(role) {
+            out.push_str(&format!("| `{key}` | salt-{role} | {lacks} |\n"));
         }
     }
     out

@@ -50,6 +50,7 @@ pub(crate) fn embedded_default<C: Role>(opts: &LoadOptions) -> C {
 fn from_sources<C: Role>(sources: Sources, opts: &LoadOptions) -> Result<Loaded<C>, ConfigErrors> {
     let mut reader = Reader::new(&sources);
     let config = C::read(&mut reader, opts);
+    crate::fail_closed::check(&mut reader, C::ROLE);
     let (errors, warnings) = reader.finish(C::ROLE);
     let mut all_errors = sources.errors;
     all_errors.extend(errors);

@@ -125,6 +125,18 @@ salt_options! {
         /// Signature scheme of signed publications.
         #[salt_default = "PKCS1v15-SHA1"]
         pub publish_signing_algorithm: SigningAlgorithm,
+        /// Refuse `_return`s that carry no `sig` (minions need `minion_sign_messages`).
+        #[salt_default = "False"]
+        pub require_minion_sign_messages: bool,
+        /// Refuse `_return`s whose `sig` does not verify (or whose minion key cannot be read);
+        /// without it such a return is logged and still accepted, as in Salt.
+        #[salt_default = "False"]
+        pub drop_messages_signature_fail: bool,
+        /// Algorithm of minion message signatures. Unset (Salt 3008.5 then fails on every
+        /// signed `_return` with a `KeyError`): the one the request says it signed with
+        /// (`sig_algo`).
+        #[salt_default = "unset"]
+        pub signing_algorithm: Option<SigningAlgorithm>,
         /// RSA key size when generating the master key.
         #[salt_default = "2048"]
         pub keysize: u32,
@@ -290,6 +302,7 @@ impl crate::load::Role for MasterConfig {
         for key in ["include", "default_include"] {
             r.ignore(key);
         }
+        crate::salt3008::read_master(r);
 
         with_shared!(
             Shared::read(r),
@@ -333,6 +346,9 @@ impl crate::load::Role for MasterConfig {
                     SigningAlgorithm::Pkcs1v15Sha1,
                     word(crate::types::parse_sig_algo),
                 ),
+                require_minion_sign_messages: r.get("require_minion_sign_messages", false, boolean),
+                drop_messages_signature_fail: r.get("drop_messages_signature_fail", false, boolean),
+                signing_algorithm: r.opt("signing_algorithm", word(crate::types::parse_sig_algo)),
                 keysize: r.get("keysize", DEFAULT_KEYSIZE, int_in(2048, 16384)),
                 hash_type: r.get(
                     "hash_type",
@@ -421,6 +437,7 @@ impl crate::load::Role for MasterConfig {
 /// Options read by the loader that are not fields of [`MasterConfig`].
 fn extra_docs() -> Vec<OptionDoc> {
     let mut v = crate::cluster::docs();
+    v.extend(crate::salt3008::docs("master"));
     v.extend([
         OptionDoc {
             name: "keep_jobs",

@@ -164,6 +164,10 @@ salt_options! {
         /// Require publications to be signed by the master.
         #[salt_default = "False"]
         pub sign_pub_messages: bool,
+        /// Sign every request to the master with `minion.pem` (`sig`, `signing_algorithm`),
+        /// as Salt 3008 does: for masters with `require_minion_sign_messages`.
+        #[salt_default = "False"]
+        pub minion_sign_messages: bool,
         /// Ping the master this often (minutes; zero: never).
         #[salt_default = "0"]
         pub ping_interval: Duration,
@@ -272,6 +276,7 @@ impl crate::load::Role for MinionConfig {
         for key in ["file_roots", "pillar_roots", "include", "default_include"] {
             r.ignore(key);
         }
+        crate::salt3008::read_minion(r);
 
         with_shared!(
             Shared::read(r),
@@ -341,6 +346,7 @@ impl crate::load::Role for MinionConfig {
                 recon_max: r.get("recon_max", DEFAULT_RECON_MAX, duration(MS)),
                 recon_randomize: r.get("recon_randomize", true, boolean),
                 sign_pub_messages: r.get("sign_pub_messages", false, boolean),
+                minion_sign_messages: r.get("minion_sign_messages", false, boolean),
                 ping_interval: r.get("ping_interval", Duration::ZERO, duration(MIN)),
                 grains: r.get("grains", serde_json::Map::new(), json_map),
                 multiprocessing: r.get("multiprocessing", true, boolean),
@@ -445,6 +451,9 @@ fn extra_docs() -> Vec<OptionDoc> {
             "Accepted and ignored.",
         ),
     ]
+    .into_iter()
+    .chain(crate::salt3008::docs("minion"))
+    .collect()
 }
 
 #[cfg(test)]

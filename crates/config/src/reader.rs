@@ -14,6 +14,8 @@ pub(crate) struct Reader<'a> {
     entries: &'a [Entry],
     /// Every key the loader looked up (present or not); the rest are unknown.
     asked: Vec<&'static str>,
+    /// Options the fail-closed check has dealt with (refused or accepted as asking nothing).
+    refused: Vec<&'static str>,
     pub(crate) errors: Vec<ConfigError>,
     pub(crate) warnings: Vec<String>,
 }
@@ -23,6 +25,7 @@ impl<'a> Reader<'a> {
         Self {
             entries: &sources.entries,
             asked: Vec::new(),
+            refused: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
         }
@@ -69,6 +72,26 @@ impl<'a> Reader<'a> {
     /// Marks an option as accepted but unused (no "not implemented" warning).
     pub(crate) fn ignore(&mut self, key: &'static str) {
         self.asked.push(key);
+    }
+
+    /// The entry for `key` if set to something other than null, without marking it read
+    /// (the fail-closed check decides: [`Self::mark_read`] or [`Self::refuse`]).
+    pub(crate) fn peek(&self, key: &str) -> Option<&'a Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.key == key)
+            .filter(|e| e.node.kind != Kind::Null)
+    }
+
+    /// Marks an option read without adding it to the option table (no warning at the end).
+    pub(crate) fn mark_read(&mut self, key: &'static str) {
+        self.refused.push(key);
+    }
+
+    /// Records a start-up error for a security option salt-rs does not implement.
+    pub(crate) fn refuse(&mut self, key: &'static str, entry: &Entry, lacks: &'static str) {
+        self.fail(entry, Problem::NotImplemented { lacks });
+        self.refused.push(key);
     }
 
     /// Reads `key` with `conv`; absent → `default`; bad → error recorded, `default` returned.
@@ -134,7 +157,7 @@ impl<'a> Reader<'a> {
     pub(crate) fn finish(mut self, role: &str) -> (Vec<ConfigError>, Vec<String>) {
         for entry in self.entries {
             let key = entry.key.as_str();
-            if self.asked.contains(&key) {
+            if self.asked.contains(&key) || self.refused.contains(&key) {
                 continue;
             }
             let at = crate::error::Where(&entry.file, entry.node.line);

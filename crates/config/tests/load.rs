@@ -636,3 +636,116 @@ default_include: master.d/*.conf
         );
     }
 }
+
+/// Fail closed (issue 38): a security option salt-rs does not implement, set to ask for a
+/// protection, is an error naming it; set to Salt's default (or empty) it is accepted without
+/// a warning; a renderer list that leaves `jinja|yaml` alone is accepted.
+#[test]
+fn security_options_we_lack_are_errors_unless_they_ask_for_nothing() {
+    let o = opts(Path::new("/nonexistent"));
+    let err = MasterConfig::from_yaml_str("ssl: {certfile: /c}\nrenderer_blacklist: [yaml]\n", &o)
+        .unwrap_err()
+        .to_string();
+    for key in ["ssl", "renderer_blacklist"] {
+        assert!(
+            err.contains(&format!(
+                "option `{key}`: security option not implemented by salt-rs"
+            )),
+            "{key}: {err}"
+        );
+    }
+    let err = MinionConfig::from_yaml_str("sudo_user: root\ndisable_modules: [cmd]\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("option `sudo_user`"), "{err}");
+    assert!(err.contains("option `disable_modules`"), "{err}");
+    let loaded = MasterConfig::from_yaml_str(
+        "ssl: null\nrenderer_blacklist: [py, pyobjects]\nrenderer_whitelist: [jinja, yaml, json]\n",
+        &o,
+    )
+    .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let loaded = MinionConfig::from_yaml_str(
+        "grains_blacklist: []\nrenderer_whitelist: []\nsudo_user: ''\n",
+        &o,
+    )
+    .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+/// Signed minion messages (Salt 3008): read on both daemons.
+#[test]
+fn signed_message_options_are_read() {
+    let o = opts(Path::new("/nonexistent"));
+    let m = MasterConfig::from_yaml_str(
+        "require_minion_sign_messages: True\ndrop_messages_signature_fail: True\n\
+         signing_algorithm: PKCS1v15-SHA224\n",
+        &o,
+    )
+    .unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    assert!(m.config.require_minion_sign_messages && m.config.drop_messages_signature_fail);
+    assert_eq!(
+        m.config.signing_algorithm.map(|a| a.as_str()),
+        Some("PKCS1v15-SHA224")
+    );
+    let d = MasterConfig::from_yaml_str("", &o).unwrap().config;
+    assert!(!d.require_minion_sign_messages && !d.drop_messages_signature_fail);
+    assert_eq!(d.signing_algorithm, None);
+    let n = MinionConfig::from_yaml_str("minion_sign_messages: True\n", &o).unwrap();
+    assert!(n.config.minion_sign_messages);
+    // A wrong type is a type error, not silently "asks for nothing".
+    let err = MasterConfig::from_yaml_str("require_minion_sign_messages: 'sure'\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("expected a boolean"), "{err}");
+}
+
+/// Options Salt 3008 sites carry: read, never "unknown"; warned about by name (with what
+/// salt-rs does instead) only when they ask for something salt-rs does differently.
+#[test]
+fn salt_3008_site_options_are_read_and_warned_by_name() {
+    let o = opts(Path::new("/nonexistent"));
+    let quiet = MasterConfig::from_yaml_str(
+        "worker_pools_enabled: True\nworker_pools: {}\npillar_mask_output: False\n\
+         cluster_peers: []\nkeys.cache_driver: localfs_key\n",
+        &o,
+    )
+    .unwrap();
+    assert!(quiet.warnings.is_empty(), "{:?}", quiet.warnings);
+    let loaded = MasterConfig::from_yaml_str(
+        "worker_pools:\n  fast: {worker_count: 2, commands: [_return]}\n\
+         pillar_mask_output: True\npki_index_enabled: True\nkeys.cache_driver: mmap_key\n\
+         cluster_peers: [10.0.0.2]\ncluster_pki_dir: /etc/salt/cluster\n",
+        &o,
+    )
+    .unwrap();
+    let w = loaded.warnings.join("\n");
+    for (key, instead) in [
+        ("worker_pools", "one pool of `worker_threads` threads"),
+        ("pillar_mask_output", "marks no pillar value secret"),
+        ("pki_index_enabled", "in-memory index"),
+        ("keys.cache_driver", "read as `localfs_key`"),
+        ("cluster_peers", "share a PostgreSQL database"),
+        ("cluster_pki_dir", "share a PostgreSQL database"),
+    ] {
+        assert!(
+            w.contains(&format!("option `{key}`: ")) && w.contains(instead),
+            "{key}: {w}"
+        );
+    }
+    assert!(
+        !w.contains("unknown option") && !w.contains("not implemented"),
+        "{w}"
+    );
+    let minion = MinionConfig::from_yaml_str("pillar_mask_output: True\n", &o).unwrap();
+    assert!(
+        minion.warnings[0].contains("option `pillar_mask_output`"),
+        "{:?}",
+        minion.warnings
+    );
+    let err = MasterConfig::from_yaml_str("worker_pools: [a]\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("option `worker_pools`"), "{err}");
+}

@@ -66,6 +66,8 @@ pub struct Session {
     pub enc_algo: EncAlgo,
     /// `signing_algorithm`.
     pub sig_algo: SigAlgo,
+    /// `minion_sign_messages`: the minion key every request load is signed with (`sig`).
+    pub signer: Option<PrivateKey>,
 }
 
 impl std::fmt::Debug for Session {
@@ -97,6 +99,11 @@ impl Session {
             id: self.id.clone(),
         }
         .apply(&mut load);
+        if let Some(key) = &self.signer
+            && let Err(e) = salt_proto::msg::sign_load(&mut load, key, self.sig_algo)
+        {
+            tracing::error!("Unable to sign the request to the master: {e}");
+        }
         let ct = self.session.dumps(&salt_proto::encode(&load), None);
         let env = AesRequest::new(ct, &self.id, self.enc_algo.as_str(), self.sig_algo.as_str());
         salt_proto::encode(&RequestEnvelope::Aes(env).to_value())

@@ -63,6 +63,8 @@ pub struct MinionSettings {
     pub zmq_filtering: bool,
     /// `sign_pub_messages` (verify publish signatures).
     pub sign_pub_messages: bool,
+    /// `minion_sign_messages` (sign every request, Salt 3008's `sig`).
+    pub minion_sign_messages: bool,
     /// Timeout of one return/event request try (`return_retry_timer_max`).
     pub return_timeout: Duration,
     /// Tries for returns and events (`return_retry_tries`).

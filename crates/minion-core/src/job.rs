@@ -106,6 +106,49 @@ impl JidQueue {
     }
 }
 
+/// The `salt/job/<jid>/start/<id>` event a Salt 3008 minion fires when it takes a job
+/// published with `start_event` (`salt --start-event`; `Minion._fire_start_event`), as the
+/// `_minion_event` load to send; `None` when the job did not ask for it.
+pub fn start_event(job: &Job, id: &str, tok: &[u8]) -> Option<Value> {
+    let asked = salt_compat::map_get(&job.load, "start_event").is_some_and(ValueExt::is_truthy);
+    if !asked {
+        return None;
+    }
+    let field = |k: &str| {
+        salt_compat::map_get(&job.load, k)
+            .cloned()
+            .unwrap_or(Value::Nil)
+    };
+    let mut data = vec![
+        (Value::from("id"), Value::from(id)),
+        (Value::from("jid"), Value::from(job.jid.as_str())),
+        (Value::from("fun"), field("fun")),
+        (Value::from("tgt"), field("tgt")),
+        (Value::from("tgt_type"), field("tgt_type")),
+        (Value::from("user"), field("user")),
+    ];
+    if let Some(m) = job.master_id.clone().filter(ValueExt::is_truthy) {
+        data.push((Value::from("master_id"), m));
+    }
+    if let Some(m) = salt_compat::map_get(&job.load, "metadata").filter(|m| !m.is_nil()) {
+        data.push((Value::from("metadata"), m.clone()));
+    }
+    Some(
+        salt_proto::msg::MinionEvent {
+            id: id.to_owned(),
+            pretag: None,
+            tok: Some(tok.to_vec()),
+            body: salt_proto::msg::EventBody::Single {
+                tag: format!("salt/job/{}/start/{id}", job.jid),
+                data: Value::Map(data),
+            },
+            grains: None,
+            extra: Vec::new(),
+        }
+        .to_value(),
+    )
+}
+
 /// Run the job's function and build the `_return` command map (before the request
 /// channel appends `nonce`, `ts`, `tok`, `id`). Key order follows the Python minion.
 /// `None` when `saltutil.kill_job`/`term_job` ended the job: nothing is returned, as a killed
@@ -178,6 +221,37 @@ mod tests {
             ("user".into(), "root".into()),
         ]))
         .unwrap()
+    }
+
+    /// `salt --start-event` (3008): the start event as `Minion._fire_start_event` builds it;
+    /// a `traceparent` in the job load is carried without harm.
+    #[test]
+    fn start_event_when_the_job_asks_for_it() {
+        let plain = Job::from_load(load("test.ping", "m*")).unwrap();
+        assert_eq!(start_event(&plain, "m1", b"tok"), None);
+        let mut v = load("test.ping", "m*").to_value();
+        salt_proto::map_set(&mut v, "start_event", Value::Boolean(true));
+        salt_proto::map_set(
+            &mut v,
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+        );
+        let job = Job::from_load(JobLoad::from_value(&v).unwrap()).unwrap();
+        let ev = start_event(&job, "m1", b"tok").unwrap();
+        let ev = salt_proto::msg::MinionEvent::from_value(&ev).unwrap();
+        let salt_proto::msg::EventBody::Single { tag, data } = ev.body else {
+            panic!("one event")
+        };
+        assert_eq!(tag, "salt/job/20261122012345678901/start/m1");
+        let keys: Vec<&str> = match &data {
+            Value::Map(m) => m.iter().filter_map(|(k, _)| k.as_str()).collect(),
+            _ => panic!("a map"),
+        };
+        assert_eq!(keys, ["id", "jid", "fun", "tgt", "tgt_type", "user"]);
+        assert_eq!(
+            salt_compat::map_get(&data, "fun"),
+            Some(&Value::from("test.ping"))
+        );
     }
 
     #[test]

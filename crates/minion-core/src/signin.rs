@@ -73,6 +73,7 @@ pub async fn sign_in(s: &MinionSettings) -> Result<MasterLink, String> {
                         tok: tok.clone(),
                         enc_algo: s.auth.enc_algo,
                         sig_algo: s.auth.sig_algo,
+                        signer: s.minion_sign_messages.then(|| key.clone()),
                     };
                     let req =
                         net::req_client(&s.id, &uri, s.keepalive).map_err(|e| e.to_string())?;

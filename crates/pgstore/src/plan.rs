@@ -139,11 +139,9 @@ pub(crate) fn events(op: &Op, report: &Report) -> (Vec<String>, Vec<String>) {
     out.into_iter().unzip()
 }
 
-/// Salt's event `_stamp`: UTC, ISO 8601 with microseconds (as the master's event bus).
+/// Salt 3008's event `_stamp` (as the master's event bus).
 fn stamp() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.6f")
-        .to_string()
+    salt_compat::time::event_stamp_now()
 }
 
 fn move_many(

@@ -4,7 +4,7 @@
 //! Fired: `salt/job/<jid>/new` when a job is published, `salt/job/<jid>/ret/<id>` for every
 //! return, `salt/auth` for every sign-in decision, and every event a minion sends with
 //! `_minion_event` under its own tag (`salt/minion/<id>/start`, `event.send`, state events).
-//! Each payload carries Salt's `_stamp` (UTC, ISO 8601 with microseconds). An event costs
+//! Each payload carries Salt 3008's `_stamp` (UTC with its offset, `salt_compat::time::event_stamp`). An event costs
 //! nothing but a counter check when nobody listens; a slow listener loses the oldest events
 //! (a bounded broadcast channel), never slows the request server.
 
@@ -60,11 +60,7 @@ impl EventBus {
         };
         data.insert(
             "_stamp".into(),
-            Value::String(
-                chrono::Utc::now()
-                    .format("%Y-%m-%dT%H:%M:%S%.6f")
-                    .to_string(),
-            ),
+            Value::String(salt_compat::time::event_stamp_now()),
         );
         let _ = self.tx.send(Arc::new(Event {
             tag: tag.into(),
@@ -244,6 +240,6 @@ mod tests {
         let ev = rx.recv().await.unwrap();
         assert_eq!(ev.tag, "salt/auth");
         assert_eq!(ev.data["id"], "m1");
-        assert_eq!(ev.data["_stamp"].as_str().unwrap().len(), 26);
+        assert!(ev.data["_stamp"].as_str().unwrap().ends_with("+00:00"));
     }
 }

@@ -284,6 +284,7 @@ impl Gather {
             ret: String::new(),
             tgt_type: "list".into(),
             user: "root".into(),
+            start_event: false,
         };
         let rx = self.shared.jobs.subscribe(&job.jid);
         let (shared, publisher, j) = (self.shared.clone(), self.publisher.clone(), job.clone());

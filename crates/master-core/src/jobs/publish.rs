@@ -23,6 +23,8 @@ pub(crate) struct Job {
     pub tgt_type: String,
     /// Publishing user.
     pub user: String,
+    /// `salt --start-event` (Salt 3008): minions fire `salt/job/<jid>/start/<id>` on taking it.
+    pub start_event: bool,
 }
 
 impl Job {
@@ -37,7 +39,11 @@ impl Job {
             tgt_type: Some(self.tgt_type.clone()),
             user: Some(self.user.clone()),
             serial: None,
-            extra: Vec::new(),
+            extra: if self.start_event {
+                vec![(Value::from("start_event"), Value::Boolean(true))]
+            } else {
+                Vec::new()
+            },
         }
     }
 

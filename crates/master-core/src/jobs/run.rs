@@ -142,6 +142,7 @@ fn prepare(
         ret: req.ret.clone(),
         tgt_type: target.tgt_type,
         user: user.to_owned(),
+        start_event: req.start_event,
     };
     Ok((job, expected))
 }

@@ -48,6 +48,14 @@ pub(super) fn handle(shared: &Shared, req: AesRequest, budget: &Budget) -> Vec<u
     let Some(cmd) = cmd else {
         return error::reply(shared, None, &Malformed::NoCmd.into(), None);
     };
+    let sig_algo = req
+        .sig_algo
+        .as_deref()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(SigAlgo::Pkcs1v15Sha1);
+    if cmd == "_return" && !super::signed::return_admitted(shared, &id, &mut load, sig_algo) {
+        return error::seal(&seal, &Value::Boolean(false));
+    }
     let command = match Command::read(&cmd, load) {
         Ok(c) => c,
         Err(source) => {
@@ -63,11 +71,7 @@ pub(super) fn handle(shared: &Shared, req: AesRequest, budget: &Budget) -> Vec<u
             .as_deref()
             .and_then(|a| a.parse().ok())
             .unwrap_or(EncAlgo::OaepSha1),
-        sig_algo: req
-            .sig_algo
-            .as_deref()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(SigAlgo::Pkcs1v15Sha1),
+        sig_algo,
         budget,
     };
     match dispatch::run(shared, &ctx, command) {

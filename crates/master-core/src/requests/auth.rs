@@ -229,14 +229,19 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         (Act::Accept, _) => {}
     }
     if let Err(ret) = decision.outcome {
-        let act = match decision.act {
-            Act::Pend => "pend",
-            Act::Reject => "reject",
-            Act::Denied => "denied",
-            Act::Full => "full",
-            Act::Accept | Act::Invalid => "refused",
+        // Salt 3008's `act` and `result` for each refusal; an invalid id fires nothing, a key
+        // state Salt has no branch for is its "Unaccounted for authentication failure".
+        let (act, result) = match decision.act {
+            Act::Pend => (Some("pend"), true),
+            Act::Reject => (Some("reject"), false),
+            Act::Denied => (Some("denied"), false),
+            Act::Full => (Some("full"), false),
+            Act::Invalid if !auth_master::valid_id(id) => (None, false),
+            Act::Accept | Act::Invalid => (Some("error"), false),
         };
-        shared.events.fire_auth(id, act, false, &req.pub_key);
+        if let Some(act) = act {
+            shared.events.fire_auth(id, act, result, &req.pub_key);
+        }
         return Ok(fail_reply(shared, req, ret)?);
     }
     let session = shared.sessions.get_or_create(id)?;

@@ -28,6 +28,7 @@ mod auth;
 mod dispatch;
 pub mod error;
 pub mod mine;
+mod signed;
 pub mod unsupported;
 
 use auth::handle_auth;

@@ -134,6 +134,7 @@ impl Driver {
                     tok: self.tok.clone(),
                     enc_algo: self.s.auth.enc_algo,
                     sig_algo: self.s.auth.sig_algo,
+                    signer: self.s.minion_sign_messages.then(|| self.key.clone()),
                 };
                 match purpose {
                     Purpose::SignIn => {

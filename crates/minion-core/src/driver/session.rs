@@ -182,6 +182,10 @@ impl Driver {
             job.fun,
             job.jid
         );
+        let tok = self.tok.clone();
+        if let Some(ev) = crate::job::start_event(&job, &self.s.id, &tok) {
+            self.send_request(ev, true);
+        }
         let mut ctx = ExecContext::new(&self.s.id, self.s.grains.clone());
         ctx.pillar = self.s.pillar.clone();
         ctx.cachedir = self.s.cachedir.clone();

@@ -55,6 +55,31 @@ pub fn encode(value: &Value) -> Vec<u8> {
 
 /// Like [`encode`] but appends to `out`.
 pub fn encode_into(value: &Value, out: &mut Vec<u8>) {
+    encode_styled(value, out, Style::Payload);
+}
+
+/// Encodes a value as Salt's `salt.serializers.msgpack.serialize` re-serializes a load it
+/// received (msgpack-python's default `use_bin_type=True`, after `salt.payload.loads` turned
+/// every string that is valid UTF-8 into `str` and kept the rest as `bytes`): strings and
+/// binaries that are valid UTF-8 → fixstr / str8 / str16 / str32, anything else → bin8 /
+/// bin16 / bin32; everything else as [`encode`]. These are the bytes a 3008 minion signs
+/// with `minion_sign_messages` and the master verifies.
+pub fn encode_bin_type(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_styled(value, &mut out, Style::BinType);
+    out
+}
+
+/// Which msgpack-python string convention to write.
+#[derive(Clone, Copy)]
+enum Style {
+    /// `salt.payload.dumps`: `use_bin_type=False`.
+    Payload,
+    /// `use_bin_type=True` over decoded text/bytes.
+    BinType,
+}
+
+fn encode_styled(value: &Value, out: &mut Vec<u8>, style: Style) {
     match value {
         Value::Nil => out.push(Marker::Null.to_u8()),
         Value::Boolean(true) => out.push(Marker::True.to_u8()),
@@ -68,21 +93,21 @@ pub fn encode_into(value: &Value, out: &mut Vec<u8>) {
         }
         Value::F32(f) => write_f64(out, f64::from(*f)),
         Value::F64(f) => write_f64(out, *f),
-        Value::String(s) => write_raw(out, s.as_bytes()),
-        Value::Binary(b) => write_raw(out, b),
+        Value::String(s) => write_text(out, s.as_bytes(), style),
+        Value::Binary(b) => write_text(out, b, style),
         Value::Array(items) => {
             let n = clamp_len(items.len());
             write_container_header(out, n, Marker::FixArray, Marker::Array16, Marker::Array32);
             for item in items.iter().take(n) {
-                encode_into(item, out);
+                encode_styled(item, out, style);
             }
         }
         Value::Map(entries) => {
             let n = clamp_len(entries.len());
             write_container_header(out, n, Marker::FixMap, Marker::Map16, Marker::Map32);
             for (k, v) in entries.iter().take(n) {
-                encode_into(k, out);
-                encode_into(v, out);
+                encode_styled(k, out, style);
+                encode_styled(v, out, style);
             }
         }
         Value::Ext(ty, data) => {
@@ -184,6 +209,40 @@ fn write_str_header(out: &mut Vec<u8>, len: usize) {
 /// `use_bin_type=False`), for replies assembled in place around their data.
 pub fn write_raw_header(out: &mut Vec<u8>, len: usize) {
     write_str_header(out, clamp_len(len));
+}
+
+/// A string or binary in `style`'s convention.
+fn write_text(out: &mut Vec<u8>, data: &[u8], style: Style) {
+    match style {
+        Style::Payload => write_raw(out, data),
+        Style::BinType => {
+            let n = clamp_len(data.len());
+            let data = data.get(..n).unwrap_or(data);
+            let text = std::str::from_utf8(data).is_ok();
+            match (text, u8::try_from(n), u16::try_from(n)) {
+                (true, _, _) if n < 32 => out.push(Marker::FixStr(n as u8).to_u8()),
+                (true, Ok(n8), _) => out.extend_from_slice(&[Marker::Str8.to_u8(), n8]),
+                (true, _, Ok(n16)) => {
+                    out.push(Marker::Str16.to_u8());
+                    out.extend_from_slice(&n16.to_be_bytes());
+                }
+                (true, _, _) => {
+                    out.push(Marker::Str32.to_u8());
+                    out.extend_from_slice(&len_u32(n).to_be_bytes());
+                }
+                (false, Ok(n8), _) => out.extend_from_slice(&[Marker::Bin8.to_u8(), n8]),
+                (false, _, Ok(n16)) => {
+                    out.push(Marker::Bin16.to_u8());
+                    out.extend_from_slice(&n16.to_be_bytes());
+                }
+                (false, _, _) => {
+                    out.push(Marker::Bin32.to_u8());
+                    out.extend_from_slice(&len_u32(n).to_be_bytes());
+                }
+            }
+            out.extend_from_slice(data);
+        }
+    }
 }
 
 fn write_raw(out: &mut Vec<u8>, data: &[u8]) {

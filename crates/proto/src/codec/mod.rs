@@ -24,7 +24,7 @@ mod decode;
 mod encode;
 
 pub use decode::{DecodeError, DecodeLimits, HARD_MAX_DEPTH, decode, decode_with_limits};
-pub use encode::{encode, encode_into, str_from_bytes, write_raw_header};
+pub use encode::{encode, encode_bin_type, encode_into, str_from_bytes, write_raw_header};
 
 #[cfg(test)]
 mod tests {

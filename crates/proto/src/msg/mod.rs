@@ -19,6 +19,7 @@ pub(crate) mod files;
 mod job;
 mod requests;
 mod returns;
+mod signed;
 
 pub use aes::{AesMeta, Command, FILE_COMMANDS, FileRequest, MineDelete, MineGet, Return, load_id};
 pub use auth::{
@@ -35,6 +36,7 @@ pub use requests::{
     Ping, RequestMeta,
 };
 pub use returns::{OutAt, ReturnIds, ReturnLoad};
+pub use signed::{LoadSignature, check_load, sign_load, signed_bytes};
 
 use rmpv::Value;
 

@@ -171,5 +171,6 @@ pub(super) fn open_session(
         tok: Arc::new(ck.tok.clone()),
         enc_algo: shared.enc,
         sig_algo: shared.sig,
+        signer: None,
     })
 }
