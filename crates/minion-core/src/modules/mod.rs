@@ -52,6 +52,9 @@ pub struct ExecContext {
     pub cachedir: PathBuf,
     /// Minion options visible to templates as `opts` (a map).
     pub opts: Arc<Value>,
+    /// Masterless (`file_client: local`, `salt-call --local`): files from `file_roots`, the
+    /// pillar compiled here from `pillar_roots`.
+    pub local: Option<Arc<crate::masterless::Masterless>>,
 }
 
 impl ExecContext {
@@ -64,7 +67,32 @@ impl ExecContext {
             pillar: Arc::default(),
             cachedir: PathBuf::from("/var/cache/salt/minion"),
             opts: Arc::new(Value::Map(Vec::new())),
+            local: None,
         }
+    }
+
+    /// A pillar compiled for this call: a `_pillar` from the master, or compiled here when
+    /// masterless; `None` with neither (the cached pillar is all there is).
+    pub fn fresh_pillar(
+        &self,
+        saltenv: Option<&str>,
+        pillarenv: Option<&str>,
+        pillar_override: Value,
+    ) -> Option<Result<Value, String>> {
+        if let Some(local) = &self.local {
+            return Some(Ok(local.pillar(
+                &self.id,
+                &self.grains,
+                saltenv,
+                pillarenv,
+                pillar_override,
+            )));
+        }
+        let link = self.master.as_ref()?;
+        Some(
+            crate::blocking::wait(link.pillar(&self.grains, saltenv, pillarenv, pillar_override))
+                .and_then(|r| r),
+        )
     }
 
     /// The pillar as last compiled (`{}` before the first `_pillar`).
@@ -353,6 +381,14 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
     not_available(fun)
 }
 
+/// Whether [`call`] knows `fun`: a function of the registry or of the provider, or one it
+/// refuses by name (`saltutil.sync_*`); `salt-call` answers the others as Salt's does.
+pub fn is_known(fun: &str) -> bool {
+    lookup(fun).is_some()
+        || provider().functions().contains(&fun)
+        || fun.starts_with("saltutil.sync_")
+}
+
 /// Salt's words first (tools match them), then what there is.
 fn not_available(fun: &str) -> CallOutcome {
     CallOutcome::error(format!(
@@ -381,13 +417,10 @@ pub fn call_blocking(
         m.push((Value::from("__kwarg__"), Value::Boolean(true)));
         raw.push(Value::Map(m));
     }
-    // A known function without a runtime to run on is an error, not "not available".
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return Some(CallOutcome::error(format!(
-            "{fun}: no runtime to run it on (called outside the minion)"
-        )));
-    };
-    Some(handle.block_on(call(fun, &raw, &Value::Map(Vec::new()), ctx)))
+    Some(
+        crate::blocking::wait(call(fun, &raw, &Value::Map(Vec::new()), ctx))
+            .unwrap_or_else(|e| CallOutcome::error(format!("{fun}: {e}"))),
+    )
 }
 
 /// Arguments split into positional and keyword, after Salt's parsing rules.
