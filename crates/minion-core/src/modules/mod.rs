@@ -449,7 +449,7 @@ impl Args {
                     }
                 }
                 Value::String(s) => match s.as_str().and_then(parse_kwarg) {
-                    Some((k, v)) => out.set(k, yamlify(v)),
+                    Some((k, v)) => out.set(k, yamlify_arg(v)),
                     None => out.args.push(a.clone()),
                 },
                 other => out.args.push(other.clone()),
@@ -492,22 +492,39 @@ fn parse_kwarg(s: &str) -> Option<(&str, &str)> {
     Some((k, v))
 }
 
-/// A small subset of Salt's `yamlify_arg` for `key=value` strings: ints, floats,
-/// booleans and null become typed; everything else stays a string.
-fn yamlify(v: &str) -> Value {
-    match v {
-        "True" | "true" => Value::Boolean(true),
-        "False" | "false" => Value::Boolean(false),
-        "None" | "null" | "~" => Value::Nil,
-        _ => {
-            if let Ok(i) = v.parse::<i64>() {
-                Value::from(i)
-            } else if v.contains('.') && v.parse::<f64>().is_ok_and(f64::is_finite) {
-                Value::F64(v.parse::<f64>().unwrap_or_default())
-            } else {
-                Value::from(v)
-            }
-        }
+/// Salt's `salt.utils.args.yamlify_arg`: a command-line string YAML-loaded (Salt's YAML 1.1),
+/// except where Salt keeps the string: blank or document markers, digits with underscores,
+/// control characters, a `#` that would load as a comment, a map or list not written in
+/// braces/brackets, `|` and `!` (which load as empty), and anything that fails to load.
+pub fn yamlify_arg(arg: &str) -> Value {
+    let keep = || Value::from(arg);
+    let t = arg.trim();
+    if matches!(t, "" | "---" | "...")
+        || (arg.contains('_') && t.chars().all(|c| c.is_ascii_digit() || c == '_'))
+        || arg.contains(['\t', '\r', '\n'])
+    {
+        return keep();
+    }
+    if arg == "None" {
+        return Value::Nil;
+    }
+    let Ok(loaded) = salt_render::yaml::load(arg) else {
+        return keep();
+    };
+    let loaded = loaded.unwrap_or(Value::Nil);
+    if arg.contains('#') {
+        return match loaded {
+            Value::String(_) | Value::Nil => keep(),
+            other => other,
+        };
+    }
+    match loaded {
+        Value::Map(_) if !arg.starts_with('{') => keep(),
+        Value::Array(_) if !arg.starts_with('[') => keep(),
+        Value::String(s) if s.as_str() == Some("") && matches!(arg, "|" | "!") => keep(),
+        Value::Nil if arg == "!" => keep(),
+        Value::Binary(_) | Value::Ext(..) => keep(),
+        other => other,
     }
 }
 

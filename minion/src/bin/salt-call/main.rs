@@ -36,8 +36,8 @@ struct Ran {
     out: Option<&'static str>,
 }
 
-/// Salt's `parse_input`: `key=value` strings become one `__kwarg__` map (values YAML-loaded,
-/// maps and lists included), the others stay positional strings.
+/// Salt's `parse_input`: `key=value` strings become one `__kwarg__` map, the others stay
+/// positional; every value goes through Salt's `yamlify_arg`.
 fn raw_args(args: &[String]) -> Vec<Value> {
     let mut raw = Vec::new();
     let mut kw: Vec<(Value, Value)> = Vec::new();
@@ -52,14 +52,9 @@ fn raw_args(args: &[String]) -> Vec<Value> {
                     && k.chars()
                         .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '-') =>
             {
-                let val = match salt_render::yaml::load(v) {
-                    Ok(Some(x)) => x,
-                    Ok(None) => Value::Nil,
-                    Err(_) => Value::from(v),
-                };
-                kw.push((Value::from(k), val));
+                kw.push((Value::from(k), modules::yamlify_arg(v)));
             }
-            _ => raw.push(Value::from(a.as_str())),
+            _ => raw.push(modules::yamlify_arg(a)),
         }
     }
     if !kw.is_empty() {
@@ -80,15 +75,22 @@ fn retcode(ret: &Value, rc: i64) -> i64 {
     i64::from(failed)
 }
 
-/// Run the function of `cli` with the context of `ctx`.
+/// Run the function of `cli` with the context of `ctx`. The job load is Salt's caller's
+/// (`fun`, `pid`, `jid`, `tgt: salt-call`): `**kwargs` functions see it as `__pub_*`.
 async fn call(cli: &Cli, ctx: &ExecContext) -> Ran {
-    let out = modules::call(
-        cli.fun(),
-        &raw_args(&cli.args),
-        &Value::Map(Vec::new()),
-        ctx,
-    )
-    .await;
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let job = Value::Map(vec![
+        (Value::from("fun"), Value::from(cli.fun())),
+        (Value::from("pid"), Value::from(std::process::id())),
+        (
+            Value::from("jid"),
+            Value::from(salt_proto::ids::format_jid(since_epoch)),
+        ),
+        (Value::from("tgt"), Value::from("salt-call")),
+    ]);
+    let out = modules::call(cli.fun(), &raw_args(&cli.args), &job, ctx).await;
     Ran {
         retcode: retcode(&out.ret, out.retcode),
         ret: out.ret,
