@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use rmpv::Value;
 use salt_config::{MasterType, MinionConfig};
+use salt_failover::{self as failover, FailoverConfig, MasterAddr};
 use salt_minion_core::driver::{MinionSettings, RunOutcome};
-use salt_minion_core::failover::{self, FailoverConfig, MasterAddr};
 use salt_proto::auth_minion::AuthSettings;
 
 /// A configuration the minion cannot run with.

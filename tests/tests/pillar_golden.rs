@@ -4,7 +4,7 @@
 //! every top match type, a missing SLS in `_errors`).
 //!
 //! Salt's side is `salt-call --local pillar.items` (its own pillar compiler with its minion's
-//! grains); ours is `salt_master_core::pillar::compile` with the same grains. No daemons:
+//! grains); ours is `salt_pillar::compile` with the same grains. No daemons:
 //! a few seconds per version.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,7 +12,7 @@ use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_integration_tests::TempRoot;
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::pillar_support::{NODEGROUPS, golden_tree, salt_call_local};
-use salt_master_core::pillar::{Request, compile};
+use salt_pillar::{Options, Request, compile};
 
 #[test]
 fn golden_3006() {
@@ -73,6 +73,7 @@ fn run(version: &str) {
     let cfg = salt_config::MasterConfig::load(&salt_config::LoadOptions::new(&conf))
         .unwrap()
         .config;
+    let cfg = Options::from(&cfg);
     let req = Request {
         id: "pym1".into(),
         grains: json_to_msgpack(&grains),

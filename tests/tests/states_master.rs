@@ -9,7 +9,9 @@
 //!    `cp.get_file`, `cp.hash_file`, `cp.push`, `pillar.items`, `pillar.get` answer the same; `salt-call state.apply` against our
 //!    master (no `--local`) applies the same tree with our minion's keys. A second
 //!    `state.sls` while one runs gets Salt's `state.running` conflict list on both minions
-//!    (same text, pids/jids/times aside); ours with `queue=True` waits, then runs.
+//!    (same text, pids/jids/times aside); ours with `queue=True` waits, then runs. An SLS
+//!    whose template calls `salt['file.file_exists']` and `salt['cmd.run']` applies the
+//!    same on both minions and through `salt-call` against the master.
 //! 2. `ours_on_salt_master`: our minion applies the tree published by Salt 3007.17's master.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -58,6 +60,18 @@ fn make_tree(root: &Path) {
         "extra.sls",
         &format!(
             "extra-note:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/note\n    - contents: {{{{ salt['pillar.get']('app:name') }}}}\n    - makedirs: True\n"
+        ),
+    );
+    // A template calling execution modules (`salt[...]` once panicked "Cannot start a
+    // runtime from within a runtime" outside the daemon's blocking threads).
+    write(
+        &srv,
+        "tmpl.sls",
+        &format!(
+            "{{% if salt['file.file_exists']('{s}/top.sls') %}}\n\
+             from-template:\n  test.succeed_without_changes:\n    - name: {{{{ salt['cmd.run']('echo from-cmd') }}}}\n\
+             {{% endif %}}\n",
+            s = srv.display()
         ),
     );
     write(
@@ -274,6 +288,15 @@ fn ours_and_python_on_our_master() {
     );
     step(t0, "state.apply: same returns and files");
 
+    // A template calling `salt['file.file_exists']` and `salt['cmd.run']`, in the daemon.
+    let t = both(&["state.sls", "tmpl"], 60);
+    assert!(all_true(&t), "{t:#}");
+    assert!(t.to_string().contains("from-cmd"), "{t:#}");
+    step(
+        t0,
+        "template calling salt[...] in the daemon: same as the Python minion",
+    );
+
     // Again: nothing to do; `--out highstate` text identical.
     let again = both(&["state.apply"], 120);
     assert!(all_true(&again), "{again:#}");
@@ -479,6 +502,28 @@ fn ours_and_python_on_our_master() {
     );
     assert_eq!(files_under(&out.join(rs_id)), py_files);
     step(t0, "salt-call state.apply against our master");
+    // The template calling execution modules, through salt-call against the master.
+    let mut c = Command::new(bins().unwrap().minion.with_file_name("salt-call"));
+    c.arg("-c").arg(rs_conf.conf_dir()).args([
+        "--retcode-passthrough",
+        "--out",
+        "json",
+        "state.sls",
+        "tmpl",
+    ]);
+    let res = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+    assert_eq!(
+        res.status.and_then(|s| s.code()),
+        Some(0),
+        "{}\n{}",
+        res.stdout,
+        res.stderr
+    );
+    assert!(res.stdout.contains("from-cmd"), "{}", res.stdout);
+    step(
+        t0,
+        "salt-call state.sls with salt[...] templates against our master",
+    );
     drop(minions);
     drop(master);
     assert_no_leftovers(root.path());

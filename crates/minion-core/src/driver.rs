@@ -13,7 +13,7 @@
 //! Sign-ins, alive checks and failback pings are timed out by the state machine; the
 //! driver only reports answers. A publish that no longer decrypts (the master rotated its
 //! AES key) triggers one re-authentication with the current master after a random delay
-//! ([`crate::rekey`]: spread so a fleet does not stampede), after which the held publish is
+//! ([`salt_failover::rekey`]: spread so a fleet does not stampede), after which the held publish is
 //! decoded once; a request whose reply does not decrypt (the session key rotated) re-auths
 //! at once and is retried once.
 
@@ -32,11 +32,11 @@ use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
 use crate::channel::{ChannelError, Session, minion_tok, open_pillar, topic_for};
-use crate::failover::{Action, CheckId, Event, FailoverConfig, FailoverState, MasterAddr};
 use crate::job::{JidQueue, Job};
 use crate::modules::ExecContext;
 use crate::net::{self, NetError, SubNote, SubOptions};
-use crate::rekey::ReauthSpread;
+use salt_failover::rekey::ReauthSpread;
+use salt_failover::{Action, CheckId, Event, FailoverConfig, FailoverState, MasterAddr};
 
 mod actions;
 mod auth;
@@ -80,7 +80,7 @@ pub struct MinionSettings {
     /// Seed for the state machine's randomness.
     pub rng_seed: u64,
     /// `random_reauth_delay`: bounds the random wait before re-authenticating after the
-    /// master rotated its AES key (capped, see [`crate::rekey`]).
+    /// master rotated its AES key (capped, see [`salt_failover::rekey`]).
     pub random_reauth_delay: Duration,
     /// Prometheus metrics to keep up to date (`metrics_port`), if any.
     pub metrics: Option<Arc<crate::metrics::MinionMetrics>>,
@@ -107,7 +107,7 @@ pub enum DriverError {
     Keys(#[from] salt_pki::Error),
     /// The failover configuration is invalid.
     #[error("master configuration: {0}")]
-    Config(#[from] crate::failover::ConfigError),
+    Config(#[from] salt_failover::ConfigError),
     /// A start-up step's thread failed (panicked).
     #[error("start-up: {0}")]
     Startup(String),

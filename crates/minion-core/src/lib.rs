@@ -6,26 +6,25 @@
 //!   `cp`, `pillar`, `saltutil`); [`fileclient`]: `salt://` from the master;
 //!   [`master_link`]: the AES request channel modules use.
 //! * [`job`]: publish load → job → `_return` load; duplicate-jid filter.
-//! * [`rekey`]: when to re-authenticate after an AES key rotation (spread, no stampede).
 //! * [`pageout`]: the start-up's code pages given back once signed in, a job's once idle.
 // Denied, not forbidden: `pageout` allows itself its one FFI call (madvise).
 #![deny(unsafe_code)]
 
+pub mod blocking;
 pub mod channel;
 pub mod cmdmod;
 pub mod driver;
-pub mod failover;
 pub mod fileclient;
 pub mod grains;
 pub mod job;
 pub mod kept;
 pub mod master_link;
+pub mod masterless;
 pub mod matcher;
 pub mod metrics;
 pub mod modules;
 pub mod net;
 pub mod pageout;
-pub mod rekey;
 pub mod running;
 pub mod signin;
 pub mod startup;

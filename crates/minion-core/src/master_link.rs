@@ -72,9 +72,7 @@ impl MasterLink {
 
     /// [`Self::send`] from blocking code (a state run on a blocking thread).
     pub fn send_blocking(&self, load: &Value) -> Result<Value, String> {
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| "no runtime for a master request".to_owned())?;
-        handle.block_on(self.send(load))
+        crate::blocking::wait(self.send(load))?
     }
 
     /// `_pillar` (ver 2) with `grains`, `saltenv`, `pillarenv` and a `pillar_override` map.

@@ -1,4 +1,4 @@
-//! Pillar compiles per second of our master's compiler (`salt_master_core::pillar::compile`,
+//! Pillar compiles per second of our master's compiler (`salt_pillar::compile`,
 //! the work of one `_pillar` request) for N minions over a pillar tree.
 //!
 //! `pillar_bench --tree DIR --grains FILE.json -n 1000 [--threads T]`; prints one line:
@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Parser;
 use salt_compat::json::json_to_msgpack;
-use salt_master_core::pillar::{Request, compile};
+use salt_pillar::{Options, Request, compile};
 
 #[derive(Parser)]
 struct Args {
@@ -46,6 +46,7 @@ fn main() -> anyhow::Result<()> {
     let cfg = salt_config::MasterConfig::load(&salt_config::LoadOptions::new(dir.path()))
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .config;
+    let cfg = Options::from(&cfg);
     let text = std::fs::read_to_string(&args.grains).context("grains file")?;
     let grains: serde_json::Value = serde_json::from_str(&text)?;
     let grains = json_to_msgpack(&grains);

@@ -124,7 +124,7 @@ pub struct Config {
     pub auth_timeout: Duration,
     /// `random_reauth_delay` of our minion: after a publish that no longer decrypts, wait a
     /// random delay in `[0, min(this, 2 s)]` before signing in again
-    /// (`salt_minion_core::rekey`); zero: at once, as a Python minion.
+    /// (`salt_failover::rekey`); zero: at once, as a Python minion.
     pub reauth_spread: Duration,
 }
 

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rand::RngCore;
 use rmpv::Value;
 use salt_compat::map_get;
+use salt_failover::rekey::ReauthSpread;
 use salt_minion_core::channel::Session;
 use salt_minion_core::job::JidQueue;
-use salt_minion_core::rekey::ReauthSpread;
 use salt_pki::{Crypticle, PublicKey, Zeroizing};
 use salt_proto::auth_minion::{AuthClient, AuthSettings};
 

@@ -20,7 +20,7 @@ impl Driver {
         // In failover mode a master whose port is closed is skipped at once (the next one
         // may be up); with one master (`str`), a sign-in sent before the master is up waits
         // for it, as Salt's does, instead of failing into a backoff.
-        let fail_fast = self.s.failover.master_type == crate::failover::MasterType::Failover;
+        let fail_fast = self.s.failover.master_type == salt_failover::MasterType::Failover;
         tokio::spawn(async move {
             let ip = match tokio::net::lookup_host((addr.host.as_str(), addr.port)).await {
                 Ok(mut it) => match it.next() {

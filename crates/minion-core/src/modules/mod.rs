@@ -53,6 +53,9 @@ pub struct ExecContext {
     pub cachedir: PathBuf,
     /// Minion options visible to templates as `opts` (a map).
     pub opts: Arc<Value>,
+    /// Masterless (`file_client: local`, `salt-call --local`): files from `file_roots`, the
+    /// pillar compiled here from `pillar_roots`.
+    pub local: Option<Arc<crate::masterless::Masterless>>,
 }
 
 impl ExecContext {
@@ -65,7 +68,32 @@ impl ExecContext {
             pillar: Arc::default(),
             cachedir: PathBuf::from("/var/cache/salt/minion"),
             opts: Arc::new(Value::Map(Vec::new())),
+            local: None,
         }
+    }
+
+    /// A pillar compiled for this call: a `_pillar` from the master, or compiled here when
+    /// masterless; `None` with neither (the cached pillar is all there is).
+    pub fn fresh_pillar(
+        &self,
+        saltenv: Option<&str>,
+        pillarenv: Option<&str>,
+        pillar_override: Value,
+    ) -> Option<Result<Value, String>> {
+        if let Some(local) = &self.local {
+            return Some(Ok(local.pillar(
+                &self.id,
+                &self.grains,
+                saltenv,
+                pillarenv,
+                pillar_override,
+            )));
+        }
+        let link = self.master.as_ref()?;
+        Some(
+            crate::blocking::wait(link.pillar(&self.grains, saltenv, pillarenv, pillar_override))
+                .and_then(|r| r),
+        )
     }
 
     /// The pillar as last compiled (`{}` before the first `_pillar`).
@@ -354,6 +382,14 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
     not_available(fun)
 }
 
+/// Whether [`call`] knows `fun`: a function of the registry or of the provider, or one it
+/// refuses by name (`saltutil.sync_*`); `salt-call` answers the others as Salt's does.
+pub fn is_known(fun: &str) -> bool {
+    lookup(fun).is_some()
+        || provider().functions().contains(&fun)
+        || fun.starts_with("saltutil.sync_")
+}
+
 /// Salt's words first (tools match them), then what there is.
 fn not_available(fun: &str) -> CallOutcome {
     CallOutcome::error(format!(
@@ -382,13 +418,10 @@ pub fn call_blocking(
         m.push((Value::from("__kwarg__"), Value::Boolean(true)));
         raw.push(Value::Map(m));
     }
-    // A known function without a runtime to run on is an error, not "not available".
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return Some(CallOutcome::error(format!(
-            "{fun}: no runtime to run it on (called outside the minion)"
-        )));
-    };
-    Some(handle.block_on(call(fun, &raw, &Value::Map(Vec::new()), ctx)))
+    Some(
+        crate::blocking::wait(call(fun, &raw, &Value::Map(Vec::new()), ctx))
+            .unwrap_or_else(|e| CallOutcome::error(format!("{fun}: {e}"))),
+    )
 }
 
 /// Arguments split into positional and keyword, after Salt's parsing rules.
@@ -415,7 +448,7 @@ impl Args {
                     }
                 }
                 Value::String(s) => match s.as_str().and_then(parse_kwarg) {
-                    Some((k, v)) => out.set(k, yamlify(v)),
+                    Some((k, v)) => out.set(k, yamlify_arg(v)),
                     None => out.args.push(a.clone()),
                 },
                 other => out.args.push(other.clone()),
@@ -458,22 +491,39 @@ fn parse_kwarg(s: &str) -> Option<(&str, &str)> {
     Some((k, v))
 }
 
-/// A small subset of Salt's `yamlify_arg` for `key=value` strings: ints, floats,
-/// booleans and null become typed; everything else stays a string.
-fn yamlify(v: &str) -> Value {
-    match v {
-        "True" | "true" => Value::Boolean(true),
-        "False" | "false" => Value::Boolean(false),
-        "None" | "null" | "~" => Value::Nil,
-        _ => {
-            if let Ok(i) = v.parse::<i64>() {
-                Value::from(i)
-            } else if v.contains('.') && v.parse::<f64>().is_ok_and(f64::is_finite) {
-                Value::F64(v.parse::<f64>().unwrap_or_default())
-            } else {
-                Value::from(v)
-            }
-        }
+/// Salt's `salt.utils.args.yamlify_arg`: a command-line string YAML-loaded (Salt's YAML 1.1),
+/// except where Salt keeps the string: blank or document markers, digits with underscores,
+/// control characters, a `#` that would load as a comment, a map or list not written in
+/// braces/brackets, `|` and `!` (which load as empty), and anything that fails to load.
+pub fn yamlify_arg(arg: &str) -> Value {
+    let keep = || Value::from(arg);
+    let t = arg.trim();
+    if matches!(t, "" | "---" | "...")
+        || (arg.contains('_') && t.chars().all(|c| c.is_ascii_digit() || c == '_'))
+        || arg.contains(['\t', '\r', '\n'])
+    {
+        return keep();
+    }
+    if arg == "None" {
+        return Value::Nil;
+    }
+    let Ok(loaded) = salt_render::yaml::load(arg) else {
+        return keep();
+    };
+    let loaded = loaded.unwrap_or(Value::Nil);
+    if arg.contains('#') {
+        return match loaded {
+            Value::String(_) | Value::Nil => keep(),
+            other => other,
+        };
+    }
+    match loaded {
+        Value::Map(_) if !arg.starts_with('{') => keep(),
+        Value::Array(_) if !arg.starts_with('[') => keep(),
+        Value::String(s) if s.as_str() == Some("") && matches!(arg, "|" | "!") => keep(),
+        Value::Nil if arg == "!" => keep(),
+        Value::Binary(_) | Value::Ext(..) => keep(),
+        other => other,
     }
 }
 

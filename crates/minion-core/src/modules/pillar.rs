@@ -1,7 +1,8 @@
 //! `pillar.*` (`get`, `items`, `item`, `raw`, `keys`, `ls`, `data`), `saltutil.refresh_pillar`
 //! and `saltutil.sync_grains`, as Salt's `salt/modules/pillar.py` and `saltutil.py` have them.
 //!
-//! `pillar.items`/`ls`/`data` ask the master for a fresh pillar (`_pillar`), as Salt does;
+//! `pillar.items`/`ls`/`data` ask the master for a fresh pillar (`_pillar`; masterless: compile
+//! it here), as Salt does;
 //! `get`, `item`, `raw` and `keys` read the minion's in-memory pillar unless `pillarenv` or
 //! `saltenv` is given.
 
@@ -82,9 +83,6 @@ fn fresh(c: &Call) -> Result<Value, CallOutcome> {
             c.fun
         )));
     }
-    let Some(link) = &c.ctx.master else {
-        return Ok(c.ctx.pillar_now());
-    };
     let s = |k: &str| c.args.kw(k).filter(|v| !v.is_nil()).map(text);
     let over = match c.args.kw("pillar") {
         None | Some(Value::Nil) => Value::Map(Vec::new()),
@@ -96,16 +94,13 @@ fn fresh(c: &Call) -> Result<Value, CallOutcome> {
             ));
         }
     };
-    let handle =
-        tokio::runtime::Handle::try_current().map_err(|e| CallOutcome::error(e.to_string()))?;
-    handle
-        .block_on(link.pillar(
-            &c.ctx.grains,
-            s("saltenv").as_deref(),
-            s("pillarenv").as_deref(),
-            over,
-        ))
-        .map_err(CallOutcome::error)
+    match c
+        .ctx
+        .fresh_pillar(s("saltenv").as_deref(), s("pillarenv").as_deref(), over)
+    {
+        None => Ok(c.ctx.pillar_now()),
+        Some(r) => r.map_err(CallOutcome::error),
+    }
 }
 
 fn env_given(c: &Call) -> bool {
@@ -230,7 +225,7 @@ fn keys(c: &Call) -> CallOutcome {
 
 /// `saltutil.refresh_pillar`: a fresh `_pillar` replaces the minion's (targeting included).
 fn refresh(c: &Call) -> CallOutcome {
-    if c.ctx.master.is_none() {
+    if c.ctx.master.is_none() && c.ctx.local.is_none() {
         return CallOutcome::error(
             "saltutil.refresh_pillar: this salt-rs minion is not connected to a master".into(),
         );

@@ -1,5 +1,6 @@
-//! `state.*` on the minion daemon (and `salt-call` against a master): the state system of
-//! `salt-states` with the remote file client and the master's pillar.
+//! `state.*` on the minion daemon and in `salt-call`: the state system of `salt-states` with
+//! the remote file client and the master's pillar, or, masterless (`salt-call --local`,
+//! `file_client: local`), with `file_roots` and the pillar compiled here.
 //!
 //! Each run compiles a fresh pillar from the master (`_pillar` with grains, `saltenv`,
 //! `pillarenv` and `pillar=` overrides) when asked for another environment or an override,
@@ -87,6 +88,11 @@ pub fn remote_client(c: &Call) -> Result<Arc<RemoteFileClient>, CallOutcome> {
             link.clone(),
             c.ctx.cachedir.clone(),
         ))),
+        None if c.ctx.local.is_some() => Err(CallOutcome::error(format!(
+            "{}: not supported by salt-rs with file_client: local (it needs the master's \
+             file server)",
+            c.fun
+        ))),
         None => Err(CallOutcome::error(format!(
             "{}: this salt-rs minion is not connected to a master (no file server)",
             c.fun
@@ -94,8 +100,16 @@ pub fn remote_client(c: &Call) -> Result<Arc<RemoteFileClient>, CallOutcome> {
     }
 }
 
-/// The pillar a run sees: the minion's, or a fresh `_pillar` for another environment or an
-/// override.
+/// The state system's file client: `file_roots` when masterless, else the master's.
+fn file_client(c: &Call) -> Result<Arc<dyn FileClient>, CallOutcome> {
+    match &c.ctx.local {
+        Some(local) => Ok(Arc::new(local.file_client())),
+        None => remote_client(c).map(|cl| cl as Arc<dyn FileClient>),
+    }
+}
+
+/// The pillar a run sees: the minion's, or a fresh one (`_pillar`, or compiled here when
+/// masterless) for another environment or an override.
 pub fn run_pillar(c: &Call) -> Result<Value, String> {
     let kw_str = |k: &str| c.args.kw(k).filter(|v| !v.is_nil()).map(text);
     let override_ = match c.args.kw("pillar") {
@@ -118,16 +132,13 @@ pub fn run_pillar(c: &Call) -> Result<Value, String> {
     if let (Some(p), None, None, None) = (&cached, &override_, &saltenv, &pillarenv) {
         return Ok(p.clone());
     }
-    let Some(link) = &c.ctx.master else {
-        return Ok(cached.unwrap_or_else(|| Value::Map(Vec::new())));
-    };
-    let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-    handle.block_on(link.pillar(
-        &c.ctx.grains,
-        saltenv.as_deref(),
-        pillarenv.as_deref(),
-        override_.unwrap_or_else(|| Value::Map(Vec::new())),
-    ))
+    c.ctx
+        .fresh_pillar(
+            saltenv.as_deref(),
+            pillarenv.as_deref(),
+            override_.unwrap_or_else(|| Value::Map(Vec::new())),
+        )
+        .unwrap_or_else(|| Ok(cached.unwrap_or_else(|| Value::Map(Vec::new()))))
 }
 
 fn exclude(v: Option<&Value>) -> Vec<Value> {
@@ -182,7 +193,7 @@ fn run(c: &Call) -> CallOutcome {
         Ok(guard) => guard,
         Err(conflict) => return conflict,
     };
-    let client = match remote_client(c) {
+    let client = match file_client(c) {
         Ok(cl) => cl,
         Err(e) => return e,
     };
@@ -221,7 +232,6 @@ fn run(c: &Call) -> CallOutcome {
         exclude: exclude(c.args.kw("exclude")),
         salt: salt_hook(&c.ctx),
     };
-    let client: Arc<dyn FileClient> = client;
     let mods = mods(c);
     let outcome = match c.fun.as_str() {
         "state.apply" if mods.is_empty() => salt_states::highstate(client, &opts),

@@ -1,5 +1,9 @@
-//! Master selection, failover, failback and liveness for the minion, as a sans-IO state
-//! machine.
+//! salt-failover: master selection, failover, failback and liveness for the minion, as a
+//! sans-IO state machine; and [`rekey`], when to re-authenticate after an AES key rotation.
+//!
+//! Nothing here does I/O or reads a clock: `clippy.toml` disallows `Instant::now`,
+//! `SystemTime::now`, `thread_rng`, sleeps, threads, sockets, files and processes, so
+//! `cargo clippy -p salt-failover -- -D warnings` fails on any that creep in.
 //!
 //! [`FailoverState`] decides which master the minion talks to and when that master counts as
 //! lost. It has no sockets, never reads the clock (every input carries `now`), and its only
@@ -27,6 +31,7 @@ use tracing::Level;
 mod config;
 mod liveness;
 mod phase;
+pub mod rekey;
 mod signin;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
@@ -548,6 +553,7 @@ fn labels(masters: &[MasterAddr]) -> Vec<String> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[allow(clippy::disallowed_methods)] // a test's epoch: only differences are used
 mod tests {
     use super::*;
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use salt_minion_core::failover::sim::{Answer, FakeMaster, Health, Sim};
-use salt_minion_core::failover::{
+use salt_failover::sim::{Answer, FakeMaster, Health, Sim};
+use salt_failover::{
     Action, EXIT_REJECTED, EXIT_UNRESOLVABLE, FailoverConfig, MasterAddr, MasterType, PhaseKind,
 };
 
@@ -142,7 +142,7 @@ fn freeze_and_black_hole_are_detected_within_half_the_alive_interval() {
                 assert_eq!(sim.st.current_master(), Some(1));
                 assert_eq!(
                     sim.st.leave_counts()[1],
-                    (salt_minion_core::failover::LeaveCause::AliveCheckFailed, 1),
+                    (salt_failover::LeaveCause::AliveCheckFailed, 1),
                     "counted for metrics"
                 );
             }

@@ -8,7 +8,7 @@ use std::path::Path;
 use rmpv::Value;
 use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_config::{LoadOptions, MasterConfig};
-use salt_master_core::pillar::{Request, compile};
+use salt_pillar::{Options, Request, compile};
 use serde_json::{Value as Js, json};
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -17,14 +17,15 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-fn cfg(root: &Path, extra: &str) -> MasterConfig {
+fn cfg(root: &Path, extra: &str) -> Options {
     let yaml = format!(
         "root_dir: {r}\npillar_roots: {{base: [{r}/base], dev: [{r}/dev], __env__: [{r}/envs/__env__]}}\n{extra}",
         r = root.display()
     );
-    MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(root))
+    let cfg = MasterConfig::from_yaml_str(&yaml, &LoadOptions::new(root))
         .unwrap()
-        .config
+        .config;
+    Options::from(&cfg)
 }
 
 fn req(saltenv: Option<&str>, pillarenv: Option<&str>, over: Js) -> Request {
@@ -47,7 +48,7 @@ fn tree(root: &Path) {
     write(root, "envs/feature1/f.sls", "who: {{ saltenv }}\n");
 }
 
-fn compile_js(c: &MasterConfig, r: &Request) -> Js {
+fn compile_js(c: &Options, r: &Request) -> Js {
     msgpack_to_json(&compile(c, r))
 }
 

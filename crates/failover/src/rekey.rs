@@ -85,6 +85,7 @@ impl ReauthSpread {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[allow(clippy::disallowed_methods)] // a test's epoch: only differences are used
 mod tests {
     use super::*;
 

@@ -139,6 +139,7 @@ impl Loader for Roots {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -1,37 +1,13 @@
-//! Pillar compilation on the master (`salt/pillar/__init__.py` `Pillar.compile_pillar`).
-//!
-//! For one `_pillar` request: resolve the environments ([`roots`]), render every
-//! environment's `top.sls`, keep the SLS whose targets match the minion (Salt's
-//! `confirm_top`: compound by default, or the `match:` type), render them with
-//! `include:` (`defaults`, `key`), merge with `pillar_source_merging_strategy` and
-//! `pillar_merge_lists`, add `_errors`, and merge the minion's `pillar_override` last.
-//! `ext_pillar` is not implemented: the config loader warns about it once at start-up.
-
-pub mod roots;
+//! The compilation itself: top files, their matches, SLS with includes, merging.
 
 use std::sync::Arc;
 
 use rmpv::Value;
-use salt_config::MasterConfig;
 use salt_render::merge::merge;
 use salt_render::{Context, render};
 
-use roots::Roots;
-
-/// What the minion sent in its `_pillar` load.
-#[derive(Clone, Debug)]
-pub struct Request {
-    /// Minion id.
-    pub id: String,
-    /// Its grains (`id` set to the minion id, as Salt does).
-    pub grains: Value,
-    /// `saltenv` (or the deprecated `env`).
-    pub saltenv: Option<String>,
-    /// `pillarenv`.
-    pub pillarenv: Option<String>,
-    /// `pillar_override` (a map; anything else is ignored as Salt does).
-    pub pillar_override: Value,
-}
+use crate::roots::Roots;
+use crate::{Options, Request};
 
 /// One target of a merged top file.
 struct TopEntry {
@@ -43,7 +19,7 @@ struct TopEntry {
 }
 
 struct Compiler<'a> {
-    cfg: &'a MasterConfig,
+    cfg: &'a Options,
     req: &'a Request,
     roots: Arc<Roots>,
     pillarenv: Option<String>,
@@ -54,7 +30,7 @@ struct Compiler<'a> {
 }
 
 /// Compile the pillar of one minion.
-pub fn compile(cfg: &MasterConfig, req: &Request) -> Value {
+pub fn compile(cfg: &Options, req: &Request) -> Value {
     let pillarenv = req
         .pillarenv
         .clone()
@@ -107,6 +83,8 @@ pub fn compile(cfg: &MasterConfig, req: &Request) -> Value {
             m.push((Value::from("_errors"), Value::Array(errs)));
         }
     }
+    // The seam for `ext_pillar`: Salt merges the external pillars here, after the top-file
+    // pillar (`ext_pillar_first: False`), with the same strategy, before the override.
     let ov = c.override_map();
     if matches!(&ov, Value::Map(m) if !m.is_empty()) {
         pillar = c.merge(pillar, ov);
@@ -282,7 +260,7 @@ impl Compiler<'_> {
 
     /// `top_matches`: per environment, the SLS names this minion gets.
     fn top_matches(&mut self, top: &[TopEntry]) -> Vec<(String, Vec<String>)> {
-        let groups: Vec<(String, Value)> = crate::minions::target::nodegroups(self.cfg);
+        let groups = &self.cfg.nodegroups;
         let ov = self.override_map();
         let facts = salt_matcher::Facts {
             id: &self.req.id,
@@ -303,7 +281,7 @@ impl Compiler<'_> {
             }
             let kind = kind.as_deref().unwrap_or("compound");
             let hit =
-                match salt_matcher::check(facts, &Value::from(tgt.as_str()), kind, None, &groups) {
+                match salt_matcher::check(facts, &Value::from(tgt.as_str()), kind, None, groups) {
                     Ok(r) => r == Some(true),
                     Err(e) => {
                         self.errors
@@ -476,40 +454,4 @@ fn take_key(v: &Value, key: &str) -> Vec<Value> {
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     }
-}
-
-/// Answer a `_pillar` request (Salt's `AESFuncs._pillar`): compile, then keep grains and
-/// pillar in the minion data cache.
-pub fn answer(
-    shared: &crate::shared::Shared,
-    id: &str,
-    load: &salt_proto::msg::PillarRequest,
-) -> Value {
-    let mut grains = match &load.grains {
-        Value::Map(m) => m.clone(),
-        _ => Vec::new(),
-    };
-    match grains.iter_mut().find(|(k, _)| k.as_str() == Some("id")) {
-        Some(slot) => slot.1 = Value::from(id),
-        None => grains.push((Value::from("id"), Value::from(id))),
-    }
-    let req = Request {
-        id: id.to_owned(),
-        grains: Value::Map(grains),
-        saltenv: load.saltenv_or_env().map(str::to_owned),
-        pillarenv: load.pillarenv.clone(),
-        pillar_override: load.pillar_override.clone(),
-    };
-    let pillar = compile(&shared.cfg, &req);
-    if shared.cfg.minion_data_cache {
-        let data = Value::Map(vec![
-            (Value::from("grains"), req.grains),
-            (Value::from("pillar"), pillar.clone()),
-        ]);
-        let cache = crate::minions::data::MinionCache::new(&shared.cfg.cachedir);
-        if let Err(e) = cache.store(id, "data", &data) {
-            tracing::warn!("Minion data cache for {id} not written: {e}");
-        }
-    }
-    pillar
 }

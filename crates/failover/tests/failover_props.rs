@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use salt_minion_core::failover::sim::{Answer, FakeMaster, Health, Sim};
-use salt_minion_core::failover::{EXIT_REJECTED, FailoverConfig, MasterAddr};
+use salt_failover::sim::{Answer, FakeMaster, Health, Sim};
+use salt_failover::{EXIT_REJECTED, FailoverConfig, MasterAddr};
 
 /// Faults happen in the first 300 s.
 const FAULT_WINDOW_MS: u64 = 300_000;

@@ -1,0 +1,40 @@
+//! The master's answer to `_pillar` (Salt's `AESFuncs._pillar`): the pillar compiled by
+//! `salt-pillar`, grains and pillar kept in the minion data cache.
+
+use rmpv::Value;
+
+/// Answer a `_pillar` request (Salt's `AESFuncs._pillar`): compile, then keep grains and
+/// pillar in the minion data cache.
+pub fn answer(
+    shared: &crate::shared::Shared,
+    id: &str,
+    load: &salt_proto::msg::PillarRequest,
+) -> Value {
+    let mut grains = match &load.grains {
+        Value::Map(m) => m.clone(),
+        _ => Vec::new(),
+    };
+    match grains.iter_mut().find(|(k, _)| k.as_str() == Some("id")) {
+        Some(slot) => slot.1 = Value::from(id),
+        None => grains.push((Value::from("id"), Value::from(id))),
+    }
+    let req = salt_pillar::Request {
+        id: id.to_owned(),
+        grains: Value::Map(grains),
+        saltenv: load.saltenv_or_env().map(str::to_owned),
+        pillarenv: load.pillarenv.clone(),
+        pillar_override: load.pillar_override.clone(),
+    };
+    let pillar = salt_pillar::compile(&salt_pillar::Options::from(&shared.cfg), &req);
+    if shared.cfg.minion_data_cache {
+        let data = Value::Map(vec![
+            (Value::from("grains"), req.grains),
+            (Value::from("pillar"), pillar.clone()),
+        ]);
+        let cache = crate::minions::data::MinionCache::new(&shared.cfg.cachedir);
+        if let Err(e) = cache.store(id, "data", &data) {
+            tracing::warn!("Minion data cache for {id} not written: {e}");
+        }
+    }
+    pillar
+}
