@@ -2,6 +2,8 @@
 //!
 //! * [`local`]: the protocol between `salt`/`salt-run` and the master's Unix socket
 //!   `{sock_dir}/local_client.sock` (`salt_master_core::local_server` is the other end);
+//! * [`session`]: one request over it, given up with Salt's "Salt request timed out" when the
+//!   master does not answer;
 //! * [`output`]: Salt's outputters (`salt_output`);
 //! * [`args`]: a runner call's arguments bound to the function's Python signature;
 //! * [`event_line`]: an event as `state.event` prints it.
@@ -10,6 +12,7 @@
 
 pub mod args;
 pub mod local;
+pub mod session;
 pub use salt_output as output;
 
 /// `tag\tdata` as `salt-run state.event` prints an event: `salt.utils.json.dumps(data)`, one
