@@ -4,11 +4,11 @@
 # golden formula tree tests/data/pillar-golden, same grains, same machine, one after the other.
 #   scripts/bench-pillar.sh [N]          BENCH_PILLAR_THREADS (ours, default "1 2")
 #   BENCH_PILLAR_SALT_N: minions for Salt's side (default N; Salt needs ~0.3 s each here)
-#   SALT_VENV (default /work/main/.venv/salt-3007.17)
+#   SALT_VENV (default .venv/salt-3007.17)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000}"
-VENV="${SALT_VENV:-/work/main/.venv/salt-3007.17}"
+VENV="${SALT_VENV:-$PWD/.venv/salt-3007.17}"
 TREE="$PWD/tests/data/pillar-golden"
 EXTRA="nodegroups: {grouped: 'L@pym1,other'}"
 WORK="$(mktemp -d)"

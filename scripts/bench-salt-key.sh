@@ -17,14 +17,14 @@
 # Ours runs on N_OURS keys; Salt on N_SALT keys (both 100k by default, about three minutes;
 # pass a smaller N_SALT for a quicker run). Key files are copies of 8 real RSA-2048
 # public keys (listing, globbing and fingerprinting do not care that they repeat).
-# SALT_VENV selects the venv (default /work/main/.venv/salt-3007.17); without it only
+# SALT_VENV selects the venv (default <repo>/.venv/salt-3007.17); without it only
 # ours is measured. SALT_ACCEPT_CAP (default 30) caps real salt-key -A -y, in seconds:
 # without a master it spends ~1 s per accepted key on its event bus (more than a day for 100k).
 set -euo pipefail
 N_OURS=${1:-100000}
 N_SALT=${2:-100000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-VENV=${SALT_VENV:-/work/main/.venv/salt-3007.17}
+VENV=${SALT_VENV:-$ROOT/.venv/salt-3007.17}
 OURS=$ROOT/target/release/salt-key
 [ -x "$OURS" ] || cargo build --release -p salt-key --manifest-path "$ROOT/Cargo.toml"
 WORK=$(mktemp -d /tmp/bench-salt-key.XXXXXX)

@@ -23,7 +23,7 @@ REL = Path(os.environ.get("BENCH_BIN_DIR") or REPO / "target" / "release").resol
 # The minion's binaries (footprint section): scripts/bench.sh points this at the size-built
 # target/minion/ (Cargo profile `minion`); default REL.
 MINION_REL = Path(os.environ.get("BENCH_MINION_BIN_DIR") or REL).resolve()
-VENV = Path(os.environ.get("SALT_VENV", "/work/main/.venv/salt-3007.17"))
+VENV = Path(os.environ.get("SALT_VENV") or REPO / ".venv" / "salt-3007.17")
 KEYS = REPO / "target" / "swarm-keys"
 SIGNIN_N = int(os.environ.get("BENCH_SIGNIN_N", "1000"))
 FANOUT = [int(x) for x in os.environ.get("BENCH_FANOUT", "1000 5000 10000").split()]

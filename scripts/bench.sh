@@ -23,7 +23,6 @@ only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
 export SALT_VENV="${SALT_VENV:-$PWD/.venv/salt-3007.17}"
-[ -x "$SALT_VENV/bin/salt-master" ] || SALT_VENV=/work/main/.venv/salt-3007.17
 # Salt compiles ~3 pillars/s here: 200 of them keep its side of `pillar` near a minute.
 export BENCH_PILLAR_SALT_N="${BENCH_PILLAR_SALT_N:-200}"
 t_start=$(date +%s)

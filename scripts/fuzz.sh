@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target (or the ones named) for SECONDS each, niced, one process,
-# growing fuzz/corpus/<target>. Needs a nightly toolchain and cargo-fuzz; otherwise
-# prints SKIPPED and succeeds. CI runs a 5-second smoke of every target through
-# scripts/test.sh (FUZZ_SMOKE=1; .ci/run installs cargo-fuzz where a nightly toolchain
-# exists); the corpora are also replayed on stable by
+# growing fuzz/corpus/<target>. Needs a nightly toolchain and cargo-fuzz; without them it
+# fails under CI=true and otherwise prints SKIPPED (recorded in SALT_RS_SKIP_LOG) and
+# succeeds. CI runs a 5-second smoke of every target through scripts/test.sh (FUZZ_SMOKE=1;
+# .ci/run installs the nightly toolchain and cargo-fuzz); the corpora are also replayed on
+# stable by
 # `cargo test -p salt-proto -p salt-pki --test fuzz_corpus`.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      (default 60 seconds, all targets)
@@ -18,13 +19,24 @@ secs="${1:-60}"
 [ $# -gt 0 ] && shift
 cd "$(dirname "$0")/../fuzz"
 
-if ! cargo +nightly --version >/dev/null 2>&1; then
-    echo "SKIPPED: no nightly toolchain (rustup toolchain install nightly)"
+# A missing toolchain fails under CI=true (.ci/run installs both); elsewhere it is a skip,
+# recorded in SALT_RS_SKIP_LOG (scripts/test.sh counts them) as the tests' are.
+missing() {
+    if [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
+        echo "fuzz smoke: prerequisite missing: $1 (CI=true: .ci/run installs it)" >&2
+        exit 1
+    fi
+    echo "SKIPPED: $1"
+    if [ -n "${SALT_RS_SKIP_LOG:-}" ]; then
+        echo "SKIPPED scripts/fuzz.sh : $1" >> "$SALT_RS_SKIP_LOG"
+    fi
     exit 0
+}
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    missing "no nightly toolchain (rustup toolchain install nightly)"
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-    echo "SKIPPED: cargo-fuzz not installed (cargo install cargo-fuzz --locked)"
-    exit 0
+    missing "cargo-fuzz is not installed (cargo install cargo-fuzz --locked)"
 fi
 
 if [ $# -gt 0 ]; then

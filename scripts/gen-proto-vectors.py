@@ -3,7 +3,7 @@
 
 Run with a Salt venv's python, e.g.:
 
-    /work/main/.venv/salt-3007.17/bin/python scripts/gen-proto-vectors.py
+    .venv/salt-3007.17/bin/python scripts/gen-proto-vectors.py
 
 Writes crates/proto/tests/vectors/payload.json: a list of
 {"name", "desc", "salt_version", "hex", "bin_hex"} where `hex` is

@@ -3,7 +3,7 @@
 
 Run with a Salt venv's python (installs nothing):
 
-    /work/main/.venv/salt-3007.17/bin/python scripts/gen-vectors.py [OUT_DIR]
+    .venv/salt-3007.17/bin/python scripts/gen-vectors.py [OUT_DIR]
 
 OUT_DIR defaults to crates/pki/tests/vectors. Every value is produced by Salt's own code:
 salt.crypt.gen_keys / PrivateKey / PublicKey / sign_message / gen_signature / Crypticle,

@@ -9,17 +9,12 @@
 #      the same keys; the Python minion answers our salt (it re-authenticates by itself)
 #   3. rollback: stop ours, start the Python master again; Python's salt gets an answer
 #
-# Needs real Salt: SALT_VENV=<venv> (default /work/main/.venv/salt-3007.17, else
-# <repo>/.venv/salt-3007.17, which .ci/run creates); without it the step says SKIPPED.
+# Needs real Salt: SALT_VENV=<venv> (default <repo>/.venv/salt-3007.17, which .ci/run
+# creates); without it the step says SKIPPED.
 # Env: see lib.sh.
 source "$(dirname "$0")/lib.sh"
 
-VENV="${SALT_VENV:-}"
-if [ -z "$VENV" ]; then
-  for v in /work/main/.venv/salt-3007.17 "$REPO/.venv/salt-3007.17"; do
-    [ -x "$v/bin/salt-master" ] && { VENV=$v; break; }
-  done
-fi
+VENV="${SALT_VENV:-$REPO/.venv/salt-3007.17}"
 if [ -z "$VENV" ] || [ ! -x "$VENV/bin/salt-master" ]; then
   say "$TUT_NAME: SKIPPED: no Salt venv (set SALT_VENV)"
   exit 0

@@ -698,14 +698,10 @@ fn errors_change_nothing() {
 /// On a terminal (via util-linux `script`), slow work shows a progress line on stderr.
 #[test]
 fn spinner_on_a_terminal() {
-    let has_script = std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_script {
-        println!("SKIPPED: no `script` command to provide a pty");
+    // util-linux `script` provides the pty.
+    let Some(_) = salt_testkit::require(salt_testkit::command("script")) else {
         return;
-    }
+    };
     let lab = Lab::new();
     let bin = assert_cmd::cargo::cargo_bin("salt-key");
     let cmd = format!(

@@ -1,4 +1,4 @@
-//! Interop with real Salt 3007 (visible skip without a venv): our salt-key on a pki_dir
+//! Interop with real Salt 3007 (its venv required: `salt_testkit`): our salt-key on a pki_dir
 //! laid out by Salt, Salt's salt-key on what ours wrote (identical output), and
 //! master_pubkey_signature files verified across the two implementations.
 #![allow(clippy::unwrap_used)]
@@ -74,7 +74,7 @@ fn ours(lab: &Lab, args: &[&str]) -> String {
 
 #[test]
 fn same_output_as_salt_on_a_salt_pki_dir() {
-    let Some(venv) = salt_venv("same_output_as_salt_on_a_salt_pki_dir") else {
+    let Some(venv) = salt_venv() else {
         return;
     };
     let lab = salt_lab(&venv);
@@ -92,7 +92,7 @@ fn same_output_as_salt_on_a_salt_pki_dir() {
 
 #[test]
 fn salt_sees_what_ours_did() {
-    let Some(venv) = salt_venv("salt_sees_what_ours_did") else {
+    let Some(venv) = salt_venv() else {
         return;
     };
     let lab = salt_lab(&venv);
@@ -134,7 +134,7 @@ print("VERIFIED" if ok else "BAD")
 
 #[test]
 fn signatures_verify_both_ways() {
-    let Some(venv) = salt_venv("signatures_verify_both_ways") else {
+    let Some(venv) = salt_venv() else {
         return;
     };
     // Ours signs, Salt verifies (the minion's verify_signature path).
@@ -178,7 +178,7 @@ fn signatures_verify_both_ways() {
 
 #[test]
 fn keys_generated_by_ours_load_in_salt() {
-    let Some(venv) = salt_venv("keys_generated_by_ours_load_in_salt") else {
+    let Some(venv) = salt_venv() else {
         return;
     };
     let lab = Lab::new();

@@ -70,10 +70,9 @@ impl Bins {
     }
 }
 
-/// The workspace root (the parent of this crate's manifest directory).
+/// The workspace root (`salt_testkit::workspace_root`).
 pub fn workspace_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
+    salt_testkit::workspace_root()
 }
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or `<workspace>/target`).

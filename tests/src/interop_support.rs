@@ -1,9 +1,8 @@
 //! Helpers for the interop tests (`tests/tests/interop_*.rs`): our daemons against real Salt.
 //!
-//! * [`versions`] / [`venv_for`]: the Salt venvs to run against (`SALT_VENVS`, a
-//!   colon-separated list, else `SALT_VENV` for 3007.17, else the three venvs under
-//!   `/work/main/.venv` or `<repo>/.venv` that exist). A test per version prints
-//!   `SKIPPED: no Salt <version> venv` when its venv is absent.
+//! * [`versions`] / [`venv_for`]: the Salt venvs to run against (`salt_testkit`'s rule:
+//!   `SALT_VENVS`, `SALT_VENV`, `<workspace>/.venv/salt-<version>`); a test per version
+//!   passes [`venv_for`]'s answer to [`crate::require`].
 //! * [`serial`]: a process-wide lock so the tests of one binary run one after another (the
 //!   machine is small and real Salt is heavy; the brief asks for versions in sequence).
 //! * [`Daemon`]: a running master or minion, ours or real Salt's, started from a
@@ -19,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::bins::{Bins, workspace_root};
+use crate::bins::Bins;
 use crate::cli::{CmdOutput, run_with_timeout};
 use crate::config::{Flavor, MasterConf, MinionConf};
 use crate::error::HarnessError;
@@ -28,68 +27,9 @@ use crate::venv::SaltVenv;
 use crate::wait::{wait_for_log, wait_until};
 
 /// The three Salt versions the interop suite covers.
-pub const VERSIONS: [&str; 3] = ["3006.30", "3007.17", "3008.5"];
+pub use salt_testkit::SALT_VERSIONS as VERSIONS;
 
-/// Venv directories named by the environment or found in the default places.
-fn candidate_dirs() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    if let Some(list) = std::env::var_os("SALT_VENVS") {
-        out.extend(std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()));
-        return out;
-    }
-    if let Some(v) = std::env::var_os("SALT_VENV") {
-        out.push(PathBuf::from(v));
-    }
-    for v in VERSIONS {
-        out.push(PathBuf::from("/work/main/.venv").join(format!("salt-{v}")));
-        out.push(workspace_root().join(".venv").join(format!("salt-{v}")));
-    }
-    out
-}
-
-/// The Salt version of a venv: from its directory name `salt-<version>`, else by asking its
-/// `salt-call --version`.
-fn venv_version(dir: &Path) -> Option<String> {
-    let name = dir.file_name()?.to_string_lossy().into_owned();
-    if let Some(v) = name.strip_prefix("salt-")
-        && v.chars().next().is_some_and(|c| c.is_ascii_digit())
-    {
-        return Some(v.to_string());
-    }
-    let mut c = std::process::Command::new(dir.join("bin/python"));
-    c.args(["-c", "import salt.version; print(salt.version.__version__)"]);
-    let out = run_with_timeout(c, Duration::from_secs(60)).ok()?;
-    let v = out.stdout.trim().to_string();
-    (!v.is_empty()).then_some(v)
-}
-
-/// Every available Salt venv with its version, in the order found, without duplicates.
-pub fn versions() -> Vec<(String, SaltVenv)> {
-    let mut out: Vec<(String, SaltVenv)> = Vec::new();
-    for dir in candidate_dirs() {
-        let Some(v) = SaltVenv::at(&dir) else {
-            continue;
-        };
-        let Some(ver) = venv_version(&dir) else {
-            continue;
-        };
-        if out.iter().all(|(have, _)| *have != ver) {
-            out.push((ver, v));
-        }
-    }
-    out
-}
-
-/// The venv of Salt `version`, or `None` after printing `SKIPPED: no Salt <version> venv`.
-pub fn venv_for(version: &str) -> Option<SaltVenv> {
-    let found = versions().into_iter().find(|(v, _)| v == version);
-    if found.is_none() {
-        crate::skip(&format!(
-            "no Salt {version} venv (set SALT_VENVS or run scripts/salt-venv.sh {version})"
-        ));
-    }
-    found.map(|(_, v)| v)
-}
+pub use crate::venv::{venv_for, versions};
 
 /// A process-wide lock: interop tests of one binary hold it for their whole run.
 pub fn serial() -> MutexGuard<'static, ()> {

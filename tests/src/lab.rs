@@ -33,7 +33,7 @@ use crate::keys::{copy_into, gen_keys_or_openssl};
 use crate::netns::Netns;
 use crate::process::{DROP_GRACE, Proc, ProcSpec};
 use crate::root::TempRoot;
-use crate::venv::{SaltVenv, default_venv_dir};
+use crate::venv::SaltVenv;
 use crate::wait::{scaled, wait_until};
 
 /// How often a new `salt '*' test.ping` is started on each candidate master (default; env
@@ -82,7 +82,7 @@ impl MinionKind {
         }
         if let Some(venv) = v.strip_prefix("salt:") {
             let dir = if venv.is_empty() {
-                default_venv_dir()
+                default_venv_dir()?
             } else {
                 PathBuf::from(venv)
             };
@@ -204,7 +204,7 @@ fn master_venv_from_env() -> Result<Option<SaltVenv>, HarnessError> {
         )));
     };
     let dir = if venv.is_empty() {
-        default_venv_dir()
+        default_venv_dir()?
     } else {
         PathBuf::from(venv)
     };
@@ -665,4 +665,11 @@ impl Drop for Lab {
 /// Seconds with one decimal, or `—`.
 pub fn fmt_secs(s: Option<f64>) -> String {
     s.map_or_else(|| "—".to_string(), |v| format!("{v:.2}"))
+}
+
+/// `salt:` alone: the default Salt venv, or what is missing.
+fn default_venv_dir() -> Result<PathBuf, HarnessError> {
+    crate::venv::salt_venv()
+        .map(|v| v.dir)
+        .map_err(|m| HarnessError::Build(m.to_string()))
 }

@@ -12,8 +12,10 @@
 //! What it does not do: touch any address outside loopback or its own namespace, or leave a
 //! process behind (every daemon is killed by process group on drop).
 //!
-//! Skips are visible: a test whose prerequisite is missing (no Salt venv, no root for a network
-//! namespace) prints a line starting with `SKIPPED:` and returns.
+//! A test cannot pass by skipping: each prerequisite (a Salt venv, root for a network
+//! namespace, PostgreSQL, a command) goes through [`require`] (`salt_testkit`), which fails
+//! the test under `CI=true` and otherwise prints and records the skip (`scripts/test.sh` ends
+//! with the count of skipped tests by reason).
 #![forbid(unsafe_code)]
 
 pub mod bins;
@@ -45,12 +47,6 @@ pub use netns::Netns;
 pub use ports::{free_port, free_port_pair};
 pub use process::{Proc, ProcSpec};
 pub use root::TempRoot;
-pub use venv::{SaltVenv, salt_venv};
+pub use salt_testkit::{Missing, both, command, require, root};
+pub use venv::{SaltVenv, salt_venv, venv_for};
 pub use wait::{patience, wait_for_log, wait_until};
-
-/// Prints the visible skip line (`SKIPPED: <why>`) on stdout and stderr, so it shows with and
-/// without `--nocapture`.
-pub fn skip(why: &str) {
-    println!("SKIPPED: {why}");
-    eprintln!("SKIPPED: {why}");
-}

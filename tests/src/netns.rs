@@ -9,16 +9,17 @@
 //! [`Netns::heal`] removes it. Drop deletes the namespace (and with it the rules and
 //! addresses). Nothing outside the namespace is touched.
 //!
-//! Needs root (or CAP_NET_ADMIN + CAP_SYS_ADMIN) and the `ip` and `nft` tools;
-//! [`Netns::new_or_skip`] prints `SKIPPED: cannot create network namespace: <why>` otherwise.
+//! Needs root and the `ip` and `nft` tools; [`Netns::require`] hands what is missing to
+//! [`crate::require`] (a failure under `CI=true`, a recorded skip elsewhere).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+
+use salt_testkit::Missing;
 
 use crate::cli::{CmdOutput, run_with_timeout};
 use crate::error::HarnessError;
@@ -42,21 +43,17 @@ fn run(args: &[&str]) -> Result<CmdOutput, HarnessError> {
 }
 
 impl Netns {
+    /// What creating a namespace needs: root, `ip` (iproute2) and `nft` (nftables).
+    pub fn prerequisites() -> Result<(), Missing> {
+        salt_testkit::root()?;
+        salt_testkit::command("ip")?;
+        salt_testkit::command("nft")?;
+        Ok(())
+    }
+
     /// Creates `salt-lab-<pid>-<n>` with `lo` up.
     pub fn new() -> Result<Self, HarnessError> {
-        if !nix::unistd::geteuid().is_root() {
-            return Err(HarnessError::Netns("not running as root".into()));
-        }
-        for tool in ["ip", "nft"] {
-            let found = std::env::var_os("PATH")
-                .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(tool).is_file()))
-                || Path::new("/usr/sbin").join(tool).is_file();
-            if !found {
-                return Err(HarnessError::Netns(format!(
-                    "`{tool}` not found (install iproute2 / nftables)"
-                )));
-            }
-        }
+        Self::prerequisites().map_err(|m| HarnessError::Netns(m.to_string()))?;
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("salt-lab-{}-{}", std::process::id(), n);
         // A stale namespace of the same name (a previous process with our pid) is ours to reuse.
@@ -73,15 +70,14 @@ impl Netns {
         Ok(ns)
     }
 
-    /// [`Netns::new`], or `None` after printing the visible skip line.
-    pub fn new_or_skip() -> Option<Self> {
-        match Self::new() {
-            Ok(ns) => Some(ns),
-            Err(e) => {
-                crate::skip(&format!("cannot create network namespace: {e}"));
-                None
-            }
-        }
+    /// [`Netns::new`] for a test: `None` after [`crate::require`] recorded what is missing
+    /// (its prerequisites, or the namespace could not be made).
+    pub fn require() -> Option<Self> {
+        crate::require(Self::prerequisites())?;
+        crate::require(
+            Self::new()
+                .map_err(|e| Missing::new(format!("cannot create a network namespace: {e}"))),
+        )
     }
 
     /// Its name (for `ip netns exec`).

@@ -1,14 +1,16 @@
 //! A real PostgreSQL from Debian's packages for the master-group tests (docs/group.md):
 //! `initdb` as the `postgres` user in a temp dir, the server on a Unix socket only
 //! (`listen_addresses=''`, `fsync=off`), in its own process group, killed by pid with the
-//! test. [`Postgres::start`] returns `None` (the caller prints `SKIPPED:`) where
-//! PostgreSQL is not installed or we are not root.
+//! test. [`Postgres::start`] returns `None` after [`crate::require`] recorded what is missing
+//! ([`prerequisites`]: PostgreSQL installed, root, `runuser`): under `CI=true` it fails the
+//! test instead.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use salt_testkit::Missing;
 
 use crate::error::HarnessError;
 use crate::process::{Proc, ProcSpec};
@@ -46,6 +48,17 @@ pub fn bin_dir() -> Option<PathBuf> {
     dirs.pop()
 }
 
+/// What starting a server needs: Debian's `postgresql` (its `bin` directory is returned),
+/// root (initdb runs as `postgres`) and `runuser`.
+pub fn prerequisites() -> Result<PathBuf, Missing> {
+    let bin = bin_dir().ok_or_else(|| {
+        Missing::new("PostgreSQL is not installed (Debian's postgresql, /usr/lib/postgresql/*/bin)")
+    })?;
+    salt_testkit::root()?;
+    salt_testkit::command("runuser")?;
+    Ok(bin)
+}
+
 fn chown_postgres(path: &Path) -> Result<(), HarnessError> {
     let st = Command::new("chown")
         .arg("-R")
@@ -64,20 +77,17 @@ fn chown_postgres(path: &Path) -> Result<(), HarnessError> {
 }
 
 impl Postgres {
-    /// Start a server in `dir` (must be reachable by the `postgres` user). `Ok(None)`:
-    /// PostgreSQL or root is missing.
+    /// Start a server in `dir` (must be reachable by the `postgres` user). `Ok(None)`: a
+    /// prerequisite is missing and the skip was recorded ([`crate::require`]).
     pub fn start(dir: &Path) -> Result<Option<Self>, HarnessError> {
         Self::start_with(dir, &PgOptions::default())
     }
 
     /// [`Self::start`] with TCP, TLS or a `pg_hba.conf` of the test's.
     pub fn start_with(dir: &Path, opts: &PgOptions) -> Result<Option<Self>, HarnessError> {
-        let Some(bin) = bin_dir() else {
+        let Some(bin) = crate::require(prerequisites()) else {
             return Ok(None);
         };
-        if !nix::unistd::geteuid().is_root() {
-            return Ok(None);
-        }
         use std::os::unix::fs::PermissionsExt as _;
         let mut p = dir.to_path_buf();
         // Every parent must be traversable by `postgres`.

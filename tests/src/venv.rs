@@ -1,12 +1,13 @@
 //! Real Salt, from a venv.
 //!
-//! `SALT_VENV` names the venv; without it `/work/main/.venv/salt-3007.17` is used if present,
-//! else `<repo>/.venv/salt-3007.17` (what `.ci/run` creates). When none is there, [`salt_venv`]
-//! prints `SKIPPED: no Salt venv ...` and returns `None`: the caller returns early.
+//! Where the venvs are is `salt_testkit`'s rule (`SALT_VENVS`, `SALT_VENV`, then
+//! `<workspace>/.venv/salt-<version>`); [`salt_venv`] and [`venv_for`] wrap its answer in a
+//! [`SaltVenv`]. Pass the result to [`crate::require`]: a missing venv fails the test under
+//! `CI=true` and is a recorded skip elsewhere.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::bins::workspace_root;
+use salt_testkit::Missing;
 
 /// A Salt installation: `bin/salt-master`, `bin/salt-minion`, `bin/salt-key`, `bin/salt`.
 #[derive(Debug, Clone)]
@@ -45,27 +46,20 @@ impl SaltVenv {
     }
 }
 
-/// The default venv location (see the module docs), whether or not it exists.
-pub fn default_venv_dir() -> PathBuf {
-    if let Some(v) = std::env::var_os("SALT_VENV") {
-        return PathBuf::from(v);
-    }
-    let shared = Path::new("/work/main/.venv/salt-3007.17");
-    if shared.is_dir() {
-        return shared.to_path_buf();
-    }
-    workspace_root().join(".venv/salt-3007.17")
+/// A Salt venv of any release (`SALT_VENV` first; see `salt_testkit::any_salt_venv`).
+pub fn salt_venv() -> Result<SaltVenv, Missing> {
+    salt_testkit::any_salt_venv().map(|dir| SaltVenv { dir })
 }
 
-/// The Salt venv, or `None` after printing `SKIPPED: no Salt venv at <dir>`.
-pub fn salt_venv() -> Option<SaltVenv> {
-    let dir = default_venv_dir();
-    let v = SaltVenv::at(&dir);
-    if v.is_none() {
-        crate::skip(&format!(
-            "no Salt venv at {} (set SALT_VENV or run scripts/salt-venv.sh 3007.17)",
-            dir.display()
-        ));
-    }
-    v
+/// The venv of Salt `version`.
+pub fn venv_for(version: &str) -> Result<SaltVenv, Missing> {
+    salt_testkit::salt_venv(version).map(|dir| SaltVenv { dir })
+}
+
+/// Every Salt venv found, with its release, one per release.
+pub fn versions() -> Vec<(String, SaltVenv)> {
+    salt_testkit::salt_venvs()
+        .into_iter()
+        .map(|(v, dir)| (v, SaltVenv { dir }))
+        .collect()
 }

@@ -13,6 +13,7 @@ use salt_integration_tests::config::current_user;
 use salt_integration_tests::{
     MasterConf, MinionConf, ProcSpec, TempRoot, bins, free_port_pair, wait_until,
 };
+use salt_integration_tests::{both, command, require, root};
 
 fn run(bin: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(bin).args(args).output().unwrap();
@@ -145,10 +146,9 @@ fn minion_daemonizes_with_d_and_stops_on_sigterm() {
 /// directories to the user and runs as that user (real and effective ids), still serving.
 #[test]
 fn master_runs_as_the_user_given_with_u_after_binding() {
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("SKIPPED: -u needs root to test");
+    let Some(_) = require(both(root(), command("useradd"))) else {
         return;
-    }
+    };
     const USER: &str = "saltrs-test";
     /// Removes the throwaway user this test created, whatever happens.
     struct CreatedUser(bool);
@@ -170,10 +170,10 @@ fn master_runs_as_the_user_given_with_u_after_binding() {
                 USER,
             ])
             .status();
-        if !st.is_ok_and(|s| s.success()) {
-            eprintln!("SKIPPED: cannot create the throwaway user {USER}");
-            return;
-        }
+        assert!(
+            st.as_ref().is_ok_and(|s| s.success()),
+            "useradd {USER}: {st:?}"
+        );
         created.0 = true;
     }
     let uid = nix::unistd::User::from_name(USER).unwrap().unwrap().uid;

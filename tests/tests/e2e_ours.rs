@@ -17,6 +17,7 @@ use salt_integration_tests::e2e_support::{
     Cluster, KeyDir, MINION_READY, has_salt_key, minion_program, proc_status_kib, vm_rss_kib,
 };
 use salt_integration_tests::{CmdOutput, Proc, ProcSpec, Yaml, wait_for_log, wait_until};
+use salt_integration_tests::{both, command, require, root};
 
 const START: Duration = Duration::from_secs(30);
 /// The minion's log line when its publish channel is connected again.
@@ -376,10 +377,10 @@ fn signing_key_mismatch_is_refused() {
 
 #[test]
 fn publisher_acl_denies_non_root_user() {
-    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        salt_integration_tests::skip("publisher_acl needs root and setpriv to run salt as nobody");
+    // `salt` runs as nobody through setpriv.
+    let Some(_) = require(both(root(), command("setpriv"))) else {
         return;
-    }
+    };
     let mut c =
         Cluster::new(|m| m.set("publisher_acl", Yaml::Raw("{nobody: ['test.*']}".into()))).unwrap();
     c.open_root().unwrap();

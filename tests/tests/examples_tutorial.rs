@@ -3,7 +3,7 @@
 //! `NN-name: OK:` line, and stops everything it started. This test runs them in order with our
 //! debug binaries, asserts those lines, and checks that no daemon, port or temp file is left,
 //! so the README -> examples path cannot rot. Step 07 (the docs/migration.md rehearsal) needs
-//! real Salt and runs in its own test, which says SKIPPED without a venv.
+//! real Salt and runs in its own test, which requires a venv (`salt_integration_tests::require`).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use salt_integration_tests::{bins, free_port_pair, salt_venv, workspace_root};
+use salt_integration_tests::{bins, free_port_pair, require, salt_venv, workspace_root};
 
 /// Per-script limit: quick mode takes 1-8 s unloaded; a loaded 2-core machine gets room.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(90);
@@ -211,7 +211,7 @@ fn tutorial_scripts_pass_in_quick_mode() {
 /// docs/migration.md, path 1 and its rollback, with a real Python master and minion.
 #[test]
 fn migration_rehearsal_with_real_salt() {
-    let Some(venv) = salt_venv() else {
+    let Some(venv) = require(salt_venv()) else {
         return;
     };
     let steps: [(&str, &[&str]); 1] = [(

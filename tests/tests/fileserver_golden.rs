@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Daemon, Side, serial, venv_for};
+use salt_integration_tests::require;
 use salt_integration_tests::{
     MasterConf, TempRoot, Yaml, bins, free_port_pair, run_with_timeout, workspace_root,
 };
@@ -38,7 +39,7 @@ pub fn fileserver_master_conf(dir: &Path, tree: &Path, ports: (u16, u16)) -> Mas
 
 #[test]
 fn fileserver_replies_match_salt_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();

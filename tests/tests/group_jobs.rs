@@ -1,6 +1,6 @@
 //! The group's job cache on a real PostgreSQL (`master_job_cache: pgjsonb`, docs/group.md):
 //! two of our masters on one database started by the harness (Debian's `postgresql`;
-//! SKIPPED where it is not installed or we are not root).
+//! root; a failure under CI=true where missing, else a recorded skip).
 //!
 //! `group_jobs_one_view`: a job run on master A is listed and looked up on master B
 //! (`salt-run jobs.list_jobs` / `jobs.lookup_jid` / `jobs.list_job`), stored once per
@@ -148,7 +148,6 @@ fn answers(m: &Master, id: &str) -> bool {
 fn group_jobs_one_view() {
     let root = TempRoot::new().unwrap();
     let Some(pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
-        println!("SKIPPED: group_jobs_one_view: PostgreSQL (Debian's postgresql) or root missing");
         return;
     };
     let a = master(root.path(), "ma", &pg);
@@ -321,7 +320,6 @@ fn group_jobs_one_view() {
 fn group_jobs_database_down() {
     let root = TempRoot::new().unwrap();
     let Some(mut pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
-        println!("SKIPPED: group_jobs_database_down: PostgreSQL or root missing");
         return;
     };
     let a = master(root.path(), "ma", &pg);
@@ -400,7 +398,6 @@ fn group_jobs_database_down() {
 fn group_jobs_failover_return_reaches_b() {
     let root = TempRoot::new().unwrap();
     let Some(pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
-        println!("SKIPPED: group_jobs_failover_return_reaches_b: PostgreSQL or root missing");
         return;
     };
     let a = master(root.path(), "ma", &pg);
@@ -509,7 +506,6 @@ fn executed(id: &str, log: &str) -> Vec<(String, String)> {
 fn group_jobs_chaos() {
     let root = TempRoot::new().unwrap();
     let Some(mut pg) = Postgres::start(&root.dir("pg").unwrap()).unwrap() else {
-        println!("SKIPPED: group_jobs_chaos: PostgreSQL or root missing");
         return;
     };
     let secs: u64 = std::env::var("GROUP_CHAOS_SECS")
@@ -642,10 +638,10 @@ fn group_jobs_chaos() {
 /// accepts the key once (on m1), pings, looks the job up on m2, and cleans up.
 #[test]
 fn group_lab_script_check() {
-    if salt_integration_tests::pg::bin_dir().is_none() || !nix::unistd::Uid::effective().is_root() {
-        println!("SKIPPED: group_lab_script_check: PostgreSQL or root missing");
+    let Some(_) = salt_integration_tests::require(salt_integration_tests::pg::prerequisites())
+    else {
         return;
-    }
+    };
     let bins = bins().expect("building our binaries");
     let bin_dir = bins.master.parent().expect("binary dir").to_path_buf();
     let (publish, _ret) = ports::free_port_pair().expect("free ports");

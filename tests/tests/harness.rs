@@ -14,7 +14,7 @@ fn connects(ns: &Netns, addr: &str, port: u16) -> bool {
 
 #[test]
 fn netns_black_hole_drops_and_heals() {
-    let Some(ns) = Netns::new_or_skip() else {
+    let Some(ns) = Netns::require() else {
         return;
     };
     ns.add_addr("127.0.0.2").expect("add 127.0.0.2");

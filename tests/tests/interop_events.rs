@@ -67,11 +67,7 @@ ev.destroy()
 "#;
 
 fn venv(version: &str) -> Option<SaltVenv> {
-    let v = venv_for(version);
-    if v.is_none() && std::env::var("CI").is_ok_and(|c| c == "true") {
-        panic!("CI=true: the Salt {version} venv is missing (scripts/salt-venv.sh {version})");
-    }
-    v
+    salt_integration_tests::require(venv_for(version))
 }
 
 fn run(version: &str) {

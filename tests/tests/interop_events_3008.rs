@@ -121,7 +121,7 @@ fn stamp_is_aware_utc(s: &str) -> bool {
 
 #[test]
 fn events_match_salt_3008() {
-    let Some(venv) = venv_for(VERSION) else {
+    let Some(venv) = salt_integration_tests::require(venv_for(VERSION)) else {
         return;
     };
     let _guard = serial();

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use salt_integration_tests::interop_support::{
     Daemon, SaltCli, Side, SignPair, assert_no_leftovers, key_side, serial, venv_for,
 };
+use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair};
 use serde_json::json;
 
@@ -46,7 +47,7 @@ fn step(t0: Instant, what: &str) {
 }
 
 fn run(version: &str) {
-    let Some(venv) = venv_for(version) else {
+    let Some(venv) = require(venv_for(version)) else {
         return;
     };
     let _guard = serial();

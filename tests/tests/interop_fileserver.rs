@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use salt_integration_tests::interop_support::{
     Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
 };
+use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use serde_json::{Value, json};
 
@@ -158,7 +159,7 @@ impl Run {
 }
 
 fn run(version: &str) {
-    let Some(venv) = venv_for(version) else {
+    let Some(venv) = require(venv_for(version)) else {
         return;
     };
     let _guard = serial();

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Side, key_side, serial, venv_for};
+use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, TempRoot, bins, run_with_timeout};
 use salt_pki::{PrivateKey, PublicKey};
 
@@ -54,7 +55,7 @@ fn python(side: &Side, code: &str) {
 }
 
 fn run(version: &str) {
-    let Some(venv) = venv_for(version) else {
+    let Some(venv) = require(venv_for(version)) else {
         return;
     };
     let _guard = serial();

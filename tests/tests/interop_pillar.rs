@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
 use salt_integration_tests::pillar_support::{NODEGROUPS, golden_tree, salt_call_local};
+use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use serde_json::json;
 
@@ -43,7 +44,7 @@ fn step(t0: Instant, what: &str) {
 }
 
 fn run(version: &str) {
-    let Some(venv) = venv_for(version) else {
+    let Some(venv) = require(venv_for(version)) else {
         return;
     };
     let _guard = serial();

@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair, wait_until};
+use salt_integration_tests::{
+    MasterConf, MinionConf, TempRoot, bins, free_port_pair, require, wait_until,
+};
 use serde_json::json;
 
 const VERSION: &str = "3008.5";
@@ -19,7 +21,7 @@ const UNSIGNED: &str = "_return: Master is requiring minions to sign their messa
 
 #[test]
 fn signed_returns_on_our_master() {
-    let Some(venv) = venv_for(VERSION) else {
+    let Some(venv) = require(venv_for(VERSION)) else {
         return;
     };
     run(&Side::Ours(bins().unwrap()), &Side::Salt(venv));
@@ -27,7 +29,7 @@ fn signed_returns_on_our_master() {
 
 #[test]
 fn signed_returns_on_salt_3008_master() {
-    let Some(venv) = venv_for(VERSION) else {
+    let Some(venv) = require(venv_for(VERSION)) else {
         return;
     };
     run(&Side::Salt(venv.clone()), &Side::Salt(venv));

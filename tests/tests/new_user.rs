@@ -10,6 +10,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use salt_integration_tests::config::current_user;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, bins, free_port_pair, wait_until};
+use salt_integration_tests::{both, command, require, root};
 
 /// Kills a detached daemon by pid when the test ends, whatever happened.
 struct Detached(Option<i32>);
@@ -336,12 +337,9 @@ fn every_binary_prints_the_same_version_line() {
 #[test]
 fn salt_says_permission_denied_on_the_socket() {
     use std::os::unix::fs::PermissionsExt as _;
-    if !nix::unistd::Uid::effective().is_root()
-        || Command::new("runuser").arg("--help").output().is_err()
-    {
-        eprintln!("SKIPPED: needs root and runuser");
+    let Some(_) = require(both(root(), command("runuser"))) else {
         return;
-    }
+    };
     let b = bins().expect("our binaries");
     let root = TempRoot::new().unwrap();
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -6,8 +6,8 @@
 //! To keep CI cheap the packages are made from the `test`-profile binaries the other tests
 //! build anyway (`cargo deb --no-build --profile test --fast`, in a temporary target dir that
 //! links to them) instead of the release build packaging/build-debs.sh makes; the
-//! `[package.metadata.deb]` tables, assets and scripts are the same. Without cargo-deb the test
-//! prints `SKIPPED:` and passes (.ci/run does not install it).
+//! `[package.metadata.deb]` tables, assets and scripts are the same. It needs cargo-deb and
+//! dpkg-deb (.ci/run installs both).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -18,7 +18,8 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use salt_integration_tests::config::current_user;
 use salt_integration_tests::{
-    ProcSpec, TempRoot, bins, free_port_pair, skip, wait_for_log, workspace_root,
+    Missing, ProcSpec, TempRoot, bins, both, command, free_port_pair, require, wait_for_log,
+    workspace_root,
 };
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -177,14 +178,16 @@ fn build_debs(root: &Path) -> BTreeMap<&'static str, PathBuf> {
 
 #[test]
 fn debian_packages() {
-    if !succeeds(cargo(), &["deb", "--version"]) {
-        skip("cargo-deb not installed (cargo install cargo-deb --locked)");
+    let cargo_deb = if succeeds(cargo(), &["deb", "--version"]) {
+        Ok(())
+    } else {
+        Err(Missing::new(
+            "cargo-deb is not installed (cargo install cargo-deb --locked)",
+        ))
+    };
+    let Some(_) = require(both(cargo_deb, command("dpkg-deb"))) else {
         return;
-    }
-    if !succeeds("dpkg-deb", &["--version"]) {
-        skip("dpkg-deb not installed");
-        return;
-    }
+    };
     let root = TempRoot::new().unwrap();
     let debs = build_debs(root.path());
 

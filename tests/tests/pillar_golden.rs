@@ -12,6 +12,7 @@ use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_integration_tests::TempRoot;
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::pillar_support::{NODEGROUPS, golden_tree, salt_call_local};
+use salt_integration_tests::require;
 use salt_pillar::{Options, Request, compile};
 
 #[test]
@@ -30,7 +31,7 @@ fn golden_3008() {
 }
 
 fn run(version: &str) {
-    let Some(venv) = venv_for(version) else {
+    let Some(venv) = require(venv_for(version)) else {
         return;
     };
     let _guard = serial();

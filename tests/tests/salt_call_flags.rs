@@ -78,7 +78,7 @@ fn no_pub(text: &str) -> String {
 
 #[test]
 fn salt_call_local_flags_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();

@@ -12,6 +12,7 @@ use std::process::Command;
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
 use salt_integration_tests::{TempRoot, bins, workspace_root};
+use salt_integration_tests::{both, command, require, root};
 
 const USER: &str = "saltrs-e2e-cron";
 const START: &str = "MAILTO=root\n# Lines below here are managed by Salt, do not edit\n# SALT_CRON_IDENTIFIER:/bin/old\n0 0 * * * /bin/old\n";
@@ -58,17 +59,12 @@ fn setup(root: &Path) {
 
 #[test]
 fn cron_states_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
-    let has_crontab = Command::new("sh")
-        .args(["-c", "command -v crontab"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if nix::unistd::geteuid().as_raw() != 0 || !has_crontab {
-        println!("skipped: needs root and crontab (Debian package cron)");
+    let Some(_) = require(both(root(), command("crontab"))) else {
         return;
-    }
+    };
     let _guard = serial();
     let ours = bins().unwrap().minion.with_file_name("salt-call");
     let tmp = TempRoot::new().unwrap();

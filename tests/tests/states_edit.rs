@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::require;
 use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
 use salt_integration_tests::{TempRoot, bins, workspace_root};
 
@@ -49,7 +50,7 @@ fn files(root: &Path) -> Vec<String> {
 
 #[test]
 fn edit_states_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();
@@ -104,7 +105,7 @@ fn edit_states_same_as_python_3007() {
 /// `--out json` is compared as parsed JSON (keys sorted).
 #[test]
 fn recurse_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::require;
 use salt_integration_tests::states_support::{self, local_minion, normalize};
 use salt_integration_tests::{TempRoot, bins};
 
@@ -69,7 +70,7 @@ impl Drop for Server {
 
 #[test]
 fn http_source_with_source_hash_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();

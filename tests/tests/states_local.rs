@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::require;
 use salt_integration_tests::states_support::{self, local_minion, normalize};
 use salt_integration_tests::{TempRoot, bins, run_with_timeout, workspace_root};
 
@@ -67,7 +68,7 @@ fn salt_call_out(bin: &Path, root: &Path, out: &str, extra: &[&str]) -> (String,
 
 #[test]
 fn formula_tree_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use salt_integration_tests::interop_support::{
     Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
 };
+use salt_integration_tests::require;
 use salt_integration_tests::{
     MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
 };
@@ -191,7 +192,7 @@ fn all_true(v: &Value) -> bool {
 
 #[test]
 fn ours_and_python_on_our_master() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();
@@ -531,7 +532,7 @@ fn ours_and_python_on_our_master() {
 
 #[test]
 fn ours_on_salt_master() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();

@@ -16,6 +16,7 @@ use std::process::Command;
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::states_support::{self, local_minion, normalize};
 use salt_integration_tests::{TempRoot, bins, workspace_root};
+use salt_integration_tests::{both, command, require, root};
 
 const PKGS: &[(&str, &str)] = &[("saltrs-e2e-alpha", "1.0-1"), ("saltrs-e2e-beta", "2.1-1")];
 
@@ -142,13 +143,12 @@ fn salt_call(
 
 #[test]
 fn pkg_states_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
-    if !Path::new("/usr/bin/dpkg-deb").exists() || nix::unistd::geteuid().as_raw() != 0 {
-        println!("skipped: needs root and dpkg-deb");
+    let Some(_) = require(both(root(), command("dpkg-deb"))) else {
         return;
-    }
+    };
     let _guard = serial();
     let ours = bins().unwrap().minion.with_file_name("salt-call");
     let tmp = TempRoot::new().unwrap();

@@ -18,6 +18,7 @@ use std::process::Command;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::states_support::{self, local_minion, normalize};
+use salt_integration_tests::{Missing, both, command, require, root};
 use salt_integration_tests::{TempRoot, bins, workspace_root};
 
 fn setup(root: &Path) {
@@ -94,15 +95,27 @@ fn salt_call(bin: &Path, root: &Path, out: &str, args: &[String]) -> (String, Op
     states_support::salt_call(c, root, out, args).unwrap()
 }
 
+/// What the private `/run/systemd` needs: root and `unshare` for a mount namespace, and the
+/// directory to mount over (systemd's runtime directory; here without systemd running).
+fn mount_point() -> Result<(), Missing> {
+    both(root(), command("unshare"))?;
+    if Path::new("/run/systemd").is_dir() {
+        Ok(())
+    } else {
+        Err(Missing::new(
+            "no /run/systemd directory to mount a private tmpfs over",
+        ))
+    }
+}
+
 #[test]
 fn service_states_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
-    if nix::unistd::geteuid().as_raw() != 0 || !Path::new("/run/systemd").is_dir() {
-        println!("skipped: needs root (unshare -m) and /run/systemd");
+    let Some(_) = require(mount_point()) else {
         return;
-    }
+    };
     let _guard = serial();
     let ours = bins().unwrap().minion.with_file_name("salt-call");
     let tmp = TempRoot::new().unwrap();
@@ -162,13 +175,12 @@ fn service_states_same_as_python_3007() {
 /// attempt) and `check_cmd` (a failing and a passing check), as Salt 3007.17.
 #[test]
 fn retry_and_check_cmd_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
-    if nix::unistd::geteuid().as_raw() != 0 || !Path::new("/run/systemd").is_dir() {
-        println!("skipped: needs root (unshare -m) and /run/systemd");
+    let Some(_) = require(mount_point()) else {
         return;
-    }
+    };
     let _guard = serial();
     let ours = bins().unwrap().minion.with_file_name("salt-call");
     let tmp = TempRoot::new().unwrap();

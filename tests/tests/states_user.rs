@@ -14,6 +14,7 @@ use std::process::Command;
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
 use salt_integration_tests::{TempRoot, bins, workspace_root};
+use salt_integration_tests::{require, root};
 
 fn cleanup() {
     let _ = Command::new("userdel")
@@ -44,13 +45,12 @@ fn setup(root: &Path) {
 
 #[test]
 fn user_group_states_same_as_python_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
-    if nix::unistd::geteuid().as_raw() != 0 {
-        println!("skipped: needs root");
+    let Some(()) = require(root()) else {
         return;
-    }
+    };
     let _guard = serial();
     let ours = bins().unwrap().minion.with_file_name("salt-call");
     let tmp = TempRoot::new().unwrap();

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use salt_integration_tests::config::current_user;
-use salt_integration_tests::{MasterConf, MinionConf, ProcSpec, TempRoot, bins, free_port_pair};
+use salt_integration_tests::{
+    MasterConf, MinionConf, ProcSpec, TempRoot, bins, command, free_port_pair, require,
+};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -146,10 +148,10 @@ fn minion_notifies_ready_and_stopping_and_is_silent_without_notify_socket() {
 /// (verify checks that the command exists).
 #[test]
 fn unit_files_verify_clean() {
-    let Ok(out) = Command::new("systemd-analyze").arg("--version").output() else {
-        eprintln!("SKIPPED: systemd-analyze is not installed (.ci/run installs systemd)");
+    let Some(analyze) = require(command("systemd-analyze")) else {
         return;
     };
+    let out = Command::new(&analyze).arg("--version").output().unwrap();
     assert!(out.status.success());
     let b = bins().expect("our binaries");
     let root = TempRoot::new().unwrap();
@@ -171,7 +173,7 @@ fn unit_files_verify_clean() {
             ),
         )
         .unwrap();
-        let out = Command::new("systemd-analyze")
+        let out = Command::new(&analyze)
             .args(["verify", "--man=no"])
             .arg(&path)
             .output()

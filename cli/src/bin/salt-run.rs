@@ -4,7 +4,7 @@
 //! the return is printed with the outputter (`nested` unless `--out`, or the one the runner
 //! names, as Salt's `{"outputter": …, "data": …}` returns do). Exit status 0, as Salt's, also for
 //! `'x' is not available.`; 1 when the runner failed or was refused; 2 when the master could
-//! not be reached. `state.event [tagmatch] [count=N]` prints the master's events as they fire,
+//! not be reached or stopped answering (Salt's "Salt request timed out. ..."). `state.event [tagmatch] [count=N]` prints the master's events as they fire,
 //! one `tag<TAB>json` line each, as Salt's.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -15,9 +15,11 @@ mod cli_args;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
-use salt_client::local::{LocalEvent, LocalRequest, RunnerRequest, read_frame, write_frame};
+use salt_client::local::{LocalEvent, LocalRequest, RunnerRequest};
+use salt_client::session::{Session, SessionError, TIMED_OUT};
 use salt_config::{LoadOptions, MasterConfig};
 use salt_output::{OutputFormat, render_colour, render_json};
 use serde_json::Value;
@@ -130,29 +132,24 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Seconds the master has to answer (`-t`, else Salt's default `timeout`, 5), tried
+/// `REQUEST_TRIES` times; a runner that runs longer is fine while the master answers pings.
+const DEFAULT_TIMEOUT: u64 = 5;
+
 async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, ExitCode> {
-    let mut stream = match tokio::net::UnixStream::connect(sock).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
-                sock.display()
-            );
-            return Err(ExitCode::from(2));
-        }
-    };
     // `state.event` streams events until its count is reached, then `Done`; how they are
     // printed is the client's part (a call the master refuses gets its error instead).
     let (quiet, pretty) = match salt_client::args::bind(&salt_client::args::STATE_EVENT, &req.arg) {
         Ok(a) => (a.flag("quiet", false), a.flag("pretty", false)),
         Err(_) => (false, false),
     };
-    if let Err(e) = write_frame(&mut stream, &LocalRequest::Runner(req)).await {
-        eprintln!("salt-run: {e}");
-        return Err(ExitCode::from(2));
-    }
+    let timeout = Duration::from_secs(req.timeout.unwrap_or(DEFAULT_TIMEOUT));
+    let mut session = match Session::open(sock, &LocalRequest::Runner(req), timeout).await {
+        Ok(s) => s,
+        Err(e) => return Err(session_failed(sock, &e)),
+    };
     loop {
-        match read_frame::<_, LocalEvent>(&mut stream).await {
+        match session.next().await {
             Ok(Some(LocalEvent::Event { tag, data })) => {
                 if !quiet {
                     let mut out = std::io::stdout().lock();
@@ -162,13 +159,14 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
                 continue;
             }
             Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),
-            other => return answer(other),
+            other => return answer(other, sock),
         }
     }
 }
 
 fn answer(
-    got: Result<Option<LocalEvent>, salt_client::local::FrameError>,
+    got: Result<Option<LocalEvent>, SessionError>,
+    sock: &std::path::Path,
 ) -> Result<LocalEvent, ExitCode> {
     match got {
         Ok(Some(ev)) => Ok(ev),
@@ -176,11 +174,23 @@ fn answer(
             eprintln!("salt-run: the master closed the connection");
             Err(ExitCode::from(1))
         }
-        Err(e) => {
-            eprintln!("salt-run: {e}");
-            Err(ExitCode::from(2))
-        }
+        Err(e) => Err(session_failed(sock, &e)),
     }
+}
+
+/// No answer from the master: exit 2, with Salt's "Salt request timed out. ..." on stdout
+/// when it does not answer (Salt's `salt-run` prints it inside a traceback of the runner that
+/// published, and exits 1).
+fn session_failed(sock: &std::path::Path, e: &SessionError) -> ExitCode {
+    match e {
+        SessionError::Connect(e) => eprintln!(
+            "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
+            sock.display()
+        ),
+        SessionError::TimedOut => println!("{TIMED_OUT}"),
+        SessionError::Frame(e) => eprintln!("salt-run: {e}"),
+    }
+    ExitCode::from(2)
 }
 
 #[cfg(test)]

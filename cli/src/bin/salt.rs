@@ -3,13 +3,15 @@
 //! Talks only to the master on this host, over `{sock_dir}/local_client.sock`; the master
 //! identifies the caller by its uid. Exit status as Salt's CLI: 0 when every targeted minion
 //! returned with retcode 0, 1 when one failed or did not return, 2 when nothing could be
-//! published or nothing came back.
+//! published or nothing came back, or the master stopped answering (Salt's "Salt request
+//! timed out. The master is not responding. ...", see `salt_client::session`).
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -26,7 +28,8 @@ use unsupported::unsupported_flag;
 mod cli_args;
 
 use cli_args::parse_args;
-use salt_client::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
+use salt_client::local::{LocalEvent, LocalRequest, PublishRequest};
+use salt_client::session::{Session, SessionError, TIMED_OUT};
 use salt_config::{LoadOptions, MasterConfig};
 use salt_output::{OutputFormat, render_colour, render_json};
 use serde_json::{Map, Value, json};
@@ -307,6 +310,32 @@ fn main() -> ExitCode {
     ))
 }
 
+/// A session that ended without the master's answer: the message and exit status.
+///
+/// A master that does not answer prints Salt's "Salt request timed out. The master is not
+/// responding. ..." on stdout, as Salt's `salt` does; Salt then exits 0, we exit 2 as for a
+/// master that cannot be reached (docs/cli.md).
+fn session_failed(sock: &std::path::Path, e: &SessionError) -> ExitCode {
+    match e {
+        SessionError::Connect(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            eprintln!(
+                "salt: permission denied on the master's socket {}: run salt as the master's \
+                 user (or root), or let this user in as Salt's publisher_acl allows ({e})",
+                sock.display()
+            );
+        }
+        SessionError::Connect(e) => {
+            eprintln!(
+                "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
+                sock.display()
+            );
+        }
+        SessionError::TimedOut => println!("{TIMED_OUT}"),
+        SessionError::Frame(e) => eprintln!("salt: {e}"),
+    }
+    ExitCode::from(2)
+}
+
 /// What is printed once the job id is known (`-v`, `--show-jid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Header {
@@ -348,33 +377,15 @@ async fn run(
     (static_out, header, force_progress): (bool, Header, bool),
     sink: Box<dyn std::io::Write>,
 ) -> ExitCode {
-    let mut stream = match tokio::net::UnixStream::connect(&sock).await {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            eprintln!(
-                "salt: permission denied on the master's socket {}: run salt as the master's \
-                 user (or root), or let this user in as Salt's publisher_acl allows ({e})",
-                sock.display()
-            );
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!(
-                "Failed to connect to the Master, is the Salt Master running? ({}: {e})",
-                sock.display()
-            );
-            return ExitCode::from(2);
-        }
-    };
     let asynchronous = req.asynchronous;
-    if let Err(e) = write_frame(&mut stream, &LocalRequest::Publish(req)).await {
-        eprintln!("salt: {e}");
-        return ExitCode::from(2);
-    }
-    // Frames are read through a buffer and the output is written once per run of frames
-    // that arrived together (a fan-out's returns come in batches), not one system call per
-    // frame and per line; it is flushed before every wait for more.
-    let mut stream = tokio::io::BufReader::with_capacity(1 << 16, stream);
+    let timeout = Duration::from_secs(req.timeout);
+    let mut session = match Session::open(&sock, &LocalRequest::Publish(req), timeout).await {
+        Ok(s) => s,
+        Err(e) => return session_failed(&sock, &e),
+    };
+    // The output is written once per run of frames that arrived together (a fan-out's returns
+    // come in batches), not one system call per frame and per line; it is flushed before
+    // every wait for more.
     let mut sink = std::io::BufWriter::with_capacity(1 << 16, sink);
     let mut jid = String::new();
     let mut progress = Progress::new(force_progress || std::io::stderr().is_terminal());
@@ -384,18 +395,18 @@ async fn run(
     let mut failed = false;
     let mut any = false;
     // The master ends the stream: after the timeout, or later while minions still run the job
-    // (`saltutil.find_job`), so there is no deadline here.
+    // (`saltutil.find_job`); the session gives up only when the master stops answering.
     loop {
-        if stream.buffer().len() < 4 {
+        if !session.has_more() {
             let _ = sink.flush();
         }
-        let ev = match read_frame::<_, LocalEvent>(&mut stream).await {
+        let ev = match session.next().await {
             Ok(Some(ev)) => ev,
             Ok(None) => break,
             Err(e) => {
                 let _ = sink.flush();
-                eprintln!("salt: {e}");
-                return ExitCode::from(2);
+                progress.clear();
+                return session_failed(&sock, &e);
             }
         };
         match ev {

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use salt_client::local::{LocalEvent, LocalRequest, PublishRequest, read_frame, write_frame};
+use salt_client::local::{LocalEvent, LocalRequest, PublishRequest};
+use salt_client::session::{Session, SessionError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -52,19 +53,20 @@ fn py_list(ids: &[String]) -> String {
 
 /// Publish `req` and send its returns to `tx` (a task per job).
 async fn job(sock: std::path::PathBuf, req: PublishRequest, tx: mpsc::UnboundedSender<Report>) {
-    let mut stream = match tokio::net::UnixStream::connect(&sock).await {
+    let timeout = Duration::from_secs(req.timeout);
+    let mut session = match Session::open(&sock, &LocalRequest::Publish(req), timeout).await {
         Ok(s) => s,
-        Err(e) => {
+        Err(SessionError::Connect(e)) => {
             let _ = tx.send(Report::Error(format!("{}: {e}", sock.display())));
             return;
         }
+        Err(e) => {
+            let _ = tx.send(Report::Error(e.to_string()));
+            return;
+        }
     };
-    if let Err(e) = write_frame(&mut stream, &LocalRequest::Publish(req)).await {
-        let _ = tx.send(Report::Error(e.to_string()));
-        return;
-    }
     loop {
-        match read_frame::<_, LocalEvent>(&mut stream).await {
+        match session.next().await {
             Ok(Some(LocalEvent::Published { jid, .. })) => {
                 let _ = tx.send(Report::Jid(jid));
             }

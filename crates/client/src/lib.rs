@@ -2,6 +2,8 @@
 //!
 //! * [`local`]: the protocol between `salt`/`salt-run` and the master's Unix socket
 //!   `{sock_dir}/local_client.sock` (`salt_master_core::server::local` is the other end);
+//! * [`session`]: one request over it, given up with Salt's "Salt request timed out" when the
+//!   master does not answer;
 //! * [`args`]: a runner call's arguments bound to the function's Python signature;
 //! * [`event_line`]: an event as `state.event` prints it.
 #![forbid(unsafe_code)]
@@ -9,6 +11,7 @@
 
 pub mod args;
 pub mod local;
+pub mod session;
 
 /// `tag\tdata` as `salt-run state.event` prints an event: `salt.utils.json.dumps(data)`, one
 /// line (non-ASCII kept), or with `pretty=True` sorted keys and an indent of 4.

@@ -2,7 +2,8 @@
 //!
 //! `salt` never talks to minions and never touches keys: it connects to the master's Unix
 //! socket `{sock_dir}/local_client.sock`, sends one [`LocalRequest`] and reads a stream of
-//! [`LocalEvent`]s until [`LocalEvent::Done`] or [`LocalEvent::Error`]. The master learns
+//! [`LocalEvent`]s until [`LocalEvent::Done`] or [`LocalEvent::Error`]. Clients use it through
+//! [`crate::session::Session`], which gives up on a master that does not answer. The master learns
 //! who is calling from the socket's peer credentials (`SO_PEERCRED`), so no secret is needed.
 //!
 //! Framing: a 4-byte big-endian length, then that many bytes of JSON. Frames over
@@ -25,6 +26,10 @@ pub enum LocalRequest {
     Publish(PublishRequest),
     /// Run a runner function on the master (`salt-run`).
     Runner(RunnerRequest),
+    /// Are you there? Answered at once with [`LocalEvent::Pong`]: how a client waiting on a
+    /// quiet stream tells a busy master from one that does not answer
+    /// ([`crate::session::Session`]).
+    Ping,
 }
 
 /// A runner call (`salt-run FUN [ARG...]`).
@@ -109,6 +114,8 @@ pub enum LocalEvent {
         /// What the runner returned.
         data: serde_json::Value,
     },
+    /// The answer to [`LocalRequest::Ping`].
+    Pong,
     /// The request failed (bad target, not authorised, no minions matched...).
     Error {
         /// Human-readable reason.

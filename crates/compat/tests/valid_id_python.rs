@@ -1,31 +1,19 @@
 //! The one minion-id rule against Salt's own `salt.utils.verify.valid_id`, run in Salt's
-//! venv (`$SALT_VENV`, else `<repo>/.venv/salt-3007.17`; SKIPPED when absent).
+//! venv (`salt_testkit::any_salt_venv`; required: a failure under CI=true, else a recorded
+//! skip).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use salt_compat::valid_id;
 
-fn salt_venv() -> Option<PathBuf> {
-    let candidates = match std::env::var_os("SALT_VENV") {
-        Some(v) => vec![PathBuf::from(v)],
-        None => vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17")],
-    };
-    let found = candidates
-        .into_iter()
-        .find(|p| p.join("bin/python").exists());
-    if found.is_none() {
-        println!("SKIPPED: no Salt venv (valid_id_matches_salt)");
-    }
-    found
-}
-
 #[test]
 fn valid_id_matches_salt() {
-    let Some(venv) = salt_venv() else { return };
+    let Some(venv) = salt_testkit::require(salt_testkit::any_salt_venv()) else {
+        return;
+    };
     let long = "x".repeat(300);
     let ids = [
         "minion1",

@@ -1,27 +1,15 @@
 //! Our defaults against real Salt's `DEFAULT_MASTER_OPTS` / `DEFAULT_MINION_OPTS`, read from
-//! the Salt venv's Python (SALT_VENV, default /work/main/.venv/salt-3007.17 or
-//! `<repo>/.venv/salt-3007.17`). Skips visibly when no venv exists.
+//! Salt 3007.17's venv (`salt_testkit::salt_venv`; required: a failure under CI=true, else a
+//! recorded skip).
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
 use salt_config::{LoadOptions, LogFile, MasterConfig, MinionConfig};
-
-fn venv() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SALT_VENV").map(PathBuf::from),
-        Some(PathBuf::from("/work/main/.venv/salt-3007.17")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("bin/python").exists())
-}
 
 /// Salt's default dicts as JSON: `{"master": {...}, "minion": {...}}`.
 fn salt_defaults(venv: &Path) -> Value {
@@ -97,8 +85,7 @@ fn compare(version: &str, role: &str, salt: &Value, ours: &[(&str, Value)]) -> V
 
 #[test]
 fn defaults_equal_salt_3007() {
-    let Some(venv) = venv() else {
-        println!("SKIPPED: no Salt venv");
+    let Some(venv) = salt_testkit::require(salt_testkit::salt_venv("3007.17")) else {
         return;
     };
     let salt = salt_defaults(&venv);

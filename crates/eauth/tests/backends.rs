@@ -3,7 +3,7 @@
 //! SHA-256/512-crypt, plain, crypt), an
 //! htdigest line made by Python's `hashlib`, and tokens read back by Salt's own `localfs`
 //! and `LoadAuth.get_tok` in the Salt venv. Under `CI=true` a missing prerequisite fails the
-//! test by name; elsewhere the test says SKIPPED and passes.
+//! test by name; elsewhere it is a counted skip (`salt_testkit`).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -16,16 +16,13 @@ use salt_eauth::{Eauth, EauthConfig, LocalFsStore, Refusal};
 use salt_proto::clear::{AuthKind, EauthFields, Secret};
 use serde_json::json;
 
-/// `Some(())` when the prerequisite holds; `None` (SKIPPED) or a panic under `CI=true`.
+/// `Some(())` when the prerequisite holds; else a counted skip, or a failure under `CI=true`.
 fn prerequisite(ok: bool, what: &str) -> Option<()> {
-    if ok {
-        return Some(());
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("prerequisite missing under CI=true: {what}");
-    }
-    println!("SKIPPED: {what}");
-    None
+    salt_testkit::require(if ok {
+        Ok(())
+    } else {
+        Err(salt_testkit::Missing::new(what))
+    })
 }
 
 fn have(tool: &str) -> bool {

@@ -88,7 +88,7 @@ for p in pats:
 
 #[test]
 fn glob_semantics_match_python_fnmatch() {
-    let Some(venv) = common::salt_venv("glob_semantics_match_python_fnmatch") else {
+    let Some(venv) = salt_testkit::require(salt_testkit::any_salt_venv()) else {
         return;
     };
     let mut child = Command::new(venv.join("bin/python"))

@@ -60,10 +60,9 @@ async fn timeout_kills_the_process_group_in_time() {
 
 #[tokio::test]
 async fn runas_switches_user_groups_and_environment() {
-    if !nix_is_root() {
-        eprintln!("SKIPPED: runas needs root");
+    let Some(()) = salt_testkit::require(salt_testkit::root()) else {
         return;
-    }
+    };
     let r = run(
         "cmd.run",
         "whoami; id -u; echo $HOME $USER",
@@ -81,13 +80,6 @@ async fn runas_switches_user_groups_and_environment() {
     assert_eq!(r.retcode, 1);
     let r = run("cmd.run", "id -gn", &[("group", s("nogroup"))]).await;
     assert_eq!(r.ret, s("nogroup"), "{r:?}");
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
 #[tokio::test]

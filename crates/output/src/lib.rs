@@ -217,13 +217,10 @@ mod tests {
     /// Compare our `nested` and `raw` bytes with Salt's own outputters from the venv.
     #[test]
     fn nested_and_raw_match_salt_golden() {
-        let venv = std::env::var("SALT_VENV")
-            .unwrap_or_else(|_| "/work/main/.venv/salt-3007.17".to_owned());
-        let python = std::path::Path::new(&venv).join("bin/python");
-        if !python.exists() {
-            println!("SKIPPED: no Salt venv");
+        let Some(venv) = salt_testkit::require(salt_testkit::salt_venv("3007.17")) else {
             return;
-        }
+        };
+        let python = venv.join("bin/python");
         let script = "import json,sys\nimport salt.output.nested as n, salt.output.raw as r\n\
             import salt.output.yaml_out as y, salt.output.json_out as j\n\
             n.__opts__={'color':False,'nested_indent':0}\nr.__opts__={}\ny.__opts__={}\nj.__opts__={}\n\

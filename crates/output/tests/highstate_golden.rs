@@ -17,13 +17,7 @@ salt.output.nested.__opts__ = opts
 sys.stdout.write(h.output(json.loads(sys.argv[1])))
 "#;
 
-fn salt(data: &Value, opts: &Value) -> Option<String> {
-    let venv =
-        std::env::var("SALT_VENV").unwrap_or_else(|_| "/work/main/.venv/salt-3007.17".into());
-    let python = std::path::Path::new(&venv).join("bin/python");
-    if !python.exists() {
-        return None;
-    }
+fn salt(python: &std::path::Path, data: &Value, opts: &Value) -> String {
     let out = std::process::Command::new(python)
         .args(["-c", SCRIPT, &data.to_string(), &opts.to_string()])
         .current_dir(std::env::temp_dir())
@@ -34,7 +28,7 @@ fn salt(data: &Value, opts: &Value) -> Option<String> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(String::from_utf8(out.stdout).unwrap())
+    String::from_utf8(out.stdout).unwrap()
 }
 
 fn sample() -> Value {
@@ -101,6 +95,10 @@ fn sample() -> Value {
 
 #[test]
 fn highstate_matches_salt() {
+    let Some(venv) = salt_testkit::require(salt_testkit::salt_venv("3007.17")) else {
+        return;
+    };
+    let python = venv.join("bin/python");
     let data = sample();
     let cases = [
         json!({"color": false}),
@@ -117,10 +115,7 @@ fn highstate_matches_salt() {
     ];
     let mut checked = 0;
     for o in cases {
-        let Some(want) = salt(&data, &o) else {
-            println!("SKIPPED: no Salt venv");
-            return;
-        };
+        let want = salt(&python, &data, &o);
         let opts = Options {
             state_output: o
                 .get("state_output")

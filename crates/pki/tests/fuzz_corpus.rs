@@ -105,10 +105,9 @@ fn public_from_pem_never_prompts() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    if Command::new("setsid").arg("--version").output().is_err() {
-        println!("SKIPPED: no setsid");
+    let Some(_) = salt_testkit::require(salt_testkit::command("setsid")) else {
         return;
-    }
+    };
     let exe = std::env::current_exe().unwrap();
     for name in [
         "public-from-pem-prompts-pkcs8",

@@ -1,9 +1,10 @@
 //! Reverse direction: outputs of salt-pki handed to real Salt (a Salt venv's python runs
-//! `tests/salt_check.py`, which uses Salt's own functions). Skips visibly without a venv.
+//! `tests/salt_check.py`, which uses Salt's own functions); the venv is required
+//! (`salt_testkit`: a failure under CI=true, else a recorded skip).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use base64::Engine as _;
@@ -13,29 +14,13 @@ use salt_pki::{
 };
 use serde_json::json;
 
-/// `SALT_VENV` if set (only that), else /work/main/.venv/salt-3007.17, else
-/// `<repo>/.venv/salt-3007.17`; `None` if the chosen one has no `bin/python`.
-fn salt_venv() -> Option<PathBuf> {
-    let candidates = match std::env::var_os("SALT_VENV") {
-        Some(v) => vec![PathBuf::from(v)],
-        None => vec![
-            PathBuf::from("/work/main/.venv/salt-3007.17"),
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17"),
-        ],
-    };
-    candidates
-        .into_iter()
-        .find(|p| p.join("bin/python").exists())
-}
-
 fn b64(b: &[u8]) -> String {
     STANDARD.encode(b)
 }
 
 #[test]
 fn salt_accepts_our_outputs() {
-    let Some(venv) = salt_venv() else {
-        println!("SKIPPED: no Salt venv");
+    let Some(venv) = salt_testkit::require(salt_testkit::any_salt_venv()) else {
         return;
     };
     println!("using Salt venv {}", venv.display());

@@ -199,18 +199,9 @@ pub fn render_jinja_text(
     jinja::render(source, ctx, loader)
 }
 
-/// The Salt venv's python for golden tests (`$SALT_VENV`, else `.venv/salt-3007.17`), or
-/// `None` (the test then says SKIPPED).
+/// Salt 3007.17's python for golden tests, or `None` after `salt_testkit::require` recorded
+/// the skip (under CI=true the test fails instead).
 #[cfg(test)]
 pub(crate) fn venv_python() -> Option<std::path::PathBuf> {
-    let venv = std::env::var("SALT_VENV").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/salt-3007.17").into()
-    });
-    let python = std::path::Path::new(&venv).join("bin/python");
-    if python.exists() {
-        Some(python)
-    } else {
-        println!("SKIPPED: no Salt venv at {venv}");
-        None
-    }
+    salt_testkit::require(salt_testkit::salt_venv("3007.17")).map(|v| v.join("bin/python"))
 }

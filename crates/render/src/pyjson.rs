@@ -174,7 +174,7 @@ mod tests {
         ])
     }
 
-    /// The same values through the venv's `json.dumps` (when a Salt venv is there).
+    /// The same values through the venv's `json.dumps`.
     #[test]
     fn matches_python() {
         let Some(python) = crate::venv_python() else {

@@ -206,19 +206,10 @@ fn workspace() -> PathBuf {
 
 #[test]
 fn jinja_like_salts() {
-    let venv = std::env::var("SALT_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join(".venv/salt-3007.17"));
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no Salt venv at {} (CI needs it)",
-            venv.display()
-        );
-        println!("SKIPPED: no Salt venv at {}", venv.display());
+    let Some(venv) = salt_testkit::require(salt_testkit::salt_venv("3007.17")) else {
         return;
-    }
+    };
+    let python = venv.join("bin/python");
     let tmp = std::env::temp_dir().join(format!("salt-render-golden-{}", std::process::id()));
     let tree = tmp.join("files");
     for (p, text) in files() {

@@ -3,7 +3,7 @@
 //! same result and comment. Nothing on the host changes (test runs only).
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rmpv::Value;
@@ -73,18 +73,9 @@ fn salts(venv: &Path, dir: &Path, fun: &str, args: &[(&str, &str)]) -> (Value, S
 
 #[test]
 fn test_runs_like_salts() {
-    let venv = std::env::var("SALT_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17"));
-    if !venv.join("bin/salt-call").exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no Salt venv at {} (CI needs it)",
-            venv.display()
-        );
-        println!("SKIPPED: no Salt venv at {}", venv.display());
+    let Some(venv) = salt_testkit::require(salt_testkit::salt_venv("3007.17")) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let opts = Opts {
         test: true,

@@ -1,7 +1,7 @@
 //! Interop with pyzmq (libzmq 4.3.x from the Salt venv): the peers real Salt uses.
 //!
-//! Needs a Salt venv (env `SALT_VENV`, default `/work/main/.venv/salt-3007.17`, else
-//! `<repo>/.venv/salt-3007.17`); prints "SKIPPED: no Salt venv" and passes without one.
+//! Needs a Salt venv (`salt_testkit::any_salt_venv`; a failure under CI=true where missing,
+//! else a recorded skip).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use std::path::PathBuf;
@@ -19,22 +19,7 @@ use tokio::time::timeout;
 const LONG: Duration = Duration::from_secs(10);
 
 fn venv_python() -> Option<PathBuf> {
-    let venv = std::env::var_os("SALT_VENV")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let p = PathBuf::from("/work/main/.venv/salt-3007.17");
-            p.exists().then_some(p)
-        })
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17")
-        });
-    let py = venv.join("bin/python");
-    if py.exists() {
-        Some(py)
-    } else {
-        eprintln!("SKIPPED: no Salt venv ({})", venv.display());
-        None
-    }
+    salt_testkit::require(salt_testkit::any_salt_venv()).map(|v| v.join("bin/python"))
 }
 
 /// A python peer: the child and its stdout lines.

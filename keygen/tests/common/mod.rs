@@ -118,23 +118,10 @@ impl Lab {
     }
 }
 
-/// Real Salt venv (SALT_VENV, else the default location), or a visible skip.
-pub fn salt_venv(test: &str) -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("SALT_VENV") {
-        Some(v) => vec![PathBuf::from(v)],
-        None => vec![
-            PathBuf::from("/work/main/.venv/salt-3007.17"),
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/salt-3007.17"),
-        ],
-    };
-    for c in candidates {
-        if c.join("bin/salt-key").is_file() && c.join("bin/python").is_file() {
-            return Some(c);
-        }
-    }
-    eprintln!("SKIPPED: no Salt venv ({test})");
-    println!("SKIPPED: no Salt venv ({test})");
-    None
+/// Real Salt 3007.17's venv (`salt_testkit::salt_venv`), or `None` after
+/// `salt_testkit::require` recorded the skip (under CI=true the test fails instead).
+pub fn salt_venv() -> Option<PathBuf> {
+    salt_testkit::require(salt_testkit::salt_venv("3007.17"))
 }
 
 pub fn stdout(out: &std::process::Output) -> String {

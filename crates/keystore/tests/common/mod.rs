@@ -1,8 +1,6 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
 /// A real 2048-bit RSA public key (SPKI PEM), without trailing newline as Salt stores it.
 pub const PEM: &str = "-----BEGIN PUBLIC KEY-----
 MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsdn2nZbnVJsOKkkYceyh
@@ -13,26 +11,6 @@ pdmJpJwtHCZorOTy+z8BfcOmWRjCNNVDhI1yZmNUx9srD8Ed9fowbCn1vQsmzuLr
 z+jN/wVDmk+hRMs6RXMcgbcG9y4ZO+71tMxptGENlZlR9MxLqPmeOzX1uBAsPYpY
 mwIDAQAB
 -----END PUBLIC KEY-----";
-
-/// The Salt venv: `$SALT_VENV`, else /work/main/.venv/salt-3007.17, else
-/// `<repo>/.venv/salt-3007.17`. `None` (and a visible SKIPPED line) when absent.
-pub fn salt_venv(test: &str) -> Option<PathBuf> {
-    let candidates = match std::env::var_os("SALT_VENV") {
-        Some(v) => vec![PathBuf::from(v)],
-        None => vec![
-            PathBuf::from("/work/main/.venv/salt-3007.17"),
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/salt-3007.17"),
-        ],
-    };
-    let found = candidates
-        .into_iter()
-        .find(|p| p.join("bin/python").exists());
-    if found.is_none() {
-        eprintln!("SKIPPED: no Salt venv ({test})");
-        println!("SKIPPED: no Salt venv ({test})");
-    }
-    found
-}
 
 /// Hex of the UTF-8 bytes (to pass arbitrary strings to Python line by line).
 pub fn hexs(s: &str) -> String {

@@ -96,6 +96,7 @@ async fn client(
     };
     let err = |message: String| LocalEvent::Error { message };
     let req = match req {
+        LocalRequest::Ping => return write_frame(&mut stream, &LocalEvent::Pong).await,
         LocalRequest::Publish(req) => req,
         LocalRequest::Runner(r) if r.fun == "state.event" => {
             if !privileged {

@@ -106,7 +106,7 @@ for v in msgpack.unpackb(open(sys.argv[1], 'rb').read(), raw=False, strict_map_k
 sys.stdout.write('\x00--\x00'.join(out))
 "#;
 
-/// Every case byte for byte against Salt 3007 in the venv (when a Salt venv is there).
+/// Every case byte for byte against Salt 3007 in the venv.
 #[test]
 fn matches_salt() {
     let Some(python) = crate::venv_python() else {
