@@ -169,3 +169,7 @@ put("fileserver", bytes([8]) + mp({"cmd": "_serve_file", "path": "files/sub/b.tx
                                    "saltenv": "base", "loc": 0, "gzip": 5}))
 put("fileserver", bytes([1]) + mp({"cmd": "_file_list", "saltenv": "dev"}))
 print("fileserver", len(os.listdir(os.path.join(OUT, "fileserver"))))
+
+# clear: the loads Salt's own clients send (scripts/gen-clear-loads.py)
+for c in load("crates/proto/tests/golden/clear_loads.json")["cases"]:
+    put("clear", bytes.fromhex(c["hex"]))

@@ -208,3 +208,29 @@ pub fn publish(data: &[u8]) {
         let _ = JobLoad::from_value(&v);
     }
 }
+
+/// Target `clear`: Salt's clear-text commands on the request port (unauthenticated input,
+/// as CVE-2020-11651 showed): the reader the master calls, on raw bytes and on any decoded
+/// value. Invariants: a load that reads keeps a bounded command name, and never a secret
+/// in its `Debug` text.
+pub fn clear(data: &[u8]) {
+    use salt_proto::clear::{ClearCommand, MAX_NAME};
+    if let Ok(cmd) = ClearCommand::decode(data) {
+        assert!(cmd.name().len() <= MAX_NAME, "unbounded command name");
+        let shown = format!("{cmd:?}");
+        assert!(
+            !shown.contains("password: Some(\""),
+            "a secret in Debug output"
+        );
+    }
+    if let Ok(v) = decode(data) {
+        let _ = ClearCommand::from_load(&v);
+        if let Some(load) = v.as_map().and_then(|m| {
+            m.iter()
+                .find(|(k, _)| k.as_str() == Some("load"))
+                .map(|(_, l)| l)
+        }) {
+            let _ = ClearCommand::from_load(load);
+        }
+    }
+}

@@ -11,6 +11,8 @@
 //! * Typed messages ([`msg`]): request envelopes, the `_auth` request and its replies,
 //!   publish payloads and job loads, `_return`, `_minion_event`, `_pillar` (request
 //!   and `send_private` reply), `_mine`, clear `ping`, the master's error strings.
+//! * Salt's clear-text commands on the request port ([`clear`]): `publish`, `mk_token`,
+//!   `get_token`, `runner`, `wheel`, ... read into one typed enum, unknown ones kept by name.
 //! * Job ids and nonces ([`ids`]) from a time and randomness the caller supplies.
 //! * Replay protection ([`replay`]): Salt's publish `serial` check and a bounded
 //!   nonce memory for the master.
@@ -35,6 +37,7 @@ pub const SALT_VERSION: &str = "3007.17";
 
 pub mod auth_master;
 pub mod auth_minion;
+pub mod clear;
 pub mod codec;
 pub mod fuzzing;
 pub mod ids;

@@ -25,6 +25,8 @@ pub trait ValueExt {
     fn is_truthy(&self) -> bool;
     /// The `cmd` field of a request load, if it is text.
     fn cmd(&self) -> Option<&str>;
+    /// An integer or float as `f64` (Salt's numeric options and timestamps).
+    fn as_number(&self) -> Option<f64>;
 }
 
 impl ValueExt for Value {
@@ -75,6 +77,15 @@ impl ValueExt for Value {
 
     fn cmd(&self) -> Option<&str> {
         self.get("cmd").and_then(ValueExt::as_text)
+    }
+
+    fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Integer(i) => i.as_f64(),
+            Value::F32(f) => Some(f64::from(*f)),
+            Value::F64(f) => Some(*f),
+            _ => None,
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Replays the committed cargo-fuzz corpora of the `salt-proto` targets
-//! (`fuzz/corpus/{envelope,messages,publish,auth_master,auth_client}`) and any minimized crash reproducers
+//! (`fuzz/corpus/{envelope,messages,publish,clear,auth_master,auth_client}`) and any minimized crash reproducers
 //! (`fuzz/artifacts-regressions/<target>`) through the very entry functions the fuzz
 //! targets call, so every `cargo test` on stable re-checks what fuzzing found.
 
@@ -33,6 +33,11 @@ fn messages_corpus() {
 #[test]
 fn publish_corpus() {
     replay("publish", 10, entries::publish);
+}
+
+#[test]
+fn clear_corpus() {
+    replay("clear", 10, entries::clear);
 }
 
 #[test]
