@@ -105,7 +105,7 @@ pub(crate) async fn jobs(cfg: &MasterConfig) -> Result<crate::jobs::Jobs, Master
         .as_ref()
         .filter(|c| c.job_driver == salt_config::JobDriver::Pgjsonb)
     else {
-        return Ok(crate::jobs::Jobs::new(dir));
+        return Ok(crate::jobs::Jobs::files(dir, cfg.hash_type));
     };
     let settings = Settings::from_config(c, &cfg.id, cfg.rotate_aes_key);
     let db =
