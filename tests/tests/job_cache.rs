@@ -11,16 +11,28 @@ use salt_integration_tests::{wait_for_log, wait_until};
 
 const START: Duration = Duration::from_secs(30);
 
+/// The jids cached (Salt's local_cache layout: the `jid` file of `jobs/<h[:2]>/<h[2:]>/`).
 fn jids(c: &Cluster) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(c.cachedir().join("jobs")) else {
         return Vec::new();
     };
     let mut v: Vec<String> = rd
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| !n.starts_with('.'))
+        .flatten()
+        .filter(|t| !t.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|t| std::fs::read_dir(t.path()).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter_map(|j| std::fs::read_to_string(j.path().join("jid")).ok())
         .collect();
     v.sort();
     v
+}
+
+fn job_dir(c: &Cluster, jid: &str) -> std::path::PathBuf {
+    salt_master_core::jobs::local_cache::jid_dir(
+        &c.cachedir().join("jobs"),
+        jid,
+        salt_pki::HashType::Sha256,
+    )
 }
 
 fn ping(c: &Cluster) -> String {
@@ -46,15 +58,15 @@ fn keep_jobs_seconds_removes_old_jobs() {
     }
     let first = jids(&c);
     assert_eq!(first.len(), 3, "three jobs cached: {first:?}");
-    // A stray directory that is not a job is never touched.
-    std::fs::create_dir_all(c.cachedir().join("jobs/.keep-me")).unwrap();
+    // A job directory without a `jid` file is scrubbed, as Salt's clean_old_jobs does.
+    std::fs::create_dir_all(c.cachedir().join("jobs/ab/cdef/m1")).unwrap();
 
     // Within a few maintenance ticks after they turn 2 s old, all three are gone.
     wait_until("old jobs removed", Duration::from_secs(15), || {
         jids(&c).iter().all(|j| !first.contains(j))
     })
     .expect("old jobs removed");
-    assert!(c.cachedir().join("jobs/.keep-me").is_dir());
+    assert!(!c.cachedir().join("jobs/ab/cdef").exists());
     let log = c.master().unwrap().output();
     assert!(
         log.contains("Job cache: removed"),
@@ -77,7 +89,7 @@ fn job_cache_false_writes_no_returns() {
 
     assert!(ping(&c).contains("True"), "the return reaches salt");
     for jid in jids(&c) {
-        let dir = c.cachedir().join("jobs").join(&jid);
+        let dir = job_dir(&c, &jid);
         assert!(
             !dir.join("m1").exists(),
             "job {jid}: no return stored with job_cache: False"
