@@ -131,6 +131,21 @@ impl FileJobs {
         Ok(())
     }
 
+    /// Salt's `prep_jid(passed_jid=jid, nocache)`: the job's directory with its `jid` file
+    /// (and `nocache`), not flushed (a minion's own job, `jid: req`).
+    pub fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        if !safe_jid(jid) {
+            return Err(JobError::BadJid(jid.to_owned()));
+        }
+        let dir = self.job_dir(jid);
+        std::fs::create_dir_all(&dir)?;
+        self.write(&dir.join(lc::JID), jid.as_bytes(), false)?;
+        if nocache {
+            self.write(&dir.join(lc::NOCACHE), b"", false)?;
+        }
+        Ok(())
+    }
+
     /// Salt's `save_minions`: the minions `jid` targets, in `.minions.p`.
     pub fn store_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
         if !safe_jid(jid) {
@@ -313,6 +328,10 @@ impl JobStore for FileJobs {
 
     fn save_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
         self.store_minions(jid, minions)
+    }
+
+    fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        FileJobs::prep_jid(self, jid, nocache)
     }
 
     fn save_encoded_returns(
@@ -610,6 +629,14 @@ mod tests {
         assert!(names(&jobs_dir.join(".tmp")).is_empty());
         let bytes = std::fs::read(job.join(".load.p")).unwrap();
         assert_eq!(salt_proto::decode(&bytes).unwrap(), Value::from(1));
+
+        // A minion's own job (`jid: req`) marked nocache keeps no returns (Salt's returner).
+        jobs.prep_jid("20250101000000000009", true).unwrap();
+        jobs.store_return("20250101000000000009", "m1", &ret(true))
+            .unwrap();
+        assert!(jobs.returns("20250101000000000009").unwrap().is_empty());
+        let n = jobs.job_dir("20250101000000000009");
+        assert_eq!(names(&n), ["jid", "nocache"]);
 
         let sessions = dir.path().join("sessions");
         std::fs::create_dir_all(&sessions).unwrap();

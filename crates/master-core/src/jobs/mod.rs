@@ -90,6 +90,12 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     }
     /// Salt's `save_load`.
     fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError>;
+    /// Salt's `prep_jid` for a jid the master made for a minion's own job (`jid: req`):
+    /// the job's place, marked `nocache` when its returns are not to be kept (files only).
+    fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        let _ = (jid, nocache);
+        Ok(())
+    }
     /// Salt's `save_minions`: the minions a job targets (`.minions.p`; other drivers keep
     /// nothing).
     fn save_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
@@ -297,6 +303,11 @@ impl Jobs {
     /// Stop listening for `jid`.
     pub fn unsubscribe(&self, jid: &str) {
         self.waiters.lock().remove(jid);
+    }
+
+    /// Salt's `prep_jid` (see [`JobStore::prep_jid`]).
+    pub fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        self.store.prep_jid(jid, nocache)
     }
 
     /// Save the job load, and (Salt's `save_load` with a `tgt`) the minions it targets.
