@@ -96,3 +96,67 @@ fn job_cache_false_writes_no_returns() {
         );
     }
 }
+
+/// Python's own `salt-run jobs.*` (3006.30, 3007.17, 3008.5), pointed at our master's config
+/// dir, reads the job our master ran through our minion with the answers our `salt-run` gives;
+/// our `salt-run jobs.list_jobs` then lists the runner jobs Python's `salt-run` recorded.
+#[test]
+fn python_salt_run_reads_our_master_history() {
+    let mut c = Cluster::new(|m| m.set("master_job_cache", "local_cache")).unwrap();
+    c.start_master().unwrap();
+    let m1 = c.minion("m1").unwrap();
+    c.wait_key(KeyDir::Pending, "m1", START).unwrap();
+    c.accept("m1").unwrap();
+    wait_for_log(&m1, MINION_READY, START).unwrap();
+    assert!(ping(&c).contains("True"));
+    let jid = jids(&c).pop().expect("a job cached");
+    // 3008's runner client writes its proc file under cachedir/proc.
+    std::fs::create_dir_all(c.cachedir().join("proc")).unwrap();
+
+    let ours = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["--out", "json"];
+        a.extend_from_slice(args);
+        let out = c.salt_run(&a).unwrap();
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let want_lookup = ours(&["jobs.lookup_jid", &jid]);
+    assert_eq!(want_lookup, serde_json::json!({"m1": true}));
+    let want_list = ours(&["jobs.list_jobs"]);
+    let want_job = ours(&["jobs.list_job", &jid]);
+
+    for v in salt_integration_tests::interop_support::VERSIONS {
+        let Some(venv) = salt_integration_tests::interop_support::venv_for(v) else {
+            continue;
+        };
+        let python = |args: &[&str]| -> serde_json::Value {
+            let out = std::process::Command::new(venv.bin("salt-run"))
+                .arg("-c")
+                .arg(c.master_conf().conf_dir())
+                .args(["--out", "json"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{v} salt-run {args:?}: {out:?}");
+            serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{v} salt-run {args:?}: {e}: {out:?}"))
+        };
+        assert_eq!(
+            python(&["jobs.lookup_jid", &jid]),
+            want_lookup,
+            "{v}: lookup_jid"
+        );
+        // Python's salt-run also records its own runner jobs in the cache (ours does not):
+        // the job our master ran is compared.
+        assert_eq!(
+            python(&["jobs.list_jobs"])[&jid],
+            want_list[&jid],
+            "{v}: list_jobs"
+        );
+        assert_eq!(python(&["jobs.list_job", &jid]), want_job, "{v}: list_job");
+    }
+    let listed = ours(&["jobs.list_jobs", "search_function=runner.jobs.*"]);
+    assert!(
+        listed.as_object().is_some_and(|m| !m.is_empty()),
+        "Python's runner jobs read by ours: {listed}"
+    );
+}

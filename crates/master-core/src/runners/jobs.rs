@@ -75,6 +75,10 @@ fn format_job(load: Option<&Value>) -> Map<String, Value> {
     if let Some(md) = md {
         m.insert("Metadata".into(), md.clone());
     }
+    // The targeted minions `get_load` adds from `.minions.p`.
+    if let Some(minions) = get(job, "Minions") {
+        m.insert("Minions".into(), minions.clone());
+    }
     m
 }
 
@@ -93,7 +97,8 @@ fn load_of(store: &dyn JobStore, jid: &str) -> Result<Option<Value>, String> {
     Ok(load.map(|l| mp_to_json(&l)))
 }
 
-/// Salt's `get_jid`: minion id → `{"return": …[, "out": …]}`.
+/// Salt's `get_jid`: minion id → what `local_cache` keeps of the return: `return`, and
+/// `retcode`, `success` and `out` when there.
 fn returns_of(store: &dyn JobStore, jid: &str) -> Result<BTreeMap<String, Value>, String> {
     let mut out = BTreeMap::new();
     if !safe_jid(jid) {
@@ -106,8 +111,10 @@ fn returns_of(store: &dyn JobStore, jid: &str) -> Result<BTreeMap<String, Value>
             "return".into(),
             get(&load, "return").cloned().unwrap_or(load.clone()),
         );
-        if let Some(o) = get(&load, "out") {
-            r.insert("out".into(), o.clone());
+        for k in ["retcode", "success", "out"] {
+            if let Some(v) = get(&load, k) {
+                r.insert(k.into(), v.clone());
+            }
         }
         out.insert(id, Value::Object(r));
     }
