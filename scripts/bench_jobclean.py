@@ -2,7 +2,7 @@
 jobs (`keep_jobs_seconds`), ours vs Salt 3007.17 in the same run.
 
 Each master starts on a job cache holding BENCH_JOBCLEAN_N (default 100,000) jobs two hours
-old, in its own layout (ours: `jobs/<jid>/.load.p`; Salt's local_cache:
+old, in Salt's local_cache layout (both masters read and write it:
 `jobs/<sha256[:2]>/<sha256[2:]>/jid`), with `keep_jobs_seconds: 3600`; both clean on their
 first maintenance tick. A prober sends clear `ping` requests back to back over a REQ socket
 (pyzmq from the Salt venv) until the cache is empty, and reports the latency percentiles
@@ -52,24 +52,20 @@ def populate(kind, jobs_dir, n):
     base = 20250101000000000000
     for i in range(n):
         jid = str(base + i)
-        if kind == "ours":
-            d = jobs_dir / jid
-            d.mkdir()
-            f = d / ".load.p"
-            f.write_bytes(b"\x80")
-        else:
-            h = hashlib.sha256(jid.encode()).hexdigest()
-            d = jobs_dir / h[:2] / h[2:]
-            d.mkdir(parents=True, exist_ok=True)
-            f = d / "jid"
-            f.write_text(jid)
+        h = hashlib.sha256(jid.encode()).hexdigest()
+        d = jobs_dir / h[:2] / h[2:]
+        d.mkdir(parents=True, exist_ok=True)
+        f = d / "jid"
+        f.write_text(jid)
         os.utime(f, (old, old))
 
 
 def count(kind, jobs_dir):
-    if kind == "ours":
-        return sum(1 for e in os.scandir(jobs_dir) if not e.name.startswith("."))
-    return sum(len(os.listdir(jobs_dir / t)) for t in os.listdir(jobs_dir))
+    return sum(
+        len(os.listdir(jobs_dir / t))
+        for t in os.listdir(jobs_dir)
+        if not t.startswith(".") and (jobs_dir / t).is_dir()
+    )
 
 
 def pct(v, p):

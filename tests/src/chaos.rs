@@ -858,7 +858,13 @@ pub fn cached_returns(jobs: &Path, marker: &str) -> Result<BTreeSet<String>, Str
     let rd = std::fs::read_dir(jobs).map_err(|e| format!("{}: {e}", jobs.display()))?;
     let needle = marker.as_bytes();
     let mut found = None;
-    for entry in rd.flatten() {
+    // Salt's local_cache layout: jobs/<h[:2]>/<h[2:]>/.
+    let job_dirs = rd
+        .flatten()
+        .filter(|t| !t.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|t| std::fs::read_dir(t.path()).ok())
+        .flat_map(|rd| rd.flatten());
+    for entry in job_dirs {
         let load = std::fs::read(entry.path().join(".load.p")).unwrap_or_default();
         if load.windows(needle.len()).any(|w| w == needle) {
             if found.is_some() {

@@ -41,4 +41,13 @@ mod server;
 pub mod shared;
 
 pub use error::MasterError;
+/// The job cache as tools and tests reach it: Salt's `local_cache` layout and its files
+/// driver, the store trait, the clean-up, and Salt's `jid_to_time`.
+pub mod job_cache {
+    pub use crate::jobs::clean::{CleanReport, clean_old_jobs};
+    pub use crate::jobs::files::FileJobs;
+    pub use crate::jobs::local_cache;
+    pub use crate::jobs::store::{JobError, JobStore};
+    pub use crate::runners::jobs::jid_to_time;
+}
 pub use server::{Ready, run, run_with_ready};

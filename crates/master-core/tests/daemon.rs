@@ -221,11 +221,13 @@ async fn daemon_round_trip_and_clean_shutdown() {
     assert_eq!(map_get(&job, "user"), Some(&t("root")));
     assert_eq!(map_get(&job, "serial"), Some(&Value::from(1)));
     assert!(
-        dir.path()
-            .join("cache/jobs")
-            .join(&jid)
-            .join(".load.p")
-            .is_file()
+        salt_master_core::job_cache::local_cache::jid_dir(
+            &dir.path().join("cache/jobs"),
+            &jid,
+            salt_pki::HashType::Sha256
+        )
+        .join(".load.p")
+        .is_file()
     );
 
     // Clean shutdown: run() returns Ok and removes the socket.

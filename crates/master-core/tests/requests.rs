@@ -8,6 +8,7 @@ use std::time::Duration;
 use rmpv::Value;
 use salt_compat::map_get;
 use salt_config::{LoadOptions, MasterConfig};
+use salt_master_core::job_cache::local_cache::jid_dir;
 use salt_master_core::keys::aes::PublishKey;
 use salt_master_core::keys::master::MasterKeys;
 use salt_master_core::requests::handle;
@@ -258,9 +259,13 @@ fn sign_in_pending_then_accepted_reply_is_exact() {
     assert_eq!(map_get(&load, "return"), Some(&Value::Boolean(true)));
     assert!(map_get(&load, "tok").is_none());
     assert!(
-        dir.path()
-            .join("cache/jobs/20250101000000000001/m1/return.p")
-            .is_file()
+        jid_dir(
+            &dir.path().join("cache/jobs"),
+            "20250101000000000001",
+            salt_pki::HashType::Sha256
+        )
+        .join("m1/return.p")
+        .is_file()
     );
 
     // _mine (stored in the data cache) → True, unknown → {}, _pillar → send_private map.
@@ -692,9 +697,13 @@ fn request_older_than_request_server_ttl_is_refused() {
     };
     let stored = |jid: &str| {
         s.jobs.flush(); // written by the return sink's thread
-        dir.path()
-            .join(format!("cache/jobs/{jid}/m3/return.p"))
-            .is_file()
+        jid_dir(
+            &dir.path().join("cache/jobs"),
+            jid,
+            salt_pki::HashType::Sha256,
+        )
+        .join("m3/return.p")
+        .is_file()
     };
     // The reply is the body encrypted with the session key, or the string "bad load".
     let served = |body: Vec<u8>, nonce: &str| {

@@ -1,27 +1,30 @@
 //! The bounded job cache: jobs older than `keep_jobs_seconds` are removed, as Salt's
-//! `local_cache.clean_old_jobs` does on every maintenance tick.
+//! `local_cache.clean_old_jobs` does on every maintenance tick, over the same layout
+//! (`jobs/<h[:2]>/<h[2:]>/`, see [`super::local_cache`]):
 //!
-//! A job's age is the modification time of its `.load.p` (Salt uses its `jid` file's mtime, for
-//! the same reason: a `chown -R` of the cache after an upgrade changes ctime, not mtime; salt
-//! #68351). A job directory without `.load.p` holds returns for a job this master did not
-//! publish (a minion that failed over from another master) or was left by a kill before the
-//! load was written; it ages by its own mtime, so it is never removed while returns still
-//! arrive. Salt scrubs such directories at once; we keep the returns for the usual time.
+//! * a job's age is the modification time of its `jid` file (mtime, not ctime: a `chown -R` of
+//!   the cache after an upgrade changes ctime; salt #68351); an old job's whole directory goes;
+//! * a job directory without a `jid` file is a corrupted entry (returns for a job this master
+//!   did not publish, or a kill before `prep_jid` wrote it): removed at once, as Salt does;
+//! * a first-level directory that was empty when listed is removed once its own mtime is
+//!   older than `keep_jobs_seconds`.
 //!
-//! The sweep runs on a blocking thread, reads the `jobs` directory once and stats one file per
-//! job, so it never holds a lock that the request server needs. Jobs a `salt` command is still
-//! waiting on are skipped whatever their age.
+//! Unlike Salt, jobs a `salt` command is still waiting on are skipped whatever their age, and
+//! entries that are not directories (and our `.tmp`) are left alone instead of failing the
+//! sweep. The sweep runs on a blocking thread, so it never holds a lock that the request
+//! server needs.
 
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::jid::safe_jid;
+use super::files::TMP_DIR;
+use super::local_cache::JID;
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CleanReport {
-    /// Job directories removed.
+    /// Job directories removed (empty first-level directories included).
     pub removed: usize,
     /// Job directories kept (young enough, or waited on).
     pub kept: usize,
@@ -29,10 +32,13 @@ pub struct CleanReport {
     pub failed: usize,
 }
 
+fn older(now: SystemTime, t: SystemTime, keep: Duration) -> bool {
+    now.duration_since(t).is_ok_and(|age| age > keep)
+}
+
 /// Remove every job under `dir` (`{cachedir}/jobs`) older than `keep` at `now`, except those
-/// in `waited`. `keep` of zero keeps everything (Salt's `keep_jobs_seconds: 0`). Entries whose
-/// name is not a jid (`.tmp`, stray files) are left alone.
-pub(crate) fn clean_old_jobs(
+/// in `waited`. `keep` of zero keeps everything (Salt's `keep_jobs_seconds: 0`).
+pub fn clean_old_jobs(
     dir: &Path,
     keep: Duration,
     now: SystemTime,
@@ -47,37 +53,75 @@ pub(crate) fn clean_old_jobs(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
         Err(e) => return Err(e),
     };
+    let mut empty_tops = Vec::new();
     for entry in entries {
         let entry = entry?;
-        let name = entry.file_name();
-        let Some(jid) = name.to_str().filter(|n| safe_jid(n)) else {
-            continue;
-        };
-        if waited.contains(jid) {
-            report.kept += 1;
+        if entry.file_name() == TMP_DIR || !entry.file_type()?.is_dir() {
             continue;
         }
-        let path = entry.path();
-        let stamp = std::fs::metadata(path.join(".load.p"))
-            .or_else(|_| std::fs::symlink_metadata(&path))
-            .and_then(|m| m.modified());
-        let old = match stamp {
-            Ok(t) => now.duration_since(t).is_ok_and(|age| age > keep),
+        let top = entry.path();
+        let finals: Vec<_> = match std::fs::read_dir(&top) {
+            Ok(rd) => rd.flatten().collect(),
             Err(e) => {
-                tracing::debug!("Job cache: cannot read the age of job {jid}: {e}");
+                tracing::debug!("Job cache: cannot read {}: {e}", top.display());
                 report.failed += 1;
                 continue;
             }
         };
-        if !old {
-            report.kept += 1;
+        if finals.is_empty() {
+            empty_tops.push(top);
             continue;
         }
-        match remove(&path) {
-            Ok(()) => report.removed += 1,
-            Err(e) => {
-                tracing::warn!("Job cache: cannot remove old job {jid}: {e}");
-                report.failed += 1;
+        for f in finals {
+            let path = f.path();
+            let jid_file = path.join(JID);
+            let stamp = match std::fs::metadata(&jid_file) {
+                Ok(m) if m.is_file() => m.modified(),
+                // No jid file: a corrupted entry, scrubbed (Salt's words below).
+                _ => {
+                    match remove(&path) {
+                        Ok(()) => report.removed += 1,
+                        Err(e) => {
+                            tracing::error!("Unable to remove {}: {e}", path.display());
+                            report.failed += 1;
+                        }
+                    }
+                    continue;
+                }
+            };
+            let old = match stamp {
+                Ok(t) => older(now, t, keep),
+                Err(e) => {
+                    tracing::debug!("Job cache: cannot read the age of {}: {e}", path.display());
+                    report.failed += 1;
+                    continue;
+                }
+            };
+            let jid = || std::fs::read_to_string(&jid_file).unwrap_or_default();
+            if !old || waited.contains(jid().trim_end()) {
+                report.kept += 1;
+                continue;
+            }
+            match remove(&path) {
+                Ok(()) => report.removed += 1,
+                Err(e) => {
+                    tracing::error!("Unable to remove {}: {e}", path.display());
+                    report.failed += 1;
+                }
+            }
+        }
+    }
+    // First-level directories that were empty, once old enough (one made just now is about
+    // to get its job).
+    for top in empty_tops {
+        let old = std::fs::metadata(&top)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| older(now, t, keep));
+        if old {
+            match std::fs::remove_dir(&top) {
+                Ok(()) => report.removed += 1,
+                // Not empty any more: a job arrived since.
+                Err(_) => report.kept += 1,
             }
         }
     }
@@ -98,23 +142,21 @@ fn remove(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::local_cache::jid_dir;
+    use salt_pki::HashType;
 
-    fn job(dir: &Path, jid: &str, with_load: bool) {
-        let d = dir.join(jid).join("m1");
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("return.p"), b"\xc3").unwrap();
-        if with_load {
-            std::fs::write(dir.join(jid).join(".load.p"), b"\x80").unwrap();
+    fn job(dir: &Path, jid: &str, with_jid_file: bool) {
+        let d = jid_dir(dir, jid, HashType::Sha256);
+        std::fs::create_dir_all(d.join("m1")).unwrap();
+        std::fs::write(d.join("m1/return.p"), b"\xc3").unwrap();
+        std::fs::write(d.join(".load.p"), b"\x80").unwrap();
+        if with_jid_file {
+            std::fs::write(d.join("jid"), jid).unwrap();
         }
     }
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        v.sort();
-        v
+    fn exists(dir: &Path, jid: &str) -> bool {
+        jid_dir(dir, jid, HashType::Sha256).exists()
     }
 
     #[test]
@@ -125,20 +167,27 @@ mod tests {
         job(dir, "20250101000000000002", false);
         job(dir, "20250101000000000003", true);
         std::fs::create_dir_all(dir.join(".tmp")).unwrap();
+        std::fs::create_dir_all(dir.join("zz")).unwrap();
         let later = SystemTime::now() + Duration::from_secs(100);
         let waited: HashSet<String> = ["20250101000000000003".to_owned()].into();
         let r = clean_old_jobs(dir, Duration::from_secs(10), later, &waited).unwrap();
         assert_eq!(
             r,
             CleanReport {
-                removed: 2,
+                removed: 3,
                 kept: 1,
                 failed: 0
             }
         );
-        assert_eq!(names(dir), [".tmp", "20250101000000000003"]);
-        // Nothing is old yet at "now".
+        assert!(!exists(dir, "20250101000000000001"));
+        assert!(!exists(dir, "20250101000000000002"));
+        assert!(exists(dir, "20250101000000000003"));
+        assert!(!dir.join("zz").exists(), "an old empty first level goes");
+        assert!(dir.join(".tmp").exists());
+        // Nothing with a jid file is old yet at "now"; one without goes at once.
         job(dir, "20250101000000000004", true);
+        job(dir, "20250101000000000005", false);
+        std::fs::create_dir_all(dir.join("zy")).unwrap();
         let r = clean_old_jobs(
             dir,
             Duration::from_secs(10),
@@ -146,18 +195,20 @@ mod tests {
             &HashSet::new(),
         )
         .unwrap();
-        assert_eq!(r.removed, 0);
+        assert_eq!(r.removed, 1);
         assert_eq!(r.kept, 2);
+        assert!(!exists(dir, "20250101000000000005"));
+        assert!(dir.join("zy").exists(), "a young empty first level stays");
     }
 
     #[test]
     fn zero_keeps_everything_and_a_missing_dir_is_fine() {
         let t = tempfile::tempdir().unwrap();
-        job(t.path(), "20250101000000000001", true);
+        job(t.path(), "20250101000000000001", false);
         let far = SystemTime::now() + Duration::from_secs(1_000_000);
         let r = clean_old_jobs(t.path(), Duration::ZERO, far, &HashSet::new()).unwrap();
         assert_eq!(r, CleanReport::default());
-        assert_eq!(names(t.path()).len(), 1);
+        assert!(exists(t.path(), "20250101000000000001"));
         let gone = t.path().join("nope");
         assert_eq!(
             clean_old_jobs(&gone, Duration::from_secs(1), far, &HashSet::new()).unwrap(),

@@ -1,9 +1,9 @@
-//! The job cache's default driver: the files of `{cachedir}/jobs` (Salt's `local_cache`).
-//!
-//! Layout under `{cachedir}/jobs/<jid>/`: `.load.p` (msgpack of the job load) and
-//! `<minion id>/return.p` (msgpack of the return load, `tok`/`nonce` removed). A file is never
-//! half-written, and a SIGKILL at any point leaves nothing behind that outlives the next
-//! start (`tests/tests/durability_jobs.rs` kills the master while returns stream in):
+//! The job cache's default driver: the files of `{cachedir}/jobs` in Salt's `local_cache`
+//! layout ([`super::local_cache`]: hashed job directories, `jid`, `.load.p`, `.minions.p`,
+//! `<minion>/return.p` and `out.p`), so Python's `salt-run jobs.*` and Salt's master read and
+//! write the same history as ours. A file is never half-written, and a SIGKILL at any point
+//! leaves nothing behind that outlives the next start (`tests/tests/durability_jobs.rs` kills
+//! the master while returns stream in):
 //!
 //! * normally it is written as an unnamed file in its directory (Linux `O_TMPFILE`) and linked
 //!   under its name once complete (`linkat` through `/proc/self/fd`): a kill before the link
@@ -14,12 +14,12 @@
 //!   file; keeping them all in one directory lets the next start remove those of dead
 //!   processes by reading that one directory instead of walking every job.
 //!
-//! Returns are not fsynced; the job load is.
+//! Returns are not fsynced; the job load and its `jid` file are.
 //!
 //! A minion's first return for a job is the one kept, as in Salt's `local_cache.returner`:
 //! its directory exists already for a second one (a retry after a timeout, two minions with
 //! one id, a replay), which is dropped and logged (debug when it is the same return, a
-//! warning when it differs, in Salt's words).
+//! warning when it differs, in Salt's words). A job with a `nocache` file keeps no returns.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
@@ -31,15 +31,19 @@ use std::time::{Duration, SystemTime};
 use rmpv::Value;
 use salt_pki::files::fsync_dir as sync_dir;
 
+use salt_pki::HashType;
+
 use super::clean::CleanReport;
 use super::jid::safe_jid;
+use super::local_cache::{self as lc, jid_dir};
 use super::store::{JobError, JobStore};
 
 /// The files of `{cachedir}/jobs`.
 #[derive(Debug)]
-pub(crate) struct FileJobs {
+pub struct FileJobs {
     dir: PathBuf,
     tmp: PathBuf,
+    hash: HashType,
 }
 
 /// The job cache's directory of temporary files, under `{cachedir}/jobs` (a dot name is never a
@@ -54,10 +58,18 @@ impl FileJobs {
     /// `dir/.tmp` (those whose process is gone, or that carry this process's pid: nothing has
     /// been written yet) are removed now; this reads that directory only, so it costs nothing
     /// however many jobs are cached. Meant to be called once per process and cache directory.
-    pub(crate) fn new(dir: PathBuf) -> Self {
+    /// Job directories are named by sha256 of the jid (Salt's default `hash_type`).
+    pub fn new(dir: PathBuf) -> Self {
+        Self::with_hash_type(dir, HashType::Sha256)
+    }
+
+    /// [`new`](Self::new) with the master's `hash_type`. Jobs of salt-rs's old layout
+    /// (`jobs/<jid>/`) are moved into Salt's now, and that is logged.
+    pub fn with_hash_type(dir: PathBuf, hash: HashType) -> Self {
         let jobs = FileJobs {
             tmp: dir.join(TMP_DIR),
             dir,
+            hash,
         };
         match sweep_stale_temps(&jobs.tmp) {
             Ok(0) => {}
@@ -67,34 +79,97 @@ impl FileJobs {
             ),
             Err(e) => tracing::warn!("Job cache: cannot sweep {}: {e}", jobs.tmp.display()),
         }
+        match lc::migrate_old_layout(&jobs.dir, hash) {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                "Job cache: moved {n} job(s) from salt-rs's old layout ({}/<jid>/) into Salt's \
+                 local_cache layout ({}/<{hash}(jid)[:2]>/<rest>/), which Salt's master and \
+                 `salt-run jobs.*` read",
+                jobs.dir.display(),
+                jobs.dir.display(),
+                hash = hash.as_str(),
+            ),
+            Err(e) => tracing::error!(
+                "Job cache: cannot move the jobs of salt-rs's old layout in {} into Salt's \
+                 local_cache layout: {e}",
+                jobs.dir.display()
+            ),
+        }
         jobs
     }
 
+    /// The directory of `jid` (Salt's `salt.utils.jid.jid_dir`).
+    pub fn job_dir(&self, jid: &str) -> PathBuf {
+        jid_dir(&self.dir, jid, self.hash)
+    }
+
     /// Save the job load.
-    pub(crate) fn store_job(&self, jid: &str, load: &Value) -> Result<(), JobError> {
+    pub fn store_job(&self, jid: &str, load: &Value) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let dir = self.dir.join(jid);
+        let dir = self.job_dir(jid);
+        let fresh = !dir.is_dir();
         std::fs::create_dir_all(&dir)?;
-        self.write(&dir.join(".load.p"), &salt_proto::encode(load), true)?;
-        // The new jid directory's entry, so the load survives a power cut too.
-        sync_dir(&self.dir)?;
+        // Salt's `prep_jid`: the `jid` file, whose mtime is the job's age.
+        let jid_file = dir.join(lc::JID);
+        if !jid_file.is_file() {
+            self.write(&jid_file, jid.as_bytes(), true)?;
+        }
+        self.write(&dir.join(lc::LOAD_P), &salt_proto::encode(load), true)?;
+        if fresh {
+            // The new directories' entries, so the load survives a power cut too.
+            if let Some(top) = dir.parent() {
+                sync_dir(top)?;
+            }
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Salt's `prep_jid(passed_jid=jid, nocache)`: the job's directory with its `jid` file
+    /// (and `nocache`), not flushed (a minion's own job, `jid: req`).
+    pub fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        if !safe_jid(jid) {
+            return Err(JobError::BadJid(jid.to_owned()));
+        }
+        let dir = self.job_dir(jid);
+        std::fs::create_dir_all(&dir)?;
+        self.write(&dir.join(lc::JID), jid.as_bytes(), false)?;
+        if nocache {
+            self.write(&dir.join(lc::NOCACHE), b"", false)?;
+        }
+        Ok(())
+    }
+
+    /// Salt's `save_minions`: the minions `jid` targets, in `.minions.p`.
+    pub fn store_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
+        if !safe_jid(jid) {
+            return Err(JobError::BadJid(jid.to_owned()));
+        }
+        let dir = self.job_dir(jid);
+        std::fs::create_dir_all(&dir)?;
+        let list = Value::Array(minions.iter().map(|m| Value::from(m.as_str())).collect());
+        self.write(&dir.join(lc::MINIONS_P), &salt_proto::encode(&list), false)?;
         Ok(())
     }
 
     /// Save a minion's return (id already validated).
-    pub(crate) fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
+    pub fn store_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
         self.store_encoded_return(jid, id, &salt_proto::encode(load))
     }
 
     /// [`store_return`](Self::store_return) of a load already encoded as msgpack. A second
-    /// return of `id` for `jid` is not stored (see the module docs).
+    /// return of `id` for `jid` is not stored (see the module docs), nor any return of a job
+    /// marked `nocache`.
     fn store_encoded_return(&self, jid: &str, id: &str, load: &[u8]) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let job = self.dir.join(jid);
+        let job = self.job_dir(jid);
+        if job.join(lc::NOCACHE).exists() {
+            return Ok(());
+        }
         let dir = job.join(id);
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
@@ -103,12 +178,23 @@ impl FileJobs {
                 std::fs::create_dir(&dir)?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                log_duplicate_return(&dir.join("return.p"), jid, id, load);
+                log_duplicate_return(&dir, jid, id, load);
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
         }
-        self.write(&dir.join("return.p"), load, false)?;
+        let load = salt_proto::decode(load).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("return of {id}: {e}"),
+            )
+        })?;
+        let (kept, out) = lc::split_return(&load);
+        // `out.p` first: a reader never sees a `return.p` without its `out`.
+        if let Some(out) = out {
+            self.write(&dir.join(lc::OUT_P), &salt_proto::encode(&out), false)?;
+        }
+        self.write(&dir.join(lc::RETURN_P), &salt_proto::encode(&kept), false)?;
         Ok(())
     }
 
@@ -166,8 +252,8 @@ impl FileJobs {
     }
 }
 
-/// Salt's `_log_duplicate_return`: the cached return of `id` (at `cached`) against the one
-/// dropped, compared by their `return`, `retcode`, `success` and `out`.
+/// Salt's `_log_duplicate_return`: the cached return of `id` (in its directory `cached`)
+/// against the one dropped, compared by their `return`, `retcode`, `success` and `out`.
 fn log_duplicate_return(cached: &Path, jid: &str, id: &str, new: &[u8]) {
     let record = |v: &Value| -> Vec<(String, Value)> {
         ["return", "retcode", "success", "out"]
@@ -176,11 +262,18 @@ fn log_duplicate_return(cached: &Path, jid: &str, id: &str, new: &[u8]) {
             .collect()
     };
     let new = salt_proto::decode(new).unwrap_or(Value::Nil);
-    let old = std::fs::read(cached)
+    let old = std::fs::read(cached.join(lc::RETURN_P))
         .map_err(|e| ("read", e.to_string()))
         .and_then(|b| salt_proto::decode(&b).map_err(|e| ("deserialized", e.to_string())));
     let old = match old {
-        Ok(v) => v,
+        Ok(mut v) => {
+            if let (Value::Map(m), Some(out)) = (&mut v, lc::read_mp(&cached.join(lc::OUT_P)))
+                && !m.iter().any(|(k, _)| k.as_str() == Some("out"))
+            {
+                m.push((Value::from("out"), out));
+            }
+            v
+        }
         Err((what, e)) => {
             tracing::warn!(
                 "Duplicate return from minion {id} for jid {jid}; cached return could not be \
@@ -216,11 +309,6 @@ fn log_duplicate_return(cached: &Path, jid: &str, id: &str, new: &[u8]) {
     );
 }
 
-fn read_mp(path: &Path) -> Option<Value> {
-    let bytes = std::fs::read(path).ok()?;
-    salt_proto::decode(&bytes).ok()
-}
-
 impl JobStore for FileJobs {
     fn driver(&self) -> &'static str {
         "local_cache"
@@ -232,6 +320,14 @@ impl JobStore for FileJobs {
 
     fn save_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError> {
         self.store_return(jid, id, load)
+    }
+
+    fn save_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
+        self.store_minions(jid, minions)
+    }
+
+    fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        FileJobs::prep_jid(self, jid, nocache)
     }
 
     fn save_encoded_returns(
@@ -248,7 +344,7 @@ impl JobStore for FileJobs {
         if !safe_jid(jid) {
             return Ok(None);
         }
-        Ok(read_mp(&self.dir.join(jid).join(".load.p")))
+        Ok(lc::read_load(&self.job_dir(jid)))
     }
 
     fn returns(&self, jid: &str) -> Result<Vec<(String, Value)>, JobError> {
@@ -256,7 +352,7 @@ impl JobStore for FileJobs {
         if !safe_jid(jid) {
             return Ok(vec![]);
         }
-        let Ok(rd) = std::fs::read_dir(self.dir.join(jid)) else {
+        let Ok(rd) = std::fs::read_dir(self.job_dir(jid)) else {
             return Ok(vec![]);
         };
         for e in rd.flatten() {
@@ -266,29 +362,18 @@ impl JobStore for FileJobs {
             if id.starts_with('.') {
                 continue;
             }
-            if let Some(load) = read_mp(&e.path().join("return.p")) {
-                out.insert(id, load);
+            if let Some(ret) = lc::read_return(&e.path()) {
+                out.insert(id, ret);
             }
         }
         Ok(out.into_iter().collect())
     }
 
     fn jobs(&self) -> Result<Vec<(String, Value)>, JobError> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.dir)
-            .map(|rd| {
-                rd.flatten()
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .filter(|n| safe_jid(n))
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
         // Returns of a job another master published have no load here: not listed.
-        Ok(v.into_iter()
-            .filter_map(|jid| {
-                let load = read_mp(&self.dir.join(&jid).join(".load.p"))?;
-                Some((jid, load))
-            })
+        Ok(lc::walk(&self.dir)
+            .into_iter()
+            .filter_map(|(jid, dir)| Some((jid, lc::read_mp(&dir.join(lc::LOAD_P))?)))
             .collect())
     }
 
@@ -431,7 +516,12 @@ mod tests {
             std::fs::write(tmp.join(name), b"\x81\xa6ret").unwrap();
         }
         // A half-created job (killed before its load was written) does not get in the way.
-        std::fs::create_dir_all(dir.path().join("jobs/20250101000000000007/m1")).unwrap();
+        let job = jid_dir(
+            &dir.path().join("jobs"),
+            "20250101000000000007",
+            HashType::Sha256,
+        );
+        std::fs::create_dir_all(job.join("m1")).unwrap();
 
         let jobs = FileJobs::new(dir.path().join("jobs"));
         let mut want = vec!["1.3".to_owned(), format!("{dead}.x"), "notes".to_owned()];
@@ -459,7 +549,7 @@ mod tests {
         // the job load written again replaces the first through `.tmp`, past the planted
         // names. m1's half-created directory counts as its return, as in Salt: a return of
         // m1 is dropped.
-        let load = Value::Map(vec![(Value::from("fun"), Value::from("test.ping"))]);
+        let load = Value::Map(vec![(Value::from("return"), Value::from("test.ping"))]);
         jobs.store_job("20250101000000000007", &Value::Nil).unwrap();
         jobs.store_job("20250101000000000007", &load).unwrap();
         jobs.store_return("20250101000000000007", "m1", &load)
@@ -467,8 +557,7 @@ mod tests {
         jobs.store_return("20250101000000000007", "m2", &load)
             .unwrap();
         assert_eq!(names(&tmp), want);
-        let job = dir.path().join("jobs/20250101000000000007");
-        assert_eq!(names(&job), [".load.p", "m1", "m2"]);
+        assert_eq!(names(&job), [".load.p", "jid", "m1", "m2"]);
         assert!(names(&job.join("m1")).is_empty());
         assert_eq!(names(&job.join("m2")), ["return.p"]);
         for f in [".load.p", "m2/return.p"] {
@@ -495,30 +584,53 @@ mod tests {
         std::fs::create_dir_all(&jobs_dir).unwrap();
         let jobs = FileJobs::new(jobs_dir.clone());
         jobs.store_job("20250101000000000008", &Value::Nil).unwrap();
-        jobs.store_return("20250101000000000008", "m1", &Value::Boolean(false))
+        let ret = |b: bool| {
+            Value::Map(vec![
+                (Value::from("return"), Value::Boolean(b)),
+                (Value::from("out"), Value::from("nested")),
+            ])
+        };
+        jobs.store_return("20250101000000000008", "m1", &ret(false))
             .unwrap();
+        let job = jobs.job_dir("20250101000000000008");
+        let top = job.parent().unwrap().file_name().unwrap().to_str().unwrap();
         let probe = jobs_dir.join("probe");
         if salt_keystore::create_linked(&probe, b"", 0o600, false).is_ok_and(|f| f.is_some()) {
             std::fs::remove_file(&probe).unwrap();
-            assert_eq!(names(&jobs_dir), ["20250101000000000008"]);
+            assert_eq!(names(&jobs_dir), [top]);
         }
-        for f in [".load.p", "m1/return.p"] {
-            let meta = std::fs::metadata(jobs_dir.join("20250101000000000008").join(f)).unwrap();
+        for f in [".load.p", "jid", "m1/return.p", "m1/out.p"] {
+            let meta = std::fs::metadata(job.join(f)).unwrap();
             let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
         // A second return of m1 (a retry, a replay) is dropped: the first stays.
-        jobs.store_return("20250101000000000008", "m1", &Value::Boolean(true))
+        jobs.store_return("20250101000000000008", "m1", &ret(true))
             .unwrap();
-        let bytes = std::fs::read(jobs_dir.join("20250101000000000008/m1/return.p")).unwrap();
-        assert_eq!(salt_proto::decode(&bytes).unwrap(), Value::Boolean(false));
+        assert_eq!(
+            jobs.returns("20250101000000000008").unwrap(),
+            [("m1".to_owned(), ret(false))]
+        );
+        let bytes = std::fs::read(job.join("m1/return.p")).unwrap();
+        assert_eq!(
+            salt_proto::decode(&bytes).unwrap(),
+            Value::Map(vec![(Value::from("return"), Value::Boolean(false))])
+        );
         // The job load written again goes through `.tmp` (its name exists).
         jobs.store_job("20250101000000000008", &Value::from(1))
             .unwrap();
-        assert_eq!(names(&jobs_dir), [".tmp", "20250101000000000008"]);
+        assert_eq!(names(&jobs_dir), [".tmp", top]);
         assert!(names(&jobs_dir.join(".tmp")).is_empty());
-        let bytes = std::fs::read(jobs_dir.join("20250101000000000008/.load.p")).unwrap();
+        let bytes = std::fs::read(job.join(".load.p")).unwrap();
         assert_eq!(salt_proto::decode(&bytes).unwrap(), Value::from(1));
+
+        // A minion's own job (`jid: req`) marked nocache keeps no returns (Salt's returner).
+        jobs.prep_jid("20250101000000000009", true).unwrap();
+        jobs.store_return("20250101000000000009", "m1", &ret(true))
+            .unwrap();
+        assert!(jobs.returns("20250101000000000009").unwrap().is_empty());
+        let n = jobs.job_dir("20250101000000000009");
+        assert_eq!(names(&n), ["jid", "nocache"]);
 
         let sessions = dir.path().join("sessions");
         std::fs::create_dir_all(&sessions).unwrap();

@@ -288,8 +288,9 @@ impl Gather {
         };
         let rx = self.shared.jobs.subscribe(&job.jid);
         let (shared, publisher, j) = (self.shared.clone(), self.publisher.clone(), job.clone());
+        let targeted = ids.clone();
         let sent = tokio::task::spawn_blocking(move || {
-            let _ = shared.jobs.store_job(&j.jid, &j.load());
+            let _ = shared.jobs.store_job(&j.jid, &j.load(), Some(&targeted));
             publish(&shared, &publisher, &j).map_err(|e| e.to_string())
         })
         .await

@@ -12,9 +12,10 @@
 //! another master through the database, or both).
 
 pub(crate) mod clean;
-mod files;
+pub(crate) mod files;
 pub(crate) mod gather;
 pub(crate) mod jid;
+pub mod local_cache;
 mod pg;
 pub(crate) mod publish;
 pub(crate) mod run;
@@ -51,6 +52,12 @@ impl Jobs {
     /// The files driver on `dir` (`{cachedir}/jobs`); see [`FileJobs::new`].
     pub fn new(dir: std::path::PathBuf) -> Self {
         Self::with_store(Box::new(FileJobs::new(dir.clone())), dir)
+    }
+
+    /// The files driver on `dir` with the master's `hash_type` (see
+    /// [`FileJobs::with_hash_type`]).
+    pub fn files(dir: std::path::PathBuf, hash: salt_pki::HashType) -> Self {
+        Self::with_store(Box::new(FileJobs::with_hash_type(dir.clone(), hash)), dir)
     }
 
     /// Over `store` (`dir`: `{cachedir}/jobs`, shown in messages).
@@ -113,9 +120,25 @@ impl Jobs {
         self.waiters.unsubscribe(jid);
     }
 
-    /// Save the job load.
-    pub fn store_job(&self, jid: &str, load: &Value) -> Result<(), JobError> {
-        self.store.save_load(jid, load)
+    /// Salt's `prep_jid` (see [`JobStore::prep_jid`]).
+    pub fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        self.store.prep_jid(jid, nocache)
+    }
+
+    /// Save the job load, and (Salt's `save_load` with a `tgt`) the minions it targets.
+    pub fn store_job(
+        &self,
+        jid: &str,
+        load: &Value,
+        minions: Option<&[String]>,
+    ) -> Result<(), JobError> {
+        self.store.save_load(jid, load)?;
+        let tgt = salt_compat::map_get(load, "tgt");
+        let has_tgt = tgt.is_some_and(|t| t.as_str() != Some(""));
+        if has_tgt && let Some(minions) = minions {
+            self.store.save_minions(jid, minions)?;
+        }
+        Ok(())
     }
 
     /// Queue a minion's return (id already validated) for the return sink, which hands it to
@@ -148,6 +171,11 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    /// `{cachedir}/jobs` under `dir`, the directory of `jid` there, joined with `rest`.
+    fn at(dir: &std::path::Path, jid: &str, rest: &str) -> std::path::PathBuf {
+        local_cache::jid_dir(&dir.join("jobs"), jid, salt_pki::HashType::Sha256).join(rest)
+    }
+
     #[test]
     fn returns_are_stored_and_streamed_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -164,8 +192,7 @@ mod tests {
         jobs.deliver("20250101000000000000", "m1", &load);
         jobs.flush();
         assert!(rx.try_recv().is_err());
-        let bytes =
-            std::fs::read(dir.path().join("jobs/20250101000000000000/m1/return.p")).unwrap();
+        let bytes = std::fs::read(at(dir.path(), "20250101000000000000", "m1/return.p")).unwrap();
         assert_eq!(salt_proto::decode(&bytes).unwrap(), load);
         assert_eq!(
             jobs.store().returns("20250101000000000000").unwrap(),
@@ -213,25 +240,13 @@ mod tests {
         assert_eq!(got.len(), 1000);
         assert_eq!(jobs.store().returns(jid).unwrap().len(), 1000);
         for t in 0..4 {
-            assert!(
-                dir.path()
-                    .join(format!("jobs/{jid}/m{t}-7/return.p"))
-                    .is_file()
-            );
+            assert!(at(dir.path(), jid, &format!("m{t}-7/return.p")).is_file());
         }
         jobs.store_return(jid, "late", &Value::Nil).unwrap();
         jobs.close();
-        assert!(
-            dir.path()
-                .join(format!("jobs/{jid}/late/return.p"))
-                .is_file()
-        );
+        assert!(at(dir.path(), jid, "late/return.p").is_file());
         jobs.store_return(jid, "after-close", &Value::Nil).unwrap();
-        assert!(
-            dir.path()
-                .join(format!("jobs/{jid}/after-close/return.p"))
-                .is_file()
-        );
+        assert!(at(dir.path(), jid, "after-close/return.p").is_file());
         assert_eq!(rx.try_recv().unwrap().0, "late");
         assert_eq!(rx.try_recv().unwrap().0, "after-close");
     }
@@ -339,7 +354,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(
-            dir.path().join(format!("jobs/{jid}/m0/return.p")).is_file(),
+            at(dir.path(), jid, "m0/return.p").is_file(),
             "the first return of a trickle is on disk within ~2 s"
         );
         jobs.flush();

@@ -52,10 +52,11 @@ pub(crate) async fn start_job(
         let shared = shared.clone();
         let job = job.clone();
         let publisher = publisher.clone();
+        let minions = expected.clone();
         tokio::task::spawn_blocking(move || {
             shared
                 .jobs
-                .store_job(&job.jid, &job.load())
+                .store_job(&job.jid, &job.load(), minions.as_deref())
                 .map_err(|e| e.to_string())?;
             publish(&shared, &publisher, &job).map_err(|e| e.to_string())
         })

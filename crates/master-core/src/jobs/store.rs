@@ -54,6 +54,18 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     }
     /// Salt's `save_load`.
     fn save_load(&self, jid: &str, load: &Value) -> Result<(), JobError>;
+    /// Salt's `prep_jid` for a jid the master made for a minion's own job (`jid: req`):
+    /// the job's place, marked `nocache` when its returns are not to be kept (files only).
+    fn prep_jid(&self, jid: &str, nocache: bool) -> Result<(), JobError> {
+        let _ = (jid, nocache);
+        Ok(())
+    }
+    /// Salt's `save_minions`: the minions a job targets (`.minions.p`; other drivers keep
+    /// nothing).
+    fn save_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
+        let _ = (jid, minions);
+        Ok(())
+    }
     /// Salt's `returner`: one minion's return load (stored once per `(jid, id)`).
     fn save_return(&self, jid: &str, id: &str, load: &Value) -> Result<(), JobError>;
     /// Several returns of one job (the return sink's batches): each as [`save_return`]

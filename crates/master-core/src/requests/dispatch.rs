@@ -129,7 +129,16 @@ fn log_event(shared: &Shared, id: &str, ev: &MinionEvent) {
 fn handle_return(shared: &Shared, id: &str, ret: Return) {
     let Return { jid, load, .. } = ret;
     let jid = if jid == "req" {
-        shared.jids.next()
+        // Salt's `prep_jid(nocache=load.get("nocache", False))`.
+        let jid = shared.jids.next();
+        let nocache = salt_compat::map_get(&load, "nocache")
+            .is_some_and(|v| !matches!(v, Value::Nil | Value::Boolean(false)));
+        if shared.cfg.job_cache
+            && let Err(e) = shared.jobs.prep_jid(&jid, nocache)
+        {
+            tracing::warn!("Job cache: cannot prepare job {jid} for {id}'s return: {e}");
+        }
+        jid
     } else {
         jid
     };

@@ -13,7 +13,7 @@ use salt_client::local::PublishRequest;
 use salt_compat::json::msgpack_to_json;
 
 /// Salt's `jid_to_time`: `2025, Jan 01 00:00:00.000000`, `""` for a jid of another shape.
-pub(crate) fn jid_to_time(jid: &str) -> String {
+pub fn jid_to_time(jid: &str) -> String {
     const MONTHS: [&str; 13] = [
         "", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
@@ -76,6 +76,10 @@ fn format_job(load: Option<&Value>) -> Map<String, Value> {
     if let Some(md) = md {
         m.insert("Metadata".into(), md.clone());
     }
+    // The targeted minions `get_load` adds from `.minions.p`.
+    if let Some(minions) = get(job, "Minions") {
+        m.insert("Minions".into(), minions.clone());
+    }
     m
 }
 
@@ -94,7 +98,8 @@ fn load_of(store: &dyn JobStore, jid: &str) -> Result<Option<Value>, String> {
     Ok(load.map(|l| msgpack_to_json(&l)))
 }
 
-/// Salt's `get_jid`: minion id → `{"return": …[, "out": …]}`.
+/// Salt's `get_jid`: minion id → what `local_cache` keeps of the return: `return`, and
+/// `retcode`, `success` and `out` when there.
 fn returns_of(store: &dyn JobStore, jid: &str) -> Result<BTreeMap<String, Value>, String> {
     let mut out = BTreeMap::new();
     if !safe_jid(jid) {
@@ -107,8 +112,10 @@ fn returns_of(store: &dyn JobStore, jid: &str) -> Result<BTreeMap<String, Value>
             "return".into(),
             get(&load, "return").cloned().unwrap_or(load.clone()),
         );
-        if let Some(o) = get(&load, "out") {
-            r.insert("out".into(), o.clone());
+        for k in ["retcode", "success", "out"] {
+            if let Some(v) = get(&load, k) {
+                r.insert(k.into(), v.clone());
+            }
         }
         out.insert(id, Value::Object(r));
     }

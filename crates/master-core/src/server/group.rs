@@ -76,7 +76,7 @@ pub(crate) fn jobs(cfg: &MasterConfig, dir: PathBuf) -> Result<crate::jobs::Jobs
         .as_ref()
         .filter(|c| c.job_driver == salt_config::JobDriver::Pgjsonb)
     else {
-        return Ok(crate::jobs::Jobs::new(dir));
+        return Ok(crate::jobs::Jobs::files(dir, cfg.hash_type));
     };
     let settings = Settings::from_config(c, &cfg.id, cfg.rotate_aes_key);
     let db =
