@@ -149,7 +149,11 @@ fn build_debs(root: &Path) -> BTreeMap<&'static str, PathBuf> {
     let target = root.join("target");
     let profile_dir = target.join("test");
     std::fs::create_dir_all(&profile_dir).unwrap();
-    for bin in [&b.master, &b.salt, &b.minion, &b.key] {
+    let (salt_run, salt_call) = (
+        b.salt.with_file_name("salt-run"),
+        b.minion.with_file_name("salt-call"),
+    );
+    for bin in [&b.master, &b.salt, &salt_run, &b.minion, &salt_call, &b.key] {
         let bin = std::fs::canonicalize(bin).unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
         std::os::unix::fs::symlink(&bin, profile_dir.join(bin.file_name().unwrap())).unwrap();
     }
