@@ -35,6 +35,7 @@ fn req(saltenv: Option<&str>, pillarenv: Option<&str>, over: Js) -> Request {
         saltenv: saltenv.map(str::to_owned),
         pillarenv: pillarenv.map(str::to_owned),
         pillar_override: json_to_msgpack(&over),
+        ext: None,
     }
 }
 
