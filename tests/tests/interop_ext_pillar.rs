@@ -68,7 +68,7 @@ fn master_serves_cmd_json_and_cmd_yaml_like_salt_3007() {
         .unwrap();
     let cli = SaltCli::new(&ours, &master.conf_dir);
     let pconf = MinionConf::new(root.path().join("pym1"), "pym1").ports(ports.0, ports.1);
-    let mut pym = Daemon::start_minion(&py, &pconf).unwrap();
+    let pym = Daemon::start_minion(&py, &pconf).unwrap();
     pym.wait_minion_ready().unwrap();
     cli.until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}\n{}", master.proc.tail(40)));
