@@ -1,6 +1,6 @@
 //! Pillar compilation options beyond the golden tree: environments (`__env__`, `pillarenv`,
 //! `pillarenv_from_saltenv`), merge strategies and `pillar_merge_lists`,
-//! `pillar_safe_render_error`, renderer errors in `_errors`, `pillar_override`.
+//! `pillar_safe_render_error`, renderer errors in `_errors`, `pillar_override`, `ext_pillar`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -144,7 +144,8 @@ fn errors_of(v: &Value) -> Js {
 }
 
 /// `ext_pillar`: `_errors` in Salt's order (render errors, then ext_pillar's; before them
-/// with `ext_pillar_first`), the minion id in the command, and a minion's on-demand `ext` run only when `on_demand_ext_pillar` lists its modules.
+/// with `ext_pillar_first`), the minion id in the command, and a minion's on-demand `ext`
+/// run only when `on_demand_ext_pillar` lists its modules.
 #[test]
 fn ext_pillar_errors_order_and_on_demand() {
     let dir = tempfile::tempdir().unwrap();
