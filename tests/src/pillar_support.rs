@@ -24,12 +24,24 @@ pub fn salt_call_local(
     id: &str,
     fun: &[&str],
 ) -> Result<serde_json::Value, HarnessError> {
+    salt_call_local_with(venv, dir, tree, id, "", fun)
+}
+
+/// [`salt_call_local`] with `extra` appended to the minion's config (e.g. `ext_pillar`).
+pub fn salt_call_local_with(
+    venv: &SaltVenv,
+    dir: &Path,
+    tree: &Path,
+    id: &str,
+    extra: &str,
+    fun: &[&str],
+) -> Result<serde_json::Value, HarnessError> {
     let conf = dir.join("conf");
     std::fs::create_dir_all(&conf).map_err(|e| HarnessError::io(conf.display().to_string(), e))?;
     let root = dir.join("root");
     let text = format!(
         "id: {id}\nfile_client: local\nroot_dir: {r}\npki_dir: {r}/pki\ncachedir: {r}/cache\n\
-         sock_dir: {r}/sock\nlog_file: {r}/log\npillar_roots: {{base: [{t}]}}\nnodegroups: {NODEGROUPS}\n",
+         sock_dir: {r}/sock\nlog_file: {r}/log\npillar_roots: {{base: [{t}]}}\nnodegroups: {NODEGROUPS}\n{extra}",
         r = root.display(),
         t = tree.display(),
     );

@@ -81,6 +81,7 @@ fn run(version: &str) {
         saltenv: None,
         pillarenv: None,
         pillar_override: rmpv::Value::Nil,
+        ext: None,
     };
     let ours = msgpack_to_json(&compile(&cfg, &req));
     assert_eq!(ours, want, "salt {version}: our pillar differs from Salt's");

@@ -29,6 +29,7 @@ mod cluster;
 mod common;
 mod error;
 mod event_bus;
+mod ext_pillar;
 mod fail_closed;
 mod fileserver;
 mod known;
@@ -45,6 +46,7 @@ pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use event_bus::{EventBusFraming, IpcMode};
+pub use ext_pillar::{EXT_PILLAR_MODULES, ExtPillar, check_module as check_ext_pillar_module};
 pub use fileserver::{
     DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, GitfsConfig, GitfsRemote, GitfsSaltenv,
     TopMergingStrategy,

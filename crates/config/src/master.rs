@@ -257,6 +257,16 @@ salt_options! {
         /// Master-wide `pillarenv` (`None`: every environment).
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
+        /// External pillars, in order: `{module: argument}` items (implemented: `cmd_json`,
+        /// `cmd_yaml`; any other module stops the master at start by name). docs/pillar.md.
+        #[salt_default = "[]"]
+        pub ext_pillar: Vec<crate::ExtPillar>,
+        /// Run `ext_pillar` before the top-file pillar (which then overrides it).
+        #[salt_default = "False"]
+        pub ext_pillar_first: bool,
+        /// `ext_pillar` modules a minion may ask for in its pillar request's `ext`.
+        #[salt_default = "[libvirt, virtkey]"]
+        pub on_demand_ext_pillar: Vec<String>,
         /// Keep each minion's grains and pillar in `cachedir/minions/<id>/data.p`.
         #[salt_default = "True"]
         pub minion_data_cache: bool,
@@ -303,6 +313,7 @@ impl crate::load::Role for MasterConfig {
             r.ignore(key);
         }
         crate::salt3008::read_master(r);
+        r.get("master_tops", (), crate::ext_pillar::master_tops);
 
         with_shared!(
             Shared::read(r),
@@ -419,6 +430,13 @@ impl crate::load::Role for MasterConfig {
                 pillar_includes_override_sls: r.get("pillar_includes_override_sls", false, boolean),
                 pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
                 pillarenv: r.opt("pillarenv", string),
+                ext_pillar: r.get("ext_pillar", Vec::new(), crate::ext_pillar::ext_pillar_list),
+                ext_pillar_first: r.get("ext_pillar_first", false, boolean),
+                on_demand_ext_pillar: r.get(
+                    "on_demand_ext_pillar",
+                    vec!["libvirt".to_owned(), "virtkey".to_owned()],
+                    crate::ext_pillar::on_demand
+                ),
                 minion_data_cache: r.get("minion_data_cache", true, boolean),
                 mine_get: r.get("mine_get", BTreeMap::new(), string_list_map),
                 root_dir: paths.root_dir,
@@ -450,6 +468,13 @@ fn extra_docs() -> Vec<OptionDoc> {
             name: "master_key_sign_name",
             default: "-",
             doc: "Not a Salt option: accepted as `master_sign_key_name` with a warning.".to_owned(),
+        },
+        OptionDoc {
+            name: "master_tops",
+            default: "{}",
+            doc: "Not implemented: any `master_tops` module (`ext_nodes`, `reclass`, ...) stops \
+                  the master at start, naming it."
+                .to_owned(),
         },
         OptionDoc {
             name: "include",

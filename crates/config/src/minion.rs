@@ -277,6 +277,15 @@ impl crate::load::Role for MinionConfig {
             r.ignore(key);
         }
         crate::salt3008::read_minion(r);
+        // Read by the masterless pillar (crates/pillar) from the opts; checked here so that
+        // an ext_pillar module salt-rs lacks stops the minion at start, by name.
+        r.get("ext_pillar", Vec::new(), crate::ext_pillar::ext_pillar_list);
+        r.get("ext_pillar_first", false, boolean);
+        r.get(
+            "on_demand_ext_pillar",
+            Vec::new(),
+            crate::ext_pillar::on_demand,
+        );
 
         with_shared!(
             Shared::read(r),
@@ -449,6 +458,22 @@ fn extra_docs() -> Vec<OptionDoc> {
             "pillar_roots",
             "{base: [/srv/pillar, /srv/spm/pillar]}",
             "Accepted and ignored.",
+        ),
+        doc(
+            "ext_pillar",
+            "[]",
+            "Masterless (`file_client: local`) external pillars, as the master's \
+             (`cmd_json`, `cmd_yaml`; any other module stops the minion at start by name).",
+        ),
+        doc(
+            "ext_pillar_first",
+            "False",
+            "Masterless: run `ext_pillar` before the top-file pillar.",
+        ),
+        doc(
+            "on_demand_ext_pillar",
+            "[libvirt, virtkey]",
+            "Masterless: `ext_pillar` modules a pillar request's `ext` may name.",
         ),
     ]
     .into_iter()

@@ -576,8 +576,9 @@ gitfs_remotes:
 winrepo_remotes:
   - https://git.example.com/winrepo.git
 ext_pillar:
-  - git:
-    - main https://git.example.com/pillar.git
+  - cmd_json: /usr/local/bin/cmdb --json %s
+  - cmd_yaml:
+      command: /usr/local/bin/cmdb --yaml %s
 nodegroups:
   web: 'G@role:web'
   db: 'L@db1,db2'
@@ -618,7 +619,9 @@ default_include: master.d/*.conf
             loaded.warnings
         );
     }
-    for unimplemented in ["winrepo_remotes", "ext_pillar", "reactor", "external_auth"] {
+    assert_eq!(c.ext_pillar.len(), 2);
+    assert_eq!(c.ext_pillar[1].module, "cmd_yaml");
+    for unimplemented in ["winrepo_remotes", "reactor", "external_auth"] {
         assert!(
             named.contains(unimplemented),
             "{unimplemented} not warned: {named:?}"
@@ -671,6 +674,46 @@ fn security_options_we_lack_are_errors_unless_they_ask_for_nothing() {
     )
     .unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+/// Issue 36: an `ext_pillar` or `master_tops` module salt-rs lacks stops the daemon at start,
+/// naming it (a site's pillar must not silently go empty); a malformed list is an error.
+#[test]
+fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
+    let o = opts(Path::new("/nonexistent"));
+    for module in ["git", "postgres", "stack", "cmd_yamlex", "mongo"] {
+        let text = format!("ext_pillar:\n  - cmd_json: echo {{}}\n  - {module}: x\n");
+        let err = MasterConfig::from_yaml_str(&text, &o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("ext_pillar module `{module}`")),
+            "{module}: {err}"
+        );
+        let err = MinionConfig::from_yaml_str(&text, &o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("ext_pillar module `{module}`")),
+            "{err}"
+        );
+    }
+    let err = MasterConfig::from_yaml_str("ext_pillar:\n  - just a string\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("malformed"), "{err}");
+    let err = MasterConfig::from_yaml_str("master_tops:\n  ext_nodes: cobbler-ext-nodes\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("master_tops module(s) `ext_nodes`"), "{err}");
+    let ok = MasterConfig::from_yaml_str(
+        "ext_pillar:\n  - cmd_yaml: [cat /x]\next_pillar_first: True\nmaster_tops: {}\n",
+        &o,
+    )
+    .unwrap();
+    assert!(ok.warnings.is_empty(), "{:?}", ok.warnings);
+    assert!(ok.config.ext_pillar_first);
+    assert_eq!(ok.config.on_demand_ext_pillar, ["libvirt", "virtkey"]);
 }
 
 /// Signed minion messages (Salt 3008): read on both daemons.

@@ -24,6 +24,7 @@ pub fn answer(
         saltenv: load.saltenv_or_env().map(str::to_owned),
         pillarenv: load.pillarenv.clone(),
         pillar_override: load.pillar_override.clone(),
+        ext: load.ext.clone(),
     };
     let pillar = salt_pillar::compile(&salt_pillar::Options::from(&shared.cfg), &req);
     if shared.cfg.minion_data_cache {

@@ -68,6 +68,7 @@ impl Masterless {
             saltenv: saltenv.map(str::to_owned),
             pillarenv: pillarenv.map(str::to_owned),
             pillar_override,
+            ext: None,
         };
         salt_pillar::compile(&self.pillar, &req)
     }

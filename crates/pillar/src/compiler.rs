@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use rmpv::Value;
-use salt_render::merge::merge;
 use salt_render::{Context, render};
 
 use crate::roots::Roots;
@@ -24,6 +23,9 @@ struct Compiler<'a> {
     roots: Arc<Roots>,
     pillarenv: Option<String>,
     errors: Vec<String>,
+    /// The pillar SLS and top targets see as `pillar`: `pillar_override`, or with
+    /// `ext_pillar_first` the external pillar.
+    pillar: Value,
     ignored: Vec<(String, String)>,
     /// SLS names per environment, listed once per compilation.
     avail: Vec<(String, Arc<Vec<String>>)>,
@@ -51,45 +53,76 @@ pub fn compile(cfg: &Options, req: &Request) -> Value {
         roots,
         pillarenv,
         errors: Vec::new(),
+        pillar: match &req.pillar_override {
+            Value::Map(m) => Value::Map(m.clone()),
+            _ => Value::Map(Vec::new()),
+        },
         ignored: Vec::new(),
         avail: Vec::new(),
     };
     let top = c.top();
-    let matches = c.top_matches(&top);
-    let mut pillar = c.override_map();
-    for (saltenv, slses) in matches {
-        let avail = c.avail(&saltenv);
-        let files: Vec<String> = slses
-            .into_iter()
-            .flat_map(|pat| expand_sls(&avail, pat))
-            .collect();
-        let mut mods: Vec<(String, Option<Value>)> = Vec::new();
-        for sls in files {
-            let state = c.render_sls(&sls, &saltenv, &mut mods, &Value::Map(Vec::new()));
-            if let Some(state @ Value::Map(_)) = state {
-                pillar = c.merge(pillar, state);
-            }
-        }
+    // Salt keeps the top file's errors apart and lists them last.
+    let top_errors = std::mem::take(&mut c.errors);
+    let mut ext_errors = Vec::new();
+    let mut pillar = if cfg.ext_pillar_first {
+        // Salt's `ext_pillar(self.pillar_override)`: the external pillar first, then the top
+        // file matched and rendered with it as `pillar`, and merged over it.
+        let ext = crate::ext::run(cfg, req, c.override_map(), &mut ext_errors);
+        c.pillar = ext.clone();
+        let rendered = c.render_top(&top);
+        c.merge(ext, rendered)
+    } else {
+        let rendered = c.render_top(&top);
+        crate::ext::run(cfg, req, rendered, &mut ext_errors)
+    };
+    let mut errors = std::mem::take(&mut c.errors);
+    if cfg.ext_pillar_first {
+        // Salt passes the ext_pillar errors into `render_pillar`, which adds its own after.
+        ext_errors.append(&mut errors);
+        errors = ext_errors;
+    } else {
+        errors.append(&mut ext_errors);
     }
+    errors.extend(top_errors);
     if let Value::Map(m) = &mut pillar
-        && !c.errors.is_empty()
+        && !errors.is_empty()
     {
-        {
-            for e in &c.errors {
-                tracing::error!("Pillar render error for {}: {e}", req.id);
-            }
-            let errs = c.errors.iter().map(|e| Value::from(e.as_str())).collect();
-            m.retain(|(k, _)| k.as_str() != Some("_errors"));
-            m.push((Value::from("_errors"), Value::Array(errs)));
+        for e in &errors {
+            tracing::error!("Pillar render error for {}: {e}", req.id);
         }
+        let errs = errors.iter().map(|e| Value::from(e.as_str())).collect();
+        m.retain(|(k, _)| k.as_str() != Some("_errors"));
+        m.push((Value::from("_errors"), Value::Array(errs)));
     }
-    // The seam for `ext_pillar`: Salt merges the external pillars here, after the top-file
-    // pillar (`ext_pillar_first: False`), with the same strategy, before the override.
     let ov = c.override_map();
     if matches!(&ov, Value::Map(m) if !m.is_empty()) {
         pillar = c.merge(pillar, ov);
     }
     pillar
+}
+
+impl Compiler<'_> {
+    /// `top_matches` + `render_pillar`: the SLS this minion gets, rendered and merged over
+    /// `pillar_override`.
+    fn render_top(&mut self, top: &[TopEntry]) -> Value {
+        let matches = self.top_matches(top);
+        let mut pillar = self.override_map();
+        for (saltenv, slses) in matches {
+            let avail = self.avail(&saltenv);
+            let files: Vec<String> = slses
+                .into_iter()
+                .flat_map(|pat| expand_sls(&avail, pat))
+                .collect();
+            let mut mods: Vec<(String, Option<Value>)> = Vec::new();
+            for sls in files {
+                let state = self.render_sls(&sls, &saltenv, &mut mods, &Value::Map(Vec::new()));
+                if let Some(state @ Value::Map(_)) = state {
+                    pillar = self.merge(pillar, state);
+                }
+            }
+        }
+        pillar
+    }
 }
 
 impl Compiler<'_> {
@@ -110,18 +143,13 @@ impl Compiler<'_> {
     }
 
     fn merge(&self, a: Value, b: Value) -> Value {
-        merge(
-            a,
-            b,
-            &self.cfg.pillar_source_merging_strategy,
-            self.cfg.pillar_merge_lists,
-        )
+        self.cfg.merge(a, b)
     }
 
     fn context(&self, saltenv: &str, sls: &str, tplfile: &str, vars: &Value) -> Context {
         Context {
             grains: self.req.grains.clone(),
-            pillar: self.override_map(),
+            pillar: self.pillar.clone(),
             opts: Value::Map(vec![
                 (Value::from("id"), Value::from(self.req.id.as_str())),
                 (Value::from("saltenv"), opt_str(self.req.saltenv.as_deref())),
@@ -261,7 +289,7 @@ impl Compiler<'_> {
     /// `top_matches`: per environment, the SLS names this minion gets.
     fn top_matches(&mut self, top: &[TopEntry]) -> Vec<(String, Vec<String>)> {
         let groups = &self.cfg.nodegroups;
-        let ov = self.override_map();
+        let ov = self.pillar.clone();
         let facts = salt_matcher::Facts {
             id: &self.req.id,
             grains: Some(&self.req.grains),

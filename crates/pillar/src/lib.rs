@@ -7,12 +7,13 @@
 //! `pillar_source_merging_strategy` and `pillar_merge_lists`, add `_errors`, and merge the
 //! minion's `pillar_override` last.
 //!
-//! `ext_pillar` is not implemented (the master's config loader warns about it once at start-up).
-//! Its place is marked in [`compile`]: Salt runs the external pillars after the top-file
-//! pillar (`ext_pillar_first: False`) and merges their data with the same strategy, before
-//! `pillar_override`.
+//! `ext_pillar` ([`ext`]): Salt runs the external pillars after the top-file pillar (or
+//! before it, `ext_pillar_first`) and merges their data with the same strategy, before
+//! `pillar_override`. The modules are `cmd_json` and `cmd_yaml`; the config loader refuses the
+//! others by name.
 
 mod compiler;
+mod ext;
 pub mod roots;
 
 use std::collections::BTreeMap;
@@ -34,6 +35,8 @@ pub struct Request {
     pub pillarenv: Option<String>,
     /// `pillar_override` (a map; anything else is ignored as Salt does).
     pub pillar_override: Value,
+    /// `ext`: the minion's on-demand external pillar (modules of `on_demand_ext_pillar`).
+    pub ext: Option<Value>,
 }
 
 /// The options of Salt's `opts` the compiler reads (master or masterless minion).
@@ -55,6 +58,12 @@ pub struct Options {
     pub pillar_includes_override_sls: bool,
     /// `nodegroups`, for `N@` in top files.
     pub nodegroups: Vec<(String, Value)>,
+    /// `ext_pillar`: (module, argument) in order.
+    pub ext_pillar: Vec<(String, Value)>,
+    /// `ext_pillar_first`.
+    pub ext_pillar_first: bool,
+    /// `on_demand_ext_pillar`.
+    pub on_demand_ext_pillar: Vec<String>,
 }
 
 impl Default for Options {
@@ -72,6 +81,9 @@ impl Default for Options {
             pillar_safe_render_error: true,
             pillar_includes_override_sls: false,
             nodegroups: Vec::new(),
+            ext_pillar: Vec::new(),
+            ext_pillar_first: false,
+            on_demand_ext_pillar: vec!["libvirt".to_owned(), "virtkey".to_owned()],
         }
     }
 }
@@ -92,6 +104,13 @@ impl From<&salt_config::MasterConfig> for Options {
                 .iter()
                 .map(|(k, v)| (k.clone(), salt_compat::json::json_to_msgpack(v)))
                 .collect(),
+            ext_pillar: cfg
+                .ext_pillar
+                .iter()
+                .map(|e| (e.module.clone(), salt_compat::json::json_to_msgpack(&e.arg)))
+                .collect(),
+            ext_pillar_first: cfg.ext_pillar_first,
+            on_demand_ext_pillar: cfg.on_demand_ext_pillar.clone(),
         }
     }
 }
@@ -151,6 +170,40 @@ impl Options {
             }
             Some(other) => return Err(format!("nodegroups: expected a map, got {other}")),
         }
+        o.ext_pillar_first = boolean("ext_pillar_first", false)?;
+        match get("ext_pillar") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let Value::Map(m) = item else {
+                        return Err("The \"ext_pillar\" option is malformed".to_owned());
+                    };
+                    for (k, v) in m {
+                        let module = salt_compat::py_str(k);
+                        salt_config::check_ext_pillar_module(&module)
+                            .map_err(|e| format!("ext_pillar: {e}"))?;
+                        o.ext_pillar.push((module, v.clone()));
+                    }
+                }
+            }
+            Some(_) => return Err("The \"ext_pillar\" option is malformed".to_owned()),
+        }
+        if let Some(v) = get("on_demand_ext_pillar") {
+            let Value::Array(items) = v else {
+                return Err(format!("on_demand_ext_pillar: expected a list, got {v}"));
+            };
+            o.on_demand_ext_pillar = items.iter().map(salt_compat::py_str).collect();
+        }
         Ok(o)
+    }
+
+    /// Salt's `merge` with `pillar_source_merging_strategy` and `pillar_merge_lists`.
+    pub(crate) fn merge(&self, a: Value, b: Value) -> Value {
+        salt_render::merge::merge(
+            a,
+            b,
+            &self.pillar_source_merging_strategy,
+            self.pillar_merge_lists,
+        )
     }
 }

@@ -1,6 +1,6 @@
 //! Pillar compilation options beyond the golden tree: environments (`__env__`, `pillarenv`,
 //! `pillarenv_from_saltenv`), merge strategies and `pillar_merge_lists`,
-//! `pillar_safe_render_error`, renderer errors in `_errors`, `pillar_override`.
+//! `pillar_safe_render_error`, renderer errors in `_errors`, `pillar_override`, `ext_pillar`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -35,6 +35,7 @@ fn req(saltenv: Option<&str>, pillarenv: Option<&str>, over: Js) -> Request {
         saltenv: saltenv.map(str::to_owned),
         pillarenv: pillarenv.map(str::to_owned),
         pillar_override: json_to_msgpack(&over),
+        ext: None,
     }
 }
 
@@ -140,4 +141,47 @@ fn render_errors_are_reported_by_name() {
 
 fn errors_of(v: &Value) -> Js {
     msgpack_to_json(v)["_errors"].clone()
+}
+
+/// `ext_pillar`: `_errors` in Salt's order (render errors, then ext_pillar's; before them
+/// with `ext_pillar_first`), the minion id in the command, and a minion's on-demand `ext`
+/// run only when `on_demand_ext_pillar` lists its modules.
+#[test]
+fn ext_pillar_errors_order_and_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "base/top.sls", "base:\n  '*': [a, missing]\n");
+    write(root, "base/a.sls", "who: top\n");
+    let ext = r#"ext_pillar:
+  - cmd_json: [a, b]
+  - cmd_json: |-
+      printf '{"who": "ext", "id": "%s"}'
+"#;
+    let missing =
+        "Specified SLS 'missing' in environment 'base' is not available on the salt master";
+    let failed = "Failed to load ext_pillar cmd_json: ext_pillar() takes 3 positional arguments but 4 were given";
+    let p = compile_js(&cfg(root, ext), &req(None, None, json!({})));
+    assert_eq!(p["who"], "ext");
+    assert_eq!(p["id"], "m1");
+    let errors: Vec<&str> = p["_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(errors[..2], [missing, failed], "{errors:?}");
+    let first = format!("{ext}ext_pillar_first: True\n");
+    let p = compile_js(&cfg(root, &first), &req(None, None, json!({})));
+    assert_eq!(p["who"], "top");
+    assert_eq!(p["_errors"][0], failed);
+    assert_eq!(p["_errors"][1], missing);
+
+    let mut r = req(None, None, json!({}));
+    r.ext = Some(json_to_msgpack(
+        &json!({"cmd_json": "printf '{\"od\": 1}'"}),
+    ));
+    let p = compile_js(&cfg(root, ""), &r);
+    assert!(p.get("od").is_none(), "cmd_json is not on demand: {p}");
+    let p = compile_js(&cfg(root, "on_demand_ext_pillar: [cmd_json]\n"), &r);
+    assert_eq!(p["od"], 1);
 }

@@ -71,6 +71,7 @@ fn main() -> anyhow::Result<()> {
                             saltenv: None,
                             pillarenv: None,
                             pillar_override: rmpv::Value::Nil,
+                            ext: None,
                         };
                         keys += compile(cfg, &req).as_map().map_or(0, Vec::len);
                     }

@@ -1,0 +1,106 @@
+//! `ext_pillar` and `master_tops`: the master's external data sources (issue 36).
+//!
+//! An `ext_pillar` list item is a one-key mapping `{module: argument}` (the argument a string,
+//! a list of positional arguments or a mapping of keyword arguments), run in order after
+//! (or, with `ext_pillar_first`, before) the top-file pillar. A module Salt has and salt-rs
+//! does not is refused at start by name: a site's pillar must not silently go empty.
+//! `master_tops` modules are all refused the same way (none is implemented yet).
+
+use crate::node::{Kind, Node};
+use crate::types::invalid;
+use crate::{Problem, reader::string_list};
+
+/// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
+pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml"];
+
+/// One `ext_pillar` item: the module's name and its argument as written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtPillar {
+    /// Module name (`cmd_json`, ...).
+    pub module: String,
+    /// The argument: a string, a list (positional) or a mapping (keyword arguments).
+    pub arg: serde_json::Value,
+}
+
+/// Reads `ext_pillar`: a list of one-key mappings naming implemented modules.
+pub(crate) fn ext_pillar_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
+    let Kind::Seq(items) = &node.kind else {
+        return Err(invalid(
+            &node.describe(),
+            "The \"ext_pillar\" option is malformed: expected a list of {module: argument}",
+        ));
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let Kind::Map(entries) = &item.kind else {
+            return Err(invalid(
+                &item.describe(),
+                "The \"ext_pillar\" option is malformed: each item is {module: argument}",
+            ));
+        };
+        if entries.len() != 1 {
+            return Err(invalid(
+                &item.to_json().to_string(),
+                "an ext_pillar item with other than one module is not implemented by salt-rs \
+                 (write one list item per module)",
+            ));
+        }
+        let (name, arg) = &entries[0];
+        let module = name.key_string();
+        check_module(&module)?;
+        out.push(ExtPillar {
+            module,
+            arg: arg.to_json(),
+        });
+    }
+    Ok(out)
+}
+
+/// Refuses, by name, an `ext_pillar` module salt-rs does not implement.
+pub fn check_module(module: &str) -> Result<(), Problem> {
+    if EXT_PILLAR_MODULES.contains(&module) {
+        return Ok(());
+    }
+    let what = match module {
+        "cmd_yamlex" => "the yamlex renderer is not implemented by salt-rs",
+        "git" => "git_pillar is not implemented by salt-rs yet",
+        "stack" => "pillar_stack is not implemented by salt-rs yet",
+        "file_tree" | "http_json" | "http_yaml" | "postgres" => "not implemented by salt-rs yet",
+        _ => "not implemented by salt-rs",
+    };
+    Err(Problem::Invalid {
+        value: module.to_owned(),
+        reason: format!(
+            "ext_pillar module `{module}`: {what} (implemented: {}); refusing to start rather \
+             than serve a pillar without it",
+            EXT_PILLAR_MODULES.join(", ")
+        ),
+    })
+}
+
+/// Reads `on_demand_ext_pillar`: module names a minion may ask for in its `ext`.
+pub(crate) fn on_demand(node: &Node) -> Result<Vec<String>, Problem> {
+    string_list(node)
+}
+
+/// Reads `master_tops`: every module is refused by name (none is implemented).
+pub(crate) fn master_tops(node: &Node) -> Result<(), Problem> {
+    match &node.kind {
+        Kind::Map(entries) if entries.is_empty() => Ok(()),
+        Kind::Map(entries) => {
+            let names: Vec<String> = entries.iter().map(|(k, _)| k.key_string()).collect();
+            Err(Problem::Invalid {
+                value: names.join(", "),
+                reason: format!(
+                    "master_tops module(s) `{}` not implemented by salt-rs; refusing to start \
+                     rather than serve a highstate without them",
+                    names.join("`, `")
+                ),
+            })
+        }
+        _ => Err(invalid(
+            &node.describe(),
+            "expected a mapping of tops modules",
+        )),
+    }
+}

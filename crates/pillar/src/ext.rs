@@ -1,0 +1,253 @@
+//! `ext_pillar` (Salt's `Pillar.ext_pillar` and `_external_pillar_data`): run each configured
+//! external pillar in order and merge what it returns into the pillar.
+//!
+//! A module's failure to be called (Salt: an exception raised by the module, here the
+//! `TypeError` of a mismatched argument) is recorded as `Failed to load ext_pillar <name>:
+//! <error>` for `_errors`; a command whose output does not parse is logged and contributes
+//! nothing, as Salt's `cmd_json`/`cmd_yaml` do.
+
+use std::process::{Command, Stdio};
+
+use rmpv::Value;
+
+use crate::{Options, Request};
+
+/// Runs the external pillars of `cfg` (and the minion's on-demand `ext`) on `pillar`, merging
+/// each result into it; call errors are appended to `errors`.
+pub(crate) fn run(
+    cfg: &Options,
+    req: &Request,
+    mut pillar: Value,
+    errors: &mut Vec<String>,
+) -> Value {
+    let override_map = match &req.pillar_override {
+        Value::Map(m) if !m.is_empty() => Some(Value::Map(m.clone())),
+        _ => None,
+    };
+    if let Some(ov) = override_map {
+        pillar = cfg.merge(pillar, ov);
+    }
+    for (module, arg) in cfg.ext_pillar.iter().chain(on_demand(cfg, req).iter()) {
+        let ext = match call(module, &req.id, arg) {
+            Ok(v) => v,
+            Err(e) => {
+                let msg = format!("Failed to load ext_pillar {module}: {e}");
+                tracing::error!("Exception caught loading ext_pillar '{module}': {e}");
+                errors.push(msg);
+                continue;
+            }
+        };
+        match ext {
+            Value::Map(m) if m.is_empty() => {}
+            v @ Value::Map(_) => pillar = cfg.merge(pillar, v),
+            v if !truthy(&v) => {}
+            // Salt's merge raises on a non-mapping (and the whole compile fails): skip it.
+            other => tracing::error!(
+                "ext_pillar {module} for {} returned {other}, not a mapping; ignored",
+                req.id
+            ),
+        }
+    }
+    pillar
+}
+
+/// The minion's on-demand `ext` (Salt's `__valid_on_demand_ext_pillar`): a mapping of modules
+/// all named in `on_demand_ext_pillar`, else nothing (logged).
+fn on_demand(cfg: &Options, req: &Request) -> Vec<(String, Value)> {
+    let Some(ext) = &req.ext else {
+        return Vec::new();
+    };
+    let Value::Map(m) = ext else {
+        tracing::error!("On-demand pillar {ext} is not formatted as a dictionary");
+        return Vec::new();
+    };
+    let names: Vec<String> = m.iter().map(|(k, _)| salt_compat::py_str(k)).collect();
+    let mut bad: Vec<&String> = names
+        .iter()
+        .filter(|n| !cfg.on_demand_ext_pillar.contains(n))
+        .collect();
+    if !bad.is_empty() {
+        bad.sort();
+        tracing::error!(
+            "The following ext_pillar modules are not allowed for on-demand pillar data: {}. \
+             Valid on-demand ext_pillar modules are: {}. The valid modules can be adjusted by \
+             setting the 'on_demand_ext_pillar' config option.",
+            bad.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            cfg.on_demand_ext_pillar.join(", ")
+        );
+        return Vec::new();
+    }
+    names
+        .into_iter()
+        .zip(m.iter().map(|(_, v)| v.clone()))
+        .filter(|(n, _)| {
+            let known = salt_config::EXT_PILLAR_MODULES.contains(&n.as_str());
+            if !known {
+                tracing::error!("Specified ext_pillar interface {n} is unavailable");
+            }
+            known
+        })
+        .collect()
+}
+
+/// Calls one module (`ext_pillar(minion_id, pillar, command)`) with its configured argument.
+fn call(module: &str, id: &str, arg: &Value) -> Result<Value, String> {
+    let command = bind_command(arg)?;
+    let Some(command) = command.as_str() else {
+        tracing::error!("ext_pillar {module}: command {command} is not a string");
+        return Ok(Value::Map(Vec::new()));
+    };
+    let command = command.replace("%s", id);
+    Ok(match module {
+        "cmd_json" => cmd_json(&command),
+        "cmd_yaml" => cmd_yaml(&command),
+        other => {
+            // The config loader refuses other modules at start.
+            tracing::error!("Specified ext_pillar interface {other} is unavailable");
+            Value::Map(Vec::new())
+        }
+    })
+}
+
+/// Binds the argument to the `command` parameter the way Python calls
+/// `ext_pillar(minion_id, pillar, *list)` / `(**mapping)` / `(value)`; a mismatch is
+/// Python's `TypeError` text.
+fn bind_command(arg: &Value) -> Result<Value, String> {
+    const MISSING: &str = "ext_pillar() missing 1 required positional argument: 'command'";
+    match arg {
+        Value::Array(a) => match a.len() {
+            0 => Err(MISSING.to_owned()),
+            1 => Ok(a[0].clone()),
+            n => Err(format!(
+                "ext_pillar() takes 3 positional arguments but {} were given",
+                n + 2
+            )),
+        },
+        Value::Map(m) => {
+            let mut command = None;
+            for (k, v) in m {
+                let k = salt_compat::py_str(k);
+                match k.as_str() {
+                    "command" => command = Some(v.clone()),
+                    "minion_id" | "pillar" => {
+                        return Err(format!(
+                            "ext_pillar() got multiple values for argument '{k}'"
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "ext_pillar() got an unexpected keyword argument '{k}'"
+                        ));
+                    }
+                }
+            }
+            command.ok_or_else(|| MISSING.to_owned())
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+/// `cmd_json`: `cmd.run` without a shell (the command split as `shlex.split`), its stdout
+/// read as JSON; anything unparsable is `{}`.
+fn cmd_json(command: &str) -> Value {
+    let parsed = shlex::split(command)
+        .filter(|argv| !argv.is_empty())
+        .ok_or_else(|| "cannot split the command".to_owned())
+        .and_then(|argv| {
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..]);
+            run_stdout(cmd)
+        })
+        .and_then(|out| serde_json::from_str::<serde_json::Value>(&out).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(v) => salt_compat::json::json_to_msgpack(&v),
+        Err(e) => {
+            tracing::error!("JSON data from {command} failed to parse: {e}");
+            Value::Map(Vec::new())
+        }
+    }
+}
+
+/// `cmd_yaml`: `cmd.run_stdout` through the shell, its stdout read as YAML; anything
+/// unparsable is `{}`, empty output `None`.
+fn cmd_yaml(command: &str) -> Value {
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
+    let mut cmd = Command::new(shell);
+    cmd.arg("-c").arg(command);
+    let out = match run_stdout(cmd) {
+        Ok(out) => out,
+        Err(e) => {
+            tracing::error!("YAML data from '{command}' failed to parse: {e}");
+            return Value::Map(Vec::new());
+        }
+    };
+    match salt_render::yaml::load(&out) {
+        Ok(v) => v.unwrap_or(Value::Nil),
+        Err(e) => {
+            tracing::error!(
+                "YAML data from '{command}' failed to parse. Command output:\n{out}: {e}"
+            );
+            Value::Map(Vec::new())
+        }
+    }
+}
+
+/// Runs `cmd` as Salt's `cmd._run` does for these modules: in the home directory, stdin
+/// closed, the C locale unless the environment sets one; stdout with trailing whitespace
+/// stripped. A non-zero exit is logged; its output still counts.
+fn run_stdout(mut cmd: Command) -> Result<String, String> {
+    if let Some(home) = std::env::var_os("HOME") {
+        cmd.current_dir(home);
+    }
+    for var in [
+        "LC_CTYPE",
+        "LC_NUMERIC",
+        "LC_TIME",
+        "LC_COLLATE",
+        "LC_MONETARY",
+        "LC_MESSAGES",
+        "LC_PAPER",
+        "LC_NAME",
+        "LC_ADDRESS",
+        "LC_TELEPHONE",
+        "LC_MEASUREMENT",
+        "LC_IDENTIFICATION",
+    ] {
+        if std::env::var_os(var).is_none() {
+            cmd.env(var, "C");
+        }
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("Unable to run command {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        tracing::error!(
+            "Command {cmd:?} failed with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+}
+
+/// Python truthiness of a returned value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Nil => false,
+        Value::Boolean(b) => *b,
+        Value::Integer(i) => i.as_i64() != Some(0) && i.as_u64() != Some(0),
+        Value::F32(f) => *f != 0.0,
+        Value::F64(f) => *f != 0.0,
+        Value::String(s) => !s.as_bytes().is_empty(),
+        Value::Binary(b) => !b.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Map(m) => !m.is_empty(),
+        Value::Ext(..) => true,
+    }
+}

@@ -1,0 +1,177 @@
+//! `ext_pillar` (issue 36) against real Salt 3007.17: the same `cmd_json`/`cmd_yaml` scripts
+//! and pillar tree, Salt's pillar compiler (`salt-call --local pillar.items` with the
+//! `ext_pillar` options in its config) against ours (`salt_pillar::compile` with the options
+//! read by the master's config loader), `ext_pillar_first` both ways, `pillar_merge_lists`,
+//! a module called with the wrong arguments (`_errors`) and commands whose output does not
+//! parse (nothing merged, no error).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use salt_compat::json::{json_to_msgpack, msgpack_to_json};
+use salt_integration_tests::TempRoot;
+use salt_integration_tests::interop_support::{serial, venv_for};
+use salt_integration_tests::pillar_support::{NODEGROUPS, salt_call_local_with};
+use salt_pillar::{Options, Request, compile};
+
+const VERSION: &str = "3007.17";
+
+/// The pillar tree: a top-file pillar that overlaps the external one, and an SLS that reads
+/// `pillar` while rendering (with `ext_pillar_first` it sees the external pillar).
+fn write_tree(dir: &Path) {
+    let files = [
+        ("top.sls", "base:\n  '*':\n    - common\n    - seen\n"),
+        (
+            "common.sls",
+            "app:\n  name: from-top\n  port: 80\nlist: [top]\nowner: top\n",
+        ),
+        (
+            "seen.sls",
+            "seen_role: {{ pillar.get('cmdb', {}).get('role', 'none') }}\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+}
+
+/// The scripts: JSON and YAML (with YAML 1.1 scalars) using the minion id, and output that
+/// parses as neither.
+fn write_scripts(dir: &Path) {
+    let files = [
+        (
+            "cmdb-json",
+            "#!/bin/sh\nprintf '{\"app\": {\"port\": 8080, \"host\": \"%s.example\"}, \
+             \"cmdb\": {\"role\": \"web\", \"n\": 1.5}, \"list\": [\"json\"]}\\n' \"$1\"\n",
+        ),
+        (
+            "cmdb-yaml",
+            "#!/bin/sh\ncat <<EOF\nowner: yaml-$1\nflags: {a: yes, b: off, mode: 0700, none: ~}\n\
+             list: [yaml]\nwhere: $PWD\nEOF\n",
+        ),
+        (
+            "garbage",
+            "#!/bin/sh\necho 'not: [json'\necho oops >&2\nexit 3\n",
+        ),
+    ];
+    for (name, text) in files {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let mut perm = std::fs::metadata(&p).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&p, perm).unwrap();
+    }
+}
+
+/// Salt's pillar and ours for the same `ext_pillar` options; each asserted equal.
+fn compare(case: &str, ext_conf: &str) -> Option<serde_json::Value> {
+    // Missing venv: a failure under CI=true, a skip otherwise.
+    let venv = venv_for(VERSION)?;
+    let root = TempRoot::new().unwrap();
+    let tree = root.path().join("tree");
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    write_tree(&tree);
+    write_scripts(&bin);
+    let ext_conf = ext_conf.replace("BIN", &bin.display().to_string());
+    let dir = root.path().join("salt");
+    let grains = salt_call_local_with(&venv, &dir, &tree, "pym1", "", &["grains.items"]).unwrap();
+    let want =
+        salt_call_local_with(&venv, &dir, &tree, "pym1", &ext_conf, &["pillar.items"]).unwrap();
+
+    let conf = root.path().join("ours");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("master"),
+        format!(
+            "root_dir: {}\npillar_roots: {{base: [{}]}}\nnodegroups: {NODEGROUPS}\n{ext_conf}",
+            conf.display(),
+            tree.display()
+        ),
+    )
+    .unwrap();
+    let loaded = salt_config::MasterConfig::load(&salt_config::LoadOptions::new(&conf)).unwrap();
+    assert!(
+        loaded.warnings.iter().all(|w| !w.contains("ext_pillar")),
+        "{:?}",
+        loaded.warnings
+    );
+    let req = Request {
+        id: "pym1".into(),
+        grains: json_to_msgpack(&grains),
+        saltenv: None,
+        pillarenv: None,
+        pillar_override: rmpv::Value::Nil,
+        ext: None,
+    };
+    let mut ours = msgpack_to_json(&compile(&Options::from(&loaded.config), &req));
+    if !loaded.config.ext_pillar_first {
+        // Masterless Salt renders the SLS with the pillar its minion compiled at start-up as
+        // `pillar` (`opts["pillar"]`); a master has none: the SLS sees only the override.
+        assert_eq!(ours["seen_role"], "none", "{case}: {ours:#}");
+        ours["seen_role"] = want["seen_role"].clone();
+    }
+    assert_eq!(
+        ours, want,
+        "{case}: our pillar differs from Salt {VERSION}'s"
+    );
+    Some(want)
+}
+
+const BOTH: &str =
+    "ext_pillar:\n  - cmd_json: BIN/cmdb-json %s\n  - cmd_yaml:\n      command: BIN/cmdb-yaml %s\n";
+
+#[test]
+fn cmd_json_and_cmd_yaml_after_the_top_file() {
+    let _guard = serial();
+    let Some(p) = compare("ext_pillar_first: False", BOTH) else {
+        return;
+    };
+    // The external pillar wins over the top file, and is not seen while rendering it.
+    assert_eq!(p["app"]["port"], 8080);
+    assert_eq!(p["app"]["name"], "from-top");
+    assert_eq!(p["app"]["host"], "pym1.example");
+    assert_eq!(p["owner"], "yaml-pym1");
+    assert!(p.get("_errors").is_none(), "{p:#}");
+}
+
+#[test]
+fn ext_pillar_first_is_overridden_by_the_top_file_and_seen_by_it() {
+    let _guard = serial();
+    let Some(p) = compare(
+        "ext_pillar_first: True",
+        &format!("{BOTH}ext_pillar_first: True\n"),
+    ) else {
+        return;
+    };
+    assert_eq!(p["app"]["port"], 80);
+    assert_eq!(p["owner"], "top");
+}
+
+#[test]
+fn pillar_merge_lists_joins_the_sources() {
+    let _guard = serial();
+    let Some(p) = compare(
+        "pillar_merge_lists: True",
+        &format!("{BOTH}pillar_merge_lists: True\n"),
+    ) else {
+        return;
+    };
+    assert!(p["list"].as_array().is_some_and(|l| l.len() > 1), "{p:#}");
+}
+
+#[test]
+fn a_module_called_wrongly_leaves_errors_and_bad_output_nothing() {
+    let _guard = serial();
+    let Some(p) = compare(
+        "failing modules",
+        "ext_pillar:\n  - cmd_json: [BIN/cmdb-json, extra]\n  - cmd_json:\n      cmd: BIN/cmdb-json\n\
+         \x20 - cmd_json: []\n  - cmd_json: BIN/garbage\n  - cmd_yaml: BIN/garbage\n\
+         \x20 - cmd_json: BIN/does-not-exist\n  - cmd_yaml: 'exit 0'\n",
+    ) else {
+        return;
+    };
+    assert_eq!(p["_errors"].as_array().map(Vec::len), Some(3), "{p:#}");
+    assert_eq!(p["owner"], "top");
+}
