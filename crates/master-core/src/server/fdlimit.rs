@@ -44,6 +44,7 @@ pub(crate) fn raise_max_open_files(max_open_files: u32) {
                 tracing::info!("New values for max open files soft/hard values: {s}/{h}")
             }
             Err(_) => tracing::error!(
+                critical = true,
                 "Failed to raise max open files setting to {want}. If this value is too low, \
                  the salt-master will most likely fail to run properly."
             ),
@@ -79,7 +80,7 @@ pub(crate) fn check_max_open_files(max_open_files: u32, accepted: usize) {
     }
     msg.push_str("Please consider raising this value.");
     if n * 2 >= soft {
-        tracing::error!("{msg}");
+        tracing::error!(critical = true, "{msg}");
     } else if n * 3 >= soft {
         tracing::warn!("{msg}");
     } else {
