@@ -107,6 +107,10 @@ salt_options! {
         /// Maximum number of accepted minions (`None`: unlimited; Salt's `0`).
         #[salt_default = "0"]
         pub max_minions: Option<u32>,
+        /// The soft descriptor limit (`RLIMIT_NOFILE`) the master raises itself to at start,
+        /// up to the hard limit (Salt's `max_open_files`).
+        #[salt_default = "100000"]
+        pub max_open_files: u32,
         /// Sign the master public key in auth replies with the `master_sign` key pair.
         #[salt_default = "False"]
         pub master_sign_pubkey: bool,
@@ -343,6 +347,7 @@ impl crate::load::Role for MasterConfig {
                 max_minions: r.get("max_minions", None, |n| {
                     count(n).map(|c| (c > 0).then_some(c))
                 }),
+                max_open_files: r.get("max_open_files", 100_000, count),
                 master_sign_pubkey: r.get("master_sign_pubkey", false, boolean),
                 master_sign_key_name,
                 master_pubkey_signature: r.get(

@@ -120,6 +120,7 @@ fn defaults_equal_salt_3007() {
         ("auto_accept", json!(m.auto_accept)),
         ("open_mode", json!(m.open_mode)),
         ("max_minions", json!(m.max_minions.unwrap_or(0))),
+        ("max_open_files", json!(m.max_open_files)),
         ("master_sign_pubkey", json!(m.master_sign_pubkey)),
         ("master_sign_key_name", json!(m.master_sign_key_name)),
         ("master_pubkey_signature", json!(m.master_pubkey_signature)),

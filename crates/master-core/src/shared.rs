@@ -47,6 +47,8 @@ pub struct Shared {
     pub acl: Acl,
     /// Rate limiter for logs about bad peer input.
     pub log_limit: LogLimiter,
+    /// New minions admitted against the descriptor limit (`server/fdlimit.rs`).
+    pub(crate) fd_ceiling: crate::server::fdlimit::FdCeiling,
     /// Minion `tok`s already verified (`keys/tokens.rs`).
     pub tokens: TokenCache,
     /// The event bus (`salt-run state.event`).
@@ -93,6 +95,7 @@ impl Shared {
             connected: Mutex::new(HashSet::new()),
             auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
             log_limit: LogLimiter::new(Duration::from_secs(10)),
+            fd_ceiling: crate::server::fdlimit::FdCeiling::default(),
             acl: Acl::from_config(&cfg),
             tokens: TokenCache::default(),
             metrics: Arc::default(),

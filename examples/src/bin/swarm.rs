@@ -71,6 +71,10 @@ struct Args {
     /// Index of the first minion (to split a swarm over processes).
     #[arg(long, default_value_t = 0)]
     id_start: usize,
+    /// Connect each minion's SUB socket after its first sign-in (as a Python minion), not
+    /// all at start.
+    #[arg(long)]
+    sub_at_signin: bool,
     /// Stop after this many seconds.
     #[arg(long)]
     run_time: Option<f64>,
@@ -117,6 +121,7 @@ fn main() -> anyhow::Result<()> {
     cfg.ret = a.ret;
     cfg.id_prefix = a.id_prefix;
     cfg.id_start = a.id_start;
+    cfg.sub_at_signin = a.sub_at_signin;
     cfg.run_time = a.run_time.map(Duration::from_secs_f64);
     cfg.exit_after = a.exit_after;
     cfg.exit_after_signin = a.exit_after_signin;

@@ -110,6 +110,9 @@ pub struct Config {
     pub eager_session: bool,
     /// What each minion returns.
     pub ret: ReturnValue,
+    /// Connect each minion's SUB socket only after its first sign-in, as a Python minion
+    /// does (default: all at start, so a fan-out finds every minion listening).
+    pub sub_at_signin: bool,
     /// Stop after this long.
     pub run_time: Option<Duration>,
     /// Stop once this many distinct jobs were received and every return was acknowledged.
@@ -150,6 +153,7 @@ impl Config {
             mode: Mode::Lean,
             eager_session: true,
             ret: ReturnValue::True,
+            sub_at_signin: false,
             run_time: None,
             exit_after: None,
             exit_after_signin: false,

@@ -175,7 +175,9 @@ impl Worker {
             s.set_linger(0)?;
             s.set_rcvhwm(0)?;
             s.set_subscribe(b"")?;
-            s.connect(&pub_ep)?;
+            if !cfg.sub_at_signin {
+                s.connect(&pub_ep)?;
+            }
             subs.push(s);
             minions.push(Minion {
                 id,
@@ -463,6 +465,14 @@ impl Worker {
                     stats.reauth_last_us.fetch_max(us, Ordering::Relaxed);
                 } else {
                     m.signed_once = true;
+                    if self.cfg.sub_at_signin
+                        && let Some(sub) = self.subs.get(j)
+                    {
+                        let ep = format!("tcp://{}:{}", self.cfg.master, self.cfg.publish_port);
+                        if let Err(e) = sub.connect(&ep) {
+                            eprintln!("swarm: {} cannot connect to {ep}: {e}", m.id);
+                        }
+                    }
                     let us = self.hub.micros();
                     stats.last_first_signin_us.fetch_max(us, Ordering::Relaxed);
                     stats.first_signins.fetch_add(1, Ordering::Release);

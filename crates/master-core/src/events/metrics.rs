@@ -28,6 +28,9 @@ pub struct Metrics {
     /// `salt_master_signins_total{kind}`: accepted, pending, rejected, denied, full,
     /// refused (bad id/key), error.
     pub signins: Family<Label, Counter>,
+    /// `salt_master_limit_hits_total{kind}`: new minions refused at a limit, by limit
+    /// (`max_open_files`, `max_minions`).
+    pub limit_hits: Family<Label, Counter>,
     /// `salt_master_aes_rotations_total{kind}`: dropfile, publish_session.
     pub rotations: Family<Label, Counter>,
     /// `salt_master_publishes_total`.
@@ -48,6 +51,12 @@ impl Default for Metrics {
             "signins",
             "Sign-in requests by outcome (label kind)",
             signins.clone(),
+        );
+        let limit_hits = Family::<Label, Counter>::default();
+        registry.register(
+            "limit_hits",
+            "New minions refused at a limit, by limit (label kind: max_open_files, max_minions)",
+            limit_hits.clone(),
         );
         let rotations = Family::<Label, Counter>::default();
         registry.register(
@@ -74,6 +83,7 @@ impl Default for Metrics {
         Metrics {
             registry,
             signins,
+            limit_hits,
             rotations,
             publishes,
             returns,
@@ -89,6 +99,15 @@ impl Metrics {
         self.signins
             .get_or_create(&Label {
                 kind: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Count one new minion refused at `limit`.
+    pub fn limit_hit(&self, limit: &str) {
+        self.limit_hits
+            .get_or_create(&Label {
+                kind: limit.to_owned(),
             })
             .inc();
     }

@@ -118,6 +118,38 @@ fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
     })
 }
 
+/// A new minion at the descriptor ceiling: answered "full" (a failover minion moves on, a
+/// single-master one comes back after its retry wait) before the key store is read, so the
+/// descriptors left serve the minions already signed in.
+fn at_fd_ceiling(shared: &Shared, req: &AuthRequest) -> Result<Option<Value>, AuthSideError> {
+    let id = &req.id;
+    if shared
+        .connected
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(id)
+    {
+        return Ok(None);
+    }
+    let Err(at) = shared.fd_ceiling.admit() else {
+        return Ok(None);
+    };
+    shared.metrics.signin("full");
+    shared.metrics.limit_hit("max_open_files");
+    if shared.log_limit.allow("fd-ceiling") {
+        tracing::warn!(
+            "Too many open files: {} of the max open files soft setting ({}, max_open_files) \
+             are in use and {} are kept for the key store, job cache and files. Rejecting \
+             connection from id {id} as full; the minions already connected are still served.",
+            at.open,
+            at.soft,
+            at.reserve
+        );
+    }
+    shared.events.fire_auth(id, "full", false, &req.pub_key);
+    Ok(Some(fail_reply(shared, req, AuthRet::Full)?))
+}
+
 fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError> {
     let cfg = &shared.cfg;
     if !auth_master::valid_id(&req.id) {
@@ -156,6 +188,9 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         }
         _ => false,
     };
+    if !full && let Some(reply) = at_fd_ceiling(shared, req)? {
+        return Ok(reply);
+    }
     let facts = key_facts(shared, &req.id)?;
     let new_or_pending = !facts.rejected && facts.accepted.is_none();
     let auto_reject =
@@ -219,10 +254,13 @@ fn auth_reply(shared: &Shared, req: &AuthRequest) -> Result<Value, AuthSideError
         (Act::Reject, _) => {
             tracing::warn!("Public key rejected for {id}: key is in the rejected keys")
         }
-        (Act::Full, _) => tracing::info!(
-            "Too many minions connected (max_minions={}). Rejecting connection from id {id}",
-            cfg.max_minions.unwrap_or(0)
-        ),
+        (Act::Full, _) => {
+            shared.metrics.limit_hit("max_minions");
+            tracing::info!(
+                "Too many minions connected (max_minions={}). Rejecting connection from id {id}",
+                cfg.max_minions.unwrap_or(0)
+            )
+        }
         (Act::Invalid, _) => {
             tracing::warn!("Authentication request from {id} refused: invalid key state")
         }

@@ -13,6 +13,7 @@
 //! answers only quick file-server requests (`requests::handle_quick`, `salt_fileserver::inline`). Shutdown (mini-redis style): stop reading requests, let in-flight handlers
 //! finish (returns get written; every file is written atomically), close the sockets.
 
+pub(crate) mod fdlimit;
 pub(crate) mod group;
 pub(crate) mod local;
 pub(crate) mod workers;
@@ -57,6 +58,7 @@ pub async fn run_with_ready(
     shutdown: impl Future,
     on_ready: impl FnOnce(&Ready),
 ) -> Result<(), MasterError> {
+    fdlimit::raise_max_open_files(cfg.max_open_files);
     let shared = tokio::task::spawn_blocking(move || Shared::open(cfg))
         .await
         .map_err(|e| MasterError::Io {
@@ -64,6 +66,10 @@ pub async fn run_with_ready(
             source: std::io::Error::other(e),
         })??;
     let shared = Arc::new(shared);
+    fdlimit::check_max_open_files(
+        shared.cfg.max_open_files,
+        shared.store.list(salt_keystore::KeyState::Accepted).len(),
+    );
     follow_group(&shared);
     let cfg = &shared.cfg;
     let host = cfg.interface.to_string();
@@ -288,6 +294,7 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .retain(|id| accepted.contains(id));
+                fdlimit::check_max_open_files(cfg.max_open_files, accepted.len());
             }
             clean_jobs(&s);
             let aged = !cfg.publish_session.is_zero()

@@ -1,0 +1,133 @@
+//! The descriptor ceiling (issue 39, item 1): a master whose descriptor limit is far below
+//! what its minions would take raises its soft limit to `max_open_files` at start (Salt's log
+//! lines), then admits new minions only while descriptors remain for its files: 500 swarm
+//! minions against a limit of 300, the ones that got in all answer `test.ping`, the others are
+//! told "full", and the key store never fails with "Too many open files".
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::bins::target_dir;
+use salt_integration_tests::e2e_support::{Cluster, MASTER_READY};
+use salt_integration_tests::{ProcSpec, wait_for_log, wait_until, workspace_root};
+
+const SWARM: usize = 500;
+const LIMIT: u32 = 300;
+
+/// The swarm load generator (package salt-examples), built like the other binaries.
+fn swarm_bin() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--quiet",
+            "--profile",
+            "test",
+            "-p",
+            "salt-examples",
+            "--bin",
+            "swarm",
+        ])
+        .output()
+        .expect("running cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build -p salt-examples --bin swarm: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target_dir().join("debug").join("swarm")
+}
+
+fn accepted(c: &Cluster) -> usize {
+    std::fs::read_dir(c.pki().join("minions")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn master_at_its_descriptor_limit_refuses_new_minions_and_serves_the_rest() {
+    let swarm = swarm_bin();
+    let c = Cluster::new(|m| {
+        m.auto_accept(true)
+            .set("max_open_files", i64::from(LIMIT))
+            .set("loop_interval", 60u32)
+    })
+    .unwrap();
+    // Started with a soft limit below max_open_files and a hard limit at it: the master
+    // raises the soft one itself, as Salt's does.
+    let conf_dir = c.master_conf().conf_dir();
+    let master = ProcSpec::new("master", "prlimit", c.master_conf().dir())
+        .args([format!("--nofile=200:{LIMIT}"), "--".into()])
+        .args([c.bins().master.clone().into_os_string()])
+        .args(["-c".into(), conf_dir.into_os_string()])
+        .args(["-l", "info"])
+        .spawn()
+        .expect("prlimit (util-linux) is needed to start the master under a descriptor limit");
+    wait_for_log(&master, MASTER_READY, Duration::from_secs(30)).unwrap();
+    let log = master.output();
+    assert!(
+        log.contains("Current values for max open files soft/hard setting: 200/300"),
+        "{log}"
+    );
+    assert!(log.contains("Raising max open files value to 300"), "{log}");
+    assert!(
+        log.contains("New values for max open files soft/hard values: 300/300"),
+        "{log}"
+    );
+
+    let (publish, ret) = c.ports();
+    let keys = c.root().join("swarm-keys");
+    let t0 = Instant::now();
+    let swarm_proc = ProcSpec::new("swarm", &swarm, c.root())
+        .args(["-n", &SWARM.to_string(), "--keys", "8", "--sub-at-signin"])
+        .args(["--ret-port", &ret.to_string()])
+        .args(["--publish-port", &publish.to_string()])
+        .args(["--minions-per-req", "10", "--retry-wait", "2"])
+        .args(["--run-time", "120", "--interval", "5"])
+        .args(["--key-cache".into(), keys.into_os_string()])
+        .spawn()
+        .unwrap();
+    // The ceiling is met, and the number of accepted keys stops growing.
+    wait_for_log(
+        &master,
+        "of the max open files soft setting (300, max_open_files)",
+        Duration::from_secs(40),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", swarm_proc.tail(20)));
+    let mut last = (accepted(&c), Instant::now());
+    wait_until("accepted keys to settle", Duration::from_secs(20), || {
+        let n = accepted(&c);
+        if n != last.0 {
+            last = (n, Instant::now());
+        }
+        last.1.elapsed() >= Duration::from_secs(3)
+    })
+    .unwrap();
+    let admitted = accepted(&c);
+    assert!(
+        admitted > 20 && admitted < SWARM,
+        "{admitted} keys accepted"
+    );
+
+    let out = c.salt(&["-t", "20", "*", "test.ping"]).unwrap();
+    let answered = out.stdout.lines().filter(|l| l.trim() == "True").count();
+    assert_eq!(
+        answered, admitted,
+        "every minion that got in answers:\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    eprintln!(
+        "fd ceiling {LIMIT}: {admitted} of {SWARM} admitted, {answered} answered test.ping, {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+
+    let log = master.output();
+    assert!(
+        !log.contains("os error 24"),
+        "an EMFILE reached a file read:\n{log}"
+    );
+    assert!(!log.contains("failed on the master side"), "{log}");
+    let swarm_out = swarm_proc.output();
+    assert!(swarm_out.contains("master full"), "{swarm_out}");
+}
