@@ -108,6 +108,10 @@ struct Args {
     /// master's `gather_job_timeout`).
     #[arg(long = "gather-job-timeout")]
     gather_job_timeout: Option<u64>,
+    /// Comma-separated keyword argument names whose values stay text (not YAML-loaded)
+    /// [default: $SALT_NO_PARSE].
+    #[arg(long = "no-parse", value_name = "ARGNAME,...")]
+    no_parse: Option<String>,
     /// Publish and print the job id without waiting for returns.
     #[arg(long = "async")]
     asynchronous: bool,
@@ -181,6 +185,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let arg = match parse_args(&args.args, &cli_args::no_parse(args.no_parse.as_deref())) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("salt: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let json_indent = args.out_indent.map(|n| usize::try_from(n).ok());
     let sink: Box<dyn std::io::Write> = match &args.out_file {
         None => Box::new(std::io::stdout()),
@@ -242,7 +253,7 @@ fn main() -> ExitCode {
         tgt: args.target.clone(),
         tgt_type: tgt_type.into(),
         fun: args.fun.clone(),
-        arg: parse_args(&args.args),
+        arg,
         timeout: args.timeout,
         ret: args.returner.clone(),
         gather_job_timeout: args.gather_job_timeout,
@@ -513,7 +524,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert_eq!(
-            parse_args(&a),
+            parse_args(&a, &[]).unwrap(),
             vec![
                 json!("echo a=b"),
                 json!(1),
