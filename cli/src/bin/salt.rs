@@ -157,6 +157,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let args = Args::parse();
+    if args.asynchronous && args.batch.is_some() {
+        // Salt 3008 hands `--async -b` to the master (its BatchManager publishes each slice
+        // under one jid with `salt/batch/<jid>/…` events); this `salt` drives batches itself
+        // and must wait for the returns, so it refuses rather than send nothing.
+        eprintln!(
+            "salt: --async with --batch-size: a batch run by the master (Salt 3008's \
+             BatchManager, salt/batch/<jid> events) is not supported by salt-rs; drop --async \
+             to run the batch from this command"
+        );
+        return ExitCode::from(2);
+    }
     if !args.returner.is_empty() {
         // Salt's minions load the named returner module; ours have none yet.
         eprintln!(
