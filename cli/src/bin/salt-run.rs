@@ -49,6 +49,10 @@ struct Args {
     /// Colour the `nested` output even when stdout is not a terminal.
     #[arg(long = "force-color", alias = "force-colour")]
     force_color: bool,
+    /// Comma-separated keyword argument names whose values stay text (not YAML-loaded)
+    /// [default: $SALT_NO_PARSE].
+    #[arg(long = "no-parse", value_name = "ARGNAME,...")]
+    no_parse: Option<String>,
     /// Function, e.g. jobs.lookup_jid.
     fun: String,
     /// Arguments; `key=value` becomes a keyword argument.
@@ -64,9 +68,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let arg = match cli_args::parse_args(&args.args, &cli_args::no_parse(args.no_parse.as_deref()))
+    {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("salt-run: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let req = RunnerRequest {
         fun: args.fun.clone(),
-        arg: cli_args::parse_args(&args.args),
+        arg,
         timeout: args.timeout,
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);

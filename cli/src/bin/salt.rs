@@ -111,6 +111,10 @@ struct Args {
     /// master's `gather_job_timeout`).
     #[arg(long = "gather-job-timeout")]
     gather_job_timeout: Option<u64>,
+    /// Comma-separated keyword argument names whose values stay text (not YAML-loaded)
+    /// [default: $SALT_NO_PARSE].
+    #[arg(long = "no-parse", value_name = "ARGNAME,...")]
+    no_parse: Option<String>,
     /// Publish and print the job id without waiting for returns.
     #[arg(long = "async")]
     asynchronous: bool,
@@ -156,6 +160,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let args = Args::parse();
+    if args.asynchronous && args.batch.is_some() {
+        // Salt 3008 hands `--async -b` to the master (its BatchManager publishes each slice
+        // under one jid with `salt/batch/<jid>/…` events); this `salt` drives batches itself
+        // and must wait for the returns, so it refuses rather than send nothing.
+        eprintln!(
+            "salt: --async with --batch-size: a batch run by the master (Salt 3008's \
+             BatchManager, salt/batch/<jid> events) is not supported by salt-rs; drop --async \
+             to run the batch from this command"
+        );
+        return ExitCode::from(2);
+    }
     if !args.returner.is_empty() {
         // Salt's minions load the named returner module; ours have none yet.
         eprintln!(
@@ -181,6 +196,13 @@ fn main() -> ExitCode {
         "false" | "0" | "no" => false,
         other => {
             eprintln!("salt: --state-verbose takes True or False, not {other:?}");
+            return ExitCode::from(2);
+        }
+    };
+    let arg = match parse_args(&args.args, &cli_args::no_parse(args.no_parse.as_deref())) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("salt: {e}");
             return ExitCode::from(2);
         }
     };
@@ -245,7 +267,7 @@ fn main() -> ExitCode {
         tgt: args.target.clone(),
         tgt_type: tgt_type.into(),
         fun: args.fun.clone(),
-        arg: parse_args(&args.args),
+        arg,
         timeout: args.timeout,
         ret: args.returner.clone(),
         gather_job_timeout: args.gather_job_timeout,
@@ -524,7 +546,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert_eq!(
-            parse_args(&a),
+            parse_args(&a, &[]).unwrap(),
             vec![
                 json!("echo a=b"),
                 json!(1),

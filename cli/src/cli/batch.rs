@@ -112,18 +112,24 @@ pub struct Batch<'a> {
     pub show_jid: bool,
 }
 
+/// The batch's own ping (Salt's `Batch.gather_minions`: `test.ping` on the target with the
+/// job's timeouts): never `--async` nor `--start-event`, as it must collect the answers.
+fn ping_request(req: &PublishRequest) -> PublishRequest {
+    PublishRequest {
+        fun: "test.ping".into(),
+        arg: Vec::new(),
+        start_event: false,
+        asynchronous: false,
+        ..req.clone()
+    }
+}
+
 /// Run the batch; `print` shows one `{id: return}` the way the outputter does (with the
 /// outputter the return names, if any).
 pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>)) -> ExitCode {
     // 1. Who answers a ping.
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let ping = PublishRequest {
-        fun: "test.ping".into(),
-        arg: Vec::new(),
-        start_event: false,
-        ..b.req.clone()
-    };
-    tokio::spawn(job(b.sock.to_path_buf(), ping, tx));
+    tokio::spawn(job(b.sock.to_path_buf(), ping_request(&b.req), tx));
     let mut up = Vec::new();
     let mut down = Vec::new();
     while let Some(r) = rx.recv().await {
@@ -234,6 +240,26 @@ pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>))
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ping_collects_answers() {
+        let req = PublishRequest {
+            tgt: "web*".into(),
+            tgt_type: "glob".into(),
+            fun: "state.apply".into(),
+            arg: vec![Value::from("x")],
+            timeout: 7,
+            ret: String::new(),
+            gather_job_timeout: Some(3),
+            asynchronous: true,
+            start_event: true,
+        };
+        let ping = ping_request(&req);
+        assert!(!ping.asynchronous && !ping.start_event);
+        assert_eq!(ping.fun, "test.ping");
+        assert!(ping.arg.is_empty());
+        assert_eq!((ping.tgt.as_str(), ping.timeout), ("web*", 7));
+    }
 
     #[test]
     fn sizes_as_salt() {

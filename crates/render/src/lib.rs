@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod args;
 mod jinja;
 pub mod merge;
 mod prepass;

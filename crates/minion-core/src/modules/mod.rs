@@ -33,6 +33,7 @@ use rmpv::Value;
 use crate::master_link::MasterLink;
 use crate::matcher::fnmatch;
 use salt_compat::map_get;
+use salt_render::args::{parse_kwarg, yamlify_arg};
 
 /// Salt's `EX_GENERIC`, the retcode of a failed function call.
 pub const EX_GENERIC: i64 = 1;
@@ -471,59 +472,6 @@ impl Args {
     /// Bind parameter `name` at position `pos`: positional first, then keyword.
     pub fn param(&self, pos: usize, name: &str) -> Option<&Value> {
         self.args.get(pos).or_else(|| self.kw(name))
-    }
-}
-
-/// Salt's `KWARG_REGEX` `^([^\d\W][\w.-]*)=(?!=)(.*)$`.
-fn parse_kwarg(s: &str) -> Option<(&str, &str)> {
-    let (k, v) = s.split_once('=')?;
-    if v.starts_with('=') || s.contains('\n') {
-        return None;
-    }
-    let mut chars = k.chars();
-    let first = chars.next()?;
-    if !(first.is_alphabetic() || first == '_') {
-        return None;
-    }
-    if !chars.all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '-') {
-        return None;
-    }
-    Some((k, v))
-}
-
-/// Salt's `salt.utils.args.yamlify_arg`: a command-line string YAML-loaded (Salt's YAML 1.1),
-/// except where Salt keeps the string: blank or document markers, digits with underscores,
-/// control characters, a `#` that would load as a comment, a map or list not written in
-/// braces/brackets, `|` and `!` (which load as empty), and anything that fails to load.
-pub fn yamlify_arg(arg: &str) -> Value {
-    let keep = || Value::from(arg);
-    let t = arg.trim();
-    if matches!(t, "" | "---" | "...")
-        || (arg.contains('_') && t.chars().all(|c| c.is_ascii_digit() || c == '_'))
-        || arg.contains(['\t', '\r', '\n'])
-    {
-        return keep();
-    }
-    if arg == "None" {
-        return Value::Nil;
-    }
-    let Ok(loaded) = salt_render::yaml::load(arg) else {
-        return keep();
-    };
-    let loaded = loaded.unwrap_or(Value::Nil);
-    if arg.contains('#') {
-        return match loaded {
-            Value::String(_) | Value::Nil => keep(),
-            other => other,
-        };
-    }
-    match loaded {
-        Value::Map(_) if !arg.starts_with('{') => keep(),
-        Value::Array(_) if !arg.starts_with('[') => keep(),
-        Value::String(s) if s.as_str() == Some("") && matches!(arg, "|" | "!") => keep(),
-        Value::Nil if arg == "!" => keep(),
-        Value::Binary(_) | Value::Ext(..) => keep(),
-        other => other,
     }
 }
 

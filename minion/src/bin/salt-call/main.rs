@@ -36,34 +36,6 @@ struct Ran {
     out: Option<&'static str>,
 }
 
-/// Salt's `parse_input`: `key=value` strings become one `__kwarg__` map, the others stay
-/// positional; every value goes through Salt's `yamlify_arg`.
-fn raw_args(args: &[String]) -> Vec<Value> {
-    let mut raw = Vec::new();
-    let mut kw: Vec<(Value, Value)> = Vec::new();
-    for a in args {
-        match a.split_once('=') {
-            Some((k, v))
-                if !k.is_empty()
-                    && !v.starts_with('=')
-                    && k.chars()
-                        .next()
-                        .is_some_and(|c| c.is_alphabetic() || c == '_')
-                    && k.chars()
-                        .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '-') =>
-            {
-                kw.push((Value::from(k), modules::yamlify_arg(v)));
-            }
-            _ => raw.push(modules::yamlify_arg(a)),
-        }
-    }
-    if !kw.is_empty() {
-        kw.push((Value::from("__kwarg__"), Value::Boolean(true)));
-        raw.push(Value::Map(kw));
-    }
-    raw
-}
-
 /// Salt's caller: a zero retcode with a false `result` or `success` in a dict return is 1.
 fn retcode(ret: &Value, rc: i64) -> i64 {
     if rc != 0 {
@@ -90,7 +62,13 @@ async fn call(cli: &Cli, ctx: &ExecContext) -> Ran {
         ),
         (Value::from("tgt"), Value::from("salt-call")),
     ]);
-    let out = modules::call(cli.fun(), &raw_args(&cli.args), &job, ctx).await;
+    let out = modules::call(
+        cli.fun(),
+        &salt_render::args::parse_input(&cli.args, &[]),
+        &job,
+        ctx,
+    )
+    .await;
     Ran {
         retcode: retcode(&out.ret, out.retcode),
         ret: out.ret,
