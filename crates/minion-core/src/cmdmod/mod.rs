@@ -7,16 +7,16 @@
 //! (`password`, `encoded_cmd`, `windows_codepage`) and keywords outside the signature (Salt's
 //! `**kwargs`) are ignored alike.
 //!
-//! `runas` and `group` take the user's login environment (`su -s SHELL - USER`, as Salt) and
-//! run the command through `setpriv` (util-linux) with that user's uid, gid and supplementary
-//! groups (Salt's `chugid_and_umask` in a `preexec_fn`; this crate forbids `unsafe`, so the
-//! switch happens in a helper process). `umask` is set by a `/bin/sh` wrapper. The command runs
-//! in its own process group, which `timeout` kills as a whole.
+//! `runas` and `group` take the user's login environment (`su -s SHELL - USER`, as Salt); the
+//! process itself (shell or argv, `cwd`, environment, the `runas`/`group` switch, `umask`,
+//! stdin, process group) is built by [`salt_execmods::run::Spec`], the one command builder.
+//! The command runs in its own process group, which `timeout` kills as a whole.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use rmpv::Value;
+use salt_execmods::run::{Spec, User};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::modules::{Args, CallOutcome, text};
@@ -28,11 +28,9 @@ use args::{Bound, LOCALE_VARS, Refusal, parse_env, split_input};
 
 /// What to run and how, after every check `_run` makes.
 struct Plan {
-    argv: Vec<String>,
+    spec: Spec,
     shown: String,
     cwd: String,
-    env: Vec<(String, String)>,
-    stdin: Option<String>,
     combine: bool,
     timeout: Option<(Duration, String)>,
 }
@@ -68,11 +66,14 @@ fn lookup_group(name: &str) -> Result<u32, Refusal> {
 async fn login_env(user: &str, shell: &str) -> Option<Vec<(String, String)>> {
     const MARK: &str = "<<<salt-rs-env>>>";
     let script = format!("printf '{MARK}'; env -0; printf '{MARK}'");
+    let su = Spec::argv(&["su", "-s", shell, "-", user, "-c", &script]).command();
+    let Ok(su) = su else {
+        tracing::error!("Environment could not be retrieved for user '{user}'");
+        return None;
+    };
     let out = tokio::time::timeout(
         Duration::from_secs(10),
-        tokio::process::Command::new("su")
-            .args(["-s", shell, "-", user, "-c", &script])
-            .stdin(Stdio::null())
+        tokio::process::Command::from(su)
             .kill_on_drop(true)
             .output(),
     )
@@ -218,45 +219,14 @@ async fn plan(fun: &str, b: &Bound<'_>) -> Result<Plan, Refusal> {
     }
     // From a publish (`__pub_jid`), Salt's python_shell defaults to True.
     let python_shell = b.flag("python_shell", true);
-    let (mut argv, shown) = if python_shell {
-        (
-            vec![shell.clone(), "-c".to_owned(), cmd.clone()],
-            cmd.clone(),
-        )
+    let line = Spec::line(&cmd, python_shell, &shell).map_err(Refusal::Exec)?;
+    let shown = if python_shell {
+        cmd.clone()
     } else {
-        let words = shlex::split(&cmd).ok_or_else(|| {
-            Refusal::Exec(format!(
-                "Unable to split command '{cmd}': No closing quotation"
-            ))
-        })?;
-        let shown = salt_compat::py_str(&Value::Array(
-            words.iter().map(|w| Value::from(w.as_str())).collect(),
-        ));
-        (words, shown)
+        salt_compat::py_str(&Value::Array(
+            line.argv.iter().map(|w| Value::from(w.as_str())).collect(),
+        ))
     };
-    if let Some(m) = umask {
-        let mut wrapped = vec![
-            "/bin/sh".to_owned(),
-            "-c".to_owned(),
-            "umask \"$0\" && exec \"$@\"".to_owned(),
-            m,
-        ];
-        wrapped.append(&mut argv);
-        argv = wrapped;
-    }
-    if runas.is_some() || gid.is_some() {
-        let mut sw = vec!["setpriv".to_owned()];
-        if let Some(u) = &runas {
-            sw.extend(["--reuid".into(), u.uid.to_string()]);
-            sw.extend(["--regid".into(), gid.unwrap_or(u.gid).to_string()]);
-            sw.push("--init-groups".into());
-        } else if let Some(g) = gid {
-            sw.extend(["--regid".into(), g.to_string(), "--keep-groups".into()]);
-        }
-        sw.push("--".into());
-        sw.append(&mut argv);
-        argv = sw;
-    }
     let timeout = match b.get("timeout") {
         None => None,
         Some(v) => {
@@ -292,12 +262,24 @@ async fn plan(fun: &str, b: &Bound<'_>) -> Result<Plan, Refusal> {
                 .map_or(String::new(), |g| format!("in group '{g}' ")),
         );
     }
+    let spec = Spec {
+        cwd: Some(cwd.clone()),
+        clear_env: true,
+        env: run_env,
+        user: runas.as_ref().map(|u| User {
+            uid: u.uid,
+            gid: u.gid,
+        }),
+        gid,
+        umask,
+        stdin: b.string("stdin"),
+        process_group: true,
+        ..line
+    };
     Ok(Plan {
-        argv,
+        spec,
         shown,
         cwd,
-        env: run_env,
-        stdin: b.string("stdin"),
         combine: match fun {
             "cmd.run" => b.flag("redirect_stderr", true),
             "cmd.run_all" => b.flag("redirect_stderr", false),
@@ -317,19 +299,9 @@ struct Ran {
 }
 
 async fn execute(p: &Plan) -> std::io::Result<Ran> {
-    let mut command = tokio::process::Command::new(&p.argv[0]);
-    command
-        .args(&p.argv[1..])
-        .current_dir(&p.cwd)
-        .env_clear()
-        .envs(p.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if p.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .process_group(0)
-        .kill_on_drop(true);
+    let std_command = p.spec.command().map_err(std::io::Error::other)?;
+    let mut command = tokio::process::Command::from(std_command);
+    command.kill_on_drop(true);
     #[allow(clippy::incompatible_msrv)] // std::io::pipe: Rust 1.87; the toolchain is newer
     let (reader, writer) = std::io::pipe()?;
     if p.combine {
@@ -343,7 +315,7 @@ async fn execute(p: &Plan) -> std::io::Result<Ran> {
     drop(command); // our copies of the write ends: the reader sees EOF when the group exits
     let pid = child.id().unwrap_or(0);
     let mut group = GroupKill(i32::try_from(pid).ok().filter(|p| *p > 0));
-    if let (Some(mut w), Some(data)) = (child.stdin.take(), p.stdin.clone()) {
+    if let (Some(mut w), Some(data)) = (child.stdin.take(), p.spec.stdin.clone()) {
         tokio::spawn(async move {
             let _ = w.write_all(data.as_bytes()).await;
         });

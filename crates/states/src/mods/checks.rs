@@ -11,13 +11,15 @@ use salt_compat::py_str;
 
 /// Run a shell condition; its exit code (100 when it cannot start, like Salt's onlyif).
 pub fn retcode(cmd: &str, cwd: Option<&str>) -> i64 {
-    let mut c = std::process::Command::new("/bin/sh");
-    c.arg("-c").arg(cmd).stdin(std::process::Stdio::null());
+    let spec = salt_execmods::run::Spec {
+        cwd: cwd.map(str::to_owned),
+        ..salt_execmods::run::Spec::shell("/bin/sh", cmd)
+    };
+    let Ok(mut c) = spec.command() else {
+        return 100;
+    };
     c.stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    if let Some(d) = cwd {
-        c.current_dir(d);
-    }
     match c.status() {
         Ok(s) => i64::from(s.code().unwrap_or(-1)),
         Err(_) => 100,
