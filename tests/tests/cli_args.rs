@@ -23,7 +23,7 @@ const VERSION: &str = "3007.17";
 
 #[test]
 fn salt_arguments_as_data() {
-    let Some(venv) = venv_for(VERSION) else {
+    let Some(venv) = salt_integration_tests::require(venv_for(VERSION)) else {
         assert!(
             !std::env::var("CI").is_ok_and(|c| c == "true"),
             "CI=true: the Salt {VERSION} venv is missing (scripts/salt-venv.sh {VERSION})"

@@ -66,7 +66,7 @@ fn write_scripts(dir: &Path) {
 /// Salt's pillar and ours for the same `ext_pillar` options; each asserted equal.
 fn compare(case: &str, ext_conf: &str) -> Option<serde_json::Value> {
     // Missing venv: a failure under CI=true, a skip otherwise.
-    let venv = venv_for(VERSION)?;
+    let venv = salt_integration_tests::require(venv_for(VERSION))?;
     let root = TempRoot::new().unwrap();
     let tree = root.path().join("tree");
     let bin = root.path().join("bin");

@@ -11,7 +11,7 @@ use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_
 
 #[test]
 fn master_serves_cmd_json_and_cmd_yaml_like_salt_3007() {
-    let Some(venv) = venv_for("3007.17") else {
+    let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();
