@@ -605,6 +605,10 @@ default_include: master.d/*.conf
     assert_eq!(c.zmq_backlog, 2000);
     assert_eq!(c.ret_port, 4506);
     assert!(c.master_sign_pubkey);
+    assert!(
+        c.eauth_opts.contains_key("external_auth"),
+        "external_auth is kept for salt-eauth"
+    );
     assert!(!loaded.warnings.is_empty());
     let mut named = std::collections::BTreeSet::new();
     for w in &loaded.warnings {
@@ -618,7 +622,7 @@ default_include: master.d/*.conf
             loaded.warnings
         );
     }
-    for unimplemented in ["winrepo_remotes", "ext_pillar", "reactor", "external_auth"] {
+    for unimplemented in ["winrepo_remotes", "ext_pillar", "reactor"] {
         assert!(
             named.contains(unimplemented),
             "{unimplemented} not warned: {named:?}"
@@ -629,6 +633,7 @@ default_include: master.d/*.conf
         "ret_port",
         "master_sign_pubkey",
         "interface",
+        "external_auth",
     ] {
         assert!(
             !named.contains(honoured),
