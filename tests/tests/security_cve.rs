@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use rmpv::Value;
-use salt_proto::ValueExt as _;
 use salt_integration_tests::e2e_support::Cluster;
+use salt_proto::ValueExt as _;
 
 /// An unauthenticated peer on the request port.
 struct Attacker {
@@ -148,7 +148,10 @@ fn cve_replays_fail_and_leave_no_trace() {
     // _prep_auth_info, _send_pub, wheel/runner). Ours answers Salt's exposed clear commands
     // through salt-eauth, each refusing this load as Salt's master does, and `{}` to the rest.
     let user_refused = |reply: &Value| {
-        reply.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
+        reply
+            .get("error")
+            .and_then(|e| e.get("name"))
+            .and_then(Value::as_str)
             == Some("UserAuthenticationError")
     };
     for cmd in [
