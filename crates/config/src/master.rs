@@ -507,17 +507,6 @@ fn acl_blacklist(node: &crate::node::Node) -> Result<PublisherAclBlacklist, Prob
     Ok(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn option_table_matches_what_the_loader_reads() {
-        let (asked, documented) = crate::load::asked_and_documented::<MasterConfig>();
-        assert_eq!(asked, documented);
-    }
-}
-
 /// The options `salt_eauth::EauthConfig::from_opts` reads (besides `cachedir`).
 pub const EAUTH_OPTIONS: [&str; 13] = [
     "external_auth",
@@ -544,4 +533,15 @@ fn read_eauth_opts(r: &mut Reader<'_>) -> serde_json::Map<String, serde_json::Va
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_table_matches_what_the_loader_reads() {
+        let (asked, documented) = crate::load::asked_and_documented::<MasterConfig>();
+        assert_eq!(asked, documented);
+    }
 }

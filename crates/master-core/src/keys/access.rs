@@ -34,20 +34,20 @@ pub(crate) fn access_keys(cfg: &MasterConfig) -> Vec<(String, Secret)> {
         .eauth_opts
         .get("external_auth")
         .is_some_and(|v| !v.is_null());
-    if !cfg.publisher_acl.is_empty() || external_auth {
-        if let Ok(meta) = std::fs::metadata(&cfg.cachedir) {
-            let mode = meta.permissions().mode() & 0o7777;
-            if mode & 0o001 == 0
-                && let Err(e) = std::fs::set_permissions(
-                    &cfg.cachedir,
-                    std::fs::Permissions::from_mode(mode | 0o001),
-                )
-            {
-                tracing::warn!(
-                    "Unable to set traversal permissions on cachedir {} for publisher_acl users: {e}",
-                    cfg.cachedir.display()
-                );
-            }
+    if (!cfg.publisher_acl.is_empty() || external_auth)
+        && let Ok(meta) = std::fs::metadata(&cfg.cachedir)
+    {
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o001 == 0
+            && let Err(e) = std::fs::set_permissions(
+                &cfg.cachedir,
+                std::fs::Permissions::from_mode(mode | 0o001),
+            )
+        {
+            tracing::warn!(
+                "Unable to set traversal permissions on cachedir {} for publisher_acl users: {e}",
+                cfg.cachedir.display()
+            );
         }
     }
     let mut keys = Vec::new();
