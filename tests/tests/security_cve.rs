@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 
 use rmpv::Value;
 use salt_integration_tests::e2e_support::Cluster;
+use salt_proto::ValueExt as _;
 
 /// An unauthenticated peer on the request port.
 struct Attacker {
@@ -144,7 +145,15 @@ fn cve_replays_fail_and_leave_no_trace() {
     let jobs_before = job_count(&c.cachedir().join("jobs"));
 
     // CVE-2020-11651: internal functions reachable unauthenticated (ClearFuncs exposed
-    // _prep_auth_info, _send_pub, wheel/runner). Ours answers only _auth and ping in clear.
+    // _prep_auth_info, _send_pub, wheel/runner). Ours answers Salt's exposed clear commands
+    // through salt-eauth, each refusing this load as Salt's master does, and `{}` to the rest.
+    let user_refused = |reply: &Value| {
+        reply
+            .get("error")
+            .and_then(|e| e.get("name"))
+            .and_then(Value::as_str)
+            == Some("UserAuthenticationError")
+    };
     for cmd in [
         "_prep_auth_info",
         "_send_pub",
@@ -170,7 +179,45 @@ fn cve_replays_fail_and_leave_no_trace() {
                 ("path", s("../../../../tmp/pwned-11651")),
             ]))
             .expect("a reply");
-        assert_eq!(reply, Value::Map(vec![]), "clear {cmd}: {reply:?}");
+        match cmd {
+            // No key, no eauth, no token: Salt's refusal of a "user" caller.
+            "wheel" | "runner" => assert!(user_refused(&reply), "clear {cmd}: {reply:?}"),
+            // No `user`: Salt's handler raises; its request server's answer.
+            "publish" => assert_eq!(reply, s("Some exception handling minion payload")),
+            // No credentials: Salt's `""` and `False`.
+            "mk_token" => assert_eq!(reply, s(""), "clear {cmd}: {reply:?}"),
+            "get_token" => assert_eq!(reply, Value::Boolean(false), "clear {cmd}: {reply:?}"),
+            _ => assert_eq!(reply, Value::Map(vec![]), "clear {cmd}: {reply:?}"),
+        }
+    }
+    // A full publish with a wrong root key, and with none: Salt's AuthenticationError.
+    for key in [Some("d3Jvbmcgcm9vdCBrZXk="), None] {
+        let mut load = vec![
+            ("cmd", s("publish")),
+            ("tgt", s("*")),
+            ("tgt_type", s("glob")),
+            ("fun", s("cmd.run")),
+            ("arg", Value::Array(vec![s("touch /tmp/pwned-by-11651")])),
+            ("user", s("root")),
+            ("ret", s("")),
+            ("jid", s("")),
+            ("kwargs", Value::Map(vec![])),
+        ];
+        if let Some(k) = key {
+            load.push(("key", s(k)));
+        }
+        let reply = a.send(&clear(load)).expect("a reply");
+        let error = reply.get("error").expect("an error");
+        assert_eq!(
+            error.get("name").and_then(Value::as_str),
+            Some("AuthenticationError"),
+            "publish with key {key:?}: {reply:?}"
+        );
+        assert_eq!(
+            error.get("message").and_then(Value::as_str),
+            Some("Authentication error occurred."),
+            "{reply:?}"
+        );
     }
     a.master_serves();
 

@@ -200,6 +200,11 @@ salt_options! {
         /// Users and modules denied even when `publisher_acl` allows them.
         #[salt_default = "{}"]
         pub publisher_acl_blacklist: PublisherAclBlacklist,
+        /// The options of external authentication as written (`external_auth`,
+        /// `publisher_acl`, `sudo_acl`, `token_expire`, ...: [`EAUTH_OPTIONS`]), read and
+        /// checked by `salt_eauth::EauthConfig::from_opts` when the master starts.
+        #[salt_default = "{}"]
+        pub eauth_opts: serde_json::Map<String, serde_json::Value>,
         /// How long job results are kept (`keep_jobs_seconds`; the deprecated `keep_jobs`,
         /// in hours, applies when `keep_jobs_seconds` is left at its default). Zero: forever.
         #[salt_default = "86400"]
@@ -397,6 +402,7 @@ impl crate::load::Role for MasterConfig {
                 pub_hwm: r.get("pub_hwm", 1000, count),
                 zmq_backlog: r.get("zmq_backlog", 1000, count),
                 publisher_acl: r.get("publisher_acl", BTreeMap::new(), string_list_map),
+                eauth_opts: read_eauth_opts(r),
                 publisher_acl_blacklist: r.get(
                     "publisher_acl_blacklist",
                     PublisherAclBlacklist::default(),
@@ -529,6 +535,34 @@ fn acl_blacklist(node: &crate::node::Node) -> Result<PublisherAclBlacklist, Prob
         }
     }
     Ok(out)
+}
+
+/// The options `salt_eauth::EauthConfig::from_opts` reads (besides `cachedir`).
+pub const EAUTH_OPTIONS: [&str; 13] = [
+    "external_auth",
+    "publisher_acl",
+    "publisher_acl_blacklist",
+    "sudo_acl",
+    "token_expire",
+    "token_expire_user_override",
+    "keep_acl_in_token",
+    "permissive_acl",
+    "eauth_acl_module",
+    "eauth_tokens",
+    "sharedsecret",
+    "hash_type",
+    "user",
+];
+
+/// The eauth options as written, for `salt_eauth` (which checks them).
+fn read_eauth_opts(r: &mut Reader<'_>) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for key in EAUTH_OPTIONS {
+        if let Some(v) = r.opt(key, |n| Ok(n.to_json())) {
+            out.insert(key.to_owned(), v);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -606,6 +606,10 @@ default_include: master.d/*.conf
     assert_eq!(c.zmq_backlog, 2000);
     assert_eq!(c.ret_port, 4506);
     assert!(c.master_sign_pubkey);
+    assert!(
+        c.eauth_opts.contains_key("external_auth"),
+        "external_auth is kept for salt-eauth"
+    );
     assert!(!loaded.warnings.is_empty());
     let mut named = std::collections::BTreeSet::new();
     for w in &loaded.warnings {
@@ -621,7 +625,7 @@ default_include: master.d/*.conf
     }
     assert_eq!(c.ext_pillar.len(), 2);
     assert_eq!(c.ext_pillar[1].module, "cmd_yaml");
-    for unimplemented in ["winrepo_remotes", "reactor", "external_auth"] {
+    for unimplemented in ["winrepo_remotes", "reactor"] {
         assert!(
             named.contains(unimplemented),
             "{unimplemented} not warned: {named:?}"
@@ -632,6 +636,7 @@ default_include: master.d/*.conf
         "ret_port",
         "master_sign_pubkey",
         "interface",
+        "external_auth",
     ] {
         assert!(
             !named.contains(honoured),

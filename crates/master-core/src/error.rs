@@ -17,6 +17,9 @@ pub enum MasterError {
     /// Binding a ZeroMQ socket.
     #[error("transport: {0}")]
     Transport(#[from] salt_transport::TransportError),
+    /// `external_auth`, `publisher_acl` and the other eauth options (every problem named).
+    #[error("external auth options: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Eauth(Vec<salt_eauth::ConfigError>),
     /// Directories and the local socket.
     #[error("{what}: {source}")]
     Io {

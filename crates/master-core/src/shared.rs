@@ -55,6 +55,13 @@ pub struct Shared {
     pub events: EventBus,
     /// Prometheus metrics (served only with `metrics_port`).
     pub metrics: Arc<Metrics>,
+    /// External auth, ACLs and eauth tokens (`salt_eauth`): the clear commands on 4506.
+    pub eauth: salt_eauth::Eauth,
+    /// The access keys of local callers (`cachedir/.<user>_key`, `keys/access.rs`).
+    pub access_keys: Vec<(String, salt_proto::clear::Secret)>,
+    /// The running server's publisher and runtime, once started (the clear commands
+    /// `publish` and `runner` use them: `requests/clear.rs`).
+    pub(crate) host: std::sync::OnceLock<crate::requests::clear::Host>,
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
 }
@@ -86,6 +93,11 @@ impl Shared {
         // A fresh start makes a fresh publish key: a leftover rotation request is moot.
         let _ = salt_keystore::clear_dropfile(&cfg.cachedir);
         let (group, first_key) = crate::server::group::open(&cfg, &keys, &store)?;
+        let eauth_opts =
+            salt_compat::json::json_to_msgpack(&serde_json::Value::Object(cfg.eauth_opts.clone()));
+        let eauth_cfg = salt_eauth::EauthConfig::from_opts(&eauth_opts, cfg.cachedir.clone())
+            .map_err(MasterError::Eauth)?;
+        let access_keys = crate::keys::access::access_keys(&cfg);
         Ok(Self {
             group,
             aes: AesState::new(first_key),
@@ -98,6 +110,9 @@ impl Shared {
             fd_ceiling: crate::server::fdlimit::FdCeiling::default(),
             acl: Acl::from_config(&cfg),
             tokens: TokenCache::default(),
+            eauth: salt_eauth::Eauth::with_localfs(eauth_cfg),
+            access_keys,
+            host: std::sync::OnceLock::new(),
             metrics: Arc::default(),
             events: EventBus::default(),
             files: salt_fileserver::FileServer::new(

@@ -32,6 +32,32 @@ pub(crate) async fn start_job(
 ) -> Result<Started, String> {
     let (job, expected) = prepare(shared, req, user, privileged)?;
     let returns = shared.jobs.subscribe(&job.jid);
+    let published = {
+        let shared = shared.clone();
+        let job = job.clone();
+        let publisher = publisher.clone();
+        let minions = expected.clone().unwrap_or_default();
+        let arg = req.arg.clone();
+        tokio::task::spawn_blocking(move || send(&shared, &publisher, &job, &minions, &arg))
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+    };
+    if let Err(e) = published {
+        shared.jobs.unsubscribe(&job.jid);
+        return Err(e);
+    }
+    Ok((job, expected, returns))
+}
+
+/// Fire `salt/job/<jid>/new`, store the job and publish it (blocking: files, the
+/// publisher): the one way out for a job, from our `salt` and from Salt's clear `publish`.
+pub(crate) fn send(
+    shared: &Shared,
+    publisher: &Publisher,
+    job: &Job,
+    minions: &[String],
+    arg: &[serde_json::Value],
+) -> Result<(), String> {
     // Before the publish: a listener sees `new` before any `ret`.
     if shared.events.wanted() {
         let data = serde_json::json!({
@@ -40,34 +66,21 @@ pub(crate) async fn start_job(
             "tgt": msgpack_to_json(&job.tgt),
             "user": job.user,
             "fun": job.fun,
-            "arg": req.arg,
-            "minions": expected.clone().unwrap_or_default(),
+            "arg": arg,
+            "minions": minions,
             "missing": [],
         });
         shared
             .events
             .fire(format!("salt/job/{}/new", job.jid), data);
     }
-    let published = {
-        let shared = shared.clone();
-        let job = job.clone();
-        let publisher = publisher.clone();
-        let minions = expected.clone();
-        tokio::task::spawn_blocking(move || {
-            shared
-                .jobs
-                .store_job(&job.jid, &job.load(), minions.as_deref())
-                .map_err(|e| e.to_string())?;
-            publish(&shared, &publisher, &job).map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()))
-    };
-    if let Err(e) = published {
-        shared.jobs.unsubscribe(&job.jid);
-        return Err(format!("publish failed: {e}"));
-    }
-    Ok((job, expected, returns))
+    // Salt's `save_minions` when the target's minions are known.
+    let known = (!minions.is_empty()).then_some(minions);
+    shared
+        .jobs
+        .store_job(&job.jid, &job.load(), known)
+        .map_err(|e| format!("publish failed: {e}"))?;
+    publish(shared, publisher, job).map_err(|e| format!("publish failed: {e}"))
 }
 
 /// Publish `req` as the master itself and wait as `salt` would: the returns in arrival
@@ -103,20 +116,8 @@ fn prepare(
     user: &str,
     privileged: bool,
 ) -> Result<(Job, Option<Vec<String>>), String> {
-    let groups = crate::minions::target::nodegroups(&shared.cfg);
-    let target = crate::minions::target::resolve(&req.tgt, &req.tgt_type, &groups)
-        .map_err(|e| e.to_string())?;
-    // salt-key runs in another process: re-read the key directories.
-    if let Err(e) = shared.store.refresh() {
-        tracing::warn!("cannot read the key directories: {e}");
-    }
-    let accepted = shared.store.list(KeyState::Accepted);
-    let cache = MinionCache::new(&shared.cfg.cachedir);
-    let expected = Some(
-        target
-            .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
-            .map_err(|e| e.to_string())?,
-    );
+    let (target, expected) = target_minions(shared, &req.tgt, &req.tgt_type)?;
+    let expected = Some(expected);
     if !privileged {
         shared
             .acl
@@ -146,4 +147,26 @@ fn prepare(
         start_event: req.start_event,
     };
     Ok((job, expected))
+}
+
+/// The target of `tgt`/`tgt_type` and the accepted minions it addresses (Salt's
+/// `CkMinions.check_minions`, greedy).
+pub(crate) fn target_minions(
+    shared: &Shared,
+    tgt: &str,
+    tgt_type: &str,
+) -> Result<(crate::minions::target::Target, Vec<String>), String> {
+    let groups = crate::minions::target::nodegroups(&shared.cfg);
+    let target =
+        crate::minions::target::resolve(tgt, tgt_type, &groups).map_err(|e| e.to_string())?;
+    // salt-key runs in another process: re-read the key directories.
+    if let Err(e) = shared.store.refresh() {
+        tracing::warn!("cannot read the key directories: {e}");
+    }
+    let accepted = shared.store.list(KeyState::Accepted);
+    let cache = MinionCache::new(&shared.cfg.cachedir);
+    let expected = target
+        .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
+        .map_err(|e| e.to_string())?;
+    Ok((target, expected))
 }

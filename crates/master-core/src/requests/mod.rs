@@ -9,6 +9,8 @@
 //! rate-limited log line in one place ([`error::reply`]).
 //!
 //! * [`auth`]: `_auth` (sign-in);
+//! * [`clear`]: Salt's other clear commands (`publish`, `mk_token`, `get_token`, `runner`,
+//!   `wheel`) through `salt_eauth`;
 //! * [`aes`]: AES requests, from the envelope to the command's reply;
 //! * [`dispatch`]: what each command does;
 //! * [`mine`]: `_mine`, `_mine_get`, `_mine_delete`, `_mine_flush`;
@@ -25,6 +27,7 @@ use crate::shared::Shared;
 
 mod aes;
 mod auth;
+pub(crate) mod clear;
 mod dispatch;
 pub mod error;
 pub mod mine;
@@ -112,6 +115,6 @@ fn handle_clear(shared: &Shared, load: &Value, version: i64) -> Vec<u8> {
         Some("_auth") => handle_auth(shared, load, version),
         // Salt's `ping` answers with the load itself.
         Some("ping") => encode(load),
-        _ => encode(&Value::Map(vec![])),
+        _ => clear::handle(shared, load),
     }
 }

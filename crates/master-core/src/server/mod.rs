@@ -16,6 +16,7 @@
 pub(crate) mod fdlimit;
 pub(crate) mod group;
 pub(crate) mod local;
+pub(crate) mod publish_pull;
 pub(crate) mod workers;
 
 use std::future::Future;
@@ -149,6 +150,12 @@ pub async fn run_with_ready(
     );
 
     let stop = CancellationToken::new();
+    let _ = shared.host.set(crate::requests::clear::Host {
+        shared: Arc::downgrade(&shared),
+        publisher: publisher.clone(),
+        runtime: tokio::runtime::Handle::current(),
+        stop: stop.clone(),
+    });
     let tracker = TaskTracker::new();
     let (listener, sock_path) = local::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(
         io_err(format!("local socket in {}", cfg.sock_dir.display())),
@@ -163,6 +170,10 @@ pub async fn run_with_ready(
     let event_ipc = crate::events::ipc::start(shared.clone(), stop.clone())
         .await
         .map_err(io_err("the event bus's sockets (ipc_mode)"))?;
+    let publish_pull = publish_pull::start(&shared, stop.clone()).map_err(io_err(format!(
+        "{}/publish_pull.ipc",
+        cfg.sock_dir.display()
+    )))?;
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
     let s = shared.clone();
@@ -194,6 +205,7 @@ pub async fn run_with_ready(
     }
     let _ = local.await;
     event_ipc.close().await;
+    publish_pull::remove(publish_pull.as_deref());
     let _ = maintenance.await;
     // Running handlers finish (returns get written) and their replies go out.
     let _ = tokio::task::spawn_blocking(move || {
@@ -297,6 +309,11 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                 fdlimit::check_max_open_files(cfg.max_open_files, accepted.len());
             }
             clean_jobs(&s);
+            // Salt's `clean_expired_tokens` (`eauth_tokens`), on the same timer.
+            let expired = s.eauth.clean_expired_tokens();
+            if expired > 0 {
+                tracing::debug!("removed {expired} expired eauth tokens");
+            }
             let aged = !cfg.publish_session.is_zero()
                 && s.aes.current().created.elapsed() >= cfg.publish_session;
             if (dropfile || aged)

@@ -1,0 +1,336 @@
+//! Salt's clear commands on the request port (`ClearFuncs` in `salt/master.py`): `publish`,
+//! `mk_token`, `get_token`, `runner`, `wheel`, besides `_auth` and `ping`
+//! (`requests/mod.rs`). Unauthenticated input: the load is read by `salt_proto::clear`,
+//! every decision about who may do what is `salt_eauth`'s (the root key from
+//! `cachedir/.root_key` and the other access keys, eauth credentials, tokens), and each
+//! reply has Salt's shape:
+//!
+//! * `publish`: `{enc: clear, load: {jid, minions, missing}}`, sent through the same path as
+//!   our own `salt` (`jobs::run::send`); no minion matched: `jid: None` and Salt's error;
+//!   refused: `{error: {name: AuthenticationError|AuthorizationError, ...}}`.
+//! * `mk_token`: the token's data, or `""`; `get_token`: the data, or `False`.
+//! * `runner`: `{tag: salt/run/<jid>, jid}` at once (Salt's `RunnerClient.asynchronous`),
+//!   the runner then runs on the master's runtime and fires `salt/run/<jid>/new` and `/ret`.
+//! * `wheel`: salt-rs has no wheel modules: `{tag, data}` whose `return` is Salt's
+//!   `'<fun>' is not available.` with `success: False` (and the `salt/wheel/<jid>` events).
+//! * an unknown command: `{}` and Salt's log line "Requested method not exposed: <name>".
+//! * a known command whose load lacks what Salt's handler reads: Salt's handler raises and
+//!   its request server answers `"Some exception handling minion payload"`.
+
+use std::sync::Weak;
+
+use rmpv::Value;
+use salt_proto::clear::{ClearCommand, MasterCall, Publish};
+use salt_proto::{InvalidMessage, encode};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::jobs::publish::Job;
+use crate::shared::Shared;
+
+/// What the running server lends the clear commands: set once the publisher is bound.
+pub(crate) struct Host {
+    /// The master's state (weak: `Shared` holds this).
+    pub shared: Weak<Shared>,
+    /// The publisher (a clear `publish` sends through it).
+    pub publisher: salt_transport::Publisher,
+    /// The runtime runners run on.
+    pub runtime: tokio::runtime::Handle,
+    /// The master is stopping.
+    pub stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").finish_non_exhaustive()
+    }
+}
+
+/// Salt's request server's answer when a handler raised.
+const HANDLER_RAISED: &str = "Some exception handling minion payload";
+
+fn map(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Map(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    )
+}
+
+/// Answer one clear load other than `_auth`/`ping`.
+pub(crate) fn handle(shared: &Shared, load: &Value) -> Vec<u8> {
+    let cmd = match ClearCommand::from_load(load) {
+        Ok(cmd) => cmd,
+        Err(InvalidMessage::MissingField { field: "cmd", .. } | InvalidMessage::NotAMap { .. }) => {
+            if shared.log_limit.allow("clear-malformed") {
+                tracing::error!("Received malformed clear command (missing 'cmd')");
+            }
+            return encode(&Value::Map(vec![]));
+        }
+        Err(InvalidMessage::WrongType { field: "cmd", .. }) => {
+            if shared.log_limit.allow("clear-unknown") {
+                tracing::error!("Requested method not exposed: <not text>");
+            }
+            return encode(&Value::Map(vec![]));
+        }
+        Err(e) => {
+            if shared.log_limit.allow("clear-invalid") {
+                tracing::error!("Error in function clear command: {e}");
+            }
+            return encode(&Value::from(HANDLER_RAISED));
+        }
+    };
+    let reply = match cmd {
+        ClearCommand::MkToken(f) => shared.eauth.mk_token_reply(&f),
+        ClearCommand::GetToken(t) => shared.eauth.get_token_reply(t.as_ref()),
+        ClearCommand::Publish(p) => publish(shared, &p),
+        ClearCommand::Runner(call) => runner(shared, &call),
+        ClearCommand::Wheel(call) => wheel(shared, &call),
+        ClearCommand::Unknown(name) => {
+            if shared.log_limit.allow("clear-unknown") {
+                tracing::error!("Requested method not exposed: {name}");
+            }
+            Value::Map(vec![])
+        }
+        // `_auth` and `ping` are answered by `requests/mod.rs`; nothing else is left.
+        _ => Value::Map(vec![]),
+    };
+    encode(&reply)
+}
+
+/// `CkMinions.check_minions` for the ACL checks of `salt_eauth`.
+struct Resolver<'a>(&'a Shared);
+
+impl salt_eauth::MinionResolver for Resolver<'_> {
+    fn check_minions(&self, expr: &str, tgt_type: &str) -> Vec<String> {
+        crate::jobs::run::target_minions(self.0, expr, tgt_type)
+            .map(|(_, m)| m)
+            .unwrap_or_default()
+    }
+}
+
+/// A target as our resolver reads it: text, or a list joined by commas.
+fn tgt_text(tgt: &Value) -> String {
+    match tgt {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other.as_str().unwrap_or_default().to_owned(),
+    }
+}
+
+/// `ClearFuncs.publish`.
+fn publish(shared: &Shared, p: &Publish) -> Value {
+    let tgt = tgt_text(&p.tgt);
+    let minions = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type) {
+        Ok((_, m)) => m,
+        Err(e) => {
+            tracing::warn!("clear publish: target {tgt:?}: {e}");
+            Vec::new()
+        }
+    };
+    let user =
+        match shared
+            .eauth
+            .authorize_publish(p, &minions, &shared.access_keys, &Resolver(shared))
+        {
+            Ok(user) => user,
+            Err(refusal) => {
+                let wire = refusal.wire();
+                if let Some(jid) = &p.jid {
+                    let mut data = salt_compat::json::msgpack_to_json(&wire);
+                    if let Some(m) = data.as_object_mut() {
+                        m.insert("jid".into(), json!(jid));
+                        m.insert("fun".into(), json!(p.fun.names()));
+                    }
+                    shared.events.fire(format!("salt/job/{jid}/error"), data);
+                }
+                return wire;
+            }
+        };
+    let fun = match &p.fun {
+        salt_proto::clear::Funs::One(f) => f.clone(),
+        salt_proto::clear::Funs::Compound(_) => {
+            return map(vec![(
+                "error",
+                Value::from(
+                    "compound commands (a list of functions) are not implemented by salt-rs",
+                ),
+            )]);
+        }
+    };
+    if minions.is_empty() {
+        return map(vec![
+            ("enc", Value::from("clear")),
+            (
+                "load",
+                map(vec![
+                    ("jid", Value::Nil),
+                    ("minions", Value::Array(vec![])),
+                    (
+                        "error",
+                        Value::from(format!(
+                            "Master could not resolve minions for target {}",
+                            salt_eauth::acl::py_str(&p.tgt)
+                        )),
+                    ),
+                ]),
+            ),
+        ]);
+    }
+    let Some(host) = shared.host.get() else {
+        return map(vec![("error", Value::from("Master failed to assign jid"))]);
+    };
+    let target = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type) {
+        Ok((t, _)) => t,
+        Err(e) => return map(vec![("error", Value::from(e))]),
+    };
+    let jid = p.jid.clone().unwrap_or_else(|| shared.jids.next());
+    let job = Job {
+        fun,
+        arg: p.arg.clone(),
+        tgt: target.tgt,
+        jid: jid.clone(),
+        ret: p.ret.as_str().unwrap_or_default().to_owned(),
+        tgt_type: target.tgt_type,
+        user,
+        start_event: false,
+    };
+    // Salt's old-style event: the jid as the tag, the expected minions.
+    shared.events.fire(jid.clone(), json!({"minions": minions}));
+    let arg: Vec<serde_json::Value> = p
+        .arg
+        .iter()
+        .map(salt_compat::json::msgpack_to_json)
+        .collect();
+    if let Err(e) = crate::jobs::run::send(shared, &host.publisher, &job, &minions, &arg) {
+        tracing::error!("clear publish of {jid}: {e}");
+        return map(vec![("error", Value::from(e))]);
+    }
+    let names = |v: &[String]| Value::Array(v.iter().map(|m| Value::from(m.as_str())).collect());
+    map(vec![
+        ("enc", Value::from("clear")),
+        (
+            "load",
+            map(vec![
+                ("jid", Value::from(jid)),
+                ("minions", names(&minions)),
+                ("missing", Value::Array(vec![])),
+            ]),
+        ),
+    ])
+}
+
+/// A runner's arguments from a clear load's `kwarg` (Salt's `_reformat_low`: `arg` is
+/// positional, `kwarg` and every other key are keyword arguments).
+fn runner_args(kwarg: &Value) -> Vec<serde_json::Value> {
+    let kw = salt_compat::json::msgpack_to_json(kwarg);
+    let mut kw = kw.as_object().cloned().unwrap_or_default();
+    let mut args: Vec<serde_json::Value> = match kw.remove("arg") {
+        Some(serde_json::Value::Array(a)) => a,
+        Some(other) => vec![other],
+        None => Vec::new(),
+    };
+    if let Some(serde_json::Value::Object(inner)) = kw.remove("kwarg") {
+        kw.extend(inner);
+    }
+    kw.retain(|k, _| !k.starts_with("__"));
+    if !kw.is_empty() {
+        kw.insert("__kwarg__".into(), json!(true));
+        args.push(serde_json::Value::Object(kw));
+    }
+    args
+}
+
+/// `ClearFuncs.runner`: authorise, answer `{tag, jid}`, run it on the master's runtime.
+fn runner(shared: &Shared, call: &MasterCall) -> Value {
+    let user = match shared
+        .eauth
+        .authorize_call(call, "runner", &shared.access_keys)
+    {
+        Ok(user) => user,
+        Err(refusal) => return refusal.wire(),
+    };
+    let Some(host) = shared.host.get() else {
+        return map(vec![("error", Value::from("the master is starting"))]);
+    };
+    let Some(arc) = host.shared.upgrade() else {
+        return map(vec![("error", Value::from("the master is stopping"))]);
+    };
+    let jid = shared.jids.next();
+    let tag = format!("salt/run/{jid}");
+    let args = runner_args(&call.kwarg);
+    let fun = call.fun.clone();
+    shared.events.fire(
+        format!("{tag}/new"),
+        json!({"fun": format!("runner.{fun}"), "fun_args": args, "jid": jid, "user": user}),
+    );
+    let ctx = crate::runners::ctx::Ctx {
+        shared: arc,
+        publisher: host.publisher.clone(),
+        stop: host.stop.clone(),
+    };
+    let (tag2, jid2) = (tag.clone(), jid.clone());
+    host.runtime.spawn(async move {
+        let req = salt_client::local::RunnerRequest {
+            fun: fun.clone(),
+            arg: args.clone(),
+            timeout: None,
+        };
+        let (ret, success) = match crate::runners::call(&ctx, &req, &user, true).await {
+            Ok(v) => (v, true),
+            Err(m) => (json!(m), false),
+        };
+        ctx.shared.events.fire(
+            format!("{tag2}/ret"),
+            json!({"fun": format!("runner.{fun}"), "fun_args": args, "jid": jid2,
+                   "user": user, "return": ret, "success": success}),
+        );
+    });
+    map(vec![("tag", Value::from(tag)), ("jid", Value::from(jid))])
+}
+
+/// `ClearFuncs.wheel`: authorise; salt-rs has no wheel modules, so every function answers
+/// Salt's `'<fun>' is not available.`.
+fn wheel(shared: &Shared, call: &MasterCall) -> Value {
+    let user = match shared
+        .eauth
+        .authorize_call(call, "wheel", &shared.access_keys)
+    {
+        Ok(user) => user,
+        Err(refusal) => return refusal.wire(),
+    };
+    let jid = shared.jids.next();
+    let tag = format!("salt/wheel/{jid}");
+    let fun = format!("wheel.{}", call.fun);
+    shared.events.fire(
+        format!("{tag}/new"),
+        json!({"fun": fun, "jid": jid, "tag": tag, "user": user}),
+    );
+    tracing::warn!(
+        "wheel {}: salt-rs implements no wheel modules; is not available",
+        call.fun
+    );
+    let ret = format!("'{}' is not available.", call.fun);
+    shared.events.fire(
+        format!("{tag}/ret"),
+        json!({"fun": fun, "jid": jid, "tag": tag, "user": user, "return": ret, "success": false}),
+    );
+    map(vec![
+        ("tag", Value::from(tag.as_str())),
+        (
+            "data",
+            map(vec![
+                ("fun", Value::from(fun)),
+                ("jid", Value::from(jid)),
+                ("tag", Value::from(tag)),
+                ("user", Value::from(user)),
+                ("return", Value::from(ret)),
+                ("success", Value::from(false)),
+            ]),
+        ),
+    ])
+}
