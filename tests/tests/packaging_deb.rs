@@ -65,6 +65,7 @@ const PKGS: [Pkg; 3] = [
                 "-rw-r--r--",
             ),
             ("./usr/share/doc/salt-rs-minion/copyright", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt-call.1.gz", "-rw-r--r--"),
             ("./usr/share/man/man1/salt-minion.1.gz", "-rw-r--r--"),
         ],
     },

@@ -457,8 +457,11 @@ impl crate::load::Role for MasterConfig {
 
     fn option_table() -> Vec<OptionDoc> {
         let mut table = Self::field_docs();
+        // `eauth_opts` holds options by their Salt names: those are the documented ones.
+        table.retain(|o| o.name != "eauth_opts");
         table.extend(FileServerConfig::option_docs());
         table.extend(extra_docs());
+        table.extend(eauth_docs());
         table
     }
 }
@@ -553,6 +556,31 @@ pub const EAUTH_OPTIONS: [&str; 13] = [
     "hash_type",
     "user",
 ];
+
+/// The eauth options that are not fields of [`MasterConfig`] (kept in `eauth_opts` as
+/// written and checked by `salt_eauth` when the master starts).
+fn eauth_docs() -> Vec<OptionDoc> {
+    const CHECKED: &str = "Read and checked by salt-eauth when the master starts (a value it \
+                           cannot honour stops the master, naming it); `docs/security.md`.";
+    [
+        ("external_auth", "{}", "Salt's external authentication: backend (`pam`, `file`, `auto`, `sharedsecret`) -> user, `group%` or regex -> ACL."),
+        ("sudo_acl", "False", "Salt's `sudo_acl`: publisher_acl applies to sudo users."),
+        ("token_expire", "43200", "Seconds an eauth token lives."),
+        ("token_expire_user_override", "False", "Users (or all, with True) who may ask for their token's expiry."),
+        ("keep_acl_in_token", "False", "Store the user's ACL in the token when it is made."),
+        ("permissive_acl", "False", "Salt's `permissive_acl`."),
+        ("eauth_acl_module", "''", "Salt's ACL module; only the default is implemented (others stop the master by name)."),
+        ("eauth_tokens", "localfs", "Where tokens are kept; only `localfs` is implemented (others stop the master by name)."),
+        ("sharedsecret", "None", "The secret of the `sharedsecret` eauth backend."),
+    ]
+    .into_iter()
+    .map(|(name, default, what)| OptionDoc {
+        name,
+        default,
+        doc: format!("{what} {CHECKED}"),
+    })
+    .collect()
+}
 
 /// The eauth options as written, for `salt_eauth` (which checks them).
 fn read_eauth_opts(r: &mut Reader<'_>) -> serde_json::Map<String, serde_json::Value> {
