@@ -232,19 +232,7 @@ async fn accept_readers(
             _ = stop.cancelled() => return,
             c = listener.accept() => c,
         };
-        let conn = match conn {
-            Ok(c) => c,
-            Err(e) => {
-                if shared.log_limit.allow("event-ipc-accept") {
-                    tracing::warn!("Event bus: accept on {PUB_SOCKET}: {e}");
-                }
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            if shared.log_limit.allow("event-ipc-full") {
-                tracing::warn!("Event bus: {MAX_CONNECTIONS} readers connected; refusing another");
-            }
+        let Some((conn, slot)) = admit(conn, &slots, &shared, PUB_SOCKET, "readers") else {
             continue;
         };
         let (tx, rx) = mpsc::channel(READER_QUEUE);
@@ -293,6 +281,33 @@ async fn serve_reader(
     }
 }
 
+/// An accepted connection within [`MAX_CONNECTIONS`] with its slot, or `None` (an accept
+/// error or a full endpoint, each logged at a limited rate) — one rule for both endpoints.
+fn admit(
+    conn: std::io::Result<Box<dyn Stream>>,
+    slots: &Arc<Semaphore>,
+    shared: &Shared,
+    socket: &str,
+    role: &str,
+) -> Option<(Box<dyn Stream>, tokio::sync::OwnedSemaphorePermit)> {
+    let conn = match conn {
+        Ok(c) => c,
+        Err(e) => {
+            if shared.log_limit.allow("event-ipc-accept") {
+                tracing::warn!("Event bus: accept on {socket}: {e}");
+            }
+            return None;
+        }
+    };
+    let Ok(slot) = slots.clone().try_acquire_owned() else {
+        if shared.log_limit.allow("event-ipc-full") {
+            tracing::warn!("Event bus: {MAX_CONNECTIONS} {role} connected; refusing another");
+        }
+        return None;
+    };
+    Some((conn, slot))
+}
+
 async fn accept_writers(listener: Listener, shared: Arc<Shared>, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
@@ -300,19 +315,7 @@ async fn accept_writers(listener: Listener, shared: Arc<Shared>, stop: Cancellat
             _ = stop.cancelled() => return,
             c = listener.accept() => c,
         };
-        let conn = match conn {
-            Ok(c) => c,
-            Err(e) => {
-                if shared.log_limit.allow("event-ipc-accept") {
-                    tracing::warn!("Event bus: accept on {PULL_SOCKET}: {e}");
-                }
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            if shared.log_limit.allow("event-ipc-full") {
-                tracing::warn!("Event bus: {MAX_CONNECTIONS} writers connected; refusing another");
-            }
+        let Some((conn, slot)) = admit(conn, &slots, &shared, PULL_SOCKET, "writers") else {
             continue;
         };
         let shared = shared.clone();
