@@ -15,7 +15,6 @@ use crate::events::bus::EventBus;
 use crate::events::metrics::Metrics;
 use crate::jobs::Jobs;
 use crate::jobs::jid::JidGenerator;
-use crate::keys::acl::{Acl, expr_match};
 use crate::keys::aes::AesState;
 use crate::keys::master::MasterKeys;
 use crate::keys::sessions::Sessions;
@@ -43,8 +42,6 @@ pub struct Shared {
     pub connected: Mutex<HashSet<String>>,
     /// Auth nonces seen recently (replayed `_auth` requests are refused).
     pub auth_nonces: Mutex<ReplayGuard>,
-    /// `publisher_acl` and its blacklist.
-    pub acl: Acl,
     /// Rate limiter for logs about bad peer input.
     pub log_limit: LogLimiter,
     /// New minions admitted against the descriptor limit (`server/fdlimit.rs`).
@@ -108,7 +105,6 @@ impl Shared {
             auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
             log_limit: LogLimiter::new(Duration::from_secs(10)),
             fd_ceiling: crate::server::fdlimit::FdCeiling::default(),
-            acl: Acl::from_config(&cfg),
             tokens: TokenCache::default(),
             eauth: salt_eauth::Eauth::with_localfs(eauth_cfg),
             access_keys,
@@ -155,7 +151,7 @@ impl Shared {
         text.lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .any(|pattern| expr_match(id, pattern))
+            .any(|pattern| salt_eauth::pyre::expr_match(id, pattern))
     }
 }
 
