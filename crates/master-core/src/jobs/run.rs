@@ -80,6 +80,13 @@ pub(crate) fn send(
         .jobs
         .store_job(&job.jid, &job.load(), known)
         .map_err(|e| format!("publish failed: {e}"))?;
+    // Salt 3007+ (`ClearFuncs.publish`): the load as published, before it goes out.
+    if shared.events.wanted() {
+        shared.events.fire(
+            format!("salt/job/{}/publish", job.jid),
+            msgpack_to_json(&job.load()),
+        );
+    }
     publish(shared, publisher, job).map_err(|e| format!("publish failed: {e}"))
 }
 
