@@ -73,7 +73,7 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// Opens the master's state for `cfg`: its directories (`cachedir`, `{cachedir}/jobs`,
-    /// `{cachedir}/sessions`), the key store, the master keys, the group (with
+    /// `{cachedir}/sessions`, `{cachedir}/proc`), the key store, the master keys, the group (with
     /// `keys.cache_driver: postgres`) and the first publish key, the job cache of
     /// `master_job_cache`, the file server. Blocking (files, RSA, the group's database):
     /// the server calls it on the blocking pool.
@@ -83,6 +83,9 @@ impl Shared {
         mkdir(&cfg.cachedir, 0o755)?;
         mkdir(&jobs_dir, 0o700)?;
         mkdir(&sessions_dir, 0o700)?;
+        // Salt's master makes `cachedir/proc` at start (`verify_environment`); Python
+        // `salt-run` writes its runner's proc file there (3008 fails without it).
+        mkdir(&cfg.cachedir.join("proc"), 0o755)?;
         // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
         // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
         let store = Arc::new(KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?);
