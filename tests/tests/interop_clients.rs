@@ -1,19 +1,21 @@
-//! Salt's client interfaces on our master (issue #33, item 2): Salt 3007.17's own Python
-//! tools, run first against Salt's master and then against ours with the same steps, must
-//! get the same answers:
+//! Salt's client interfaces on our master (issue #33): the own Python tools of Salt 3006.30,
+//! 3007.17 and 3008.5, run first against Salt's master of the same version and then against
+//! ours with the same steps, must get the same answers (one master per side and version;
+//! a minion of ours answers both):
 //!
-//! * Python `salt <id> test.ping --async`;
-//! * a script with `salt.client.LocalClient().run_job(...)` (the publish `cmd` makes): the root key (`cachedir/.root_key`),
-//!   eauth `file` (a text user file), a wrong password, an ACL denial, `mk_token` then a
-//!   publish with the token, `get_token` (good and unknown token);
+//! * Python `salt <id> test.ping` sync, `--async` and `-b 1`;
+//! * a script with `salt.client.LocalClient`: `cmd` (sync), `cmd_async`, `run_job` with the
+//!   root key (`cachedir/.root_key`), eauth `file` (a text user file) and `pam` (a real user
+//!   made with `useradd`), wrong passwords, ACL denials, `mk_token` then a publish with the
+//!   token, `get_token` (good, unknown, expired: `token_expire_user_override` and a token
+//!   of 1 s);
+//! * the event bus: a `salt.utils.event.get_master_event` listener sees the job's `new`,
+//!   `publish` (3007+) and `ret` events, and `salt/key` fired by Python `salt-key -a`;
+//! * Python `salt-run jobs.lookup_jid`, `jobs.list_jobs` (the job's entry) and `manage.up`;
 //! * raw clear commands on 4506: an unknown command, a publish with a wrong and with no root
-//!   key (the refusals of `tests/security_cve.rs`, CVE-2020-11651).
+//!   key (the refusals of `tests/security_cve.rs`, CVE-2020-11651), a target matching none.
 //!
-//! Not yet: the sync `salt` / `LocalClient().cmd(...)` against ours publishes (the job runs)
-//! but then reads the job from the master's `local_cache` (`jobs/<hash>/...`, "jid does not
-//! exist"), which is issue #33 item 4, not done here.
-//!
-//! Under `CI=true` a missing venv fails the test.
+//! Needs root (the PAM user). Under `CI=true` a missing venv fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -117,7 +119,9 @@ fn clients_3008() {
 }
 
 fn venv(version: &str) -> Option<SaltVenv> {
-    salt_integration_tests::require(venv_for(version))
+    use salt_integration_tests::{both, require, root};
+    // Root for the PAM user (`useradd`, `chpasswd`).
+    require(both(venv_for(version), root())).map(|(venv, ())| venv)
 }
 
 fn run(version: &str) {
@@ -163,13 +167,19 @@ fn scenario(version: &str, venv: &SaltVenv, side: &Side, ours: &Side, pam_user: 
         .set("external_auth", Yaml::Raw(eauth))
         .set("token_expire_user_override", true);
     // Our master speaks the 3006 event framing to 3006's tools when told (docs/interop.md).
-    // Salt 3008's PAM check runs `/usr/bin/python3` unless told which Python has Salt.
+    // Salt 3008's PAM check runs `/usr/bin/python3` unless told which Python has Salt, and
+    // resolves symlinks first (a venv's `python` is one, to a Python without Salt): a
+    // wrapper script.
     let mconf = match side {
         Side::Ours(_) if version.starts_with("3006") => mconf.set("event_bus_framing", "ipc"),
-        Side::Salt(v) => mconf.set(
-            "auth.pam.python",
-            v.bin("python").to_str().unwrap().to_owned(),
-        ),
+        Side::Salt(v) => {
+            use std::os::unix::fs::PermissionsExt;
+            let wrapper = root.path().join("salt-python");
+            let script = format!("#!/bin/sh\nexec '{}' \"$@\"\n", v.bin("python").display());
+            std::fs::write(&wrapper, script).unwrap();
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+            mconf.set("auth.pam.python", wrapper.to_str().unwrap().to_owned())
+        }
         Side::Ours(_) => mconf,
     };
     let mut master = Daemon::start_master(side, &mconf).unwrap();
