@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states group"
+SECTIONS="$PY_SECTIONS fileserver pillar states group events clearpub"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -57,6 +57,9 @@ section fileserver scripts/bench-fileserver.sh
 section pillar scripts/bench-pillar.sh
 section states scripts/bench-states.sh
 section group scripts/group-bench.sh
+# Salt's client interfaces (issue #33): events/s to 10 listeners, clear `publish` round trips/s.
+section events env BIN_DIR=target/release scripts/bench-events.sh 3007.17 20000 10 raw
+section clearpub env BIN_DIR=target/release scripts/bench-clear-publish.sh 3007.17
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
 

@@ -145,12 +145,34 @@ target("#21.5", "master group: key accepted on one master -> on the other, p99 (
        f"p50 {m.group(1)}, p99 {m.group(2)}" if m else ("SKIPPED" if gr and "SKIPPED" in gr else None),
        True if m else None)
 
+# ---- #33: Salt's client interfaces
+ev = log("events")
+if ev:
+    rates = dict(re.findall(r"^(salt|ours)\s+master: .* = ([\d,]+) events/s", ev, re.M))
+    if "salt" in rates and "ours" in rates:
+        o, p = num(rates["ours"]), num(rates["salt"])
+        r = o / max(p, 1)
+        target("#33", "events/s to 10 listeners (raw readers), ours vs Salt (>= 10x)",
+               f"{r:.0f}x ({o:,.0f} vs {p:,.0f} /s)", r >= 10)
+else:
+    target("#33", "events/s to 10 listeners, ours vs Salt (>= 10x)", None, None)
+cp = log("clearpub")
+if cp:
+    rates = dict(re.findall(r"^(salt|ours)\s+master: .* = ([\d.]+)/s", cp, re.M))
+    if "salt" in rates and "ours" in rates:
+        o, p = num(rates["ours"]), num(rates["salt"])
+        r = o / max(p, 0.1)
+        target("#33", "clear publish round trips/s, ours vs Salt (>= 10x)",
+               f"{r:.1f}x ({o:,.0f} vs {p:,.0f} /s)", r >= 10)
+else:
+    target("#33", "clear publish round trips/s, ours vs Salt (>= 10x)", None, None)
+
 # ---- #21 item 6: the scaling chart
 charts = sorted(str(p) for p in ROOT.rglob("*") if p.suffix in (".svg", ".png"))
 target("#21.6", "scaling chart (fan-out time, master RSS at 1k..15k; ours and Salt)",
        ", ".join(charts) if charts else None, True if charts else None)
 
-print("TARGETS (issues #21 and #16; this run)")
+print("TARGETS (issues #21, #16 and #33; this run)")
 print(f"| issue | target | measured | verdict |")
 print(f"|---|---|---|---|")
 for issue, what, measured, verdict in out:

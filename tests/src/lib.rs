@@ -29,6 +29,7 @@ pub mod interop_support;
 pub mod keys;
 pub mod lab;
 pub mod netns;
+pub mod pam;
 pub mod pg;
 pub mod pillar_support;
 pub mod ports;

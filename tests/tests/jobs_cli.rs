@@ -146,11 +146,12 @@ fn find_job_async_verbose_batch_and_missing() {
     }
     assert_eq!(out.status.and_then(|s| s.code()), Some(0));
 
-    // The event bus: a job's `new` and `ret` events as Salt's `state.event` prints them.
+    // The event bus: a job's `new`, `publish` (Salt 3007+) and `ret` events as Salt's
+    // `state.event` prints them.
     let listener = std::process::Command::new(c.bins().salt.with_file_name("salt-run"))
         .arg("-c")
         .arg(c.master_conf().conf_dir())
-        .args(["state.event", "salt/job/*", "count=2"])
+        .args(["state.event", "salt/job/*", "count=3"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -160,18 +161,23 @@ fn find_job_async_verbose_batch_and_missing() {
     let events = listener.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&events.stdout).into_owned();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 3, "{text}");
     assert!(
         lines[0].starts_with(&format!("salt/job/{jid}/new\t{{")),
         "{text}"
     );
     assert!(lines[0].contains(r#""fun": "test.ping""#), "{text}");
     assert!(
-        lines[1].starts_with(&format!("salt/job/{jid}/ret/m1\t{{")),
+        lines[1].starts_with(&format!("salt/job/{jid}/publish\t{{")),
         "{text}"
     );
-    assert!(lines[1].contains(r#""return": true"#), "{text}");
-    assert!(lines[1].contains(r#""_stamp": ""#), "{text}");
+    assert!(lines[1].contains(r#""fun": "test.ping""#), "{text}");
+    assert!(
+        lines[2].starts_with(&format!("salt/job/{jid}/ret/m1\t{{")),
+        "{text}"
+    );
+    assert!(lines[2].contains(r#""return": true"#), "{text}");
+    assert!(lines[2].contains(r#""_stamp": ""#), "{text}");
 
     // `tagmatch` as a regular expression, `count=0` (the first match), `pretty=True`.
     let listener = std::process::Command::new(c.bins().salt.with_file_name("salt-run"))

@@ -221,6 +221,73 @@ fn cve_replays_fail_and_leave_no_trace() {
     }
     a.master_serves();
 
+    // Token guessing: unknown tokens (random, short, a path) get Salt's answers, `{}` from
+    // `get_token` (`LoadAuth.get_tok`) and an AuthenticationError for a publish; nothing
+    // outside `token_dir` is read (the traversal names an existing file; Salt's `localfs`
+    // store refuses it with `clean_path`, ours opens lowercase-hex names only).
+    let tokens = [
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".to_owned(),
+        "deadbeef".to_owned(),
+        "../../../../etc/passwd".to_owned(),
+        format!("{:x}", std::process::id()).repeat(16),
+        String::new(),
+    ];
+    for token in &tokens {
+        let reply = a
+            .send(&clear(vec![("cmd", s("get_token")), ("token", s(token))]))
+            .expect("a reply");
+        assert_eq!(reply, Value::Map(vec![]), "get_token {token:?}: {reply:?}");
+        let reply = a
+            .send(&clear(vec![
+                ("cmd", s("publish")),
+                ("tgt", s("*")),
+                ("tgt_type", s("glob")),
+                ("fun", s("test.ping")),
+                ("arg", Value::Array(vec![])),
+                ("user", s("root")),
+                ("ret", s("")),
+                ("jid", s("")),
+                ("kwargs", Value::Map(vec![(s("token"), s(token))])),
+            ]))
+            .expect("a reply");
+        let name = reply
+            .get("error")
+            .and_then(|e| e.get("name"))
+            .and_then(Value::as_str);
+        assert_eq!(
+            name,
+            Some("AuthenticationError"),
+            "token {token:?}: {reply:?}"
+        );
+    }
+    a.master_serves();
+
+    // An oversized clear publish (3 MiB of arguments) without a key: refused as any other,
+    // nothing published, the master serving.
+    let reply = a
+        .send(&clear(vec![
+            ("cmd", s("publish")),
+            ("tgt", s("*")),
+            ("tgt_type", s("glob")),
+            ("fun", s("cmd.run")),
+            ("arg", Value::Array(vec![s(&"x".repeat(3 << 20))])),
+            ("user", s("root")),
+            ("ret", s("")),
+            ("jid", s("")),
+            ("kwargs", Value::Map(vec![])),
+        ]))
+        .expect("a reply");
+    let name = reply
+        .get("error")
+        .and_then(|e| e.get("name"))
+        .and_then(Value::as_str);
+    assert_eq!(
+        name,
+        Some("AuthenticationError"),
+        "oversized publish: {reply:?}"
+    );
+    a.master_serves();
+
     // CVE-2020-11652 / CVE-2024-38824: path traversal through minion ids (and paths).
     let key = salt_pki::PrivateKey::generate(2048).unwrap();
     let pem = salt_pki::clean_key(&key.public_key().to_pem());

@@ -273,6 +273,9 @@ fn main() -> ExitCode {
         gather_job_timeout: args.gather_job_timeout,
         asynchronous: args.asynchronous,
         start_event: args.start_event,
+        // Salt's `get_specific_user`: root under sudo publishes as `sudo_<SUDO_USER>` (the
+        // master reads it from a root caller only).
+        sudo_user: std::env::var("SUDO_USER").ok(),
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()

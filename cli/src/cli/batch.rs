@@ -253,6 +253,7 @@ mod tests {
             gather_job_timeout: Some(3),
             asynchronous: true,
             start_event: true,
+            sudo_user: None,
         };
         let ping = ping_request(&req);
         assert!(!ping.asynchronous && !ping.start_event);

@@ -73,6 +73,11 @@ pub struct PublishRequest {
     /// takes the job.
     #[serde(default)]
     pub start_event: bool,
+    /// `SUDO_USER` when root runs `salt` under sudo (Salt's `get_specific_user`: the job's
+    /// user is then `sudo_<name>`, and `sudo_acl` applies `publisher_acl` to it). The master
+    /// reads it from root callers only.
+    #[serde(default)]
+    pub sudo_user: Option<String>,
 }
 
 /// What the master streams back.

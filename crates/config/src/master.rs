@@ -11,7 +11,7 @@ use crate::error::{ConfigErrors, Problem};
 use crate::fileserver::FileServerConfig;
 use crate::load::{Paths, Shared, loader_methods, read_master_sign_key_name, with_shared};
 use crate::reader::{
-    Reader, boolean, count, duration, int_in, path, port, string, string_list_map, word,
+    Reader, boolean, count, duration, int_in, json_map, path, port, string, string_list_map, word,
 };
 use crate::types::{HashType, LogFile, PublisherAclBlacklist, Secret, SigningAlgorithm, invalid};
 use crate::{LoadOptions, Loaded, OptionDoc, salt_options};
@@ -194,9 +194,11 @@ salt_options! {
         /// fired into the pull socket are read in either framing.
         #[salt_default = "tcp (salt-rs only)"]
         pub event_bus_framing: crate::EventBusFraming,
-        /// Users allowed to publish, with the function patterns each may run.
+        /// Users allowed to publish, with what each may run, in Salt's ACL grammar (function
+        /// regexes, `{target: [functions]}`, argument patterns: `salt_eauth` reads it from
+        /// `eauth_opts`; this copy tells the master who the users are).
         #[salt_default = "{}"]
-        pub publisher_acl: BTreeMap<String, Vec<String>>,
+        pub publisher_acl: serde_json::Map<String, serde_json::Value>,
         /// Users and modules denied even when `publisher_acl` allows them.
         #[salt_default = "{}"]
         pub publisher_acl_blacklist: PublisherAclBlacklist,
@@ -401,7 +403,7 @@ impl crate::load::Role for MasterConfig {
                 zmq_filtering: r.get("zmq_filtering", false, boolean),
                 pub_hwm: r.get("pub_hwm", 1000, count),
                 zmq_backlog: r.get("zmq_backlog", 1000, count),
-                publisher_acl: r.get("publisher_acl", BTreeMap::new(), string_list_map),
+                publisher_acl: r.get("publisher_acl", serde_json::Map::new(), json_map),
                 eauth_opts: read_eauth_opts(r),
                 publisher_acl_blacklist: r.get(
                     "publisher_acl_blacklist",

@@ -79,8 +79,11 @@ fn include_option_globs_nest_and_override_drop_ins() {
         "nested include, relative to the including file"
     );
     // Within one include batch Salt deep-merges mappings and concatenates lists.
-    assert_eq!(c.publisher_acl["bob"], vec!["test.*", "pkg.*"]);
-    assert_eq!(c.publisher_acl["alice"], vec!["cmd.run"]);
+    assert_eq!(
+        c.publisher_acl["bob"],
+        serde_json::json!(["test.*", "pkg.*"])
+    );
+    assert_eq!(c.publisher_acl["alice"], serde_json::json!(["cmd.run"]));
     assert_eq!(loaded.files.len(), 6);
     assert!(
         loaded

@@ -6,7 +6,8 @@
 //!   on [`Eauth::authenticate_eauth`] (timing-levelled as Salt's `time_auth`),
 //!   [`Eauth::authenticate_token`] and [`Eauth::authenticate_key`];
 //! * authorisation: [`Eauth::authorize_call`] (runner, wheel) and
-//!   [`Eauth::authorize_publish`] (publish: blacklist, then auth list);
+//!   [`Eauth::authorize_publish`] (publish: blacklist, then auth list; `engine/publish.rs`),
+//!   [`Eauth::authorize_local_publish`] (the same for a caller known by its OS credentials);
 //! * tokens: [`Eauth::mk_token`], [`Eauth::get_tok`], [`Eauth::rm_token`].
 //!
 //! Calls block (PAM, file reads, the failure delay): an async caller runs them on a
@@ -17,14 +18,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use rmpv::Value;
-use salt_proto::clear::{AuthKind, EauthFields, MasterCall, Publish, Secret};
+use salt_proto::clear::{AuthKind, EauthFields, MasterCall, Secret};
 
-use crate::acl::{self, AuthList, Call, MinionResolver, SpecVerdict};
+use crate::acl::{self, AuthList, SpecVerdict};
 use crate::backend;
 use crate::config::{EauthConfig, ExpireOverride};
 use crate::error::Refusal;
 use crate::pyre::expr_match;
 use crate::token::{StoreError, TokenData, TokenStore};
+
+mod publish;
 
 /// Who a request authenticated as, and what they may do.
 #[derive(Clone, Debug, PartialEq)]
@@ -270,36 +273,54 @@ impl Eauth {
                 })
             }
             AuthKind::User => {
-                let mut ret = self.authenticate_key(user, key, keys, &self.cfg.user);
-                if ret == KeyAuth::Denied {
-                    return Err(refuse(username));
-                }
-                if let KeyAuth::User(_) = ret
-                    && user.is_some_and(|u| u.starts_with("sudo_"))
-                    && (!self.cfg.sudo_acl || self.cfg.publisher_acl.is_empty())
-                {
-                    ret = KeyAuth::Root;
-                }
-                let mut auth_list = Vec::new();
-                if let KeyAuth::User(name) = &ret {
-                    auth_list = self
-                        .cfg
-                        .publisher_acl
-                        .iter()
-                        .filter(|(expr, _)| expr_match(name, expr))
-                        .flat_map(|(_, entries)| entries.iter().cloned())
-                        .collect();
-                    if auth_list.is_empty() {
-                        return Err(refuse(username));
-                    }
-                }
-                Ok(Authenticated {
-                    kind,
-                    username,
-                    auth_list: Some(auth_list),
-                })
+                let ret = self.authenticate_key(user, key, keys, &self.cfg.user);
+                self.key_user_acl(ret, user, username)
             }
         }
+    }
+
+    /// The rest of `check_authentication` for a caller known by key (or, for our local
+    /// socket, by its OS credentials): under `sudo_<name>` without `sudo_acl` (or without a
+    /// `publisher_acl`) the caller is root; a user's auth list is their `publisher_acl`
+    /// entries, and none is Salt's authentication refusal. An empty list means root.
+    fn key_user_acl(
+        &self,
+        mut ret: KeyAuth,
+        user: Option<&str>,
+        username: String,
+    ) -> Result<Authenticated, Refusal> {
+        let refuse = |username: String| Refusal::Authentication {
+            kind: AuthKind::User,
+            username,
+            show_username: false,
+        };
+        if ret == KeyAuth::Denied {
+            return Err(refuse(username));
+        }
+        if let KeyAuth::User(_) = ret
+            && user.is_some_and(|u| u.starts_with("sudo_"))
+            && (!self.cfg.sudo_acl || self.cfg.publisher_acl.is_empty())
+        {
+            ret = KeyAuth::Root;
+        }
+        let mut auth_list = Vec::new();
+        if let KeyAuth::User(name) = &ret {
+            auth_list = self
+                .cfg
+                .publisher_acl
+                .iter()
+                .filter(|(expr, _)| expr_match(name, expr))
+                .flat_map(|(_, entries)| entries.iter().cloned())
+                .collect();
+            if auth_list.is_empty() {
+                return Err(refuse(username));
+            }
+        }
+        Ok(Authenticated {
+            kind: AuthKind::User,
+            username,
+            auth_list: Some(auth_list),
+        })
     }
 
     /// `LoadAuth.get_auth_list`: from the token (`keep_acl_in_token`), else from
@@ -380,87 +401,6 @@ impl Eauth {
                 })
             }
         }
-    }
-
-    /// `ClearFuncs.publish` up to the jid: the blacklist, authentication (eauth fields from
-    /// `kwargs`, else the key), then `auth_check` over the targeted `minions` (with
-    /// `saltutil.find_job` always allowed). Returns the user to record on the job.
-    pub fn authorize_publish(
-        &self,
-        p: &Publish,
-        minions: &[String],
-        keys: &[(String, Secret)],
-        resolver: &dyn MinionResolver,
-    ) -> Result<String, Refusal> {
-        let funs = p.fun.names();
-        let bl = &self.cfg.publisher_acl_blacklist;
-        let user_blacklisted = bl.users.iter().any(|e| expr_match(&p.user, e));
-        let fun_blacklisted = funs
-            .iter()
-            .any(|f| bl.modules.iter().any(|e| expr_match(f, e)));
-        if user_blacklisted || fun_blacklisted {
-            tracing::error!(
-                "{} does not have permissions to run {}. Please contact your local administrator if you believe this is in error.\n",
-                p.user,
-                funs.join(",")
-            );
-            return Err(Refusal::PublishAuthorization);
-        }
-        let kind = p.auth.kind();
-        let err_msg = format!(
-            "Authentication failure of type \"{}\" occurred.",
-            kind.name()
-        );
-        let auth = match kind {
-            AuthKind::User => {
-                let f = EauthFields::default();
-                self.check_authentication(&f, Some(&p.user), p.key.as_ref(), keys)
-            }
-            _ => self.check_authentication(&p.auth, None, None, keys),
-        };
-        let auth = auth.map_err(|_| {
-            tracing::warn!("{err_msg}");
-            Refusal::PublishAuthentication
-        })?;
-        let list = auth.auth_list.clone();
-        let needs_check = kind != AuthKind::User || list.as_ref().is_some_and(|l| !l.is_empty());
-        if needs_check {
-            let args: Vec<&[Value]> = match &p.fun {
-                salt_proto::clear::Funs::One(_) => vec![p.arg.as_slice()],
-                salt_proto::clear::Funs::Compound(_) => p
-                    .arg
-                    .iter()
-                    .map(|a| a.as_array().map(Vec::as_slice).unwrap_or_default())
-                    .collect(),
-            };
-            let allowed = list.as_ref().is_some_and(|l| {
-                acl::auth_check(
-                    l,
-                    Call {
-                        funs: &funs,
-                        args: &args,
-                    },
-                    minions,
-                    &["saltutil.find_job"],
-                    resolver,
-                )
-            });
-            if !allowed {
-                if kind == AuthKind::Eauth && list.as_ref().is_none_or(Vec::is_empty) {
-                    tracing::debug!(
-                        "Auth configuration for eauth \"{}\" and user \"{}\" is empty",
-                        p.auth.eauth.as_deref().unwrap_or_default(),
-                        p.auth.username.as_deref().unwrap_or_default()
-                    );
-                }
-                tracing::warn!("{err_msg}");
-                return Err(Refusal::PublishAuthorization);
-            }
-        }
-        Ok(match kind {
-            AuthKind::Token | AuthKind::Eauth => auth.username,
-            AuthKind::User => p.user.clone(),
-        })
     }
 
     // === tokens ===

@@ -63,12 +63,32 @@ pub fn match_check_all(regex: &str, funs: &[&str]) -> bool {
 
 /// `salt.utils.stringutils.expr_match(line, expr)`.
 pub fn expr_match(line: &str, expr: &str) -> bool {
-    if fnmatch(line, expr) {
-        return true;
+    ExprMatch::new(expr).is_match(line)
+}
+
+/// [`expr_match`] against one expression many times (the regex compiled once).
+#[derive(Clone, Debug)]
+pub struct ExprMatch {
+    expr: String,
+    re: Option<Regex>,
+}
+
+impl ExprMatch {
+    /// Compile `expr`; one that is no valid regex matches as a glob only (Salt skips it
+    /// silently).
+    pub fn new(expr: &str) -> Self {
+        // Salt builds `\A{expr}\Z` and re.match()es it.
+        let pattern = format!(r"\A(?:\A{}\z)", translate(expr));
+        Self {
+            expr: expr.to_owned(),
+            re: Regex::new(&pattern).ok(),
+        }
     }
-    // Salt builds `\A{expr}\Z` and re.match()es it; an invalid one is skipped silently.
-    let pattern = format!(r"\A(?:\A{}\z)", translate(expr));
-    Regex::new(&pattern).is_ok_and(|re| re.is_match(line))
+
+    /// Whether `line` matches, as `expr_match(line, expr)`.
+    pub fn is_match(&self, line: &str) -> bool {
+        fnmatch(line, &self.expr) || self.re.as_ref().is_some_and(|re| re.is_match(line))
+    }
 }
 
 #[cfg(test)]

@@ -356,3 +356,66 @@ fn loads_from_salts_clients_get_salts_answers() {
     };
     assert_eq!(eauth.get_token_reply(tok.as_ref()), Value::Map(vec![]));
 }
+
+#[test]
+fn local_callers_known_by_their_os_user() {
+    // Our `salt` on the local socket: the master knows the caller by SO_PEERCRED, so no key;
+    // the rest is `ClearFuncs.publish` for a user key.
+    let (eauth, _dir) = engine(json!({
+        "publisher_acl": {"alice": ["test.*", {"db*": ["cmd.run"]}], "dev.*": ["grains.item"]},
+        "publisher_acl_blacklist": {"modules": ["state.*"], "users": ["mallory", "sudo_eve"]},
+        "sudo_acl": true,
+    }));
+    let load = |fun: &str, user: &str| {
+        publish(
+            json!({"cmd": "publish", "tgt": "*", "fun": fun, "arg": [], "tgt_type": "glob",
+                       "ret": "", "jid": "", "user": user, "kwargs": {}}),
+        )
+    };
+    let web = ["web1".to_owned()];
+    let db = ["db1".to_owned()];
+    let check = |fun: &str, user: &str, privileged: bool, minions: &[String]| {
+        eauth
+            .authorize_local_publish(&load(fun, user), privileged, minions, &Ids)
+            .map_err(|r| r.name_and_message().1)
+    };
+    let authz = Err("Authorization error occurred.".to_owned());
+    let authn = Err("Authentication error occurred.".to_owned());
+    assert_eq!(check("test.ping", "alice", false, &web), Ok("alice".into()));
+    assert_eq!(check("cmd.run", "alice", false, &web), authz);
+    assert_eq!(check("cmd.run", "alice", false, &db), Ok("alice".into()));
+    assert_eq!(
+        check("grains.item", "devon", false, &web),
+        Ok("devon".into())
+    );
+    // No publisher_acl entry: Salt's authentication refusal.
+    assert_eq!(check("test.ping", "bob", false, &web), authn);
+    // A user named like a sudo user is not one unless root says so.
+    assert_eq!(check("test.ping", "sudo_alice", false, &web), authn);
+    // The blacklist holds for everyone, root too (Salt checks it before anything else).
+    assert_eq!(check("state.apply", "root", true, &web), authz);
+    assert_eq!(check("test.ping", "mallory", false, &web), authz);
+    assert_eq!(check("cmd.run", "root", true, &web), Ok("root".into()));
+    // sudo_acl: root under sudo has the sudo user's publisher_acl.
+    assert_eq!(
+        check("test.ping", "sudo_alice", true, &web),
+        Ok("sudo_alice".into())
+    );
+    assert_eq!(check("cmd.run", "sudo_alice", true, &web), authz);
+    assert_eq!(check("test.ping", "sudo_eve", true, &web), authz);
+    assert_eq!(check("test.ping", "sudo_bob", true, &web), authn);
+    // saltutil.find_job is always allowed to a user with an entry.
+    assert_eq!(
+        check("saltutil.find_job", "alice", false, &web),
+        Ok("alice".into())
+    );
+
+    // Without sudo_acl, root under sudo is root.
+    let (eauth, _dir) = engine(json!({"publisher_acl": {"alice": ["test.*"]}}));
+    assert_eq!(
+        eauth
+            .authorize_local_publish(&load("cmd.run", "sudo_alice"), true, &web, &Ids)
+            .unwrap(),
+        "sudo_alice"
+    );
+}

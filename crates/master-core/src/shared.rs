@@ -15,7 +15,6 @@ use crate::events::bus::EventBus;
 use crate::events::metrics::Metrics;
 use crate::jobs::Jobs;
 use crate::jobs::jid::JidGenerator;
-use crate::keys::acl::{Acl, expr_match};
 use crate::keys::aes::AesState;
 use crate::keys::master::MasterKeys;
 use crate::keys::sessions::Sessions;
@@ -43,8 +42,6 @@ pub struct Shared {
     pub connected: Mutex<HashSet<String>>,
     /// Auth nonces seen recently (replayed `_auth` requests are refused).
     pub auth_nonces: Mutex<ReplayGuard>,
-    /// `publisher_acl` and its blacklist.
-    pub acl: Acl,
     /// Rate limiter for logs about bad peer input.
     pub log_limit: LogLimiter,
     /// New minions admitted against the descriptor limit (`server/fdlimit.rs`).
@@ -76,7 +73,7 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// Opens the master's state for `cfg`: its directories (`cachedir`, `{cachedir}/jobs`,
-    /// `{cachedir}/sessions`), the key store, the master keys, the group (with
+    /// `{cachedir}/sessions`, `{cachedir}/proc`), the key store, the master keys, the group (with
     /// `keys.cache_driver: postgres`) and the first publish key, the job cache of
     /// `master_job_cache`, the file server. Blocking (files, RSA, the group's database):
     /// the server calls it on the blocking pool.
@@ -86,6 +83,9 @@ impl Shared {
         mkdir(&cfg.cachedir, 0o755)?;
         mkdir(&jobs_dir, 0o700)?;
         mkdir(&sessions_dir, 0o700)?;
+        // Salt's master makes `cachedir/proc` at start (`verify_environment`); Python
+        // `salt-run` writes its runner's proc file there (3008 fails without it).
+        mkdir(&cfg.cachedir.join("proc"), 0o755)?;
         // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
         // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
         let store = Arc::new(KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?);
@@ -108,7 +108,6 @@ impl Shared {
             auth_nonces: Mutex::new(ReplayGuard::new(Duration::from_secs(600), 100_000)),
             log_limit: LogLimiter::new(Duration::from_secs(10)),
             fd_ceiling: crate::server::fdlimit::FdCeiling::default(),
-            acl: Acl::from_config(&cfg),
             tokens: TokenCache::default(),
             eauth: salt_eauth::Eauth::with_localfs(eauth_cfg),
             access_keys,
@@ -155,7 +154,7 @@ impl Shared {
         text.lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .any(|pattern| expr_match(id, pattern))
+            .any(|pattern| salt_eauth::pyre::expr_match(id, pattern))
     }
 }
 

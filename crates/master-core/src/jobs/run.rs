@@ -80,6 +80,13 @@ pub(crate) fn send(
         .jobs
         .store_job(&job.jid, &job.load(), known)
         .map_err(|e| format!("publish failed: {e}"))?;
+    // Salt 3007+ (`ClearFuncs.publish`): the load as published, before it goes out.
+    if shared.events.wanted() {
+        shared.events.fire(
+            format!("salt/job/{}/publish", job.jid),
+            msgpack_to_json(&job.load()),
+        );
+    }
     publish(shared, publisher, job).map_err(|e| format!("publish failed: {e}"))
 }
 
@@ -117,20 +124,28 @@ fn prepare(
     privileged: bool,
 ) -> Result<(Job, Option<Vec<String>>), String> {
     let (target, expected) = target_minions(shared, &req.tgt, &req.tgt_type)?;
+    // Root under sudo publishes as `sudo_<name>` (Salt's `get_specific_user`).
+    let user = match &req.sudo_user {
+        Some(name) if privileged && user == "root" => format!("sudo_{name}"),
+        _ => user.to_owned(),
+    };
+    let load = salt_proto::clear::Publish {
+        tgt: Value::from(req.tgt.as_str()),
+        tgt_type: req.tgt_type.clone(),
+        fun: salt_proto::clear::Funs::One(req.fun.clone()),
+        arg: req.arg.iter().map(json_to_msgpack).collect(),
+        key: None,
+        user,
+        jid: None,
+        ret: Value::from(req.ret.as_str()),
+        kwargs: Value::Map(vec![]),
+        auth: salt_proto::clear::EauthFields::default(),
+    };
+    let user = shared
+        .eauth
+        .authorize_local_publish(&load, privileged, &expected, &Resolver(shared))
+        .map_err(|refusal| refusal.name_and_message().1)?;
     let expected = Some(expected);
-    if !privileged {
-        shared
-            .acl
-            .check(user, &req.fun, expected.as_deref())
-            .map_err(|denied| {
-                tracing::error!(
-                    "{user} does not have permissions to run {}. Please contact your local \
-                     administrator if you believe this is in error. ({denied})",
-                    req.fun
-                );
-                format!("Authorization error occurred: {denied}")
-            })?;
-    }
     if expected.as_ref().is_some_and(Vec::is_empty) {
         return Err(
             "No minions matched the target. No command was sent, no jid was assigned.".into(),
@@ -143,10 +158,21 @@ fn prepare(
         jid: shared.jids.next(),
         ret: req.ret.clone(),
         tgt_type: target.tgt_type,
-        user: user.to_owned(),
+        user,
         start_event: req.start_event,
     };
     Ok((job, expected))
+}
+
+/// `CkMinions.check_minions` for the ACL checks of `salt_eauth`.
+pub(crate) struct Resolver<'a>(pub(crate) &'a Shared);
+
+impl salt_eauth::MinionResolver for Resolver<'_> {
+    fn check_minions(&self, expr: &str, tgt_type: &str) -> Vec<String> {
+        target_minions(self.0, expr, tgt_type)
+            .map(|(_, m)| m)
+            .unwrap_or_default()
+    }
 }
 
 /// The target of `tgt`/`tgt_type` and the accepted minions it addresses (Salt's

@@ -99,17 +99,6 @@ pub(crate) fn handle(shared: &Shared, load: &Value) -> Vec<u8> {
     encode(&reply)
 }
 
-/// `CkMinions.check_minions` for the ACL checks of `salt_eauth`.
-struct Resolver<'a>(&'a Shared);
-
-impl salt_eauth::MinionResolver for Resolver<'_> {
-    fn check_minions(&self, expr: &str, tgt_type: &str) -> Vec<String> {
-        crate::jobs::run::target_minions(self.0, expr, tgt_type)
-            .map(|(_, m)| m)
-            .unwrap_or_default()
-    }
-}
-
 /// A target as our resolver reads it: text, or a list joined by commas.
 fn tgt_text(tgt: &Value) -> String {
     match tgt {
@@ -132,25 +121,26 @@ fn publish(shared: &Shared, p: &Publish) -> Value {
             Vec::new()
         }
     };
-    let user =
-        match shared
-            .eauth
-            .authorize_publish(p, &minions, &shared.access_keys, &Resolver(shared))
-        {
-            Ok(user) => user,
-            Err(refusal) => {
-                let wire = refusal.wire();
-                if let Some(jid) = &p.jid {
-                    let mut data = salt_compat::json::msgpack_to_json(&wire);
-                    if let Some(m) = data.as_object_mut() {
-                        m.insert("jid".into(), json!(jid));
-                        m.insert("fun".into(), json!(p.fun.names()));
-                    }
-                    shared.events.fire(format!("salt/job/{jid}/error"), data);
+    let user = match shared.eauth.authorize_publish(
+        p,
+        &minions,
+        &shared.access_keys,
+        &crate::jobs::run::Resolver(shared),
+    ) {
+        Ok(user) => user,
+        Err(refusal) => {
+            let wire = refusal.wire();
+            if let Some(jid) = &p.jid {
+                let mut data = salt_compat::json::msgpack_to_json(&wire);
+                if let Some(m) = data.as_object_mut() {
+                    m.insert("jid".into(), json!(jid));
+                    m.insert("fun".into(), json!(p.fun.names()));
                 }
-                return wire;
+                shared.events.fire(format!("salt/job/{jid}/error"), data);
             }
-        };
+            return wire;
+        }
+    };
     let fun = match &p.fun {
         salt_proto::clear::Funs::One(f) => f.clone(),
         salt_proto::clear::Funs::Compound(_) => {

@@ -183,7 +183,7 @@ async fn stream_events(
         Err(message) => return write_frame(stream, &LocalEvent::Error { message }).await,
     };
     let (tagmatch, mut count) = args;
-    let tagmatch = crate::keys::acl::ExprMatch::new(&tagmatch);
+    let tagmatch = salt_eauth::pyre::ExprMatch::new(&tagmatch);
     let mut rx = shared.events.subscribe();
     loop {
         let ev = tokio::select! {

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Clear `publish` round trips/s on the request port: Salt's master vs ours, same run, same
+# Python client (Salt's own clear request channel, as `LocalClient.pub` sends it).
+#
+#   scripts/bench-clear-publish.sh [SALT_VERSION] [SECONDS] [CLIENTS]
+#
+# For each master (Salt <version> from .venv/salt-<version>, then ours from
+# ${BIN_DIR:-target/release}), on loopback under a temp root, worker_threads 2: accept
+# BENCH_CP_MINIONS (10) minion keys (no minion runs: each publish still authenticates with
+# the root key, resolves the target, assigns a jid, stores the job and goes out on the
+# publisher), then CLIENTS (4) processes of scripts/bench_clear_publish.py send `publish`
+# loads, one in flight each, for SECONDS (10). Prints round trips/s per master and the ratio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERSION=${1:-3007.17}
+SECS=${2:-10}
+CLIENTS=${3:-4}
+MINIONS=${BENCH_CP_MINIONS:-10}
+VENV=.venv/salt-$VERSION
+BIN_DIR=${BIN_DIR:-target/release}
+PY=$VENV/bin/python
+[ -x "$PY" ] || { echo "no $VENV (scripts/salt-venv.sh $VERSION)" >&2; exit 1; }
+[ -x "$BIN_DIR/salt-master" ] || { echo "no $BIN_DIR/salt-master (cargo build --release -p salt-master)" >&2; exit 1; }
+ROOT=$(mktemp -d /tmp/bench-clearpub.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$ROOT"
+}
+trap cleanup EXIT
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+openssl genrsa -out "$ROOT/minion.pem" 2048 2>/dev/null
+openssl rsa -in "$ROOT/minion.pem" -pubout -out "$ROOT/minion.pub" 2>/dev/null
+TGT=$(seq -s, -f "bench%g" "$MINIONS")
+
+declare -A RATE
+run_side() {
+    local side=$1 dir=$ROOT/$1
+    mkdir -p "$dir/conf" "$dir/pki/minions"
+    for m in ${TGT//,/ }; do cp "$ROOT/minion.pub" "$dir/pki/minions/$m"; done
+    local pub ret
+    pub=$(free_port); ret=$(free_port)
+    cat > "$dir/conf/master" <<CONF
+id: benchmaster
+user: $(id -un)
+root_dir: $dir
+pki_dir: $dir/pki
+cachedir: $dir/cache
+sock_dir: $dir/sock
+pidfile: $dir/master.pid
+log_file: $dir/master.log
+log_level_logfile: warning
+interface: 127.0.0.1
+publish_port: $pub
+ret_port: $ret
+worker_threads: 2
+CONF
+    if [ "$side" = salt ]; then
+        "$VENV/bin/salt-master" -c "$dir/conf" -l warning > "$dir/out" 2>&1 &
+    else
+        "$BIN_DIR/salt-master" -c "$dir/conf" -l warning > "$dir/out" 2>&1 &
+    fi
+    local master=$!
+    PIDS+=("$master")
+    # Ready when a clear publish is answered with a jid (Salt's workers load their modules
+    # after the port opens).
+    for _ in $(seq 120); do
+        [ -f "$dir/cache/.root_key" ] && "$PY" scripts/bench_clear_publish.py "$dir/conf/master" "$TGT" 0.2 1 2>/dev/null | grep -qv "RATE 0.0" && break
+        sleep 1
+    done
+    local out
+    out=$("$PY" scripts/bench_clear_publish.py "$dir/conf/master" "$TGT" "$SECS" "$CLIENTS")
+    read -r _ rate ok failed secs <<< "$out"
+    RATE[$side]=$rate
+    printf '%-5s master: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
+        "$side" "$ok" "$secs" "$rate" "$failed" "$CLIENTS"
+    kill "$master" 2>/dev/null || true
+    wait "$master" 2>/dev/null || true
+}
+
+echo "Salt $VERSION tools; $CLIENTS clients x ${SECS}s, $MINIONS accepted minions; ours from $BIN_DIR; load $(cut -d' ' -f1-3 /proc/loadavg)"
+run_side salt
+run_side ours
+"$PY" -c "import sys; s, o = float(sys.argv[1]), float(sys.argv[2]); print(f'ours / Salt: {o / s:.1f}x' if s else 'Salt answered none')" "${RATE[salt]}" "${RATE[ours]}"
