@@ -116,19 +116,19 @@ pub(crate) async fn call(
             // down(removekeys=False, tgt, tgt_type, timeout, gather_job_timeout)
             let (_, down) = ping(ctx, a, timeout).await?;
             if a.flag("removekeys", false) && !down.is_empty() {
-                // As Salt's wheel `key.delete`: through the key store in use (the files, or
-                // the group's database), then the AES key rotates (the dropfile salt-key
-                // writes, taken by the maintenance loop).
-                match ctx.shared.key_changes().delete_many(&down) {
-                    Ok(_) => tracing::info!("manage.down: deleted the keys of {}", down.join(", ")),
-                    Err(e) => return Err(format!("manage.down: cannot delete keys: {e}")),
-                }
-                let cfg = &ctx.shared.cfg;
-                if cfg.rotate_aes_key
-                    && let Err(e) = salt_keystore::write_dropfile(&cfg.cachedir, Some(&cfg.id))
-                {
-                    tracing::warn!("manage.down: cannot request the AES key rotation: {e}");
-                }
+                // As Salt: wheel `key.delete` for each (the key store in use, `salt/key`
+                // events, the AES key rotation).
+                let (shared, ids) = (ctx.shared.clone(), down.clone());
+                tokio::task::spawn_blocking(move || {
+                    for id in ids {
+                        let mut low = serde_json::Map::new();
+                        low.insert("match".into(), json!(id));
+                        crate::wheel::call_low(&shared, "key.delete", &low, "UNKNOWN");
+                    }
+                })
+                .await
+                .map_err(|e| format!("manage.down: {e}"))?;
+                tracing::info!("manage.down: deleted the keys of {}", down.join(", "));
             }
             Ok(json!(down))
         }
