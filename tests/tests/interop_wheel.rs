@@ -475,6 +475,28 @@ fn runners(venv: &SaltVenv, side: &Side, minion_side: &Side, salt_run: &std::pat
         out.insert(format!("list_jobs {name}"), funs(run(&a)));
     }
 
+    // Runners the UIs call (issue #34 item 3): the shapes.
+    out.insert("manage.status".into(), run(&["manage.status"]));
+    let versions = run(&["manage.versions"]);
+    let keys = |v: &Value| -> Value {
+        let mut k: Vec<&String> = v
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        k.sort();
+        serde_json::json!(k)
+    };
+    out.insert("manage.versions keys".into(), keys(&versions));
+    let grains = run(&["cache.grains", "tgt=runminion"]);
+    out.insert("cache.grains ids".into(), keys(&grains));
+    let one = run(&["jobs.list_jobs", "search_function=test.true"]);
+    let jid = one.as_object().unwrap().keys().next().unwrap().clone();
+    let mut job = run(&["jobs.list_job", &jid]);
+    assert_eq!(job["jid"], Value::String(jid.clone()), "{label}: {job}");
+    out.insert("jobs.list_job keys".into(), keys(&job));
+    out.insert("jobs.list_job result".into(), job["Result"].take());
+    out.insert("jobs.active".into(), run(&["jobs.active"]));
+
     // saltutil.sync_* on the master.
     out.insert("sync_modules".into(), run(&["saltutil.sync_modules"]));
     out.insert("sync_all".into(), run(&["saltutil.sync_all"]));

@@ -177,7 +177,10 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     };
     let got = match crate::jobs::run::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
         Ok((_, got, _)) => got,
-        Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
+        // Salt: no minion answered, only the master's version.
+        Err(e) if e.starts_with("No minions matched") => {
+            return Ok(json!({"Master": salt_proto::SALT_VERSION}));
+        }
         Err(e) => return Err(e),
     };
     let master = salt_proto::SALT_VERSION;
@@ -189,10 +192,19 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     let mut groups: std::collections::BTreeMap<&str, serde_json::Map<String, Value>> =
         std::collections::BTreeMap::new();
     for (id, data) in got {
-        let v = salt_compat::map_get(&data, "return")
-            .and_then(rmpv::Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let ret = salt_compat::map_get(&data, "return");
+        let failed = salt_compat::map_get(&data, "retcode")
+            .and_then(rmpv::Value::as_i64)
+            .is_some_and(|c| c != 0);
+        let v = ret.and_then(rmpv::Value::as_str).unwrap_or("").to_owned();
+        if failed || v.is_empty() {
+            // Salt's "falsy return or a retcode": offline, `False`.
+            groups
+                .entry("Minion offline")
+                .or_default()
+                .insert(id, json!(false));
+            continue;
+        }
         let label = match key(&v).cmp(&key(master)) {
             std::cmp::Ordering::Less => "Minion requires update",
             std::cmp::Ordering::Equal => "Up to date",
