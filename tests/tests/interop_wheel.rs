@@ -168,8 +168,12 @@ fn wheel_3007() {
     let _guard = serial();
     let ours = Side::Ours(bins().unwrap());
     let py = Side::Salt(venv.clone());
-    let salts = scenario(&venv, &py);
-    let ourss = scenario(&venv, &ours);
+    let salts = scenario(&venv, &py, &venv.bin("salt-run"));
+    let ourss = scenario(
+        &venv,
+        &ours,
+        &bins().unwrap().salt.with_file_name("salt-run"),
+    );
     let (sc, oc) = (&salts["calls"], &ourss["calls"]);
     for (i, (s, o)) in sc
         .as_array()
@@ -182,6 +186,7 @@ fn wheel_3007() {
     }
     assert_eq!(sc, oc, "calls");
     assert_eq!(salts["files"], ourss["files"], "key files afterwards");
+    assert_eq!(salts["jobs"], ourss["jobs"], "wheel jobs in the job cache");
     let (se, oe) = (
         event_summary(&salts["events"]),
         event_summary(&ourss["events"]),
@@ -223,7 +228,7 @@ fn pub_key() -> String {
 }
 
 /// One side's answers, with what differs by run taken out.
-fn scenario(venv: &SaltVenv, side: &Side) -> Value {
+fn scenario(venv: &SaltVenv, side: &Side, salt_run: &std::path::Path) -> Value {
     let label = format!("Salt 3007.17, {} master", side.label());
     println!("== {label}");
     let root = TempRoot::new().unwrap();

@@ -15,7 +15,7 @@
 //! (`Exception occurred in wheel <fun>: ...`, `success: False`), the Python traceback
 //! replaced by one line saying so. Functions salt-rs does not implement (`config.values`,
 //! `config.apply`, `config.update_config`, `key.gen_keys`, `key.gen_signature`) are refused
-//! by name. Salt also stores each wheel call in the job cache; salt-rs does not.
+//! by name. Each call is stored in the job cache as Salt stores it (a job of the master).
 
 pub(crate) mod key;
 pub(crate) mod roots;
