@@ -298,7 +298,32 @@ fn scenario(venv: &SaltVenv, side: &Side, salt_run: &std::path::Path) -> Value {
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
         .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", master.proc.tail(40)));
-    let result: Value = serde_json::from_str(line).unwrap();
+    let mut result: Value = serde_json::from_str(line).unwrap();
+    // Each call is a job of the master in the job cache: (function, target, user) listed.
+    let mut c = std::process::Command::new(salt_run);
+    c.arg("-c").arg(&master.conf_dir).args([
+        "jobs.list_jobs",
+        "search_function=wheel.*",
+        "--out",
+        "json",
+    ]);
+    let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+    assert!(o.success(), "{label}: {o:?}");
+    let jobs: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    let mut rows: Vec<String> = jobs
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|j| {
+            format!(
+                "{} {} {} {} {}",
+                j["Function"], j["Target"], j["Target-type"], j["User"], j["Arguments"]
+            )
+        })
+        .collect();
+    rows.sort();
+    assert!(rows.len() > 60, "{label}: {rows:?}");
+    result["jobs"] = serde_json::json!(rows);
     println!(
         "{label}: {}",
         serde_json::to_string_pretty(&result).unwrap()

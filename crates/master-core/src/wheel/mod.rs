@@ -286,8 +286,26 @@ fn run(
     }
     shared
         .events
-        .fire(format!("{tag}/ret"), Value::Object(data));
+        .fire(format!("{tag}/ret"), Value::Object(data.clone()));
+    store_job(shared, &jid, &data);
     (ret, success)
+}
+
+/// Salt's `store_job` of a wheel call: a job of the master (`id` and `tgt` its id) whose
+/// return is the call's data, listed by `jobs.list_jobs` as `wheel.<fun>`.
+fn store_job(shared: &Shared, jid: &str, data: &Map<String, Value>) {
+    let id = shared.cfg.id.as_str();
+    let load = json!({"id": id, "tgt": id, "jid": jid, "return": data,
+                      "fun": data.get("fun"), "user": data.get("user")});
+    let load = salt_compat::json::json_to_msgpack(&load);
+    let stored = shared
+        .jobs
+        .prep_jid(jid, false)
+        .and_then(|()| shared.jobs.store_job(jid, &load, None))
+        .and_then(|()| shared.jobs.store_return(jid, id, &load));
+    if let Err(e) = stored {
+        tracing::error!("Could not store job cache info for wheel job {jid}: {e}");
+    }
 }
 
 /// Salt's `(return, success)` for a failure: a `TypeError` calling the function is reported
