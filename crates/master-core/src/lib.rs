@@ -39,6 +39,7 @@ pub mod requests;
 mod runners;
 mod server;
 pub mod shared;
+mod wheel;
 
 pub use error::MasterError;
 /// The job cache as tools and tests reach it: Salt's `local_cache` layout and its files

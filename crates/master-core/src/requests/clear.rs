@@ -11,8 +11,9 @@
 //! * `mk_token`: the token's data, or `""`; `get_token`: the data, or `False`.
 //! * `runner`: `{tag: salt/run/<jid>, jid}` at once (Salt's `RunnerClient.asynchronous`),
 //!   the runner then runs on the master's runtime and fires `salt/run/<jid>/new` and `/ret`.
-//! * `wheel`: salt-rs has no wheel modules: `{tag, data}` whose `return` is Salt's
-//!   `'<fun>' is not available.` with `success: False` (and the `salt/wheel/<jid>` events).
+//! * `wheel`: `{tag, data: {fun, jid, tag, user, _stamp, return, success}}`, the function
+//!   run at once on the request worker (`crate::wheel`), with Salt's `salt/wheel/<jid>`
+//!   events.
 //! * an unknown command: `{}` and Salt's log line "Requested method not exposed: <name>".
 //! * a known command whose load lacks what Salt's handler reads: Salt's handler raises and
 //!   its request server answers `"Some exception handling minion payload"`.
@@ -283,8 +284,10 @@ fn runner(shared: &Shared, call: &MasterCall) -> Value {
     map(vec![("tag", Value::from(tag)), ("jid", Value::from(jid))])
 }
 
-/// `ClearFuncs.wheel`: authorise; salt-rs has no wheel modules, so every function answers
-/// Salt's `'<fun>' is not available.`.
+/// `ClearFuncs.wheel`: authorise, fire `salt/wheel/<jid>/new`, run the function as Salt's
+/// `WheelClient.call_func(fun, **load)` (its own jid and events, user `UNKNOWN`, as Salt's),
+/// fire `salt/wheel/<jid>/ret`, answer `{tag, data}`. Runs on the request worker's thread
+/// (wheel functions block on files), as Salt's runs in its worker process.
 fn wheel(shared: &Shared, call: &MasterCall) -> Value {
     let user = match shared
         .eauth
@@ -295,32 +298,27 @@ fn wheel(shared: &Shared, call: &MasterCall) -> Value {
     };
     let jid = shared.jids.next();
     let tag = format!("salt/wheel/{jid}");
-    let fun = format!("wheel.{}", call.fun);
+    let mut data = serde_json::Map::new();
+    data.insert("fun".into(), json!(format!("wheel.{}", call.fun)));
+    data.insert("jid".into(), json!(jid));
+    data.insert("tag".into(), json!(tag));
+    data.insert("user".into(), json!(user));
     shared.events.fire(
         format!("{tag}/new"),
-        json!({"fun": fun, "jid": jid, "tag": tag, "user": user}),
+        serde_json::Value::Object(data.clone()),
     );
-    tracing::warn!(
-        "wheel {}: salt-rs implements no wheel modules; is not available",
-        call.fun
-    );
-    let ret = format!("'{}' is not available.", call.fun);
-    shared.events.fire(
-        format!("{tag}/ret"),
-        json!({"fun": fun, "jid": jid, "tag": tag, "user": user, "return": ret, "success": false}),
-    );
+    let low = match salt_compat::json::msgpack_to_json(&call.load) {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (ret, success) = crate::wheel::call_low(shared, &call.fun, &low, "UNKNOWN");
+    data.insert("_stamp".into(), json!(salt_compat::time::event_stamp_now()));
+    data.insert("return".into(), ret);
+    data.insert("success".into(), json!(success));
+    let data = serde_json::Value::Object(data);
+    shared.events.fire(format!("{tag}/ret"), data.clone());
     map(vec![
-        ("tag", Value::from(tag.as_str())),
-        (
-            "data",
-            map(vec![
-                ("fun", Value::from(fun)),
-                ("jid", Value::from(jid)),
-                ("tag", Value::from(tag)),
-                ("user", Value::from(user)),
-                ("return", Value::from(ret)),
-                ("success", Value::from(false)),
-            ]),
-        ),
+        ("tag", Value::from(tag)),
+        ("data", salt_compat::json::json_to_msgpack(&data)),
     ])
 }

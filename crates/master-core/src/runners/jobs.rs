@@ -132,24 +132,53 @@ fn matches_any(value: &str, patterns: &str) -> bool {
 }
 
 /// A `start_time`/`end_time` argument or a `StartTime`, as comparable text
-/// `YYYYMMDDHHMMSSffffff`.
+/// `YYYYMMDDHHMMSSffffff`: the forms of `dateutil.parser.parse` sites use (ISO dates and
+/// times with `T` or a space, `/`-separated and US `m/d/Y` dates, month names, `YYYYMMDD`,
+/// Salt's own `StartTime`, and a time alone, which is today as dateutil reads it).
 fn time_key(s: &str) -> Option<String> {
-    use chrono::NaiveDateTime;
+    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
     let s = s.trim();
-    let formats = [
+    const DATE_TIMES: &[&str] = &[
         "%Y, %b %d %H:%M:%S%.f",
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%d %H:%M",
-        "%Y/%m/%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y/%m/%d %H:%M:%S%.f",
+        "%Y/%m/%d %H:%M",
+        "%m/%d/%Y %H:%M:%S%.f",
+        "%m/%d/%Y %H:%M",
+        "%b %d %Y %H:%M:%S%.f",
+        "%b %d %Y %H:%M",
+        "%b %d, %Y %H:%M:%S%.f",
+        "%b %d, %Y %H:%M",
+        "%d %b %Y %H:%M:%S%.f",
+        "%d %b %Y %H:%M",
     ];
-    let dt = formats
+    const DATES: &[&str] = &[
+        "%Y-%m-%d",
+        "%Y/%m/%d",
+        "%m/%d/%Y",
+        "%b %d %Y",
+        "%b %d, %Y",
+        "%d %b %Y",
+        "%Y%m%d",
+    ];
+    const TIMES: &[&str] = &["%H:%M:%S%.f", "%H:%M"];
+    let dt = DATE_TIMES
         .iter()
         .find_map(|f| NaiveDateTime::parse_from_str(s, f).ok())
         .or_else(|| {
-            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .ok()
+            DATES
+                .iter()
+                .find_map(|f| NaiveDate::parse_from_str(s, f).ok())
                 .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })
+        .or_else(|| {
+            TIMES
+                .iter()
+                .find_map(|f| NaiveTime::parse_from_str(s, f).ok())
+                .map(|t| chrono::Local::now().date_naive().and_time(t))
         })?;
     Some(dt.format("%Y%m%d%H%M%S%6f").to_string())
 }
@@ -380,6 +409,28 @@ mod tests {
             time_key("2025-01-02").as_deref(),
             Some("20250102000000000000")
         );
+        // What `dateutil.parser.parse` makes of them (Salt 3007.17's venv).
+        for (text, parsed) in [
+            ("2026-11-27", "20261127000000000000"),
+            ("2026-11-27 18:00", "20261127180000000000"),
+            ("2026-11-27T18:00:05", "20261127180005000000"),
+            ("2026, Nov 27 18:22:00.688137", "20261127182200688137"),
+            ("Nov 27 2026 18:00", "20261127180000000000"),
+            ("27 Nov 2026", "20261127000000000000"),
+            ("Nov 27, 2026", "20261127000000000000"),
+            ("2026/11/27 18:00:01", "20261127180001000000"),
+            ("11/27/2026", "20261127000000000000"),
+            ("2026-11-27 18:00:00.5", "20261127180000500000"),
+            ("20261127", "20261127000000000000"),
+        ] {
+            assert_eq!(time_key(text).as_deref(), Some(parsed), "{text}");
+        }
+        let today = chrono::Local::now().format("%Y%m%d").to_string();
+        assert_eq!(
+            time_key("18:00").as_deref(),
+            Some(format!("{today}180000000000").as_str())
+        );
+        assert_eq!(time_key("yesterday"), None);
         assert!(matches_any("test.ping", "cmd.*, test.*"));
         assert!(!matches_any("test.ping", "cmd.*"));
     }

@@ -116,19 +116,19 @@ pub(crate) async fn call(
             // down(removekeys=False, tgt, tgt_type, timeout, gather_job_timeout)
             let (_, down) = ping(ctx, a, timeout).await?;
             if a.flag("removekeys", false) && !down.is_empty() {
-                // As Salt's wheel `key.delete`: through the key store in use (the files, or
-                // the group's database), then the AES key rotates (the dropfile salt-key
-                // writes, taken by the maintenance loop).
-                match ctx.shared.key_changes().delete_many(&down) {
-                    Ok(_) => tracing::info!("manage.down: deleted the keys of {}", down.join(", ")),
-                    Err(e) => return Err(format!("manage.down: cannot delete keys: {e}")),
-                }
-                let cfg = &ctx.shared.cfg;
-                if cfg.rotate_aes_key
-                    && let Err(e) = salt_keystore::write_dropfile(&cfg.cachedir, Some(&cfg.id))
-                {
-                    tracing::warn!("manage.down: cannot request the AES key rotation: {e}");
-                }
+                // As Salt: wheel `key.delete` for each (the key store in use, `salt/key`
+                // events, the AES key rotation).
+                let (shared, ids) = (ctx.shared.clone(), down.clone());
+                tokio::task::spawn_blocking(move || {
+                    for id in ids {
+                        let mut low = serde_json::Map::new();
+                        low.insert("match".into(), json!(id));
+                        crate::wheel::call_low(&shared, "key.delete", &low, "UNKNOWN");
+                    }
+                })
+                .await
+                .map_err(|e| format!("manage.down: {e}"))?;
+                tracing::info!("manage.down: deleted the keys of {}", down.join(", "));
             }
             Ok(json!(down))
         }
@@ -177,7 +177,10 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     };
     let got = match crate::jobs::run::run_job(&ctx.shared, &ctx.publisher, &ctx.stop, &req).await {
         Ok((_, got, _)) => got,
-        Err(e) if e.starts_with("No minions matched") => return Ok(json!({})),
+        // Salt: no minion answered, only the master's version.
+        Err(e) if e.starts_with("No minions matched") => {
+            return Ok(json!({"Master": salt_proto::SALT_VERSION}));
+        }
         Err(e) => return Err(e),
     };
     let master = salt_proto::SALT_VERSION;
@@ -189,10 +192,19 @@ async fn versions(ctx: &Ctx, timeout: Option<u64>) -> Result<Value, String> {
     let mut groups: std::collections::BTreeMap<&str, serde_json::Map<String, Value>> =
         std::collections::BTreeMap::new();
     for (id, data) in got {
-        let v = salt_compat::map_get(&data, "return")
-            .and_then(rmpv::Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let ret = salt_compat::map_get(&data, "return");
+        let failed = salt_compat::map_get(&data, "retcode")
+            .and_then(rmpv::Value::as_i64)
+            .is_some_and(|c| c != 0);
+        let v = ret.and_then(rmpv::Value::as_str).unwrap_or("").to_owned();
+        if failed || v.is_empty() {
+            // Salt's "falsy return or a retcode": offline, `False`.
+            groups
+                .entry("Minion offline")
+                .or_default()
+                .insert(id, json!(false));
+            continue;
+        }
         let label = match key(&v).cmp(&key(master)) {
             std::cmp::Ordering::Less => "Minion requires update",
             std::cmp::Ordering::Equal => "Up to date",

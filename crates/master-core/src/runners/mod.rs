@@ -8,8 +8,9 @@
 //! * [`cache`]: `grains`, `pillar`, `mine` from the minion data cache (`cachedir/minions`);
 //! * [`fileserver`]: `update`, `envs`, `file_list`, `dir_list`, `empty_dir_list`,
 //!   `symlink_list` over the roots file server;
-//! * `saltutil.sync_all`: the master loads no custom runner or wheel modules, so there is
-//!   nothing to sync (Salt's shape, every list empty).
+//! * [`saltutil`]: `sync_all` and every `sync_*`, copying `salt://_<form>/` into
+//!   Salt's `extension_modules` as Salt does;
+//! * `event.send`: fires an event on the master's bus (Salt answers `True`).
 //!
 //! Return values are Salt's shapes as JSON; an unknown function answers Salt's
 //! `'x' is not available.`. Runners act for the master: only root and the master's own user may
@@ -22,6 +23,7 @@ pub(crate) mod fileserver;
 pub(crate) mod gitfs;
 pub(crate) mod jobs;
 pub(crate) mod manage;
+pub(crate) mod saltutil;
 
 use salt_client::args::Sig;
 use serde_json::{Value, json};
@@ -146,18 +148,28 @@ const RUNNERS: &[Runner] = &[
     runner("fileserver.dir_list", LISTING, 0, false, &[]),
     runner("fileserver.empty_dir_list", LISTING, 0, false, &[]),
     runner("fileserver.symlink_list", LISTING, 0, false, &[]),
-    runner(
-        "saltutil.sync_all",
-        &["saltenv", "extmod_whitelist", "extmod_blacklist"],
-        0,
-        false,
-        &[],
-    ),
+    runner("event.send", &["tag", "data"], 1, false, &[]),
 ];
+
+/// `saltutil.sync_*(saltenv="base", extmod_whitelist=None, extmod_blacklist=None)`.
+const SYNC_PARAMS: &[&str] = &["saltenv", "extmod_whitelist", "extmod_blacklist"];
 
 /// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
 /// `Some(Err(text))`: the call does not fit, and `text` is what Salt prints for it.
 fn bind(fun: &str, raw: &[Value]) -> Option<Result<Args, String>> {
+    if let Some(short) = fun.strip_prefix("saltutil.") {
+        let (_, name) = saltutil::FORMS
+            .iter()
+            .chain(&[("", "sync_all")])
+            .find(|(_, f)| *f == short)?;
+        let sig = Sig {
+            fun: name,
+            params: SYNC_PARAMS,
+            required: 0,
+            var_kw: false,
+        };
+        return Some(salt_client::args::bind(&sig, raw));
+    }
     let r = RUNNERS.iter().find(|r| r.sig.fun == fun)?;
     Some(salt_client::args::bind(&r.sig, raw).and_then(|a| {
         match r.unsupported.iter().find(|p| a.flag(p, false)) {
@@ -213,39 +225,47 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "fileserver.dir_list"
         | "fileserver.empty_dir_list"
         | "fileserver.symlink_list" => fileserver::call(ctx, fun, args),
-        "saltutil.sync_all" => {
-            let kinds = [
-                "cache",
-                "clouds",
-                "engines",
-                "executors",
-                "fileserver",
-                "grains",
-                "modules",
-                "output",
-                "pillar",
-                "proxymodules",
-                "queues",
-                "renderers",
-                "returners",
-                "roster",
-                "runners",
-                "sdb",
-                "serializers",
-                "states",
-                "thorium",
-                "tokens",
-                "tops",
-                "utils",
-                "wheel",
-                "wrapper",
-            ];
-            Ok(Value::Object(
-                kinds.iter().map(|k| ((*k).to_owned(), json!([]))).collect(),
-            ))
+        "event.send" => send(ctx, args),
+        f if f.starts_with("saltutil.") => {
+            let (shared, publisher, stop) =
+                (ctx.shared.clone(), ctx.publisher.clone(), ctx.stop.clone());
+            let (name, args) = (fun.to_owned(), args.clone());
+            tokio::task::spawn_blocking(move || {
+                let ctx = Ctx {
+                    shared,
+                    publisher,
+                    stop,
+                };
+                saltutil::call(&ctx, &name, &args)
+            })
+            .await
+            .map_err(|e| format!("{fun}: {e}"))?
         }
         _ => Ok(json!(format!("'{fun}' is not available."))),
     }
+}
+
+/// Salt's `event.send(tag, data=None)`: fire `data` (a dict; none is `{}`) under `tag` on the
+/// master's bus; `True`.
+fn send(ctx: &Ctx, args: &Args) -> Result<Value, String> {
+    let tag = args.text("tag").unwrap_or_default();
+    if tag.is_empty() {
+        return Err("ValueError: Empty tag.".into());
+    }
+    let data = match args.get("data") {
+        None => json!({}),
+        Some(Value::Object(m)) => Value::Object(m.clone()),
+        // Salt's `data or {}`: a falsy value is no data.
+        Some(_) if !args.flag("data", false) => json!({}),
+        Some(v) => {
+            return Err(format!(
+                "ValueError: Dict object expected, not '{}'.",
+                salt_compat::py_json_str(v)
+            ));
+        }
+    };
+    ctx.shared.events.fire(tag, data);
+    Ok(json!(true))
 }
 
 #[cfg(test)]
