@@ -8,6 +8,8 @@
 //! * [`cache`]: `grains`, `pillar`, `mine` from the minion data cache (`cachedir/minions`);
 //! * [`fileserver`]: `update`, `envs`, `file_list`, `dir_list`, `empty_dir_list`,
 //!   `symlink_list` over the roots file server;
+//! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
+//! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
 //! * `saltutil.sync_all`: the master loads no custom runner or wheel modules, so there is
 //!   nothing to sync (Salt's shape, every list empty).
 //!
@@ -146,6 +148,23 @@ const RUNNERS: &[Runner] = &[
     runner("fileserver.dir_list", LISTING, 0, false, &[]),
     runner("fileserver.empty_dir_list", LISTING, 0, false, &[]),
     runner("fileserver.symlink_list", LISTING, 0, false, &[]),
+    runner("reactor.list", &["saltenv", "test"], 0, false, &[]),
+    runner(
+        "reactor.add",
+        &["event", "reactors", "saltenv", "test"],
+        2,
+        false,
+        &[],
+    ),
+    runner(
+        "reactor.delete",
+        &["event", "saltenv", "test"],
+        1,
+        false,
+        &[],
+    ),
+    runner("reactor.is_leader", &[], 0, false, &[]),
+    runner("reactor.set_leader", &["value"], 0, false, &[]),
     runner(
         "saltutil.sync_all",
         &["saltenv", "extmod_whitelist", "extmod_blacklist"],
@@ -154,6 +173,34 @@ const RUNNERS: &[Runner] = &[
         &[],
     ),
 ];
+
+/// The parameters of runner `fun` and whether it takes `**kwargs` (`None`: no such runner).
+pub(crate) fn params(fun: &str) -> Option<(&'static [&'static str], bool)> {
+    if fun == "test.arg" {
+        return Some((&[], true));
+    }
+    RUNNERS
+        .iter()
+        .find(|r| r.sig.fun == fun)
+        .map(|r| (r.sig.params, r.sig.var_kw))
+}
+
+/// Salt's `test.arg(*args, **kwargs)`: what it was given, keywords starting with `__` left out.
+fn test_arg(raw: &[Value]) -> Value {
+    let mut args = Vec::new();
+    let mut kwargs = serde_json::Map::new();
+    for a in raw {
+        match a {
+            Value::Object(m) if m.get("__kwarg__") == Some(&Value::Bool(true)) => kwargs.extend(
+                m.iter()
+                    .filter(|(k, _)| !k.starts_with("__"))
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            ),
+            other => args.push(other.clone()),
+        }
+    }
+    json!({"args": args, "kwargs": kwargs})
+}
 
 /// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
 /// `Some(Err(text))`: the call does not fit, and `text` is what Salt prints for it.
@@ -184,6 +231,9 @@ pub(crate) async fn call(
     }
     let fun = req.fun.as_str();
     tracing::info!("Runner {fun} called by {user}");
+    if fun == "test.arg" {
+        return Ok(test_arg(&req.arg));
+    }
     match bind(fun, &req.arg) {
         // Salt prints this as the runner's output (exit status 0).
         None => Ok(json!(format!("'{fun}' is not available."))),
@@ -194,6 +244,58 @@ pub(crate) async fn call(
     }
 }
 
+/// Salt's asynchronous runner call (`RunnerClient.asynchronous`, and the reactor's
+/// `runner.` reactions): fire `salt/run/<jid>/new` now; [`run_announced`] then runs it.
+/// Returns the jid and the tag `salt/run/<jid>`.
+pub(crate) fn announce(
+    shared: &crate::shared::Shared,
+    fun: &str,
+    args: &[Value],
+    user: &str,
+) -> (String, String) {
+    let jid = shared.jids.next();
+    let tag = format!("salt/run/{jid}");
+    shared.events.fire(
+        format!("{tag}/new"),
+        json!({"fun": format!("runner.{fun}"), "fun_args": fun_args(args), "jid": jid,
+               "user": user}),
+    );
+    (jid, tag)
+}
+
+/// The `fun_args` of Salt's runner events: the positional values, then the keywords as one
+/// mapping (without our `__kwarg__` marker).
+fn fun_args(args: &[Value]) -> Vec<Value> {
+    args.iter()
+        .map(|a| match a {
+            Value::Object(m) if m.contains_key("__kwarg__") => {
+                let mut m = m.clone();
+                m.remove("__kwarg__");
+                Value::Object(m)
+            }
+            other => other.clone(),
+        })
+        .collect()
+}
+
+/// Run an [`announce`]d runner and fire `salt/run/<jid>/ret` with its return.
+pub(crate) async fn run_announced(ctx: &Ctx, jid: &str, fun: &str, args: Vec<Value>, user: &str) {
+    let req = RunnerRequest {
+        fun: fun.to_owned(),
+        arg: args.clone(),
+        timeout: None,
+    };
+    let (ret, success) = match call(ctx, &req, user, true).await {
+        Ok(v) => (v, true),
+        Err(m) => (json!(m), false),
+    };
+    ctx.shared.events.fire(
+        format!("salt/run/{jid}/ret"),
+        json!({"fun": format!("runner.{fun}"), "fun_args": fun_args(&args), "jid": jid,
+               "user": user, "return": ret, "success": success}),
+    );
+}
+
 async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<Value, String> {
     match fun {
         "jobs.lookup_jid" | "jobs.list_jobs" | "jobs.list_job" | "jobs.print_job"
@@ -202,6 +304,8 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
+        "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
+        | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args),
         "fileserver.update" => {
             let (shared, args) = (ctx.shared.clone(), args.clone());
             tokio::task::spawn_blocking(move || gitfs::update(&shared, &args))

@@ -1,0 +1,293 @@
+//! The reactor (Salt's `salt/utils/reactor.py`): events on the master's bus whose tag
+//! matches a `reactor:` glob render that glob's sls files with `tag` and `data`, and the
+//! reactions in them run (`local.`, `runner.`, `wheel.`; `caller.` refused by name).
+//!
+//! ```text
+//!  EventBus ──▶ dispatcher task: skip the Reactor's own events, not leader → skip,
+//!               fnmatch the tag against the map ──try_send──▶ queue (reactor_worker_hwm)
+//!  queue ──▶ reactor_worker_threads workers: render (compile.rs) → each reaction (react.rs)
+//! ```
+//!
+//! The dispatcher never waits: when the queue is full the event's reactions are dropped with
+//! an error naming the tag (Salt: "TaskPool queue is full!"); a bus the dispatcher falls
+//! behind says how many events it lost. A render error is logged with the sls and the tag and
+//! the reactor goes on. `salt-run reactor.list/add/delete/is_leader/set_leader` act on
+//! [`Reactors`] directly (Salt sends them to its reactor process as `salt/reactors/manage/*`
+//! events; salt-rs's reactor lives in the master's process). docs/reactor.md.
+
+pub(crate) mod compile;
+mod react;
+mod wheel;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use salt_config::{ReactorConfig, ReactorMap};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::bus::Event;
+use crate::runners::ctx::Ctx;
+use crate::shared::Shared;
+
+/// Tag globs and their sls paths, in order.
+type Map = Vec<(String, Vec<String>)>;
+
+/// The reactor's state: its map (changed by `reactor.add`/`delete`) and whether it leads.
+#[derive(Debug)]
+pub(crate) struct Reactors {
+    /// The `reactor` option's file, when it names one (re-read when it changes).
+    file: Option<PathBuf>,
+    map: Mutex<(Map, Option<SystemTime>)>,
+    leader: AtomicBool,
+    running: AtomicBool,
+    threads: usize,
+    hwm: usize,
+}
+
+impl Reactors {
+    /// The reactor of `cfg` (not running until [`start`]).
+    pub(crate) fn new(cfg: &ReactorConfig) -> Self {
+        let (file, map) = match &cfg.reactor {
+            ReactorMap::File(p) => (Some(p.clone()), Vec::new()),
+            ReactorMap::List(l) => (None, l.clone()),
+        };
+        Self {
+            file,
+            map: Mutex::new((map, None)),
+            leader: AtomicBool::new(true),
+            running: AtomicBool::new(false),
+            threads: cfg.reactor_worker_threads.max(1) as usize,
+            hwm: cfg.reactor_worker_hwm.max(1) as usize,
+        }
+    }
+
+    /// The map now (a reactor file is re-read when its modification time changed).
+    fn map(&self) -> Map {
+        let mut g = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(path) = &self.file {
+            let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            if mtime.is_none() || mtime != g.1 {
+                g.0 = read_map_file(path);
+                g.1 = mtime;
+            }
+        }
+        g.0.clone()
+    }
+
+    /// Salt's `list_reactors`: the sls paths of every glob `tag` matches, in map order.
+    fn for_tag(&self, tag: &str) -> Vec<String> {
+        self.map()
+            .into_iter()
+            .filter(|(glob, _)| salt_compat::fnmatch(tag, glob))
+            .flat_map(|(_, sls)| sls)
+            .collect()
+    }
+}
+
+/// A reactor file's list (Salt logs a file it cannot read or parse and reacts to nothing).
+fn read_map_file(path: &std::path::Path) -> Map {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(_) => {
+            tracing::error!("Failed to read reactor map: \"{}\"", path.display());
+            return Vec::new();
+        }
+    };
+    let parsed = salt_render::yaml::load(&text)
+        .ok()
+        .flatten()
+        .map(|v| salt_compat::json::msgpack_to_json(&v));
+    let Some(Value::Array(items)) = parsed else {
+        tracing::error!(
+            "Failed to parse YAML in reactor map: \"{}\"",
+            path.display()
+        );
+        return Vec::new();
+    };
+    items
+        .into_iter()
+        .filter_map(|item| match item {
+            Value::Object(m) if m.len() == 1 => m.into_iter().next(),
+            _ => None,
+        })
+        .map(|(glob, sls)| (glob, sls_list(&sls)))
+        .collect()
+}
+
+/// A reactor's sls value as a list (Salt: a string or a list).
+fn sls_list(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// One event to react to.
+struct Work {
+    tag: String,
+    data: Value,
+    reactors: Vec<String>,
+}
+
+/// Start the reactor when `reactor` is configured (Salt starts none otherwise): the
+/// dispatcher and the workers run until `stop`.
+pub(crate) fn start(
+    shared: &Arc<Shared>,
+    publisher: &salt_transport::Publisher,
+    stop: &CancellationToken,
+) {
+    let r = &shared.reactor;
+    if r.file.is_none() && r.map().is_empty() {
+        return;
+    }
+    r.running.store(true, Ordering::Release);
+    let (tx, rx) = mpsc::channel::<Work>(r.hwm);
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    for _ in 0..r.threads {
+        let ctx = Ctx {
+            shared: shared.clone(),
+            publisher: publisher.clone(),
+            stop: stop.clone(),
+        };
+        tokio::spawn(worker(ctx, rx.clone()));
+    }
+    tokio::spawn(dispatch(
+        shared.clone(),
+        shared.events.subscribe(),
+        tx,
+        stop.clone(),
+    ));
+    tracing::info!(
+        "Reactor started: {} worker(s), queue of {}",
+        r.threads,
+        r.hwm
+    );
+}
+
+async fn dispatch(
+    shared: Arc<Shared>,
+    mut bus: broadcast::Receiver<Arc<Event>>,
+    tx: mpsc::Sender<Work>,
+    stop: CancellationToken,
+) {
+    loop {
+        let ev = tokio::select! {
+            () = stop.cancelled() => return,
+            ev = bus.recv() => ev,
+        };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::error!("Reactor fell behind the event bus: {n} event(s) lost unread");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        // Its own runner and wheel events (Salt: no reaction loops).
+        if ev.data.get("user").and_then(Value::as_str) == Some(react::EVENT_USER) {
+            continue;
+        }
+        let r = &shared.reactor;
+        if !r.leader.load(Ordering::Acquire) {
+            continue;
+        }
+        let reactors = r.for_tag(&ev.tag);
+        if reactors.is_empty() {
+            continue;
+        }
+        let work = Work {
+            tag: ev.tag.clone(),
+            data: ev.data.clone(),
+            reactors,
+        };
+        match tx.try_send(work) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(w)) => tracing::error!(
+                "Reactor failed to queue the reactions of {}: the queue is full \
+                 (reactor_worker_hwm: {}). Consider tuning reactor_worker_threads and/or \
+                 reactor_worker_hwm",
+                w.tag,
+                r.hwm
+            ),
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
+    }
+}
+
+async fn worker(ctx: Ctx, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>) {
+    loop {
+        let work = {
+            let mut rx = rx.lock().await;
+            tokio::select! {
+                () = ctx.stop.cancelled() => return,
+                w = rx.recv() => w,
+            }
+        };
+        let Some(w) = work else { return };
+        tracing::debug!("Compiling reactions for tag {}", w.tag);
+        for low in compile::reactions(&ctx.shared, &w.tag, &w.data, &w.reactors) {
+            react::react(&ctx, low).await;
+        }
+    }
+}
+
+/// Salt's `reactor` runner: `list`, `add`, `delete`, `is_leader`, `set_leader`.
+pub(crate) fn runner(
+    shared: &Shared,
+    fun: &str,
+    args: &crate::runners::ctx::Args,
+) -> Result<Value, String> {
+    let r = &shared.reactor;
+    if !r.running.load(Ordering::Acquire) {
+        return Err("Reactor system is not running.".into());
+    }
+    let listed =
+        |map: &Map| Value::Array(map.iter().map(|(glob, sls)| json!({ glob: sls })).collect());
+    match fun {
+        "reactor.list" => Ok(listed(&r.map())),
+        "reactor.add" | "reactor.delete" if r.file.is_some() => Err(format!(
+            "{fun}: the reactor map comes from a file (reactor: {}); edit the file",
+            r.file
+                .as_deref()
+                .unwrap_or_else(|| std::path::Path::new(""))
+                .display()
+        )),
+        "reactor.add" => {
+            let event = args.text("event").unwrap_or_default();
+            let sls = args.get("reactors").map(sls_list).unwrap_or_default();
+            let mut g = r.map.lock().unwrap_or_else(|e| e.into_inner());
+            if g.0.iter().any(|(glob, _)| *glob == event) {
+                return Ok(json!({"status": false, "comment": "Reactor already exists."}));
+            }
+            g.0.push((event, sls));
+            Ok(json!({"status": true, "comment": "Reactor added."}))
+        }
+        "reactor.delete" => {
+            let event = args.text("event").unwrap_or_default();
+            let mut g = r.map.lock().unwrap_or_else(|e| e.into_inner());
+            match g.0.iter().position(|(glob, _)| *glob == event) {
+                Some(i) => {
+                    g.0.remove(i);
+                    Ok(json!({"status": true, "comment": "Reactor deleted."}))
+                }
+                None => Ok(json!({"status": false, "comment": "Reactor does not exists."})),
+            }
+        }
+        "reactor.is_leader" => Ok(Value::Bool(r.leader.load(Ordering::Acquire))),
+        "reactor.set_leader" => {
+            let value = args.flag("value", true);
+            r.leader.store(value, Ordering::Release);
+            Ok(Value::Bool(value))
+        }
+        _ => Ok(json!(format!("'{fun}' is not available."))),
+    }
+}
