@@ -809,10 +809,7 @@ fn reactor_options() {
     assert!(c.reactor.reactor.is_empty());
     assert_eq!(c.reactor.reactor_worker_threads, 10);
     assert_eq!(c.reactor.reactor_worker_hwm, 10_000);
-    assert_eq!(
-        c.reactor.reactor_refresh_interval,
-        Duration::from_secs(60)
-    );
+    assert_eq!(c.reactor.reactor_refresh_interval, Duration::from_secs(60));
     let loaded = MasterConfig::from_yaml_str(
         "reactor:\n  - 'salt/minion/*/start':\n    - salt://r/start.sls\n    - /srv/r/b.sls\n  \
          - 'myco/*': /srv/r/one.sls\nreactor_worker_threads: 2\nreactor_worker_hwm: 5\n",
