@@ -36,12 +36,35 @@ use crate::shared::Shared;
 /// Tag globs and their sls paths, in order.
 type Map = Vec<(String, Vec<String>)>;
 
+/// One glob of the map, compiled once (Python's `fnmatch`; a glob that cannot match, or
+/// that Python would raise on, is `None`).
+#[derive(Debug)]
+struct Entry {
+    glob: String,
+    re: Option<regex::Regex>,
+    sls: Vec<String>,
+}
+
+impl Entry {
+    fn new(glob: String, sls: Vec<String>) -> Self {
+        let re = salt_compat::fnmatch::translate(&glob)
+            .ok()
+            .flatten()
+            .and_then(|re| salt_compat::fnmatch::compile(&[re], &glob).ok());
+        Self { glob, re, sls }
+    }
+}
+
+fn entries(map: Map) -> Vec<Entry> {
+    map.into_iter().map(|(g, s)| Entry::new(g, s)).collect()
+}
+
 /// The reactor's state: its map (changed by `reactor.add`/`delete`) and whether it leads.
 #[derive(Debug)]
 pub(crate) struct Reactors {
     /// The `reactor` option's file, when it names one (re-read when it changes).
     file: Option<PathBuf>,
-    map: Mutex<(Map, Option<SystemTime>)>,
+    map: Mutex<(Vec<Entry>, Option<SystemTime>)>,
     leader: AtomicBool,
     running: AtomicBool,
     threads: usize,
@@ -57,7 +80,7 @@ impl Reactors {
         };
         Self {
             file,
-            map: Mutex::new((map, None)),
+            map: Mutex::new((entries(map), None)),
             leader: AtomicBool::new(true),
             running: AtomicBool::new(false),
             threads: cfg.reactor_worker_threads.max(1) as usize,
@@ -65,25 +88,35 @@ impl Reactors {
         }
     }
 
-    /// The map now (a reactor file is re-read when its modification time changed).
-    fn map(&self) -> Map {
+    /// The map locked, a reactor file re-read first when its modification time changed.
+    fn locked(&self) -> std::sync::MutexGuard<'_, (Vec<Entry>, Option<SystemTime>)> {
         let mut g = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(path) = &self.file {
             let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
             if mtime.is_none() || mtime != g.1 {
-                g.0 = read_map_file(path);
+                g.0 = entries(read_map_file(path));
                 g.1 = mtime;
             }
         }
-        g.0.clone()
+        g
+    }
+
+    /// The map now.
+    fn map(&self) -> Map {
+        self.locked()
+            .0
+            .iter()
+            .map(|e| (e.glob.clone(), e.sls.clone()))
+            .collect()
     }
 
     /// Salt's `list_reactors`: the sls paths of every glob `tag` matches, in map order.
     fn for_tag(&self, tag: &str) -> Vec<String> {
-        self.map()
-            .into_iter()
-            .filter(|(glob, _)| salt_compat::fnmatch(tag, glob))
-            .flat_map(|(_, sls)| sls)
+        self.locked()
+            .0
+            .iter()
+            .filter(|e| e.re.as_ref().is_some_and(|re| re.is_match(tag)))
+            .flat_map(|e| e.sls.iter().cloned())
             .collect()
     }
 }
@@ -265,16 +298,16 @@ pub(crate) fn runner(
             let event = args.text("event").unwrap_or_default();
             let sls = args.get("reactors").map(sls_list).unwrap_or_default();
             let mut g = r.map.lock().unwrap_or_else(|e| e.into_inner());
-            if g.0.iter().any(|(glob, _)| *glob == event) {
+            if g.0.iter().any(|e| e.glob == event) {
                 return Ok(json!({"status": false, "comment": "Reactor already exists."}));
             }
-            g.0.push((event, sls));
+            g.0.push(Entry::new(event, sls));
             Ok(json!({"status": true, "comment": "Reactor added."}))
         }
         "reactor.delete" => {
             let event = args.text("event").unwrap_or_default();
             let mut g = r.map.lock().unwrap_or_else(|e| e.into_inner());
-            match g.0.iter().position(|(glob, _)| *glob == event) {
+            match g.0.iter().position(|e| e.glob == event) {
                 Some(i) => {
                     g.0.remove(i);
                     Ok(json!({"status": true, "comment": "Reactor deleted."}))
