@@ -13,7 +13,9 @@
 #   event -> reaction start: p50/p99/max of the reaction's `salt/run/<jid>/new` stamp minus
 #   its event's stamp (both stamped on this host).
 # The events are written as fast as the writer can: the latency includes the queueing of a
-# burst. BENCH_REACTOR_IDLE (120 s): how long the reader waits for the next reaction.
+# burst. BENCH_REACTOR_IDLE (120 s): how long the reader waits for the next reaction;
+# BENCH_REACTOR_SIDES ("salt ours"): which masters to run; BENCH_REACTOR_RATE (0 = a burst):
+# events/s to pace the writer at, for the reactor's own latency without a backlog.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${1:-3007.17}
@@ -88,7 +90,7 @@ CONF
     PIDS+=("$reader")
     for _ in $(seq 600); do grep -q READY "$dir/l" && break; sleep 0.1; done
     sleep 1
-    "$PY" scripts/bench_reactor.py fire "$dir/conf/master" "$EVENTS" > "$dir/fire"
+    "$PY" scripts/bench_reactor.py fire "$dir/conf/master" "$EVENTS" "${BENCH_REACTOR_RATE:-0}" > "$dir/fire"
     wait "$reader" || true
     local r
     r=$(grep RESULT "$dir/l" || echo "RESULT - - - - - - (reader: $(tail -1 "$dir/l.err"))")
@@ -98,6 +100,7 @@ CONF
     wait "$master" 2>/dev/null || true
 }
 
-echo "reactor: Salt $VERSION tools; $EVENTS events each -> one runner.test.arg reaction; ours from $BIN_DIR; load $(cut -d' ' -f1-3 /proc/loadavg)"
-run_side salt
-run_side ours
+echo "reactor: Salt $VERSION tools; $EVENTS events (rate ${BENCH_REACTOR_RATE:-0}/s, 0 = burst) each -> one runner.test.arg reaction; ours from $BIN_DIR; load $(cut -d' ' -f1-3 /proc/loadavg)"
+for side in ${BENCH_REACTOR_SIDES:-salt ours}; do
+    run_side "$side"
+done

@@ -11,9 +11,10 @@
         latency = the reaction's `new` `_stamp` minus its event's `_stamp` (event to reaction
         start, both stamped on this host), rate = returned / (last `ret` - first event).
 
-    bench_reactor.py fire <master-conf-file> <count>
+    bench_reactor.py fire <master-conf-file> <count> [<events/s>]
         Writes <count> events `bench/react/<n>` ({"n": n}, stamped when written) into the
-        master's pull socket as Salt's writers frame them; prints `FIRED <n> <start> <end>`.
+        master's pull socket as Salt's writers frame them, as fast as it can or paced at
+        <events/s>; prints `FIRED <n> <start> <end>`.
 """
 
 import datetime
@@ -116,11 +117,15 @@ def listen(conf, count, idle, framing):
     )
 
 
-def fire(conf, count):
+def fire(conf, count, rate=0.0):
     opts = salt.config.master_config(conf)
     sock = connect(opts, "master_event_pull.ipc", "tcp_master_pull_port")
     start = time.time()
     for n in range(count):
+        if rate:
+            ahead = start + n / rate - time.time()
+            if ahead > 0:
+                time.sleep(ahead)
         data = {"n": n, "_stamp": datetime.datetime.utcnow().isoformat()}
         body = b"".join(
             [f"bench/react/{n}".encode(), b"\n\n", salt.payload.dumps(data, use_bin_type=True)]
@@ -136,6 +141,6 @@ if __name__ == "__main__":
     if cmd == "listen":
         listen(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
     elif cmd == "fire":
-        fire(sys.argv[2], int(sys.argv[3]))
+        fire(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     else:
         sys.exit(__doc__)

@@ -65,7 +65,7 @@ pub struct Shared {
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
     /// The reactor's map and leadership (`reactor/`).
-    pub(crate) reactor: crate::reactor::Reactors,
+    pub(crate) reactor: Arc<crate::reactor::Reactors>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -122,7 +122,7 @@ impl Shared {
                 cfg.hash_type,
                 cfg.cachedir.clone(),
             ),
-            reactor: crate::reactor::Reactors::new(&cfg.reactor),
+            reactor: Arc::new(crate::reactor::Reactors::new(&cfg.reactor)),
             store,
             keys,
             cfg,
