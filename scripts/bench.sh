@@ -60,6 +60,7 @@ section group scripts/group-bench.sh
 # Salt's client interfaces (issue #33): events/s to 10 listeners, clear `publish` round trips/s.
 section events env BIN_DIR=target/release scripts/bench-events.sh 3007.17 20000 10 raw
 section clearpub env BIN_DIR=target/release scripts/bench-clear-publish.sh 3007.17
+section reactor scripts/bench-reactor.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
 

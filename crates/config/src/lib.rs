@@ -37,6 +37,7 @@ mod load;
 mod master;
 mod minion;
 mod node;
+mod reactor;
 mod reader;
 mod salt3008;
 mod source;
@@ -53,6 +54,7 @@ pub use fileserver::{
 };
 pub use master::MasterConfig;
 pub use minion::MinionConfig;
+pub use reactor::{ReactorConfig, ReactorMap};
 pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,

@@ -288,6 +288,8 @@ salt_options! {
     nested {
         /// The file server and the state options handed to minions (`file_roots`, ...).
         pub fileserver: FileServerConfig,
+        /// The reactor (`reactor`, `reactor_worker_*`; docs/reactor.md).
+        pub reactor: crate::ReactorConfig,
     }
 }
 
@@ -432,6 +434,7 @@ impl crate::load::Role for MasterConfig {
                 ),
                 cluster_id: crate::cluster::read(r),
                 fileserver: FileServerConfig::read(r),
+                reactor: crate::ReactorConfig::read(r),
                 pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
                 pillar_source_merging_strategy: r.get(
                     "pillar_source_merging_strategy",
@@ -462,6 +465,7 @@ impl crate::load::Role for MasterConfig {
         // `eauth_opts` holds options by their Salt names: those are the documented ones.
         table.retain(|o| o.name != "eauth_opts");
         table.extend(FileServerConfig::option_docs());
+        table.extend(crate::ReactorConfig::option_docs());
         table.extend(extra_docs());
         table.extend(eauth_docs());
         table

@@ -316,7 +316,7 @@ fn wrong_types_name_the_expected_type() {
 fn unknown_options_are_warnings_naming_the_option() {
     let o = opts(Path::new("/nonexistent"));
     let loaded = MasterConfig::from_yaml_str(
-        "winrepo_remotes: [x]\nfile_roots: {base: [/srv]}\nreactor: []\n",
+        "winrepo_remotes: [x]\nfile_roots: {base: [/srv]}\nthorium_interval: 1\n",
         &o,
     )
     .unwrap();
@@ -325,7 +325,7 @@ fn unknown_options_are_warnings_naming_the_option() {
         loaded.warnings[0]
             .contains("option `winrepo_remotes` is not implemented by salt-rs; ignored")
     );
-    assert!(loaded.warnings[1].contains("`reactor`"));
+    assert!(loaded.warnings[1].contains("`thorium_interval`"));
 }
 
 /// A key Salt does not know either is a typo: said so, with the nearest known name; a real
@@ -593,6 +593,7 @@ reactor:
   - 'salt/minion/*/start':
     - /srv/reactor/start.sls
 presence_events: True
+thorium_interval: 1
 job_cache: True
 state_output: changes
 default_include: master.d/*.conf
@@ -628,7 +629,7 @@ default_include: master.d/*.conf
     }
     assert_eq!(c.ext_pillar.len(), 2);
     assert_eq!(c.ext_pillar[1].module, "cmd_yaml");
-    for unimplemented in ["winrepo_remotes", "reactor"] {
+    for unimplemented in ["winrepo_remotes", "thorium_interval"] {
         assert!(
             named.contains(unimplemented),
             "{unimplemented} not warned: {named:?}"
@@ -799,4 +800,53 @@ fn salt_3008_site_options_are_read_and_warned_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("option `worker_pools`"), "{err}");
+}
+
+/// `reactor:` (a list of `{tag glob: sls path(s)}`, or a file holding it) and its worker
+/// options are read with Salt's defaults; an item of another shape and `reactor_niceness`
+/// are refused by name.
+#[test]
+fn reactor_options() {
+    let o = opts(Path::new("/nonexistent"));
+    let c = MasterConfig::from_yaml_str("id: m\n", &o).unwrap().config;
+    assert!(c.reactor.reactor.is_empty());
+    assert_eq!(c.reactor.reactor_worker_threads, 10);
+    assert_eq!(c.reactor.reactor_worker_hwm, 10_000);
+    assert_eq!(c.reactor.reactor_refresh_interval, Duration::from_secs(60));
+    let loaded = MasterConfig::from_yaml_str(
+        "reactor:\n  - 'salt/minion/*/start':\n    - salt://r/start.sls\n    - /srv/r/b.sls\n  \
+         - 'myco/*': /srv/r/one.sls\nreactor_worker_threads: 2\nreactor_worker_hwm: 5\n",
+        &o,
+    )
+    .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(
+        loaded.config.reactor.reactor,
+        salt_config::ReactorMap::List(vec![
+            (
+                "salt/minion/*/start".into(),
+                vec!["salt://r/start.sls".into(), "/srv/r/b.sls".into()]
+            ),
+            ("myco/*".into(), vec!["/srv/r/one.sls".into()]),
+        ])
+    );
+    assert_eq!(loaded.config.reactor.reactor_worker_threads, 2);
+    assert_eq!(loaded.config.reactor.reactor_worker_hwm, 5);
+    let file = MasterConfig::from_yaml_str("reactor: /etc/salt/reactor.yaml\n", &o)
+        .unwrap()
+        .config;
+    assert_eq!(
+        file.reactor.reactor,
+        salt_config::ReactorMap::File("/etc/salt/reactor.yaml".into())
+    );
+    for (yaml, named) in [
+        ("reactor:\n  - a: x\n    b: y\n", "reactor"),
+        ("reactor: {a: x}\n", "reactor"),
+        ("reactor_niceness: 5\n", "reactor_niceness"),
+    ] {
+        let err = MasterConfig::from_yaml_str(yaml, &o)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("`{named}`")), "{yaml}: {err}");
+    }
 }

@@ -19,6 +19,7 @@
 //! * `minions/`: the minion data cache and target matching;
 //! * [`events`]: the event bus and the Prometheus metrics;
 //! * `runners/`: what `salt-run` calls;
+//! * `reactor/`: the reactor (events to reactions, docs/reactor.md);
 //! * [`pillar`]: pillar compilation;
 //! * [`shared`]: [`shared::Shared`], what the tasks share, opened in one place.
 //!
@@ -35,6 +36,7 @@ mod jobs;
 pub mod keys;
 mod minions;
 pub mod pillar;
+mod reactor;
 pub mod requests;
 mod runners;
 mod server;

@@ -61,6 +61,8 @@ pub struct Shared {
     pub(crate) host: std::sync::OnceLock<crate::requests::clear::Host>,
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
+    /// The reactor's map and leadership (`reactor/`).
+    pub(crate) reactor: Arc<crate::reactor::Reactors>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -119,6 +121,7 @@ impl Shared {
                 cfg.hash_type,
                 cfg.cachedir.clone(),
             ),
+            reactor: Arc::new(crate::reactor::Reactors::new(&cfg.reactor)),
             store,
             keys,
             cfg,

@@ -6,7 +6,8 @@
 //! `_minion_event` under its own tag (`salt/minion/<id>/start`, `event.send`, state events).
 //! Each payload carries Salt 3008's `_stamp` (UTC with its offset, `salt_compat::time::event_stamp`). An event costs
 //! nothing but a counter check when nobody listens; a slow listener loses the oldest events
-//! (a bounded broadcast channel), never slows the request server.
+//! (a bounded broadcast channel), never slows the request server. The reactor is the bus's
+//! [`Tap`]: it sees every event in the firing thread and only queues (`reactor/`).
 
 use std::sync::Arc;
 
@@ -25,16 +26,30 @@ pub struct Event {
 /// Events buffered per listener before the oldest are dropped.
 const CAPACITY: usize = 4096;
 
+/// A listener called with every event as it is fired, in the firing thread (the reactor:
+/// it must only look and queue, never wait). Unlike a subscriber it cannot fall behind and
+/// lose events.
+pub type Tap = Box<dyn Fn(&Arc<Event>) + Send + Sync>;
+
 /// The bus.
-#[derive(Debug)]
 pub struct EventBus {
     tx: broadcast::Sender<Arc<Event>>,
+    tap: std::sync::OnceLock<Tap>,
+}
+
+impl std::fmt::Debug for EventBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBus")
+            .field("tap", &self.tap.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for EventBus {
     fn default() -> Self {
         Self {
             tx: broadcast::channel(CAPACITY).0,
+            tap: std::sync::OnceLock::new(),
         }
     }
 }
@@ -42,7 +57,21 @@ impl Default for EventBus {
 impl EventBus {
     /// Whether anyone listens (build the payload only then).
     pub fn wanted(&self) -> bool {
-        self.tx.receiver_count() > 0
+        self.tx.receiver_count() > 0 || self.tap.get().is_some()
+    }
+
+    /// Set the [`Tap`] (once; `false` if one was set already).
+    pub fn set_tap(&self, tap: Tap) -> bool {
+        self.tap.set(tap).is_ok()
+    }
+
+    /// Hand `ev` to the tap, then to the subscribers.
+    fn send(&self, ev: Event) {
+        let ev = Arc::new(ev);
+        if let Some(tap) = self.tap.get() {
+            tap(&ev);
+        }
+        let _ = self.tx.send(ev);
     }
 
     /// Fire `data` (a map; anything else is wrapped as `{"data": …}`) under `tag`.
@@ -62,10 +91,10 @@ impl EventBus {
             "_stamp".into(),
             Value::String(salt_compat::time::event_stamp_now()),
         );
-        let _ = self.tx.send(Arc::new(Event {
+        self.send(Event {
             tag: tag.into(),
             data: Value::Object(data),
-        }));
+        });
     }
 
     /// An event from Salt's pull socket (`crate::events::ipc`): sent as it came, its own
@@ -74,7 +103,7 @@ impl EventBus {
         match &data {
             Value::Object(m) if m.contains_key("_stamp") => {
                 if self.wanted() {
-                    let _ = self.tx.send(Arc::new(Event { tag, data }));
+                    self.send(Event { tag, data });
                 }
             }
             _ => self.fire(tag, data),

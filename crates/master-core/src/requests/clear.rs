@@ -251,35 +251,17 @@ fn runner(shared: &Shared, call: &MasterCall) -> Value {
     let Some(arc) = host.shared.upgrade() else {
         return map(vec![("error", Value::from("the master is stopping"))]);
     };
-    let jid = shared.jids.next();
-    let tag = format!("salt/run/{jid}");
     let args = runner_args(&call.kwarg);
     let fun = call.fun.clone();
-    shared.events.fire(
-        format!("{tag}/new"),
-        json!({"fun": format!("runner.{fun}"), "fun_args": args, "jid": jid, "user": user}),
-    );
+    let (jid, tag) = crate::runners::announce(shared, &fun, &args, &user);
     let ctx = crate::runners::ctx::Ctx {
         shared: arc,
         publisher: host.publisher.clone(),
         stop: host.stop.clone(),
     };
-    let (tag2, jid2) = (tag.clone(), jid.clone());
+    let jid2 = jid.clone();
     host.runtime.spawn(async move {
-        let req = salt_client::local::RunnerRequest {
-            fun: fun.clone(),
-            arg: args.clone(),
-            timeout: None,
-        };
-        let (ret, success) = match crate::runners::call(&ctx, &req, &user, true).await {
-            Ok(v) => (v, true),
-            Err(m) => (json!(m), false),
-        };
-        ctx.shared.events.fire(
-            format!("{tag2}/ret"),
-            json!({"fun": format!("runner.{fun}"), "fun_args": args, "jid": jid2,
-                   "user": user, "return": ret, "success": success}),
-        );
+        crate::runners::run_announced(&ctx, &jid2, &fun, args, &user).await;
     });
     map(vec![("tag", Value::from(tag)), ("jid", Value::from(jid))])
 }

@@ -11,6 +11,8 @@
 //! * [`saltutil`]: `sync_all` and every `sync_*`, copying `salt://_<form>/` into
 //!   Salt's `extension_modules` as Salt does;
 //! * `event.send`: fires an event on the master's bus (Salt answers `True`).
+//! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
+//! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
 //!
 //! Return values are Salt's shapes as JSON; an unknown function answers Salt's
 //! `'x' is not available.`. Runners act for the master: only root and the master's own user may
@@ -149,10 +151,55 @@ const RUNNERS: &[Runner] = &[
     runner("fileserver.empty_dir_list", LISTING, 0, false, &[]),
     runner("fileserver.symlink_list", LISTING, 0, false, &[]),
     runner("event.send", &["tag", "data"], 1, false, &[]),
+    runner("reactor.list", &["saltenv", "test"], 0, false, &[]),
+    runner(
+        "reactor.add",
+        &["event", "reactors", "saltenv", "test"],
+        2,
+        false,
+        &[],
+    ),
+    runner(
+        "reactor.delete",
+        &["event", "saltenv", "test"],
+        1,
+        false,
+        &[],
+    ),
+    runner("reactor.is_leader", &[], 0, false, &[]),
+    runner("reactor.set_leader", &["value"], 0, false, &[]),
 ];
 
 /// `saltutil.sync_*(saltenv="base", extmod_whitelist=None, extmod_blacklist=None)`.
 const SYNC_PARAMS: &[&str] = &["saltenv", "extmod_whitelist", "extmod_blacklist"];
+
+/// The parameters of runner `fun` and whether it takes `**kwargs` (`None`: no such runner).
+pub(crate) fn params(fun: &str) -> Option<(&'static [&'static str], bool)> {
+    if fun == "test.arg" {
+        return Some((&[], true));
+    }
+    RUNNERS
+        .iter()
+        .find(|r| r.sig.fun == fun)
+        .map(|r| (r.sig.params, r.sig.var_kw))
+}
+
+/// Salt's `test.arg(*args, **kwargs)`: what it was given, keywords starting with `__` left out.
+fn test_arg(raw: &[Value]) -> Value {
+    let mut args = Vec::new();
+    let mut kwargs = serde_json::Map::new();
+    for a in raw {
+        match a {
+            Value::Object(m) if m.get("__kwarg__") == Some(&Value::Bool(true)) => kwargs.extend(
+                m.iter()
+                    .filter(|(k, _)| !k.starts_with("__"))
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            ),
+            other => args.push(other.clone()),
+        }
+    }
+    json!({"args": args, "kwargs": kwargs})
+}
 
 /// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
 /// `Some(Err(text))`: the call does not fit, and `text` is what Salt prints for it.
@@ -196,6 +243,9 @@ pub(crate) async fn call(
     }
     let fun = req.fun.as_str();
     tracing::info!("Runner {fun} called by {user}");
+    if fun == "test.arg" {
+        return Ok(test_arg(&req.arg));
+    }
     match bind(fun, &req.arg) {
         // Salt prints this as the runner's output (exit status 0).
         None => Ok(json!(format!("'{fun}' is not available."))),
@@ -206,6 +256,58 @@ pub(crate) async fn call(
     }
 }
 
+/// Salt's asynchronous runner call (`RunnerClient.asynchronous`, and the reactor's
+/// `runner.` reactions): fire `salt/run/<jid>/new` now; [`run_announced`] then runs it.
+/// Returns the jid and the tag `salt/run/<jid>`.
+pub(crate) fn announce(
+    shared: &crate::shared::Shared,
+    fun: &str,
+    args: &[Value],
+    user: &str,
+) -> (String, String) {
+    let jid = shared.jids.next();
+    let tag = format!("salt/run/{jid}");
+    shared.events.fire(
+        format!("{tag}/new"),
+        json!({"fun": format!("runner.{fun}"), "fun_args": fun_args(args), "jid": jid,
+               "user": user}),
+    );
+    (jid, tag)
+}
+
+/// The `fun_args` of Salt's runner events: the positional values, then the keywords as one
+/// mapping (without our `__kwarg__` marker).
+fn fun_args(args: &[Value]) -> Vec<Value> {
+    args.iter()
+        .map(|a| match a {
+            Value::Object(m) if m.contains_key("__kwarg__") => {
+                let mut m = m.clone();
+                m.remove("__kwarg__");
+                Value::Object(m)
+            }
+            other => other.clone(),
+        })
+        .collect()
+}
+
+/// Run an [`announce`]d runner and fire `salt/run/<jid>/ret` with its return.
+pub(crate) async fn run_announced(ctx: &Ctx, jid: &str, fun: &str, args: Vec<Value>, user: &str) {
+    let req = RunnerRequest {
+        fun: fun.to_owned(),
+        arg: args.clone(),
+        timeout: None,
+    };
+    let (ret, success) = match call(ctx, &req, user, true).await {
+        Ok(v) => (v, true),
+        Err(m) => (json!(m), false),
+    };
+    ctx.shared.events.fire(
+        format!("salt/run/{jid}/ret"),
+        json!({"fun": format!("runner.{fun}"), "fun_args": fun_args(&args), "jid": jid,
+               "user": user, "return": ret, "success": success}),
+    );
+}
+
 async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<Value, String> {
     match fun {
         "jobs.lookup_jid" | "jobs.list_jobs" | "jobs.list_job" | "jobs.print_job"
@@ -214,6 +316,8 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
+        "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
+        | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args),
         "fileserver.update" => {
             let (shared, args) = (ctx.shared.clone(), args.clone());
             tokio::task::spawn_blocking(move || gitfs::update(&shared, &args))
