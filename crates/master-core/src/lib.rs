@@ -34,6 +34,7 @@ pub mod events;
 mod jobs;
 pub mod keys;
 mod minions;
+mod orchestrate;
 pub mod pillar;
 pub mod requests;
 mod runners;

@@ -86,6 +86,25 @@ pub fn render(data: &Value, opts: &Options) -> String {
         Value::Object(m) if m.contains_key("return") => &m["return"],
         other => other,
     };
+    // Orchestrate's `{"data": {...}, "outputter": ..., "retcode": ...}`: only `data` shows.
+    let data = match data {
+        Value::Object(m) if m.contains_key("data") => &m["data"],
+        other => other,
+    };
+    // An orchestration's `retcode` beside the one `<id>_master` is not a host.
+    let stripped;
+    let data = match data {
+        Value::Object(m)
+            if m.contains_key("retcode")
+                && m.keys().filter(|k| k.ends_with("_master")).count() == 1 =>
+        {
+            let mut m = m.clone();
+            m.remove("retcode");
+            stripped = Value::Object(m);
+            &stripped
+        }
+        other => other,
+    };
     match data {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -194,7 +213,7 @@ fn states_block(
         } else {
             durations.push(duration_ms(ret));
         }
-        let (schanged, ctext) = format_changes(ret.get("changes"), c);
+        let (schanged, ctext) = format_changes(ret.get("changes"), c, opts);
         if schanged {
             nchanges += 1;
         }
@@ -294,7 +313,7 @@ fn comment(ret: &Value) -> String {
 }
 
 /// `(changed, text)`: the changes as the nested outputter prints them, indented 14.
-fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
+fn format_changes(changes: Option<&Value>, c: &Colours, opts: &Options) -> (bool, String) {
     let empty = match changes {
         None | Some(Value::Null) => true,
         Some(Value::Object(m)) => m.is_empty(),
@@ -314,6 +333,26 @@ fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
         };
         return (true, format!("Invalid Changes data: {shown}"));
     };
+    // `salt.state` in an orchestration: each minion's run as its own highstate block.
+    if let (Some(Value::Object(hosts)), Some("highstate")) =
+        (ch.get("ret"), ch.get("out").and_then(Value::as_str))
+    {
+        let mut text = String::new();
+        for (host, hostdata) in hosts {
+            let block = host_block(host, hostdata, opts);
+            text.push('\n');
+            text.push_str(
+                &block
+                    .lines()
+                    .map(|l| format!("{}{l}", " ".repeat(14)))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+        }
+        // Salt's `changed` here is whether a host's block had changes; salt-rs counts the
+        // state as changed when any host is listed (they are listed for changes or failures).
+        return (!hosts.is_empty(), text);
+    }
     let mut out = Vec::new();
     nested(ch, 14, "", &mut out, &c.nested);
     (true, format!("\n{}", out.join("\n").trim_end()))
@@ -322,7 +361,7 @@ fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
 fn terse_line(tcolor: &str, comps: &[String], ret: &Value, opts: &Options, c: &Colours) -> String {
     let changed = ret
         .get("changes")
-        .is_some_and(|ch| format_changes(Some(ch), c).0);
+        .is_some_and(|ch| format_changes(Some(ch), c, opts).0);
     let result = match ret.get("result") {
         Some(Value::Bool(false)) => "Failed",
         Some(Value::Null) | None => "Differs",
