@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states group"
+SECTIONS="$PY_SECTIONS fileserver pillar states orch group"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -56,6 +56,7 @@ section() {
 section fileserver scripts/bench-fileserver.sh
 section pillar scripts/bench-pillar.sh
 section states scripts/bench-states.sh
+section orch scripts/bench-orch.sh
 section group scripts/group-bench.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
