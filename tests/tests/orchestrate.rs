@@ -300,24 +300,69 @@ fn orchestrate_same_as_salt() {
     );
     assert_eq!(
         salt.files.get("orch-a/web.conf").map(String::as_str),
-        Some("color=green")
+        Some("color=green\n")
     );
     assert_eq!(salt.dry_code, Some(0));
     assert_eq!(salt.dry_files, 0);
     assert_eq!(salt.ok_code, Some(0));
 
-    assert_eq!(
-        rs.main, salt.main,
-        "state.orchestrate: ours (left), Salt's (right)"
+    // Every difference at once.
+    let mut diffs: Vec<String> = Vec::new();
+    let mut check = |what: &str, ours: String, theirs: String| {
+        if ours != theirs {
+            diffs.push(format!(
+                "{what}:\n--- ours ---\n{ours}\n--- Salt ---\n{theirs}"
+            ));
+        }
+    };
+    // Key order aside (Salt lists minions in arrival order): maps compare as maps.
+    let pretty = |ours: &Value, theirs: &Value| {
+        let p = |v: &Value| serde_json::to_string_pretty(v).unwrap();
+        if ours == theirs {
+            (String::new(), String::new())
+        } else {
+            (p(ours), p(theirs))
+        }
+    };
+    let (a, b) = pretty(&rs.main, &salt.main);
+    check("state.orchestrate orch.main", a, b);
+    check(
+        "exit status",
+        format!("{:?}", rs.main_code),
+        format!("{:?}", salt.main_code),
     );
-    assert_eq!(rs.main_code, salt.main_code, "exit status");
-    assert_eq!(rs.files, salt.files, "files on the minions");
-    assert_eq!(rs.dry, salt.dry, "test=True: ours (left), Salt's (right)");
-    assert_eq!(rs.dry_code, salt.dry_code);
-    assert_eq!(rs.dry_files, 0);
-    assert_eq!(rs.ok, salt.ok, "orch.ok");
-    assert_eq!(rs.ok_code, salt.ok_code);
-    assert_eq!(rs.ok_text, salt.ok_text, "--out highstate");
-    assert_eq!(rs.show, salt.show, "orchestrate_show_sls");
-    assert_eq!(rs.single, salt.single, "orchestrate_single");
+    check(
+        "files on the minions",
+        format!("{:#?}", rs.files),
+        format!("{:#?}", salt.files),
+    );
+    let (a, b) = pretty(&rs.dry, &salt.dry);
+    check("test=True", a, b);
+    check(
+        "test=True exit",
+        format!("{:?}", rs.dry_code),
+        format!("{:?}", salt.dry_code),
+    );
+    check(
+        "test=True files",
+        rs.dry_files.to_string(),
+        salt.dry_files.to_string(),
+    );
+    let (a, b) = pretty(&rs.ok, &salt.ok);
+    check("orch.ok", a, b);
+    check(
+        "orch.ok exit",
+        format!("{:?}", rs.ok_code),
+        format!("{:?}", salt.ok_code),
+    );
+    check(
+        "orch.ok --out highstate",
+        rs.ok_text.clone(),
+        salt.ok_text.clone(),
+    );
+    let (a, b) = pretty(&rs.show, &salt.show);
+    check("orchestrate_show_sls", a, b);
+    let (a, b) = pretty(&rs.single, &salt.single);
+    check("orchestrate_single", a, b);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
 }

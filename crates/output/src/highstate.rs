@@ -145,19 +145,27 @@ impl Counts {
 }
 
 fn host_block(host: &str, data: &Value, opts: &Options) -> String {
+    host_changed(host, data, opts).0
+}
+
+/// Salt's `_format_host`: the block, and whether it shows changes.
+fn host_changed(host: &str, data: &Value, opts: &Options) -> (String, bool) {
     let c = Colours::new(opts.colour);
     let mut hcolor = c.green;
     let mut lines: Vec<String> = Vec::new();
+    let mut changed = false;
     match data {
         Value::Number(n) => {
             lines.push(format!("{}    {n}{}", c.green, c.end));
             hcolor = c.cyan;
+            changed = true;
         }
         Value::String(s) => {
             for l in s.lines() {
                 lines.push(format!("{}    {l}{}", c.green, c.end));
             }
             hcolor = c.cyan;
+            changed = true;
         }
         Value::Array(errs) => {
             hcolor = c.light_red;
@@ -167,11 +175,13 @@ fn host_block(host: &str, data: &Value, opts: &Options) -> String {
                 lines.push(format!("{hcolor}----------\n    {e}{}", c.end));
             }
         }
-        Value::Object(states) => states_block(host, states, opts, &c, &mut hcolor, &mut lines),
+        Value::Object(states) => {
+            changed = states_block(host, states, opts, &c, &mut hcolor, &mut lines) > 0;
+        }
         _ => {}
     }
     lines.insert(0, format!("{hcolor}{host}:{}", c.end));
-    lines.join("\n")
+    (lines.join("\n"), changed)
 }
 
 fn run_num(v: &Value) -> f64 {
@@ -194,7 +204,7 @@ fn states_block(
     c: &Colours,
     hcolor: &mut &'static str,
     lines: &mut Vec<String>,
-) {
+) -> u64 {
     let mut counts = Counts::default();
     let mut durations: Vec<f64> = Vec::new();
     let mut pdurations: Vec<f64> = Vec::new();
@@ -285,6 +295,7 @@ fn states_block(
     }
     let times = (durations.as_slice(), pdurations.as_slice());
     summary(host, &counts, nchanges, times, opts, c, lines);
+    nchanges
 }
 
 /// Salt's `comment` handling: `str()` of a non-string, stripped, continuation lines indented.
@@ -337,9 +348,10 @@ fn format_changes(changes: Option<&Value>, c: &Colours, opts: &Options) -> (bool
     if let (Some(Value::Object(hosts)), Some("highstate")) =
         (ch.get("ret"), ch.get("out").and_then(Value::as_str))
     {
-        let mut text = String::new();
+        let (mut text, mut changed) = (String::new(), false);
         for (host, hostdata) in hosts {
-            let block = host_block(host, hostdata, opts);
+            let (block, c) = host_changed(host, hostdata, opts);
+            changed |= c;
             text.push('\n');
             text.push_str(
                 &block
@@ -349,9 +361,7 @@ fn format_changes(changes: Option<&Value>, c: &Colours, opts: &Options) -> (bool
                     .join("\n"),
             );
         }
-        // Salt's `changed` here is whether a host's block had changes; salt-rs counts the
-        // state as changed when any host is listed (they are listed for changes or failures).
-        return (!hosts.is_empty(), text);
+        return (changed, text);
     }
     let mut out = Vec::new();
     nested(ch, 14, "", &mut out, &c.nested);
