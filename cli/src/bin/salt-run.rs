@@ -188,6 +188,8 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
                 continue;
             }
             Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),
+            // The runner started; its return follows (the master answers pings meanwhile).
+            Ok(Some(LocalEvent::Published { .. })) => continue,
             other => return answer(other, sock),
         }
     }
