@@ -9,7 +9,9 @@
 //! the files the minions wrote, and `salt-run`'s exit status (1); `state.orch orch.main
 //! test=True` (exit 0, nothing written); `state.orch orch.ok` (exit 0);
 //! `state.orchestrate_show_sls orch.main` (equal high data); `state.orchestrate_single` of a
-//! `salt.function`; `--out highstate` of `orch.ok` (times aside). The two sides must agree.
+//! `salt.function`; `--out highstate` of `orch.ok` (times aside); an SLS that does not exist
+//! (the compile error, exit 1) and `pillar=` that is not a dict (exit status). The two sides
+//! must agree.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -155,6 +157,9 @@ struct Seen {
     ok_text: String,
     show: Value,
     single: Value,
+    missing: Value,
+    missing_code: Option<i32>,
+    bad_pillar_code: Option<i32>,
 }
 
 fn salt_run(side: &Side, conf_dir: &Path, args: &[&str]) -> CmdOutput {
@@ -271,6 +276,15 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
         ],
     );
     seen.single = normalize(&json_of(&r));
+    let r = salt_run(
+        master_side,
+        &conf,
+        &["--out", "json", "state.orch", "orch.missing"],
+    );
+    seen.missing = json_of(&r);
+    seen.missing_code = r.status.and_then(|s| s.code());
+    let r = salt_run(master_side, &conf, &["state.orch", "orch.ok", "pillar=[1]"]);
+    seen.bad_pillar_code = r.status.and_then(|s| s.code());
     step(t0, &format!("{name}: test=True, orch.ok, show_sls, single"));
 
     drop(minions);
@@ -364,5 +378,12 @@ fn orchestrate_same_as_salt() {
     check("orchestrate_show_sls", a, b);
     let (a, b) = pretty(&rs.single, &salt.single);
     check("orchestrate_single", a, b);
+    let (a, b) = pretty(&rs.missing, &salt.missing);
+    check("an SLS that does not exist", a, b);
+    check(
+        "exit status: missing SLS, pillar not a dict",
+        format!("{:?} {:?}", rs.missing_code, rs.bad_pillar_code),
+        format!("{:?} {:?}", salt.missing_code, salt.bad_pillar_code),
+    );
     assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
 }

@@ -39,7 +39,12 @@ pub(crate) const FUNS: &[&str] = &[
 /// of `orchestrate_single`/`orchestrate_high`).
 pub(crate) async fn call(ctx: &Ctx, fun: &str, a: &Args, raw: &[Value]) -> Result<Value, String> {
     if a.get("pillar").is_some_and(|p| !p.is_object()) {
-        return Err("Pillar data must be formatted as a dictionary".into());
+        // Salt's runner raises; `salt-run` prints the exception (with its traceback, which
+        // salt-rs does not have) as the return and exits 0.
+        return Ok(json!(format!(
+            "Exception occurred in runner {fun}: salt.exceptions.SaltInvocationError: \
+             Pillar data must be formatted as a dictionary"
+        )));
     }
     let id = ctx.shared.cfg.id.clone();
     let jid = a
