@@ -490,3 +490,38 @@ impl SaltMod {
 fn wheel_call(fun: &str) -> (Value, bool) {
     (json!(format!("'{fun}' is not available.")), false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_result_is_salts() {
+        // Salt's `check_result`: a failed state fails, `None` does not, nothing is a failure,
+        // a list (compile errors) fails unless recursing.
+        assert!(check_result(&json!({"m": {"a": {"result": true}}}), false));
+        assert!(check_result(&json!({"m": {"a": {"result": null}}}), false));
+        assert!(!check_result(
+            &json!({"m": {"a": {"result": false}}}),
+            false
+        ));
+        assert!(!check_result(&json!({}), false));
+        assert!(!check_result(&json!({"m": ["error"]}), false));
+        assert!(check_result(
+            &json!({"a": {"result": true}, "b": "x"}),
+            true
+        ));
+    }
+
+    #[test]
+    fn kwargs_leave_out_requisites_and_internals() {
+        let low = json!({"name": "jobs.active", "state": "salt", "fun": "runner",
+                         "__id__": "x", "__sls__": "o", "__env__": "base", "order": 10000,
+                         "require": [{"salt": "y"}], "timeout": 3, "display_progress": false});
+        let kw = kwargs(low.as_object().unwrap());
+        assert_eq!(
+            Value::Object(kw),
+            json!({"timeout": 3, "display_progress": false})
+        );
+    }
+}
