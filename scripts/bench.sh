@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states group events clearpub"
+SECTIONS="$PY_SECTIONS fileserver pillar states orch group events clearpub"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -56,6 +56,7 @@ section() {
 section fileserver scripts/bench-fileserver.sh
 section pillar scripts/bench-pillar.sh
 section states scripts/bench-states.sh
+section orch scripts/bench-orch.sh
 section group scripts/group-bench.sh
 # Salt's client interfaces (issue #33): events/s to 10 listeners, clear `publish` round trips/s.
 section events env BIN_DIR=target/release scripts/bench-events.sh 3007.17 20000 10 raw

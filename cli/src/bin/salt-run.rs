@@ -2,7 +2,8 @@
 //!
 //! The runner runs inside the master, reached over `{sock_dir}/local_client.sock` like `salt`;
 //! the return is printed with the outputter (`nested` unless `--out`, or the one the runner
-//! names, as Salt's `{"outputter": …, "data": …}` returns do). Exit status 0, as Salt's, also for
+//! names, as Salt's `{"outputter": …, "data": …}` returns do). Exit status the return's `retcode`
+//! when it has one (orchestrate), else 0, as Salt's, also for
 //! `'x' is not available.`; 1 when the runner failed or was refused; 2 when the master could
 //! not be reached or stopped answering (Salt's "Salt request timed out. ..."). `state.event [tagmatch] [count=N]` prints the master's events as they fire,
 //! one `tag<TAB>json` line each, as Salt's.
@@ -107,17 +108,22 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // A runner may name its outputter: {"outputter": "highstate", "data": {...}}.
+    // Salt's `salt-run` exits with the return's `retcode` (orchestrate), else with
+    // `data.retcode`.
+    let retcode = retcode_of(&data);
+    // A runner may name its outputter: {"outputter": "highstate", "data": {...}} is shown as
+    // its `data`; with more keys (orchestrate's `retcode`) the whole return goes to it.
     let (named, data) = match &data {
-        Value::Object(m)
-            if m.len() == 2 && m.contains_key("outputter") && m.contains_key("data") =>
-        {
-            (
-                m.get("outputter")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                m.get("data").cloned().unwrap_or(Value::Null),
-            )
+        Value::Object(m) if m.contains_key("outputter") => {
+            let named = m
+                .get("outputter")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if m.len() == 2 && m.contains_key("data") {
+                (named, m.get("data").cloned().unwrap_or(Value::Null))
+            } else {
+                (named, data)
+            }
         }
         _ => (None, data),
     };
@@ -141,7 +147,18 @@ fn main() -> ExitCode {
         eprintln!("salt-run: {e}");
         return ExitCode::from(2);
     }
-    ExitCode::SUCCESS
+    retcode
+}
+
+/// The exit status a runner's return asks for (`retcode`, or `data.retcode`), as Salt's
+/// `SaltRun.run`; 0 otherwise.
+fn retcode_of(data: &Value) -> ExitCode {
+    let code = data
+        .get("retcode")
+        .or_else(|| data.get("data").and_then(|d| d.get("retcode")))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// Seconds the master has to answer (`-t`, else Salt's default `timeout`, 5), tried
@@ -171,6 +188,8 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
                 continue;
             }
             Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),
+            // The runner started; its return follows (the master answers pings meanwhile).
+            Ok(Some(LocalEvent::Published { .. })) => continue,
             other => return answer(other, sock),
         }
     }

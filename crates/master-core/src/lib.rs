@@ -35,6 +35,7 @@ pub mod events;
 mod jobs;
 pub mod keys;
 mod minions;
+mod orchestrate;
 pub mod pillar;
 mod reactor;
 pub mod requests;

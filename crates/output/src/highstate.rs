@@ -86,6 +86,25 @@ pub fn render(data: &Value, opts: &Options) -> String {
         Value::Object(m) if m.contains_key("return") => &m["return"],
         other => other,
     };
+    // Orchestrate's `{"data": {...}, "outputter": ..., "retcode": ...}`: only `data` shows.
+    let data = match data {
+        Value::Object(m) if m.contains_key("data") => &m["data"],
+        other => other,
+    };
+    // An orchestration's `retcode` beside the one `<id>_master` is not a host.
+    let stripped;
+    let data = match data {
+        Value::Object(m)
+            if m.contains_key("retcode")
+                && m.keys().filter(|k| k.ends_with("_master")).count() == 1 =>
+        {
+            let mut m = m.clone();
+            m.remove("retcode");
+            stripped = Value::Object(m);
+            &stripped
+        }
+        other => other,
+    };
     match data {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -126,19 +145,27 @@ impl Counts {
 }
 
 fn host_block(host: &str, data: &Value, opts: &Options) -> String {
+    host_changed(host, data, opts).0
+}
+
+/// Salt's `_format_host`: the block, and whether it shows changes.
+fn host_changed(host: &str, data: &Value, opts: &Options) -> (String, bool) {
     let c = Colours::new(opts.colour);
     let mut hcolor = c.green;
     let mut lines: Vec<String> = Vec::new();
+    let mut changed = false;
     match data {
         Value::Number(n) => {
             lines.push(format!("{}    {n}{}", c.green, c.end));
             hcolor = c.cyan;
+            changed = true;
         }
         Value::String(s) => {
             for l in s.lines() {
                 lines.push(format!("{}    {l}{}", c.green, c.end));
             }
             hcolor = c.cyan;
+            changed = true;
         }
         Value::Array(errs) => {
             hcolor = c.light_red;
@@ -148,11 +175,13 @@ fn host_block(host: &str, data: &Value, opts: &Options) -> String {
                 lines.push(format!("{hcolor}----------\n    {e}{}", c.end));
             }
         }
-        Value::Object(states) => states_block(host, states, opts, &c, &mut hcolor, &mut lines),
+        Value::Object(states) => {
+            changed = states_block(host, states, opts, &c, &mut hcolor, &mut lines) > 0;
+        }
         _ => {}
     }
     lines.insert(0, format!("{hcolor}{host}:{}", c.end));
-    lines.join("\n")
+    (lines.join("\n"), changed)
 }
 
 fn run_num(v: &Value) -> f64 {
@@ -175,7 +204,7 @@ fn states_block(
     c: &Colours,
     hcolor: &mut &'static str,
     lines: &mut Vec<String>,
-) {
+) -> u64 {
     let mut counts = Counts::default();
     let mut durations: Vec<f64> = Vec::new();
     let mut pdurations: Vec<f64> = Vec::new();
@@ -194,7 +223,7 @@ fn states_block(
         } else {
             durations.push(duration_ms(ret));
         }
-        let (schanged, ctext) = format_changes(ret.get("changes"), c);
+        let (schanged, ctext) = format_changes(ret.get("changes"), c, opts);
         if schanged {
             nchanges += 1;
         }
@@ -266,6 +295,7 @@ fn states_block(
     }
     let times = (durations.as_slice(), pdurations.as_slice());
     summary(host, &counts, nchanges, times, opts, c, lines);
+    nchanges
 }
 
 /// Salt's `comment` handling: `str()` of a non-string, stripped, continuation lines indented.
@@ -294,7 +324,7 @@ fn comment(ret: &Value) -> String {
 }
 
 /// `(changed, text)`: the changes as the nested outputter prints them, indented 14.
-fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
+fn format_changes(changes: Option<&Value>, c: &Colours, opts: &Options) -> (bool, String) {
     let empty = match changes {
         None | Some(Value::Null) => true,
         Some(Value::Object(m)) => m.is_empty(),
@@ -314,6 +344,25 @@ fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
         };
         return (true, format!("Invalid Changes data: {shown}"));
     };
+    // `salt.state` in an orchestration: each minion's run as its own highstate block.
+    if let (Some(Value::Object(hosts)), Some("highstate")) =
+        (ch.get("ret"), ch.get("out").and_then(Value::as_str))
+    {
+        let (mut text, mut changed) = (String::new(), false);
+        for (host, hostdata) in hosts {
+            let (block, c) = host_changed(host, hostdata, opts);
+            changed |= c;
+            text.push('\n');
+            text.push_str(
+                &block
+                    .lines()
+                    .map(|l| format!("{}{l}", " ".repeat(14)))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+        }
+        return (changed, text);
+    }
     let mut out = Vec::new();
     nested(ch, 14, "", &mut out, &c.nested);
     (true, format!("\n{}", out.join("\n").trim_end()))
@@ -322,7 +371,7 @@ fn format_changes(changes: Option<&Value>, c: &Colours) -> (bool, String) {
 fn terse_line(tcolor: &str, comps: &[String], ret: &Value, opts: &Options, c: &Colours) -> String {
     let changed = ret
         .get("changes")
-        .is_some_and(|ch| format_changes(Some(ch), c).0);
+        .is_some_and(|ch| format_changes(Some(ch), c, opts).0);
     let result = match ret.get("result") {
         Some(Value::Bool(false)) => "Failed",
         Some(Value::Null) | None => "Differs",

@@ -151,3 +151,52 @@ fn highstate_matches_salt() {
     }
     assert_eq!(checked, 11);
 }
+
+/// Orchestrate's return (`{"data": {"<id>_master": ...}, "outputter", "retcode"}`): the
+/// envelope and `retcode` left out, a `salt.state` step's minion runs (`{"out": "highstate",
+/// "ret": ...}`) shown as nested highstate blocks, a `salt.function` step's `{"ret": ...}`.
+#[test]
+fn orchestrate_return_matches_salt() {
+    let Some(venv) = salt_testkit::require(salt_testkit::salt_venv("3007.17")) else {
+        return;
+    };
+    let python = venv.join("bin/python");
+    let minion_run = sample()["m1"].clone();
+    let st = |n: u32, id: &str, result: Value, comment: &str, changes: Value| {
+        json!({"name": id, "changes": changes, "comment": comment, "result": result,
+               "__sls__": "orch.main", "__run_num__": n, "__id__": id,
+               "start_time": format!("10:00:0{n}.123456"), "duration": 2.5 + f64::from(n)})
+    };
+    let running = json!({
+        "salt_|-ping_|-test.ping_|-function": st(0, "ping", json!(true),
+            "Function ran successfully. Function test.ping ran on a, b.",
+            json!({"ret": {"a": true, "b": true}})),
+        "salt_|-web_|-web_|-state": st(1, "web", json!(false),
+            "Run failed on minions: m1",
+            json!({"out": "highstate", "ret": {"m1": minion_run, "m2": {
+                "test_|-x_|-x_|-succeed_without_changes": st(0, "x", json!(true), "Success!", json!({}))
+            }}})),
+        "salt_|-files_|-fileserver.file_list_|-runner": st(2, "files", json!(true),
+            "Runner function 'fileserver.file_list' executed.",
+            json!({"return": ["a.sls", "b.sls"]})),
+    });
+    let data = json!({"data": {"orch_master": running}, "outputter": "highstate", "retcode": 1});
+    for colour in [false, true] {
+        let want = salt(&python, &data, &json!({"color": colour}));
+        let opts = Options {
+            state_output: "full".into(),
+            state_verbose: true,
+            state_output_profile: true,
+            state_output_pct: false,
+            state_tabular: false,
+            colour,
+        };
+        let ours = render(&data, &opts);
+        if ours != want {
+            let first = ours.lines().zip(want.lines()).position(|(a, b)| a != b);
+            panic!(
+                "colour {colour}: first differing line {first:?}\n--- ours ---\n{ours}\n--- salt ---\n{want}"
+            );
+        }
+    }
+}

@@ -138,6 +138,11 @@ impl<'a> Engine<'a> {
         running
     }
 
+    /// Whether state module `state` has `mod_watch` (ours or the host's).
+    fn has_mod_watch(&self, state: &str) -> bool {
+        crate::mods::has_mod_watch(state) || self.opts.extra.has(&format!("{state}.mod_watch"))
+    }
+
     fn check_failhard(&self, low: &Value, running: &Running) -> bool {
         if self.opts.test {
             return false;
@@ -193,7 +198,7 @@ impl<'a> Engine<'a> {
         let mut low = low.clone();
         // watch without mod_watch becomes require
         if map_get(&low, "watch").is_some()
-            && !crate::mods::has_mod_watch(get_str(&low, "state").unwrap_or(""))
+            && !self.has_mod_watch(get_str(&low, "state").unwrap_or(""))
         {
             let w = crate::pop(&mut low, "watch");
             if let Some(Value::Array(w)) = w {
@@ -447,7 +452,7 @@ impl<'a> Engine<'a> {
         let fun = get_str(low, "fun").unwrap_or("");
         let name = map_get(low, "name").cloned().unwrap_or(Value::Nil);
         let full = format!("{state}.{fun}");
-        if !crate::mods::available(&full) {
+        if !crate::mods::available(&full) && !self.opts.extra.has(&full) {
             let v = map(vec![
                 ("result", Value::Boolean(false)),
                 ("name", name),

@@ -43,6 +43,38 @@ pub struct Opts {
     pub exclude: Vec<Value>,
     /// The minion's execution modules for templates' `salt[...]`.
     pub salt: salt_render::SaltHook,
+    /// State functions the host adds (the master's `salt.*` for orchestrate).
+    pub extra: ExtraHook,
+}
+
+/// State functions a host adds besides salt-rs's own: the master's `salt.state`,
+/// `salt.function`, `salt.runner`... for orchestrate, run by the same engine.
+pub trait ExtraStates: Send + Sync {
+    /// Whether `full` (`state.fun`, e.g. `salt.function`) is one of them.
+    fn has(&self, full: &str) -> bool;
+    /// Run `full` for the low chunk `low`; Salt's state return dict.
+    fn call(&self, full: &str, low: &Value, opts: &Opts) -> Value;
+}
+
+/// An optional [`ExtraStates`].
+#[derive(Clone, Default)]
+pub struct ExtraHook(pub Option<std::sync::Arc<dyn ExtraStates>>);
+
+impl ExtraHook {
+    /// Whether the host adds `full`.
+    pub fn has(&self, full: &str) -> bool {
+        self.0.as_ref().is_some_and(|h| h.has(full))
+    }
+}
+
+impl std::fmt::Debug for ExtraHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ExtraHook(Some)"
+        } else {
+            "ExtraHook(None)"
+        })
+    }
 }
 
 impl Default for Opts {
@@ -57,6 +89,7 @@ impl Default for Opts {
             opts: Value::Map(Vec::new()),
             exclude: Vec::new(),
             salt: salt_render::SaltHook::default(),
+            extra: ExtraHook::default(),
         }
     }
 }
@@ -180,6 +213,43 @@ pub fn sls(client: std::sync::Arc<dyn FileClient>, opts: &Opts, mods: &[String])
     let matches = vec![(opts.saltenv.clone(), mods.to_vec())];
     let (high, errors) = compiler.render_highstate(&matches);
     run_high(compiler, high, errors, client, opts)
+}
+
+/// `state.high data`: run high data given as such (`{id: {state: [args...]}}`).
+pub fn high(client: std::sync::Arc<dyn FileClient>, opts: &Opts, data: &Value) -> Outcome {
+    let mut high = compile::High::default();
+    match data {
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                high.ids.push((salt_compat::py_str(k), pad_funcs(v)));
+            }
+        }
+        _ => return Err(vec!["High data must be a dictionary".to_owned()]),
+    }
+    let compiler = compile::Compiler::new(client.clone(), opts.clone());
+    run_high(compiler, high, Vec::new(), client, opts)
+}
+
+/// Salt's `pad_funcs`: `state.fun: [args]` becomes `state: [args..., fun]`.
+fn pad_funcs(body: &Value) -> Value {
+    let Value::Map(entries) = body else {
+        return body.clone();
+    };
+    let mut out = Vec::new();
+    for (k, v) in entries {
+        match (k.as_str().and_then(|s| s.split_once('.')), v) {
+            (Some((st, fun)), Value::Array(args)) if !st.starts_with('_') => {
+                let mut args = args.clone();
+                args.push(Value::from(fun));
+                out.push((Value::from(st), Value::Array(args)));
+            }
+            (Some((st, fun)), Value::Nil) => {
+                out.push((Value::from(st), Value::Array(vec![Value::from(fun)])));
+            }
+            _ => out.push((k.clone(), v.clone())),
+        }
+    }
+    Value::Map(out)
 }
 
 /// `state.show_sls mods`: the high data (Python's dict form, `__sls__`/`__env__` kept).

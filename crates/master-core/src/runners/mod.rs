@@ -13,6 +13,7 @@
 //! * `event.send`: fires an event on the master's bus (Salt answers `True`).
 //! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
 //! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
+//! * `state.orchestrate` and its kin: [`crate::orchestrate`];
 //!
 //! Return values are Salt's shapes as JSON; an unknown function answers Salt's
 //! `'x' is not available.`. Runners act for the master: only root and the master's own user may
@@ -73,7 +74,51 @@ const LIST_JOBS: &[&str] = &[
 const NO_SOURCE: &[&str] = &["ext_source", "display_progress"];
 const SUBSET: &[&str] = &["subset", "show_ip"];
 const LISTING: &[&str] = &["saltenv", "backend"];
+const ORCH: &[&str] = &[
+    "mods",
+    "saltenv",
+    "test",
+    "exclude",
+    "pillar",
+    "pillarenv",
+    "pillar_enc",
+    "orchestration_jid",
+];
+const ORCH_SHOW: &[&str] = &[
+    "mods",
+    "saltenv",
+    "test",
+    "queue",
+    "pillar",
+    "pillarenv",
+    "pillar_enc",
+];
 const RUNNERS: &[Runner] = &[
+    runner("state.orchestrate", ORCH, 1, false, &["pillar_enc"]),
+    runner("state.orch", ORCH, 1, false, &["pillar_enc"]),
+    runner("state.sls", ORCH, 1, false, &["pillar_enc"]),
+    runner(
+        "state.orchestrate_show_sls",
+        ORCH_SHOW,
+        1,
+        false,
+        &["pillar_enc"],
+    ),
+    runner("state.orch_show_sls", ORCH_SHOW, 1, false, &["pillar_enc"]),
+    runner(
+        "state.orchestrate_single",
+        &["fun", "name", "test", "queue", "pillar"],
+        2,
+        true,
+        &[],
+    ),
+    runner(
+        "state.orchestrate_high",
+        &["data", "test", "queue", "pillar"],
+        1,
+        true,
+        &[],
+    ),
     runner(
         "jobs.lookup_jid",
         &[
@@ -252,6 +297,9 @@ pub(crate) async fn call(
         // A call that does not fit is printed, not raised (Salt's runner client, exit
         // status 0; Salt appends the function's documentation, which salt-rs does not carry).
         Some(Err(m)) => Ok(Value::String(m)),
+        Some(Ok(args)) if crate::orchestrate::FUNS.contains(&fun) => {
+            crate::orchestrate::call(ctx, fun, &args, &req.arg).await
+        }
         Some(Ok(args)) => run(ctx, fun, &args, req.timeout).await,
     }
 }

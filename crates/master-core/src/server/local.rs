@@ -106,6 +106,16 @@ async fn client(
             return stream_events(&shared, &r, &mut stream, &stop).await;
         }
         LocalRequest::Runner(r) => {
+            // A runner may take longer than the client's first-answer patience
+            // (orchestrate): say it started, so the client then waits while the master
+            // answers pings.
+            if privileged {
+                let started = LocalEvent::Published {
+                    jid: shared.jids.next(),
+                    minions: None,
+                };
+                write_frame(&mut stream, &started).await?;
+            }
             let ctx = crate::runners::ctx::Ctx {
                 shared: shared.clone(),
                 publisher,

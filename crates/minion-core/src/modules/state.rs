@@ -231,6 +231,7 @@ fn run(c: &Call) -> CallOutcome {
         opts: opts_map.clone(),
         exclude: exclude(c.args.kw("exclude")),
         salt: salt_hook(&c.ctx),
+        extra: salt_states::ExtraHook::default(),
     };
     let mods = mods(c);
     let outcome = match c.fun.as_str() {

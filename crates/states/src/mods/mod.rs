@@ -103,6 +103,10 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("user" | "group", _)) => user::call(ctx, full, low),
         Some(("service", f)) => service::call(ctx, f, low),
         Some(("locale" | "timezone", _)) => locale::call(ctx, full, low),
+        _ if ctx.opts.extra.has(full) => match &ctx.opts.extra.0 {
+            Some(h) => h.call(full, low, ctx.opts),
+            None => base_ret(low),
+        },
         _ => {
             let mut r = base_ret(low);
             ret::comment(&mut r, format!("'{full}' is not available."));

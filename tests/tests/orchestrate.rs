@@ -1,0 +1,389 @@
+//! Orchestrate (issue 35, item 2): the same orchestration on Salt 3007.17's master and on
+//! ours, each with the same two Python 3007.17 minions, compared.
+//!
+//! `orch.main` has a `salt.function` step (`test.ping`), a `salt.state` step (`sls: web`,
+//! with the orchestration's `pillar=` handed on as the minions' pillar) that `require`s it, a
+//! `salt.runner` step (`fileserver.file_list`), a failing `salt.function` (`cmd.run exit 3`)
+//! and an `onfail` step that writes a file. Per master: `salt-run --out json
+//! state.orchestrate orch.main pillar='{...}'` (the return normalised: times and jids out),
+//! the files the minions wrote, and `salt-run`'s exit status (1); `state.orch orch.main
+//! test=True` (exit 0, nothing written); `state.orch orch.ok` (exit 0);
+//! `state.orchestrate_show_sls orch.main` (equal high data); `state.orchestrate_single` of a
+//! `salt.function`; `--out highstate` of `orch.ok` (times aside); an SLS that does not exist
+//! (the compile error, exit 1) and `pillar=` that is not a dict (exit status). The two sides
+//! must agree.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::{cli::CmdOutput, require};
+use serde_json::Value;
+
+const MINIONS: [&str; 2] = ["orch-a", "orch-b"];
+
+fn step(t0: Instant, what: &str) {
+    println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
+}
+
+fn write(root: &Path, rel: &str, data: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+/// The master's trees: orchestrations under `orch/`, the minions' `web` state; files go
+/// under `<root>/out/<minion id>/`.
+fn make_tree(root: &Path) {
+    let srv = root.join("srv");
+    let o = root.join("out").display().to_string();
+    write(
+        &srv,
+        "orch/main.sls",
+        &format!(
+            "ping-all:\n  salt.function:\n    - name: test.ping\n    - tgt: 'orch-*'\n\n\
+             apply-web:\n  salt.state:\n    - tgt: 'orch-*'\n    - sls: web\n    - pillar:\n        color: {{{{ pillar.get('color', 'none') }}}}\n    - require:\n      - salt: ping-all\n\n\
+             list-files:\n  salt.runner:\n    - name: fileserver.file_list\n    - require:\n      - salt: apply-web\n\n\
+             failing:\n  salt.function:\n    - name: cmd.run\n    - tgt: orch-a\n    - arg:\n      - 'exit 3'\n    - require:\n      - salt: list-files\n\n\
+             recover:\n  salt.function:\n    - name: cmd.run\n    - tgt: orch-b\n    - arg:\n      - 'mkdir -p {o}/orch-b && echo {{{{ pillar.get(\"note\", \"none\") }}}} > {o}/orch-b/recovered'\n    - onfail:\n      - salt: failing\n\n\
+             not-needed:\n  salt.function:\n    - name: test.ping\n    - tgt: orch-a\n    - onfail:\n      - salt: ping-all\n"
+        ),
+    );
+    write(
+        &srv,
+        "orch/ok.sls",
+        "hello:\n  test.succeed_without_changes: []\n\n\
+         ping-b:\n  salt.function:\n    - name: test.echo\n    - tgt: orch-b\n    - arg:\n      - hi\n    - require:\n      - test: hello\n",
+    );
+    write(
+        &srv,
+        "web.sls",
+        &format!(
+            "web-conf:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/web.conf\n    - contents: color={{{{ pillar.get('color', 'unset') }}}}\n    - makedirs: True\n"
+        ),
+    );
+    write(root, "pillar/top.sls", "base: {}\n");
+}
+
+fn master_conf(root: &Path, name: &str, ports: (u16, u16)) -> MasterConf {
+    MasterConf::new(root.join(name))
+        .id("orch_master")
+        .ports(ports.0, ports.1)
+        .auto_accept(true)
+        .set("worker_threads", 2u32)
+        .set(
+            "file_roots",
+            Yaml::Raw(format!("{{base: ['{}']}}", root.join("srv").display())),
+        )
+        .set(
+            "pillar_roots",
+            Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
+        )
+}
+
+/// A return without what differs per run (times, jids, pids; Salt lists the minions of a
+/// comment in arrival or set order).
+fn normalize(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("orch-b, orch-a", "orch-a, orch-b")),
+        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "duration" | "start_time" | "__jid__" | "jid" | "pid"
+                    )
+                })
+                .map(|(k, x)| (k.clone(), normalize(x)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every file under `dir`: relative path -> content.
+fn files_under(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// `--out highstate` text without times.
+fn strip_times(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            match ["Started:", "Duration:", "Total run time:"]
+                .iter()
+                .find(|k| t.starts_with(**k))
+            {
+                Some(k) => format!("{k} X"),
+                None => l.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What one master answered.
+#[derive(Debug, Default)]
+struct Seen {
+    main: Value,
+    main_code: Option<i32>,
+    files: BTreeMap<String, String>,
+    dry: Value,
+    dry_code: Option<i32>,
+    dry_files: usize,
+    ok: Value,
+    ok_code: Option<i32>,
+    ok_text: String,
+    show: Value,
+    single: Value,
+    missing: Value,
+    missing_code: Option<i32>,
+    bad_pillar_code: Option<i32>,
+}
+
+fn salt_run(side: &Side, conf_dir: &Path, args: &[&str]) -> CmdOutput {
+    let bin = side.salt_bin().with_file_name("salt-run");
+    salt_integration_tests::cli::salt(&bin, None, conf_dir, args, Duration::from_secs(240)).unwrap()
+}
+
+/// The last JSON document `salt-run --out json` printed (Salt's prints the progress events
+/// of `orchestrate_single`/`orchestrate_high` before the return).
+fn json_of(out: &CmdOutput) -> Value {
+    let docs: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(out.stdout.trim())
+        .into_iter()
+        .collect();
+    match docs {
+        Ok(mut d) if !d.is_empty() => d.pop().unwrap(),
+        other => panic!(
+            "{}: not JSON ({other:?}):\n{}\n{}",
+            out.cmd, out.stdout, out.stderr
+        ),
+    }
+}
+
+/// Start `master_side`'s master with two Python minions, run the orchestrations, stop.
+fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant) -> Seen {
+    let ports = free_port_pair().unwrap();
+    let out = root.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut master = Daemon::start_master(master_side, &master_conf(root, name, ports)).unwrap();
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .unwrap();
+    let minions: Vec<Daemon> = MINIONS
+        .iter()
+        .map(|id| {
+            let conf = MinionConf::new(root.join(format!("{name}-{id}")), id)
+                .ports(ports.0, ports.1)
+                .set("auth_timeout", 10u32);
+            Daemon::start_minion(py, &conf).unwrap()
+        })
+        .collect();
+    for m in &minions {
+        m.wait_minion_ready().unwrap();
+    }
+    let cli = SaltCli::new(master_side, &master.conf_dir);
+    for id in MINIONS {
+        cli.until_answer(id, &[id, "test.ping"], Duration::from_secs(90))
+            .unwrap();
+    }
+    step(t0, &format!("{name}: master and minions up"));
+    let conf = master.conf_dir.clone();
+    let pillar = r#"pillar={"color": "green", "note": "hello"}"#;
+    let mut seen = Seen::default();
+
+    let r = salt_run(
+        master_side,
+        &conf,
+        &["--out", "json", "state.orchestrate", "orch.main", pillar],
+    );
+    seen.main = normalize(&json_of(&r));
+    seen.main_code = r.status.and_then(|s| s.code());
+    seen.files = files_under(&out);
+    step(t0, &format!("{name}: state.orchestrate orch.main"));
+
+    let _ = std::fs::remove_dir_all(&out);
+    let r = salt_run(
+        master_side,
+        &conf,
+        &[
+            "--out",
+            "json",
+            "state.orch",
+            "orch.main",
+            "test=True",
+            pillar,
+        ],
+    );
+    seen.dry = normalize(&json_of(&r));
+    seen.dry_code = r.status.and_then(|s| s.code());
+    seen.dry_files = files_under(&out).len();
+
+    let r = salt_run(
+        master_side,
+        &conf,
+        &["--out", "json", "state.orch", "orch.ok"],
+    );
+    seen.ok = normalize(&json_of(&r));
+    seen.ok_code = r.status.and_then(|s| s.code());
+    let r = salt_run(master_side, &conf, &["state.orch", "orch.ok", "--no-color"]);
+    seen.ok_text = strip_times(&r.stdout);
+
+    let r = salt_run(
+        master_side,
+        &conf,
+        &[
+            "--out",
+            "json",
+            "state.orchestrate_show_sls",
+            "orch.main",
+            pillar,
+        ],
+    );
+    seen.show = json_of(&r);
+    let r = salt_run(
+        master_side,
+        &conf,
+        &[
+            "--out",
+            "json",
+            "state.orchestrate_single",
+            "fun=salt.function",
+            "name=test.echo",
+            "tgt=orch-a",
+            "arg=[single]",
+        ],
+    );
+    seen.single = normalize(&json_of(&r));
+    let r = salt_run(
+        master_side,
+        &conf,
+        &["--out", "json", "state.orch", "orch.missing"],
+    );
+    seen.missing = json_of(&r);
+    seen.missing_code = r.status.and_then(|s| s.code());
+    let r = salt_run(master_side, &conf, &["state.orch", "orch.ok", "pillar=[1]"]);
+    seen.bad_pillar_code = r.status.and_then(|s| s.code());
+    step(t0, &format!("{name}: test=True, orch.ok, show_sls, single"));
+
+    drop(minions);
+    master.proc.stop(Duration::from_secs(20));
+    seen
+}
+
+#[test]
+fn orchestrate_same_as_salt() {
+    let Some(venv) = require(venv_for("3007.17")) else {
+        return;
+    };
+    let _guard = serial();
+    let t0 = Instant::now();
+    let root = TempRoot::new().unwrap();
+    make_tree(root.path());
+    let py = Side::Salt(venv);
+    let ours = Side::Ours(bins().unwrap());
+    let salt = run_side(root.path(), "salt", &py, &py, t0);
+    let rs = run_side(root.path(), "ours", &ours, &py, t0);
+
+    // The reference itself, so a change in Salt shows here first.
+    assert_eq!(salt.main_code, Some(1), "{:#}", salt.main);
+    assert_eq!(
+        salt.files.get("orch-b/recovered").map(String::as_str),
+        Some("hello\n")
+    );
+    assert_eq!(
+        salt.files.get("orch-a/web.conf").map(String::as_str),
+        Some("color=green\n")
+    );
+    assert_eq!(salt.dry_code, Some(0));
+    assert_eq!(salt.dry_files, 0);
+    assert_eq!(salt.ok_code, Some(0));
+
+    // Every difference at once.
+    let mut diffs: Vec<String> = Vec::new();
+    let mut check = |what: &str, ours: String, theirs: String| {
+        if ours != theirs {
+            diffs.push(format!(
+                "{what}:\n--- ours ---\n{ours}\n--- Salt ---\n{theirs}"
+            ));
+        }
+    };
+    // Key order aside (Salt lists minions in arrival order): maps compare as maps.
+    let pretty = |ours: &Value, theirs: &Value| {
+        let p = |v: &Value| serde_json::to_string_pretty(v).unwrap();
+        if ours == theirs {
+            (String::new(), String::new())
+        } else {
+            (p(ours), p(theirs))
+        }
+    };
+    let (a, b) = pretty(&rs.main, &salt.main);
+    check("state.orchestrate orch.main", a, b);
+    check(
+        "exit status",
+        format!("{:?}", rs.main_code),
+        format!("{:?}", salt.main_code),
+    );
+    check(
+        "files on the minions",
+        format!("{:#?}", rs.files),
+        format!("{:#?}", salt.files),
+    );
+    let (a, b) = pretty(&rs.dry, &salt.dry);
+    check("test=True", a, b);
+    check(
+        "test=True exit",
+        format!("{:?}", rs.dry_code),
+        format!("{:?}", salt.dry_code),
+    );
+    check(
+        "test=True files",
+        rs.dry_files.to_string(),
+        salt.dry_files.to_string(),
+    );
+    let (a, b) = pretty(&rs.ok, &salt.ok);
+    check("orch.ok", a, b);
+    check(
+        "orch.ok exit",
+        format!("{:?}", rs.ok_code),
+        format!("{:?}", salt.ok_code),
+    );
+    check(
+        "orch.ok --out highstate",
+        rs.ok_text.clone(),
+        salt.ok_text.clone(),
+    );
+    let (a, b) = pretty(&rs.show, &salt.show);
+    check("orchestrate_show_sls", a, b);
+    let (a, b) = pretty(&rs.single, &salt.single);
+    check("orchestrate_single", a, b);
+    let (a, b) = pretty(&rs.missing, &salt.missing);
+    check("an SLS that does not exist", a, b);
+    check(
+        "exit status: missing SLS, pillar not a dict",
+        format!("{:?} {:?}", rs.missing_code, rs.bad_pillar_code),
+        format!("{:?} {:?}", salt.missing_code, salt.bad_pillar_code),
+    );
+    assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
+}
