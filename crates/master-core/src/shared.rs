@@ -64,6 +64,8 @@ pub struct Shared {
     pub(crate) host: std::sync::OnceLock<crate::requests::clear::Host>,
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
+    /// The Salt Resources minions manage (`_register_resources`, `minions/resources.rs`).
+    pub(crate) resources: crate::minions::resources::Resources,
 }
 
 impl std::fmt::Debug for Shared {
@@ -120,6 +122,7 @@ impl Shared {
                 cfg.hash_type,
                 cfg.cachedir.clone(),
             ),
+            resources: crate::minions::resources::Resources::open(&cfg.cachedir),
             store,
             keys,
             cfg,

@@ -116,7 +116,7 @@ fn prepare(
     user: &str,
     privileged: bool,
 ) -> Result<(Job, Option<Vec<String>>), String> {
-    let (target, expected) = target_minions(shared, &req.tgt, &req.tgt_type)?;
+    let (target, expected) = target_minions(shared, &req.tgt, &req.tgt_type, Some(&req.fun))?;
     let expected = Some(expected);
     if !privileged {
         shared
@@ -149,12 +149,13 @@ fn prepare(
     Ok((job, expected))
 }
 
-/// The target of `tgt`/`tgt_type` and the accepted minions it addresses (Salt's
-/// `CkMinions.check_minions`, greedy).
+/// The target of `tgt`/`tgt_type` and the accepted minions and registered resources it
+/// addresses (Salt 3008's `CkMinions.check_minions`, greedy; `fun`: the function published).
 pub(crate) fn target_minions(
     shared: &Shared,
     tgt: &str,
     tgt_type: &str,
+    fun: Option<&str>,
 ) -> Result<(crate::minions::target::Target, Vec<String>), String> {
     let groups = crate::minions::target::nodegroups(&shared.cfg);
     let target =
@@ -165,8 +166,17 @@ pub(crate) fn target_minions(
     }
     let accepted = shared.store.list(KeyState::Accepted);
     let cache = MinionCache::new(&shared.cfg.cachedir);
-    let expected = target
+    let mut expected = target
         .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
         .map_err(|e| e.to_string())?;
+    let registry = shared.resources.all();
+    if !registry.is_empty() {
+        let resources = target
+            .expected_resources(&expected, &registry, &groups, fun)
+            .map_err(|e| e.to_string())?;
+        expected.extend(resources);
+        expected.sort();
+        expected.dedup();
+    }
     Ok((target, expected))
 }

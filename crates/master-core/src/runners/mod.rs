@@ -8,6 +8,8 @@
 //! * [`cache`]: `grains`, `pillar`, `mine` from the minion data cache (`cachedir/minions`);
 //! * [`fileserver`]: `update`, `envs`, `file_list`, `dir_list`, `empty_dir_list`,
 //!   `symlink_list` over the roots file server;
+//! * [`resource`]: Salt 3008's `show_grains`, `list_grains`, `refresh` over the resource
+//!   registry;
 //! * `saltutil.sync_all`: the master loads no custom runner or wheel modules, so there is
 //!   nothing to sync (Salt's shape, every list empty).
 //!
@@ -22,6 +24,7 @@ pub(crate) mod fileserver;
 pub(crate) mod gitfs;
 pub(crate) mod jobs;
 pub(crate) mod manage;
+pub(crate) mod resource;
 
 use salt_client::args::Sig;
 use serde_json::{Value, json};
@@ -134,6 +137,9 @@ const RUNNERS: &[Runner] = &[
     runner("cache.pillar", &["tgt", "tgt_type"], 0, true, &[]),
     runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
     runner("fileserver.update", &["backend"], 0, true, &[]),
+    runner("resource.show_grains", &["type", "id"], 2, false, &[]),
+    runner("resource.list_grains", &[], 0, false, &[]),
+    runner("resource.refresh", &["minion"], 1, false, &[]),
     runner("cache.clear_git_lock", &["role", "remote"], 1, true, &[]),
     runner(
         "fileserver.envs",
@@ -202,6 +208,9 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
+        "resource.show_grains" | "resource.list_grains" | "resource.refresh" => {
+            Ok(resource::call(ctx, fun, args))
+        }
         "fileserver.update" => {
             let (shared, args) = (ctx.shared.clone(), args.clone());
             tokio::task::spawn_blocking(move || gitfs::update(&shared, &args))
