@@ -163,8 +163,22 @@ impl Target {
                 .as_str()
                 .is_some_and(|t| t.contains(['*', '?', '[']))
             && !fun.is_some_and(|f| MERGE_RESOURCE_FUNS.contains(&f));
+        // Salt's `_check_resource_minions` expects the id of a full SRN (`T@dummy:dummy-09`)
+        // whether or not it is registered ("the minion might not have registered yet"): such
+        // a resource is evaluated as one with no grains and no managing minion.
+        let unregistered: Vec<Entry> = self
+            .srn_words()
+            .filter(|(t, i)| !registry.iter().any(|e| e.rtype == *t && e.id == *i))
+            .filter(|(_, i)| salt_proto::auth_master::valid_id(i))
+            .map(|(t, i)| Entry {
+                minion: String::new(),
+                rtype: t.to_owned(),
+                id: i.to_owned(),
+                grains: None,
+            })
+            .collect();
         let mut out = Vec::new();
-        for e in registry {
+        for e in registry.iter().chain(&unregistered) {
             if (wildcard_glob && minions.contains(&e.minion))
                 || salt_matcher::check_resource(
                     &e.as_matcher(),
@@ -179,6 +193,21 @@ impl Target {
         out.sort();
         out.dedup();
         Ok(out)
+    }
+
+    /// The `T@<type>:<id>` words of a compound target, as `(type, id)`.
+    fn srn_words(&self) -> impl Iterator<Item = (&str, &str)> {
+        let words: Vec<&str> = match (&self.tgt, self.tgt_type.as_str()) {
+            (Value::String(s), "compound") => {
+                s.as_str().unwrap_or_default().split_whitespace().collect()
+            }
+            (Value::Array(items), "compound") => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        words.into_iter().filter_map(|w| {
+            let (t, i) = w.strip_prefix("T@")?.split_once(':')?;
+            (!t.is_empty() && !i.is_empty()).then_some((t, i))
+        })
     }
 
     /// For a `glob` or `pcre` string: the pattern compiled once (`Some(None)`: it does not
@@ -285,6 +314,11 @@ mod tests {
             vec!["dummy-01", "dummy-02"]
         );
         assert_eq!(ex("T@dummy:dummy-02", "compound", None), vec!["dummy-02"]);
+        assert_eq!(ex("T@dummy:dummy-09", "compound", None), vec!["dummy-09"]);
+        assert_eq!(
+            ex("T@dummy:dummy-09 and G@os:x", "compound", None),
+            Vec::<String>::new()
+        );
         assert_eq!(
             ex("dummy-01,web-01", "list", None),
             vec!["dummy-01", "web-01"]
