@@ -131,6 +131,7 @@ impl Resources {
         map.retain(|srn, e| e.minion != minion || new_keys.contains(srn));
         let deleted = before - map.len();
         let mut put = 0;
+        let mut changed = deleted > 0;
         for e in wanted {
             if map.len() >= MAX_RESOURCES && !map.contains_key(&e.srn()) {
                 tracing::warn!(
@@ -139,8 +140,16 @@ impl Resources {
                 );
                 continue;
             }
-            map.insert(e.srn(), e);
             put += 1;
+            if map.get(&e.srn()) != Some(&e) {
+                changed = true;
+                map.insert(e.srn(), e);
+            }
+        }
+        // Every 3008 minion registers at each sign-in, most with what the registry holds
+        // already: the file is rewritten only when something changed.
+        if !changed {
+            return Ok((put, deleted));
         }
         let bytes = encode(&entries_to(&map));
         drop(map);
@@ -241,6 +250,18 @@ mod tests {
         // The registry survives a restart.
         let again = Resources::open(dir.path());
         assert_eq!(again.all(), r.all());
+        // The same registration again: nothing to write (the file is left as it is).
+        let stamp = std::fs::metadata(dir.path().join("resources/registry.p"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(r.register("m1", &two, Some(&grains), none).unwrap(), (2, 0));
+        let after = std::fs::metadata(dir.path().join("resources/registry.p"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(stamp, after);
         // A new registration replaces the set: d2 removed.
         let one = res(&[("dummy", &["d1"])]);
         assert_eq!(r.register("m1", &one, None, none).unwrap(), (1, 1));
