@@ -6,7 +6,11 @@ set -euo pipefail
 ver="${1:?salt version, e.g. 3007.17}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${2:-$root/.venv/salt-$ver}"
-if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import salt.version, zmq, msgpack; assert salt.version.__version__ == '$ver'" 2>/dev/null; then
+# Salt 3008's master needs xxhash for its resource registry (`salt/utils/mmap_cache.py`): without
+# it `_register_resources` and every `T@` target fail on the master.
+extra=""; check=""
+case "$ver" in 3006.*|3007.*) ;; *) extra="xxhash>=3.7.0"; check=", xxhash" ;; esac
+if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import salt.version, zmq, msgpack$check; assert salt.version.__version__ == '$ver'" 2>/dev/null; then
   echo "$dir"; exit 0
 fi
 rm -rf "$dir"
@@ -15,6 +19,6 @@ python3 -m venv "$dir" >&2
 "$dir/bin/pip" install -q "pyzmq<26" msgpack cryptography pycryptodomex PyYAML Jinja2 MarkupSafe \
   tornado psutil distro looseversion packaging jmespath requests certifi python-dateutil \
   setproctitle contextvars immutables jaraco.text jaraco.functools jaraco.context \
-  more-itertools croniter attrs filelock urllib3 idna charset-normalizer aiohttp >&2
+  more-itertools croniter attrs filelock urllib3 idna charset-normalizer aiohttp $extra >&2
 "$dir/bin/python" -c "import salt.version; print(salt.version.__version__)" >&2
 echo "$dir"

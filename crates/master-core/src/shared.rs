@@ -63,6 +63,8 @@ pub struct Shared {
     pub files: salt_fileserver::FileServer,
     /// The reactor's map and leadership (`reactor/`).
     pub(crate) reactor: Arc<crate::reactor::Reactors>,
+    /// The Salt Resources minions manage (`_register_resources`, `minions/resources.rs`).
+    pub(crate) resources: crate::minions::resources::Resources,
 }
 
 impl std::fmt::Debug for Shared {
@@ -122,6 +124,7 @@ impl Shared {
                 cfg.cachedir.clone(),
             ),
             reactor: Arc::new(crate::reactor::Reactors::new(&cfg.reactor)),
+            resources: crate::minions::resources::Resources::open(&cfg.cachedir),
             store,
             keys,
             cfg,

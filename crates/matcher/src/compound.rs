@@ -3,13 +3,25 @@
 //!
 //! Words are split on whitespace; `and`, `or`, `not`, `(`, `)` are operators only as whole
 //! words (as in Salt); `not` right after an operand means `and not`. Each other word is
-//! `X@pattern` (`G`, `P`, `I`, `J`, `L`, `S`, `E`, `N`; `G`/`P`/`I`/`J` may name a delimiter
-//! as `G|@os|Debian`) or a glob on the id. Evaluation is Python's precedence
-//! (`not` > `and` > `or`) over tri-state values.
+//! `X@pattern` (`G`, `P`, `I`, `J`, `L`, `S`, `E`, `N`, and 3008's `T`, `M`; `G`/`P`/`I`/`J`
+//! may name a delimiter as `G|@os|Debian`) or a glob on the id. Evaluation is Python's
+//! precedence (`not` > `and` > `or`) over tri-state values.
+//!
+//! A minion manages no resources here (salt-rs's minion refuses them), so `T@...` is false
+//! for it, and `M@<id>` is its id exactly (`managing_minion_match.py`). A resource (on the
+//! master) is evaluated by [`crate::resource`]'s rules.
 
 use rmpv::Value;
 
+use crate::resource::{self, Resource};
 use crate::{Facts, NodeGroups, single};
+
+/// What a compound is evaluated for: a minion (its facts) or a registered resource.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Entity<'a> {
+    Minion(Facts<'a>),
+    Resource(Resource<'a>),
+}
 
 /// A target that cannot be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,7 +54,7 @@ pub(crate) fn eval(
     groups: &NodeGroups,
 ) -> Result<Option<bool>, CompoundError> {
     eval_words(
-        facts,
+        Entity::Minion(facts),
         tgt.split_whitespace().map(str::to_owned).collect(),
         groups,
     )
@@ -50,7 +62,7 @@ pub(crate) fn eval(
 
 /// Evaluate a compound expression given as words.
 pub(crate) fn eval_words(
-    facts: Facts<'_>,
+    entity: Entity<'_>,
     words: Vec<String>,
     groups: &NodeGroups,
 ) -> Result<Option<bool>, CompoundError> {
@@ -81,9 +93,8 @@ pub(crate) fn eval_words(
             continue;
         }
         let (engine, delim, pattern) = parse_target(&word);
-        let value = match engine {
-            None => single(facts, "glob", pattern, ":"),
-            Some('N') => {
+        let value = match (engine, entity) {
+            (Some('N'), _) => {
                 expansions += 1;
                 if expansions > 100 {
                     return Err(invalid());
@@ -93,7 +104,11 @@ pub(crate) fn eval_words(
                 }
                 continue;
             }
-            Some(e) => {
+            (e, Entity::Resource(res)) => Some(resource::word(&res, e, delim, pattern)),
+            (None, Entity::Minion(facts)) => single(facts, "glob", pattern, ":"),
+            (Some('T'), Entity::Minion(_)) => Some(false),
+            (Some('M'), Entity::Minion(facts)) => Some(facts.id == pattern),
+            (Some(e), Entity::Minion(facts)) => {
                 let kind = match e {
                     'G' => "grain",
                     'P' => "grain_pcre",
@@ -114,6 +129,7 @@ pub(crate) fn eval_words(
     let mut p = Parser {
         toks: &toks,
         pos: 0,
+        resource: matches!(entity, Entity::Resource(_)),
     };
     let v = p.or().ok_or_else(invalid)?;
     if p.pos != toks.len() {
@@ -128,7 +144,7 @@ fn parse_target(word: &str) -> (Option<char>, Option<&str>, &str) {
     let Some((_, e)) = chars.next() else {
         return (None, None, word);
     };
-    if !"GPIJLNSER".contains(e) {
+    if !"GPIJLNSERTM".contains(e) {
         return (None, None, word);
     }
     match chars.next() {
@@ -197,6 +213,8 @@ fn expand(
 struct Parser<'t> {
     toks: &'t [Tok],
     pos: usize,
+    /// For a resource, `not X` is false (Salt: `all_minions() - X`, keys only).
+    resource: bool,
 }
 
 impl Parser<'_> {
@@ -235,7 +253,12 @@ impl Parser<'_> {
     fn not(&mut self) -> Option<Option<bool>> {
         if self.peek() == Some(Tok::Not) {
             self.pos += 1;
-            return Some(self.not()?.map(|b| !b));
+            let v = self.not()?;
+            return Some(if self.resource {
+                Some(false)
+            } else {
+                v.map(|b| !b)
+            });
         }
         self.atom()
     }
@@ -294,6 +317,13 @@ mod tests {
         assert!(eval(f, "and web*", &[]).is_err());
         assert!(eval(f, "( web*", &[]).is_err());
         assert!(eval(f, "R@%foo", &[]).is_err());
+        assert_eq!(
+            e("T@dummy or T@dummy:d1"),
+            Some(false),
+            "a minion manages none"
+        );
+        assert_eq!(e("M@web1"), Some(true));
+        assert_eq!(e("M@web*"), Some(false), "M@ is the id exactly");
     }
 
     #[test]

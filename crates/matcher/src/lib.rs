@@ -15,10 +15,12 @@
 pub mod basic;
 mod compound;
 mod ipcidr;
+mod resource;
 
 pub use basic::*;
 pub use compound::{CompoundError, expand_nodegroup};
 pub use ipcidr::ipcidr_match;
+pub use resource::{Resource, check_resource};
 
 use rmpv::Value;
 
@@ -60,13 +62,13 @@ pub fn check(
         "compound" => match tgt {
             Value::Array(items) => {
                 let words: Vec<String> = items.iter().map(salt_compat::py_str).collect();
-                compound::eval_words(facts, words, nodegroups)?
+                compound::eval_words(compound::Entity::Minion(facts), words, nodegroups)?
             }
             _ => compound::eval(facts, text(), nodegroups)?,
         },
         "nodegroup" => {
             let words = expand_nodegroup(text(), nodegroups)?;
-            compound::eval_words(facts, words, nodegroups)?
+            compound::eval_words(compound::Entity::Minion(facts), words, nodegroups)?
         }
         other => return Err(CompoundError::UnsupportedType(other.to_owned())),
     })

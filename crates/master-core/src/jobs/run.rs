@@ -123,7 +123,7 @@ fn prepare(
     user: &str,
     privileged: bool,
 ) -> Result<(Job, Option<Vec<String>>), String> {
-    let (target, expected) = target_minions(shared, &req.tgt, &req.tgt_type)?;
+    let (target, expected) = target_minions(shared, &req.tgt, &req.tgt_type, Some(&req.fun))?;
     // Root under sudo publishes as `sudo_<name>` (Salt's `get_specific_user`).
     let user = match &req.sudo_user {
         Some(name) if privileged && user == "root" => format!("sudo_{name}"),
@@ -169,18 +169,19 @@ pub(crate) struct Resolver<'a>(pub(crate) &'a Shared);
 
 impl salt_eauth::MinionResolver for Resolver<'_> {
     fn check_minions(&self, expr: &str, tgt_type: &str) -> Vec<String> {
-        target_minions(self.0, expr, tgt_type)
+        target_minions(self.0, expr, tgt_type, None)
             .map(|(_, m)| m)
             .unwrap_or_default()
     }
 }
 
-/// The target of `tgt`/`tgt_type` and the accepted minions it addresses (Salt's
-/// `CkMinions.check_minions`, greedy).
+/// The target of `tgt`/`tgt_type` and the accepted minions and registered resources it
+/// addresses (Salt 3008's `CkMinions.check_minions`, greedy; `fun`: the function published).
 pub(crate) fn target_minions(
     shared: &Shared,
     tgt: &str,
     tgt_type: &str,
+    fun: Option<&str>,
 ) -> Result<(crate::minions::target::Target, Vec<String>), String> {
     let groups = crate::minions::target::nodegroups(&shared.cfg);
     let target =
@@ -191,8 +192,17 @@ pub(crate) fn target_minions(
     }
     let accepted = shared.store.list(KeyState::Accepted);
     let cache = MinionCache::new(&shared.cfg.cachedir);
-    let expected = target
+    let mut expected = target
         .expected(accepted.iter().map(String::as_str), &cache, &groups, true)
         .map_err(|e| e.to_string())?;
+    let registry = shared.resources.all();
+    if !registry.is_empty() {
+        let resources = target
+            .expected_resources(&expected, &registry, &groups, fun)
+            .map_err(|e| e.to_string())?;
+        expected.extend(resources);
+        expected.sort();
+        expected.dedup();
+    }
     Ok((target, expected))
 }

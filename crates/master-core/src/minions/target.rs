@@ -11,6 +11,17 @@ use rmpv::Value;
 use salt_matcher::{CompoundError, Facts, check, expand_nodegroup};
 
 use crate::minions::data::MinionCache;
+use crate::minions::resources::Entry;
+
+/// Functions a managing minion runs for its resources inline (Salt's `_MERGE_RESOURCE_FUNS`):
+/// a wildcard glob does not add resource ids to the expected set for them.
+const MERGE_RESOURCE_FUNS: [&str; 5] = [
+    "state.apply",
+    "state.highstate",
+    "state.sls",
+    "state.sls_id",
+    "state.single",
+];
 
 /// Target types the `salt` command may send (Salt's `tgt_type` names).
 pub(crate) const TARGET_TYPES: [&str; 10] = [
@@ -135,6 +146,70 @@ impl Target {
         Ok(out)
     }
 
+    /// The registered resources the target addresses (their ids, sorted), given the minions
+    /// it matched (Salt 3008's `CkMinions.check_minions`): a wildcard glob adds the resources
+    /// of the minions it matched (not for [`MERGE_RESOURCE_FUNS`]); every target adds the
+    /// resources [`salt_matcher::check_resource`] says it addresses.
+    pub(crate) fn expected_resources(
+        &self,
+        minions: &[String],
+        registry: &[Entry],
+        nodegroups: &[(String, Value)],
+        fun: Option<&str>,
+    ) -> Result<Vec<String>, CompoundError> {
+        let wildcard_glob = self.tgt_type == "glob"
+            && self
+                .tgt
+                .as_str()
+                .is_some_and(|t| t.contains(['*', '?', '[']))
+            && !fun.is_some_and(|f| MERGE_RESOURCE_FUNS.contains(&f));
+        // Salt's `_check_resource_minions` expects the id of a full SRN (`T@dummy:dummy-09`)
+        // whether or not it is registered ("the minion might not have registered yet"): such
+        // a resource is evaluated as one with no grains and no managing minion.
+        let unregistered: Vec<Entry> = self
+            .srn_words()
+            .filter(|(t, i)| !registry.iter().any(|e| e.rtype == *t && e.id == *i))
+            .filter(|(_, i)| salt_proto::auth_master::valid_id(i))
+            .map(|(t, i)| Entry {
+                minion: String::new(),
+                rtype: t.to_owned(),
+                id: i.to_owned(),
+                grains: None,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for e in registry.iter().chain(&unregistered) {
+            if (wildcard_glob && minions.contains(&e.minion))
+                || salt_matcher::check_resource(
+                    &e.as_matcher(),
+                    &self.tgt,
+                    &self.tgt_type,
+                    nodegroups,
+                )?
+            {
+                out.push(e.id.clone());
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// The `T@<type>:<id>` words of a compound target, as `(type, id)`.
+    fn srn_words(&self) -> impl Iterator<Item = (&str, &str)> {
+        let words: Vec<&str> = match (&self.tgt, self.tgt_type.as_str()) {
+            (Value::String(s), "compound") => {
+                s.as_str().unwrap_or_default().split_whitespace().collect()
+            }
+            (Value::Array(items), "compound") => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        words.into_iter().filter_map(|w| {
+            let (t, i) = w.strip_prefix("T@")?.split_once(':')?;
+            (!t.is_empty() && !i.is_empty()).then_some((t, i))
+        })
+    }
+
     /// For a `glob` or `pcre` string: the pattern compiled once (`Some(None)`: it does not
     /// compile and matches nothing), giving the answers of `salt_matcher::check` (Python's
     /// `fnmatchcase`, `re.match`).
@@ -208,6 +283,46 @@ mod tests {
         assert!(resolve("(", "pcre", &groups).is_err());
         assert!(resolve("x", "range", &groups).is_err());
         assert!(resolve("nope", "nodegroup", &groups).is_err());
+    }
+
+    #[test]
+    fn resources_expected() {
+        let entry = |m: &str, t: &str, id: &str| Entry {
+            minion: m.into(),
+            rtype: t.into(),
+            id: id.into(),
+            grains: None,
+        };
+        let reg = vec![
+            entry("res1", "dummy", "dummy-01"),
+            entry("res1", "dummy", "dummy-02"),
+            entry("other", "ssh", "web-01"),
+        ];
+        let minions = vec!["res1".to_owned()];
+        let ex = |tgt: &str, ty: &str, fun: Option<&str>| {
+            resolve(tgt, ty, &[])
+                .unwrap()
+                .expected_resources(&minions, &reg, &[], fun)
+                .unwrap()
+        };
+        assert_eq!(ex("*", "glob", None), vec!["dummy-01", "dummy-02"]);
+        assert_eq!(ex("*", "glob", Some("state.apply")), Vec::<String>::new());
+        assert_eq!(ex("res1", "glob", None), Vec::<String>::new());
+        assert_eq!(ex("web-01", "glob", None), vec!["web-01"]);
+        assert_eq!(
+            ex("T@dummy", "compound", None),
+            vec!["dummy-01", "dummy-02"]
+        );
+        assert_eq!(ex("T@dummy:dummy-02", "compound", None), vec!["dummy-02"]);
+        assert_eq!(ex("T@dummy:dummy-09", "compound", None), vec!["dummy-09"]);
+        assert_eq!(
+            ex("T@dummy:dummy-09 and G@os:x", "compound", None),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            ex("dummy-01,web-01", "list", None),
+            vec!["dummy-01", "web-01"]
+        );
     }
 
     /// Globs and regexes compiled once per target give `check`'s answer for every id.

@@ -115,7 +115,11 @@ fn tgt_text(tgt: &Value) -> String {
 /// `ClearFuncs.publish`.
 fn publish(shared: &Shared, p: &Publish) -> Value {
     let tgt = tgt_text(&p.tgt);
-    let minions = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type) {
+    let fun_name = match &p.fun {
+        salt_proto::clear::Funs::One(f) => Some(f.as_str()),
+        salt_proto::clear::Funs::Compound(_) => None,
+    };
+    let minions = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type, fun_name) {
         Ok((_, m)) => m,
         Err(e) => {
             tracing::warn!("clear publish: target {tgt:?}: {e}");
@@ -175,7 +179,7 @@ fn publish(shared: &Shared, p: &Publish) -> Value {
     let Some(host) = shared.host.get() else {
         return map(vec![("error", Value::from("Master failed to assign jid"))]);
     };
-    let target = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type) {
+    let target = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type, fun_name) {
         Ok((t, _)) => t,
         Err(e) => return map(vec![("error", Value::from(e))]),
     };

@@ -71,6 +71,9 @@ pub(super) fn run(
             Some(req) => shared.files.answer(req, id, ctx.budget),
             None => Value::Nil,
         },
+        Command::Other { cmd, load } if cmd == "_register_resources" => {
+            super::resources::register(shared, id, &load)
+        }
         Command::Other { cmd, load } => super::unsupported::reply(&cmd, id, &load),
     }))
 }
@@ -127,7 +130,11 @@ fn log_event(shared: &Shared, id: &str, ev: &MinionEvent) {
 
 /// A return, handed to the job cache and the waiting commands (`jid: "req"`: a new jid).
 fn handle_return(shared: &Shared, id: &str, ret: Return) {
-    let Return { jid, load, .. } = ret;
+    let Return { jid, mut load, .. } = ret;
+    let Some(id) = super::resources::return_id(shared, id, &mut load) else {
+        return;
+    };
+    let id = id.as_str();
     let jid = if jid == "req" {
         // Salt's `prep_jid(nocache=load.get("nocache", False))`.
         let jid = shared.jids.next();

@@ -14,6 +14,7 @@
 //! * [`aes`]: AES requests, from the envelope to the command's reply;
 //! * [`dispatch`]: what each command does;
 //! * [`mine`]: `_mine`, `_mine_get`, `_mine_delete`, `_mine_flush`;
+//! * [`resources`]: `_register_resources` and resource returns (Salt 3008);
 //! * [`unsupported`]: Salt's answers for the commands salt-rs does not implement;
 //! * [`error`]: every way a request fails, and its reply.
 
@@ -31,6 +32,7 @@ pub(crate) mod clear;
 mod dispatch;
 pub mod error;
 pub mod mine;
+mod resources;
 mod signed;
 pub mod unsupported;
 

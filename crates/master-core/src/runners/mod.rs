@@ -14,6 +14,8 @@
 //! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
 //! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
 //! * `state.orchestrate` and its kin: [`crate::orchestrate`];
+//! * [`resource`]: Salt 3008's `show_grains`, `list_grains`, `refresh` over the resource
+//!   registry;
 //!
 //! Return values are Salt's shapes as JSON; an unknown function answers Salt's
 //! `'x' is not available.`. Runners act for the master: only root and the master's own user may
@@ -27,6 +29,7 @@ pub(crate) mod gitfs;
 pub(crate) mod jobs;
 pub(crate) mod manage;
 pub(crate) mod saltutil;
+pub(crate) mod resource;
 
 use salt_client::args::Sig;
 use serde_json::{Value, json};
@@ -183,6 +186,9 @@ const RUNNERS: &[Runner] = &[
     runner("cache.pillar", &["tgt", "tgt_type"], 0, true, &[]),
     runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
     runner("fileserver.update", &["backend"], 0, true, &[]),
+    runner("resource.show_grains", &["type", "id"], 2, false, &[]),
+    runner("resource.list_grains", &[], 0, false, &[]),
+    runner("resource.refresh", &["minion"], 1, false, &[]),
     runner("cache.clear_git_lock", &["role", "remote"], 1, true, &[]),
     runner(
         "fileserver.envs",
@@ -366,6 +372,9 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
         "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
         | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args),
+        "resource.show_grains" | "resource.list_grains" | "resource.refresh" => {
+            Ok(resource::call(ctx, fun, args))
+        }
         "fileserver.update" => {
             let (shared, args) = (ctx.shared.clone(), args.clone());
             tokio::task::spawn_blocking(move || gitfs::update(&shared, &args))

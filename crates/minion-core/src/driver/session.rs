@@ -312,6 +312,7 @@ pub(super) async fn fetch_pillar(
                     "Received pillar with {} top-level keys",
                     p.as_map().map_or(0, Vec::len)
                 );
+                crate::matcher::refuse_resources(&p);
                 *s.pillar.write().unwrap_or_else(|e| e.into_inner()) = Some(p);
             }
             Err(e) => warn!("Pillar request failed: {e}"),

@@ -232,6 +232,7 @@ fn refresh(c: &Call) -> CallOutcome {
     }
     match fresh(c) {
         Ok(p) => {
+            crate::matcher::refuse_resources(&p);
             *c.ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = Some(p);
             CallOutcome::ok(Value::Boolean(true))
         }
