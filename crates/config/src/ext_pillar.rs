@@ -11,7 +11,7 @@ use crate::types::invalid;
 use crate::{Problem, reader::string_list};
 
 /// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
-pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml"];
+pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml", "git"];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +20,8 @@ pub struct ExtPillar {
     pub module: String,
     /// The argument: a string, a list (positional) or a mapping (keyword arguments).
     pub arg: serde_json::Value,
+    /// For `git` (git_pillar): its remotes, read and checked.
+    pub git: Vec<crate::GitPillarRemote>,
 }
 
 /// Reads `ext_pillar`: a list of one-key mappings naming implemented modules.
@@ -48,12 +50,31 @@ pub(crate) fn ext_pillar_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
         let (name, arg) = &entries[0];
         let module = name.key_string();
         check_module(&module)?;
+        let git = if module == "git" {
+            crate::fileserver::git_pillar_remotes(arg)?
+        } else {
+            Vec::new()
+        };
         out.push(ExtPillar {
             module,
             arg: arg.to_json(),
+            git,
         });
     }
     Ok(out)
+}
+
+/// `ext_pillar` of a masterless minion: as the master's, but git_pillar is refused (the
+/// minion has no fetcher for it).
+pub(crate) fn masterless_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
+    let list = ext_pillar_list(node)?;
+    if list.iter().any(|e| e.module == "git") {
+        return Err(invalid(
+            "git",
+            "ext_pillar module `git` (git_pillar) on a masterless minion is not implemented by              salt-rs (the master's is); refusing to start rather than serve a pillar without it",
+        ));
+    }
+    Ok(list)
 }
 
 /// Refuses, by name, an `ext_pillar` module salt-rs does not implement.
@@ -63,7 +84,6 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
     }
     let what = match module {
         "cmd_yamlex" => "the yamlex renderer is not implemented by salt-rs",
-        "git" => "git_pillar is not implemented by salt-rs yet",
         "stack" => "pillar_stack is not implemented by salt-rs yet",
         "file_tree" | "http_json" | "http_yaml" | "postgres" => "not implemented by salt-rs yet",
         _ => "not implemented by salt-rs",

@@ -279,7 +279,7 @@ impl crate::load::Role for MinionConfig {
         crate::salt3008::read_minion(r);
         // Read by the masterless pillar (crates/pillar) from the opts; checked here so that
         // an ext_pillar module salt-rs lacks stops the minion at start, by name.
-        r.get("ext_pillar", Vec::new(), crate::ext_pillar::ext_pillar_list);
+        r.get("ext_pillar", Vec::new(), crate::ext_pillar::masterless_list);
         r.get("ext_pillar_first", false, boolean);
         r.get(
             "on_demand_ext_pillar",

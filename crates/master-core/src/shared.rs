@@ -64,6 +64,8 @@ pub struct Shared {
     pub(crate) host: std::sync::OnceLock<crate::requests::clear::Host>,
     /// The `roots` file server (`_file_*`, `_serve_file`, `_master_opts`, ...).
     pub files: salt_fileserver::FileServer,
+    /// The checkouts of each `git` item of `ext_pillar`, in order (git_pillar).
+    pub git_pillars: Vec<Arc<salt_fileserver::gitfs::GitPillar>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -72,6 +74,23 @@ impl std::fmt::Debug for Shared {
             .field("keys", &self.keys)
             .finish_non_exhaustive()
     }
+}
+
+/// Starts git_pillar (fetching in the background) for each `git` item of `ext_pillar`.
+fn git_pillars(cfg: &MasterConfig) -> Vec<Arc<salt_fileserver::gitfs::GitPillar>> {
+    let hash_type = cfg.hash_type.as_str().parse().unwrap_or_default();
+    cfg.ext_pillar
+        .iter()
+        .filter(|e| e.module == "git")
+        .map(|e| {
+            Arc::new(salt_fileserver::gitfs::GitPillar::start(
+                &e.git,
+                &cfg.fileserver.git_pillar,
+                cfg.cachedir.join("git_pillar"),
+                hash_type,
+            ))
+        })
+        .collect()
 }
 
 impl Shared {
@@ -120,6 +139,7 @@ impl Shared {
                 cfg.hash_type,
                 cfg.cachedir.clone(),
             ),
+            git_pillars: git_pillars(&cfg),
             store,
             keys,
             cfg,

@@ -17,6 +17,7 @@ use crate::{Options, Request};
 pub(crate) fn run(
     cfg: &Options,
     req: &Request,
+    pillarenv: Option<&str>,
     mut pillar: Value,
     errors: &mut Vec<String>,
 ) -> Value {
@@ -27,8 +28,24 @@ pub(crate) fn run(
     if let Some(ov) = override_map {
         pillar = cfg.merge(pillar, ov);
     }
-    for (module, arg) in cfg.ext_pillar.iter().chain(on_demand(cfg, req).iter()) {
-        let ext = match call(module, &req.id, arg) {
+    let configured = cfg.ext_pillar.len();
+    let mut gits = cfg.git_pillars.iter();
+    for (i, (module, arg)) in cfg
+        .ext_pillar
+        .iter()
+        .chain(on_demand(cfg, req).iter())
+        .enumerate()
+    {
+        let ext = if module == "git" {
+            // The checkouts of the i-th configured item; on demand, none (Salt would fetch).
+            match gits.next().filter(|_| i < configured) {
+                Some(src) => Ok(crate::git::ext_pillar(cfg, req, pillarenv, src.as_ref())),
+                None => Err("git_pillar on demand is not implemented by salt-rs".to_owned()),
+            }
+        } else {
+            call(module, &req.id, arg)
+        };
+        let ext = match ext {
             Ok(v) => v,
             Err(e) => {
                 let msg = format!("Failed to load ext_pillar {module}: {e}");

@@ -26,7 +26,7 @@ pub(crate) struct GitError {
 }
 
 impl GitError {
-    fn new(what: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(what: &str, detail: impl Into<String>) -> Self {
         Self {
             what: what.to_owned(),
             detail: detail.into(),
@@ -430,4 +430,40 @@ pub(crate) fn machine_id() -> String {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "no_machine_id_available".to_owned())
+}
+
+/// Writes the tree of `commit` under `dest` (created): `git archive` read by `tar -x`.
+pub(crate) fn export(dir: &Path, commit: &str, dest: &Path) -> Result<(), GitError> {
+    let archive = run(
+        dir,
+        &["archive", "--format=tar", commit],
+        None,
+        None,
+        LOCAL_TIMEOUT,
+    )?;
+    let fail = |e: String| GitError::new("archive", e);
+    std::fs::create_dir_all(dest).map_err(|e| fail(e.to_string()))?;
+    let mut child = Command::new("tar")
+        .args(["-x", "-f", "-", "-C"])
+        .arg(dest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail(format!("cannot run tar: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&archive)
+            .map_err(|e| fail(format!("tar: {e}")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| fail(format!("tar: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "tar: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
 }

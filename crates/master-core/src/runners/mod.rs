@@ -135,6 +135,7 @@ const RUNNERS: &[Runner] = &[
     runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
     runner("fileserver.update", &["backend"], 0, true, &[]),
     runner("cache.clear_git_lock", &["role", "remote"], 1, true, &[]),
+    runner("git_pillar.update", &["branch", "repo"], 0, false, &[]),
     runner(
         "fileserver.envs",
         &["backend", "sources"],
@@ -202,6 +203,12 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
+        "git_pillar.update" => {
+            let (shared, args) = (ctx.shared.clone(), args.clone());
+            tokio::task::spawn_blocking(move || gitfs::git_pillar_update(&shared, &args))
+                .await
+                .map_err(|e| format!("git_pillar.update: {e}"))?
+        }
         "fileserver.update" => {
             let (shared, args) = (ctx.shared.clone(), args.clone());
             tokio::task::spawn_blocking(move || gitfs::update(&shared, &args))
