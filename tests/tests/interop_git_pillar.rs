@@ -7,7 +7,7 @@
 //!    repository (environment `dev`), an `__env__` remote, and a remote with `root`, merged;
 //! 2. `pillar.items pillarenv=prod`: only the `__env__` remote's `prod` branch;
 //! 3. a new commit, `salt-run git_pillar.update` on both (same answer), then `pillar.items`
-//!    shows it.
+//!    shows it; `cache.clear_git_lock git_pillar` answers the same.
 //!
 //! Under `CI=true` a missing `git`, venv or GitPython fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -264,6 +264,12 @@ fn git_pillar_3007() {
     let after = both(&["pillar.items"]);
     assert!(after["common"].get("list").is_none(), "{after:#}");
     step("new commit, git_pillar.update, pillar.items");
+
+    // cache.clear_git_lock: no lock left behind on either side.
+    assert_eq!(
+        o.salt_run(&["cache.clear_git_lock", "git_pillar"]),
+        s.salt_run(&["cache.clear_git_lock", "git_pillar"])
+    );
 
     drop(minions);
     drop(masters);

@@ -114,6 +114,16 @@ fn checkouts_per_branch_env_root_and_mountpoint() {
         std::fs::read_to_string(dirs[0].dir.join("a.sls")).unwrap(),
         "a: 2\n"
     );
+    // cache.clear_git_lock git_pillar: a lock left behind is removed, by remote glob.
+    let lock = t.path().join("git_pillar/work/mounted/_/update.lk");
+    std::fs::write(&lock, "1\nx\n").unwrap();
+    let types = ["update".to_owned()];
+    assert_eq!(gp.clear_lock(Some("file:///nowhere*"), &types).0.len(), 0);
+    let (cleared, errors) = gp.clear_lock(None, &types);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(cleared.len(), 1, "{cleared:?}");
+    assert!(cleared[0].contains("git_pillar remote"), "{cleared:?}");
+    assert!(!lock.exists());
     assert_eq!(gp.update(None, Some("mounted")).len(), 1);
     assert!(
         gp.update(None, Some("mounted"))

@@ -467,3 +467,41 @@ pub(crate) fn export(dir: &Path, commit: &str, dest: &Path) -> Result<(), GitErr
     }
     Ok(())
 }
+
+/// `cache.clear_git_lock <role>`: removes the `lock_types` lock files of the remotes whose URL
+/// matches the glob `remote` (all without one); (what was removed, what could not be).
+pub(crate) fn clear_locks<'a>(
+    role: &str,
+    remotes: impl Iterator<Item = &'a Remote>,
+    machine_id: &str,
+    remote: Option<&str>,
+    lock_types: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let remotes: Vec<&Remote> = remotes.collect();
+    let pattern = remote.map(salt_keystore::GlobList::single);
+    let mut cleared = Vec::new();
+    let mut errors = Vec::new();
+    for lock_type in lock_types {
+        for r in &remotes {
+            if let Some(p) = &pattern
+                && !p.as_ref().is_ok_and(|g| g.is_match(&r.url))
+            {
+                continue;
+            }
+            let path = lock_file(&r.work_dir, lock_type);
+            match std::fs::remove_file(&path) {
+                Ok(()) => cleared.push(format!(
+                    "Removed {lock_type} lock for {role} remote '{}' on machine_id '{}'",
+                    r.id, machine_id
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => errors.push(format!(
+                    "Unable to remove update lock for {} ({}): {e} ",
+                    r.url,
+                    path.display()
+                )),
+            }
+        }
+    }
+    (cleared, errors)
+}

@@ -244,32 +244,13 @@ impl GitFs {
         remote: Option<&str>,
         lock_types: &[String],
     ) -> (Vec<String>, Vec<String>) {
-        let pattern = remote.map(salt_keystore::GlobList::single);
-        let mut cleared = Vec::new();
-        let mut errors = Vec::new();
-        for lock_type in lock_types {
-            for r in &self.inner.remotes {
-                if let Some(p) = &pattern
-                    && !p.as_ref().is_ok_and(|g| g.is_match(&r.url))
-                {
-                    continue;
-                }
-                let path = git::lock_file(&r.work_dir, lock_type);
-                match std::fs::remove_file(&path) {
-                    Ok(()) => cleared.push(format!(
-                        "Removed {lock_type} lock for gitfs remote '{}' on machine_id '{}'",
-                        r.id, self.inner.machine_id
-                    )),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => errors.push(format!(
-                        "Unable to remove update lock for {} ({}): {e} ",
-                        r.url,
-                        path.display()
-                    )),
-                }
-            }
-        }
-        (cleared, errors)
+        git::clear_locks(
+            "gitfs",
+            self.inner.remotes.iter(),
+            &self.inner.machine_id,
+            remote,
+            lock_types,
+        )
     }
 }
 

@@ -148,6 +148,23 @@ impl GitPillar {
     }
 }
 
+impl GitPillar {
+    /// `cache.clear_git_lock git_pillar [remote=glob] [type=...]`: (removed, errors).
+    pub fn clear_lock(
+        &self,
+        remote: Option<&str>,
+        lock_types: &[String],
+    ) -> (Vec<String>, Vec<String>) {
+        git::clear_locks(
+            "git_pillar",
+            self.inner.remotes.iter().map(|p| &p.remote),
+            &self.inner.machine_id,
+            remote,
+            lock_types,
+        )
+    }
+}
+
 impl Inner {
     /// Fetches the remotes `picked` (each repository once) and records their refs; the
     /// indices whose refs changed, and those whose fetch failed.

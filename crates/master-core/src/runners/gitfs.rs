@@ -88,9 +88,19 @@ pub(crate) fn clear_git_lock(ctx: &Ctx, a: &Args) -> Result<Value, String> {
             Some(g) => g.clear_lock(a.text("remote").as_deref(), &types),
             None => (Vec::new(), Vec::new()),
         },
-        "git_pillar" | "winrepo" => {
+        "git_pillar" => {
+            let (mut cleared, mut errors) = (Vec::new(), Vec::new());
+            for g in &ctx.shared.git_pillars {
+                let (c, e) = g.clear_lock(a.text("remote").as_deref(), &types);
+                cleared.extend(c);
+                errors.extend(e);
+            }
+            (cleared, errors)
+        }
+        "winrepo" => {
             return Err(format!(
-                "cache.clear_git_lock: role {role:?} is not implemented by salt-rs (gitfs only)"
+                "cache.clear_git_lock: role {role:?} is not implemented by salt-rs (gitfs and \
+                 git_pillar only)"
             ));
         }
         _ => return Err(format!("Invalid role '{role}'")),
