@@ -15,7 +15,6 @@
 //! venv or GitPython fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -23,9 +22,7 @@ use std::time::{Duration, Instant};
 use salt_integration_tests::interop_support::{
     Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
 };
-use salt_integration_tests::{
-    MasterConf, MinionConf, SaltVenv, TempRoot, Yaml, bins, free_port_pair, workspace_root,
-};
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use serde_json::{Value, json};
 
 const VERSION: &str = "3007.17";
