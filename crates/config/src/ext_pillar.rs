@@ -11,7 +11,7 @@ use crate::types::invalid;
 use crate::{Problem, reader::string_list};
 
 /// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
-pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml", "git"];
+pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml", "git", "http_json", "http_yaml"];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,7 +85,7 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
     let what = match module {
         "cmd_yamlex" => "the yamlex renderer is not implemented by salt-rs",
         "stack" => "pillar_stack is not implemented by salt-rs yet",
-        "file_tree" | "http_json" | "http_yaml" | "postgres" => "not implemented by salt-rs yet",
+        "file_tree" | "postgres" => "not implemented by salt-rs yet",
         _ => "not implemented by salt-rs",
     };
     Err(Problem::Invalid {
