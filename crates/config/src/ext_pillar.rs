@@ -4,7 +4,7 @@
 //! a list of positional arguments or a mapping of keyword arguments), run in order after
 //! (or, with `ext_pillar_first`, before) the top-file pillar. A module Salt has and salt-rs
 //! does not is refused at start by name: a site's pillar must not silently go empty.
-//! `master_tops` modules are all refused the same way (none is implemented yet).
+//! `master_tops`: `ext_nodes` only; any other module is refused the same way.
 
 use crate::node::{Kind, Node};
 use crate::types::invalid;
@@ -103,20 +103,27 @@ pub(crate) fn on_demand(node: &Node) -> Result<Vec<String>, Problem> {
     string_list(node)
 }
 
-/// Reads `master_tops`: every module is refused by name (none is implemented).
-pub(crate) fn master_tops(node: &Node) -> Result<(), Problem> {
+/// Reads `master_tops`: `ext_nodes: <command>` (its command); any other module is refused by
+/// name.
+pub(crate) fn master_tops(node: &Node) -> Result<Option<String>, Problem> {
     match &node.kind {
-        Kind::Map(entries) if entries.is_empty() => Ok(()),
+        Kind::Map(entries) if entries.is_empty() => Ok(None),
         Kind::Map(entries) => {
             let names: Vec<String> = entries.iter().map(|(k, _)| k.key_string()).collect();
-            Err(Problem::Invalid {
-                value: names.join(", "),
-                reason: format!(
-                    "master_tops module(s) `{}` not implemented by salt-rs; refusing to start \
-                     rather than serve a highstate without them",
-                    names.join("`, `")
-                ),
-            })
+            let others: Vec<&String> = names.iter().filter(|n| *n != "ext_nodes").collect();
+            if !others.is_empty() {
+                let list: Vec<&str> = others.iter().map(|s| s.as_str()).collect();
+                return Err(Problem::Invalid {
+                    value: list.join(", "),
+                    reason: format!(
+                        "master_tops module(s) `{}` not implemented by salt-rs (implemented: \
+                         ext_nodes); refusing to start rather than serve a highstate without \
+                         them",
+                        list.join("`, `")
+                    ),
+                });
+            }
+            crate::reader::string(&entries[0].1).map(Some)
         }
         _ => Err(invalid(
             &node.describe(),

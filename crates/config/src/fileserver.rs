@@ -134,6 +134,11 @@ salt_options! {
         /// Jinja `trim_blocks` (`_master_opts`).
         #[salt_default = "False"]
         pub jinja_trim_blocks: bool,
+        /// `master_tops`: only `ext_nodes: <command>` (run as `<command> <minion id>`, its
+        /// YAML's `classes` and `environment` answered to `_master_tops`); any other module
+        /// stops the master at start by name.
+        #[salt_default = "{}"]
+        pub master_tops: Option<String>,
     }
     nested {
         /// The `gitfs` backend's options (`gitfs_*`).
@@ -230,6 +235,7 @@ impl FileServerConfig {
             jinja_sls_env: r.get("jinja_sls_env", serde_json::Map::new(), json_map),
             jinja_lstrip_blocks: r.get("jinja_lstrip_blocks", false, boolean),
             jinja_trim_blocks: r.get("jinja_trim_blocks", false, boolean),
+            master_tops: r.get("master_tops", None, crate::ext_pillar::master_tops),
             gitfs: GitfsConfig::read(r),
             git_pillar: GitPillarConfig::read(r),
         }

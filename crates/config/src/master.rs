@@ -323,7 +323,6 @@ impl crate::load::Role for MasterConfig {
             r.ignore(key);
         }
         crate::salt3008::read_master(r);
-        r.get("master_tops", (), crate::ext_pillar::master_tops);
 
         with_shared!(
             Shared::read(r),
@@ -483,13 +482,6 @@ fn extra_docs() -> Vec<OptionDoc> {
             name: "master_key_sign_name",
             default: "-",
             doc: "Not a Salt option: accepted as `master_sign_key_name` with a warning.".to_owned(),
-        },
-        OptionDoc {
-            name: "master_tops",
-            default: "{}",
-            doc: "Not implemented: any `master_tops` module (`ext_nodes`, `reclass`, ...) stops \
-                  the master at start, naming it."
-                .to_owned(),
         },
         OptionDoc {
             name: "include",

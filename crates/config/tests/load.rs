@@ -715,10 +715,16 @@ fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("malformed"), "{err}");
-    let err = MasterConfig::from_yaml_str("master_tops:\n  ext_nodes: cobbler-ext-nodes\n", &o)
+    let err = MasterConfig::from_yaml_str("master_tops:\n  reclass: {}\n", &o)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("master_tops module(s) `ext_nodes`"), "{err}");
+    assert!(err.contains("master_tops module(s) `reclass`"), "{err}");
+    let tops =
+        MasterConfig::from_yaml_str("master_tops:\n  ext_nodes: cobbler-ext-nodes\n", &o).unwrap();
+    assert_eq!(
+        tops.config.fileserver.master_tops.as_deref(),
+        Some("cobbler-ext-nodes")
+    );
     let ok = MasterConfig::from_yaml_str(
         "ext_pillar:\n  - cmd_yaml: [cat /x]\next_pillar_first: True\nmaster_tops: {}\n",
         &o,
