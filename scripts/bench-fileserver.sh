@@ -28,15 +28,8 @@ else
     cargo build --release --quiet -p salt-master -p salt-examples --bin fsbench --bin salt-master
     BIN=$PWD/target/release
 fi
-T=$(mktemp -d /tmp/salt-fsbench.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
-    sleep 2
-    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
+. scripts/bench-master-lib.sh
+bench_init fsbench
 
 # The tree: 1,000 files of 1-8 KiB in 20 directories, and big.bin (100 MiB).
 python3 - "$T/srv" <<'PY'
@@ -60,36 +53,10 @@ with open(os.path.join(os.path.dirname(root), "files.txt"), "w") as f:
 PY
 
 conf() { # dir pub ret
-    mkdir -p "$1/conf"
-    cat > "$1/conf/master" <<CONF
-id: fsbench_master
-interface: 127.0.0.1
-publish_port: $2
-ret_port: $3
-root_dir: $1
-pki_dir: $1/pki
-cachedir: $1/cache
-sock_dir: $1/sock
-pidfile: $1/master.pid
-log_file: $1/master.log
-log_level: warning
-user: $(id -un)
-auto_accept: True
-worker_threads: $WORKERS
+    bench_conf "$1" fsbench_master "$2" "$3" <<CONF
 file_roots:
   base: [$T/srv]
 CONF
-}
-
-start() { # name bin dir ret ready-pattern
-    setsid "$2" -c "$3/conf" -l warning >"$3.out" 2>&1 &
-    PIDS+=($!)
-    local i=0
-    until (exec 3<>"/dev/tcp/127.0.0.1/$4") 2>/dev/null; do
-        i=$((i + 1)); [ $i -lt 240 ] || { echo "$1 did not start"; tail "$3.out"; exit 1; }
-        sleep 0.5
-    done
-    sleep "${6:-1}"
 }
 
 # CPU seconds (user + system) used so far by every process of a process group: the master's
@@ -137,11 +104,11 @@ PY
 # Salt, ...), so a change in the other sessions' load hits both alike; the medians are
 # reported. The master not being driven is idle.
 conf "$T/ours" 35505 35506
-start ours "$BIN/salt-master" "$T/ours" 35506
+bench_start ours "$BIN/salt-master" "$T/ours" 35506
 HAVE_SALT=
 if [ -z "${BENCH_SKIP_SALT:-}" ] && [ -x "$VENV/bin/salt-master" ]; then
     conf "$T/salt" 36505 36506
-    start salt "$VENV/bin/salt-master" "$T/salt" 36506 "" 15
+    bench_start salt "$VENV/bin/salt-master" "$T/salt" 36506 15
     HAVE_SALT=1
 fi
 : >"$T/rounds"

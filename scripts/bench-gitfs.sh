@@ -29,15 +29,10 @@ if [ ! -f "$GITPY/git/__init__.py" ]; then
     "$VENV/bin/pip" install -q --target "$GITPY" GitPython >/dev/null 2>&1 || true
 fi
 [ -f "$GITPY/git/__init__.py" ] || { echo "GitPython not installable into $GITPY"; exit 1; }
-T=$(mktemp -d /tmp/salt-gitfsbench.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
-    sleep 2
-    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
+. scripts/bench-master-lib.sh
+bench_init gitfsbench
+# Salt's master and salt-run find GitPython here (harmless to ours).
+export PYTHONPATH=$GITPY
 export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b \
     GIT_COMMITTER_EMAIL=b@example.com
 
@@ -71,22 +66,7 @@ for w in "$T"/work/r*; do
 done
 
 conf() { # dir pub ret
-    mkdir -p "$1/conf"
-    cat > "$1/conf/master" <<CONF
-id: gitfsbench_master
-interface: 127.0.0.1
-publish_port: $2
-ret_port: $3
-root_dir: $1
-pki_dir: $1/pki
-cachedir: $1/cache
-sock_dir: $1/sock
-pidfile: $1/master.pid
-log_file: $1/master.log
-log_level: warning
-user: $(id -un)
-auto_accept: True
-worker_threads: $WORKERS
+    bench_conf "$1" gitfsbench_master "$2" "$3" <<CONF
 fileserver_backend: [gitfs]
 gitfs_update_interval: 86400
 gitfs_remotes:
@@ -94,29 +74,18 @@ $REMOTES
 CONF
 }
 
-start() { # name bin dir ret settle
-    setsid env PYTHONPATH="$GITPY" "$2" -c "$3/conf" -l warning >"$3.out" 2>&1 &
-    PIDS+=($!)
-    local i=0
-    until (exec 3<>"/dev/tcp/127.0.0.1/$4") 2>/dev/null; do
-        i=$((i + 1)); [ $i -lt 240 ] || { echo "$1 did not start"; tail "$3.out"; exit 1; }
-        sleep 0.5
-    done
-    sleep "$5"
-}
-
 update() { # run-bin dir → seconds
     local t0 t1
     t0=$(date +%s.%N)
-    PYTHONPATH="$GITPY" "$1" -c "$2/conf" fileserver.update --out json >"$2.update" 2>&1
+    "$1" -c "$2/conf" fileserver.update --out json >"$2.update" 2>&1
     t1=$(date +%s.%N)
     python3 -c "print(round($t1 - $t0, 3))"
 }
 
 conf "$T/ours" 37505 37506
-start ours "$BIN/salt-master" "$T/ours" 37506 1
+bench_start ours "$BIN/salt-master" "$T/ours" 37506 1
 conf "$T/salt" 38505 38506
-start salt "$VENV/bin/salt-master" "$T/salt" 38506 15
+bench_start salt "$VENV/bin/salt-master" "$T/salt" 38506 15
 # The first fetch (clone) of every remote, not measured.
 update "$BIN/salt-run" "$T/ours" >/dev/null
 update "$VENV/bin/salt-run" "$T/salt" >/dev/null

@@ -25,6 +25,7 @@ pub mod config;
 pub mod e2e_support;
 pub mod error;
 pub mod fleet;
+pub mod git_support;
 pub mod interop_support;
 pub mod keys;
 pub mod lab;

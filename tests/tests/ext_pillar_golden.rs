@@ -175,3 +175,75 @@ fn a_module_called_wrongly_leaves_errors_and_bad_output_nothing() {
     assert_eq!(p["_errors"].as_array().map(Vec::len), Some(3), "{p:#}");
     assert_eq!(p["owner"], "top");
 }
+
+/// `python3 -m http.server` on loopback serving `dir`, stopped when dropped.
+struct HttpServer(std::process::Child);
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn http_json_and_http_yaml_from_a_loopback_server() {
+    let _guard = serial();
+    let root = TempRoot::new().unwrap();
+    let www = root.path().join("www");
+    std::fs::create_dir_all(www.join("pym1")).unwrap();
+    std::fs::write(
+        www.join("pym1.json"),
+        "{\"app\": {\"port\": 9090}, \"list\": [\"http\"], \"n\": 1.5}",
+    )
+    .unwrap();
+    std::fs::write(
+        www.join("pym1/data.yaml"),
+        "owner: http-yaml\nflags: {a: yes, mode: 0700}\n",
+    )
+    .unwrap();
+    let port = salt_integration_tests::free_port().unwrap();
+    let server = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .arg("--directory")
+        .arg(&www)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Ok(server) = server else {
+        let _: Option<()> = salt_integration_tests::require(Err(
+            salt_integration_tests::Missing::new("ext_pillar_golden: no python3 for http.server"),
+        ));
+        return;
+    };
+    let _server = HttpServer(server);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "http.server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let conf = format!(
+        "ext_pillar:\n  - http_json: {{url: 'http://127.0.0.1:{port}/%s.json', namespace: web}}\n\
+         \x20 - http_json: 'http://127.0.0.1:{port}/%s.json'\n\
+         \x20 - http_yaml: ['http://127.0.0.1:{port}/<id>/data.yaml', True]\n\
+         \x20 - http_json: 'http://127.0.0.1:{port}/missing.json'\n\
+         \x20 - http_yaml: [a, b, c, d, e, f, g, h]\n\
+         \x20 - http_json: {{nourl: x}}\n"
+    );
+    let Some(p) = compare("http_json, http_yaml", &conf) else {
+        return;
+    };
+    assert_eq!(p["web"]["app"]["port"], 9090, "{p:#}");
+    assert_eq!(p["app"]["port"], 9090, "{p:#}");
+    assert_eq!(p["owner"], "http-yaml", "{p:#}");
+    assert_eq!(p["_errors"].as_array().map(Vec::len), Some(2), "{p:#}");
+}

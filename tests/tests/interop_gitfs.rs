@@ -15,7 +15,6 @@
 //! venv or GitPython fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -23,9 +22,7 @@ use std::time::{Duration, Instant};
 use salt_integration_tests::interop_support::{
     Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
 };
-use salt_integration_tests::{
-    MasterConf, MinionConf, SaltVenv, TempRoot, Yaml, bins, free_port_pair, workspace_root,
-};
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use serde_json::{Value, json};
 
 const VERSION: &str = "3007.17";
@@ -37,76 +34,8 @@ fn missing(what: &str) {
     )));
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(["-c", "init.defaultBranch=master", "-c", "tag.gpgSign=false"])
-        .args(["-c", "commit.gpgSign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn write(root: &Path, rel: &str, data: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, data).unwrap();
-}
-
-/// GitPython for Salt's master: a `--target` directory the master gets on `PYTHONPATH`.
-fn gitpython(venv: &SaltVenv) -> Option<PathBuf> {
-    let dir = workspace_root().join("target/gitfs-gitpython");
-    if dir.join("git/__init__.py").is_file() {
-        return Some(dir);
-    }
-    let out = Command::new(venv.bin("pip"))
-        .args(["install", "-q", "--target"])
-        .arg(&dir)
-        .arg("GitPython")
-        .output()
-        .ok()?;
-    dir.join("git/__init__.py")
-        .is_file()
-        .then_some(dir)
-        .or_else(|| {
-            eprintln!("pip: {}", String::from_utf8_lossy(&out.stderr));
-            None
-        })
-}
-
-/// A venv-shaped directory whose `bin/*` run the real venv's with GitPython importable.
-fn venv_with(venv: &SaltVenv, extra: &Path, at: &Path) -> SaltVenv {
-    let bin = at.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for name in [
-        "salt-master",
-        "salt-minion",
-        "salt",
-        "salt-run",
-        "salt-key",
-        "salt-call",
-        "python",
-    ] {
-        let p = bin.join(name);
-        std::fs::write(
-            &p,
-            format!(
-                "#!/bin/sh\nPYTHONPATH='{}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{}' \"$@\"\n",
-                extra.display(),
-                venv.bin(name).display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    SaltVenv::at(at).unwrap()
-}
+use salt_integration_tests::git_support::{gitpython, venv_with};
+use salt_testkit::{git, write_file as write};
 
 /// The repositories: `states.git` (branches `master` and `dev`, tag `v1`, a symlink) and
 /// `other.git` (its files under `salt/`, served at `mnt/`).

@@ -4,14 +4,14 @@
 //! a list of positional arguments or a mapping of keyword arguments), run in order after
 //! (or, with `ext_pillar_first`, before) the top-file pillar. A module Salt has and salt-rs
 //! does not is refused at start by name: a site's pillar must not silently go empty.
-//! `master_tops` modules are all refused the same way (none is implemented yet).
+//! `master_tops`: `ext_nodes` only; any other module is refused the same way.
 
 use crate::node::{Kind, Node};
 use crate::types::invalid;
 use crate::{Problem, reader::string_list};
 
 /// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
-pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml"];
+pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml", "git", "http_json", "http_yaml"];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +20,8 @@ pub struct ExtPillar {
     pub module: String,
     /// The argument: a string, a list (positional) or a mapping (keyword arguments).
     pub arg: serde_json::Value,
+    /// For `git` (git_pillar): its remotes, read and checked.
+    pub git: Vec<crate::GitPillarRemote>,
 }
 
 /// Reads `ext_pillar`: a list of one-key mappings naming implemented modules.
@@ -48,12 +50,31 @@ pub(crate) fn ext_pillar_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
         let (name, arg) = &entries[0];
         let module = name.key_string();
         check_module(&module)?;
+        let git = if module == "git" {
+            crate::fileserver::git_pillar_remotes(arg)?
+        } else {
+            Vec::new()
+        };
         out.push(ExtPillar {
             module,
             arg: arg.to_json(),
+            git,
         });
     }
     Ok(out)
+}
+
+/// `ext_pillar` of a masterless minion: as the master's, but git_pillar is refused (the
+/// minion has no fetcher for it).
+pub(crate) fn masterless_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
+    let list = ext_pillar_list(node)?;
+    if list.iter().any(|e| e.module == "git") {
+        return Err(invalid(
+            "git",
+            "ext_pillar module `git` (git_pillar) on a masterless minion is not implemented by              salt-rs (the master's is); refusing to start rather than serve a pillar without it",
+        ));
+    }
+    Ok(list)
 }
 
 /// Refuses, by name, an `ext_pillar` module salt-rs does not implement.
@@ -63,9 +84,8 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
     }
     let what = match module {
         "cmd_yamlex" => "the yamlex renderer is not implemented by salt-rs",
-        "git" => "git_pillar is not implemented by salt-rs yet",
         "stack" => "pillar_stack is not implemented by salt-rs yet",
-        "file_tree" | "http_json" | "http_yaml" | "postgres" => "not implemented by salt-rs yet",
+        "file_tree" | "postgres" => "not implemented by salt-rs yet",
         _ => "not implemented by salt-rs",
     };
     Err(Problem::Invalid {
@@ -83,20 +103,27 @@ pub(crate) fn on_demand(node: &Node) -> Result<Vec<String>, Problem> {
     string_list(node)
 }
 
-/// Reads `master_tops`: every module is refused by name (none is implemented).
-pub(crate) fn master_tops(node: &Node) -> Result<(), Problem> {
+/// Reads `master_tops`: `ext_nodes: <command>` (its command); any other module is refused by
+/// name.
+pub(crate) fn master_tops(node: &Node) -> Result<Option<String>, Problem> {
     match &node.kind {
-        Kind::Map(entries) if entries.is_empty() => Ok(()),
+        Kind::Map(entries) if entries.is_empty() => Ok(None),
         Kind::Map(entries) => {
             let names: Vec<String> = entries.iter().map(|(k, _)| k.key_string()).collect();
-            Err(Problem::Invalid {
-                value: names.join(", "),
-                reason: format!(
-                    "master_tops module(s) `{}` not implemented by salt-rs; refusing to start \
-                     rather than serve a highstate without them",
-                    names.join("`, `")
-                ),
-            })
+            let others: Vec<&String> = names.iter().filter(|n| *n != "ext_nodes").collect();
+            if !others.is_empty() {
+                let list: Vec<&str> = others.iter().map(|s| s.as_str()).collect();
+                return Err(Problem::Invalid {
+                    value: list.join(", "),
+                    reason: format!(
+                        "master_tops module(s) `{}` not implemented by salt-rs (implemented: \
+                         ext_nodes); refusing to start rather than serve a highstate without \
+                         them",
+                        list.join("`, `")
+                    ),
+                });
+            }
+            crate::reader::string(&entries[0].1).map(Some)
         }
         _ => Err(invalid(
             &node.describe(),

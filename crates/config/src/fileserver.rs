@@ -1,6 +1,7 @@
 //! `FileServerConfig`: the master's file server and state options (the `roots` backend and
 //! what `_master_opts` hands to a minion's HighState), with Salt 3007's defaults.
 
+mod git_pillar;
 mod gitfs;
 
 use std::collections::BTreeMap;
@@ -13,6 +14,8 @@ use crate::reader::{
 use crate::salt_options;
 use crate::types::invalid;
 
+pub(crate) use git_pillar::remotes as git_pillar_remotes;
+pub use git_pillar::{GIT_PILLAR_PARAMS, GitPillarConfig, GitPillarRemote};
 pub use gitfs::{GitfsConfig, GitfsRemote, GitfsSaltenv};
 
 /// Default `file_buffer_size` of the master (1 MiB).
@@ -131,10 +134,17 @@ salt_options! {
         /// Jinja `trim_blocks` (`_master_opts`).
         #[salt_default = "False"]
         pub jinja_trim_blocks: bool,
+        /// `master_tops`: only `ext_nodes: <command>` (run as `<command> <minion id>`, its
+        /// YAML's `classes` and `environment` answered to `_master_tops`); any other module
+        /// stops the master at start by name.
+        #[salt_default = "{}"]
+        pub master_tops: Option<String>,
     }
     nested {
         /// The `gitfs` backend's options (`gitfs_*`).
         pub gitfs: GitfsConfig,
+        /// The git external pillar's options (`git_pillar_*`).
+        pub git_pillar: GitPillarConfig,
     }
 }
 
@@ -143,6 +153,7 @@ impl FileServerConfig {
     pub(crate) fn option_docs() -> Vec<crate::OptionDoc> {
         let mut docs = Self::field_docs();
         docs.extend(GitfsConfig::option_docs());
+        docs.extend(GitPillarConfig::option_docs());
         docs
     }
 
@@ -224,7 +235,9 @@ impl FileServerConfig {
             jinja_sls_env: r.get("jinja_sls_env", serde_json::Map::new(), json_map),
             jinja_lstrip_blocks: r.get("jinja_lstrip_blocks", false, boolean),
             jinja_trim_blocks: r.get("jinja_trim_blocks", false, boolean),
+            master_tops: r.get("master_tops", None, crate::ext_pillar::master_tops),
             gitfs: GitfsConfig::read(r),
+            git_pillar: GitPillarConfig::read(r),
         }
     }
 }

@@ -49,8 +49,8 @@ pub use error::{ConfigError, ConfigErrors, Problem};
 pub use event_bus::{EventBusFraming, IpcMode};
 pub use ext_pillar::{EXT_PILLAR_MODULES, ExtPillar, check_module as check_ext_pillar_module};
 pub use fileserver::{
-    DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, GitfsConfig, GitfsRemote, GitfsSaltenv,
-    TopMergingStrategy,
+    DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, GIT_PILLAR_PARAMS, GitPillarConfig,
+    GitPillarRemote, GitfsConfig, GitfsRemote, GitfsSaltenv, TopMergingStrategy,
 };
 pub use master::MasterConfig;
 pub use minion::MinionConfig;

@@ -269,7 +269,8 @@ salt_options! {
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
         /// External pillars, in order: `{module: argument}` items (implemented: `cmd_json`,
-        /// `cmd_yaml`; any other module stops the master at start by name). docs/pillar.md.
+        /// `cmd_yaml`, `git`, `http_json`, `http_yaml`; any other module stops the master at
+        /// start by name). docs/pillar.md.
         #[salt_default = "[]"]
         pub ext_pillar: Vec<crate::ExtPillar>,
         /// Run `ext_pillar` before the top-file pillar (which then overrides it).
@@ -326,7 +327,6 @@ impl crate::load::Role for MasterConfig {
             r.ignore(key);
         }
         crate::salt3008::read_master(r);
-        r.get("master_tops", (), crate::ext_pillar::master_tops);
 
         with_shared!(
             Shared::read(r),
@@ -488,13 +488,6 @@ fn extra_docs() -> Vec<OptionDoc> {
             name: "master_key_sign_name",
             default: "-",
             doc: "Not a Salt option: accepted as `master_sign_key_name` with a warning.".to_owned(),
-        },
-        OptionDoc {
-            name: "master_tops",
-            default: "{}",
-            doc: "Not implemented: any `master_tops` module (`ext_nodes`, `reclass`, ...) stops \
-                  the master at start, naming it."
-                .to_owned(),
         },
         OptionDoc {
             name: "include",

@@ -279,7 +279,7 @@ impl crate::load::Role for MinionConfig {
         crate::salt3008::read_minion(r);
         // Read by the masterless pillar (crates/pillar) from the opts; checked here so that
         // an ext_pillar module salt-rs lacks stops the minion at start, by name.
-        r.get("ext_pillar", Vec::new(), crate::ext_pillar::ext_pillar_list);
+        r.get("ext_pillar", Vec::new(), crate::ext_pillar::masterless_list);
         r.get("ext_pillar_first", false, boolean);
         r.get(
             "on_demand_ext_pillar",
@@ -463,7 +463,8 @@ fn extra_docs() -> Vec<OptionDoc> {
             "ext_pillar",
             "[]",
             "Masterless (`file_client: local`) external pillars, as the master's \
-             (`cmd_json`, `cmd_yaml`; any other module stops the minion at start by name).",
+             (`cmd_json`, `cmd_yaml`, `http_json`, `http_yaml`; `git` and any other module \
+             stop the minion at start by name).",
         ),
         doc(
             "ext_pillar_first",

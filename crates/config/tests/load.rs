@@ -690,7 +690,15 @@ fn security_options_we_lack_are_errors_unless_they_ask_for_nothing() {
 #[test]
 fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
     let o = opts(Path::new("/nonexistent"));
-    for module in ["git", "postgres", "stack", "cmd_yamlex", "mongo"] {
+    // git_pillar: the master's only; a masterless minion refuses it by name.
+    let text = "ext_pillar:\n  - git: ['master file:///x.git']\n";
+    let git = MasterConfig::from_yaml_str(text, &o).unwrap();
+    assert_eq!(git.config.ext_pillar[0].git[0].branch, "master");
+    let err = MinionConfig::from_yaml_str(text, &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ext_pillar module `git`"), "{err}");
+    for module in ["postgres", "stack", "cmd_yamlex", "mongo"] {
         let text = format!("ext_pillar:\n  - cmd_json: echo {{}}\n  - {module}: x\n");
         let err = MasterConfig::from_yaml_str(&text, &o)
             .unwrap_err()
@@ -711,10 +719,16 @@ fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("malformed"), "{err}");
-    let err = MasterConfig::from_yaml_str("master_tops:\n  ext_nodes: cobbler-ext-nodes\n", &o)
+    let err = MasterConfig::from_yaml_str("master_tops:\n  reclass: {}\n", &o)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("master_tops module(s) `ext_nodes`"), "{err}");
+    assert!(err.contains("master_tops module(s) `reclass`"), "{err}");
+    let tops =
+        MasterConfig::from_yaml_str("master_tops:\n  ext_nodes: cobbler-ext-nodes\n", &o).unwrap();
+    assert_eq!(
+        tops.config.fileserver.master_tops.as_deref(),
+        Some("cobbler-ext-nodes")
+    );
     let ok = MasterConfig::from_yaml_str(
         "ext_pillar:\n  - cmd_yaml: [cat /x]\next_pillar_first: True\nmaster_tops: {}\n",
         &o,

@@ -85,7 +85,7 @@ impl FileServer {
             FileLoad::MasterOpts { env_only } => {
                 opts::master_opts(&self.cfg, &self.envs(), env_only)
             }
-            FileLoad::MasterTops => Value::Map(vec![]),
+            FileLoad::MasterTops => self.master_tops(id),
             FileLoad::Recv(r) => Value::Boolean(self.file_recv(&r, id)),
         }
     }

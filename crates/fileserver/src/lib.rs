@@ -17,7 +17,7 @@
 //! | `_file_hash_and_stat` | `[{hash_type, hsum}, stat]` or `["", None]` |
 //! | `_serve_file` | `{data, dest[, gzip]}`: `file_buffer_size` bytes from `loc` |
 //! | `_master_opts` | the options HighState reads |
-//! | `_master_tops` | `{}` (no `master_tops` support) |
+//! | `_master_tops` | `master_tops: {ext_nodes: ...}`'s `{env: [classes]}`, else `{}` |
 //! | `_file_recv` | `True`/`False` (`cp.push`, with `file_recv: True`) |
 //!
 //! Listings come from an in-memory [`index::EnvIndex`] per environment, dropped when a
@@ -38,6 +38,7 @@ mod opts;
 pub mod paths;
 mod recv;
 mod serve;
+mod tops;
 mod watch;
 
 use std::collections::HashMap;
@@ -202,8 +203,16 @@ impl FileServer {
             FileLoad::MasterOpts { env_only } => {
                 opts::master_opts(&self.cfg, &self.envs(), env_only)
             }
-            FileLoad::MasterTops => Value::Map(vec![]),
+            FileLoad::MasterTops => self.master_tops(id),
             FileLoad::Recv(r) => Value::Boolean(self.file_recv(&r, id)),
+        }
+    }
+
+    /// `_master_tops` for minion `id`: `master_tops: {ext_nodes: ...}`'s answer, else `{}`.
+    pub fn master_tops(&self, id: &str) -> Value {
+        match &self.cfg.master_tops {
+            Some(cmd) => tops::ext_nodes(cmd, id),
+            None => Value::Map(vec![]),
         }
     }
 

@@ -11,27 +11,7 @@ use salt_config::{LoadOptions, MasterConfig};
 use salt_fileserver::FileServer;
 use salt_proto::Value;
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(["-c", "init.defaultBranch=master", "-c", "tag.gpgSign=false"])
-        .args(["-c", "commit.gpgSign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn write(root: &Path, rel: &str, data: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, data).unwrap();
-}
+use salt_testkit::{git, write_file as write};
 
 fn have_git() -> bool {
     let ok = Command::new("git").arg("--version").output().is_ok();

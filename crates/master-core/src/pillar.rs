@@ -26,7 +26,13 @@ pub fn answer(
         pillar_override: load.pillar_override.clone(),
         ext: load.ext.clone(),
     };
-    let pillar = salt_pillar::compile(&salt_pillar::Options::from(&shared.cfg), &req);
+    let mut opts = salt_pillar::Options::from(&shared.cfg);
+    opts.git_pillars = shared
+        .git_pillars
+        .iter()
+        .map(|g| g.clone() as std::sync::Arc<dyn salt_pillar::GitPillarSource>)
+        .collect();
+    let pillar = salt_pillar::compile(&opts, &req);
     if shared.cfg.minion_data_cache {
         let data = Value::Map(vec![
             (Value::from("grains"), req.grains),

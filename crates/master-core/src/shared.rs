@@ -65,6 +65,8 @@ pub struct Shared {
     pub(crate) reactor: Arc<crate::reactor::Reactors>,
     /// The Salt Resources minions manage (`_register_resources`, `minions/resources.rs`).
     pub(crate) resources: crate::minions::resources::Resources,
+    /// The checkouts of each `git` item of `ext_pillar`, in order (git_pillar).
+    pub git_pillars: Vec<Arc<salt_fileserver::gitfs::GitPillar>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -73,6 +75,23 @@ impl std::fmt::Debug for Shared {
             .field("keys", &self.keys)
             .finish_non_exhaustive()
     }
+}
+
+/// Starts git_pillar (fetching in the background) for each `git` item of `ext_pillar`.
+fn git_pillars(cfg: &MasterConfig) -> Vec<Arc<salt_fileserver::gitfs::GitPillar>> {
+    let hash_type = cfg.hash_type.as_str().parse().unwrap_or_default();
+    cfg.ext_pillar
+        .iter()
+        .filter(|e| e.module == "git")
+        .map(|e| {
+            Arc::new(salt_fileserver::gitfs::GitPillar::start(
+                &e.git,
+                &cfg.fileserver.git_pillar,
+                cfg.cachedir.join("git_pillar"),
+                hash_type,
+            ))
+        })
+        .collect()
 }
 
 impl Shared {
@@ -125,6 +144,7 @@ impl Shared {
             ),
             reactor: Arc::new(crate::reactor::Reactors::new(&cfg.reactor)),
             resources: crate::minions::resources::Resources::open(&cfg.cachedir),
+            git_pillars: git_pillars(&cfg),
             store,
             keys,
             cfg,

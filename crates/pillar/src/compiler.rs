@@ -67,13 +67,19 @@ pub fn compile(cfg: &Options, req: &Request) -> Value {
     let mut pillar = if cfg.ext_pillar_first {
         // Salt's `ext_pillar(self.pillar_override)`: the external pillar first, then the top
         // file matched and rendered with it as `pillar`, and merged over it.
-        let ext = crate::ext::run(cfg, req, c.override_map(), &mut ext_errors);
+        let ext = crate::ext::run(
+            cfg,
+            req,
+            c.pillarenv.as_deref(),
+            c.override_map(),
+            &mut ext_errors,
+        );
         c.pillar = ext.clone();
         let rendered = c.render_top(&top);
         c.merge(ext, rendered)
     } else {
         let rendered = c.render_top(&top);
-        crate::ext::run(cfg, req, rendered, &mut ext_errors)
+        crate::ext::run(cfg, req, c.pillarenv.as_deref(), rendered, &mut ext_errors)
     };
     let mut errors = std::mem::take(&mut c.errors);
     if cfg.ext_pillar_first {

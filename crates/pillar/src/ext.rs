@@ -17,6 +17,7 @@ use crate::{Options, Request};
 pub(crate) fn run(
     cfg: &Options,
     req: &Request,
+    pillarenv: Option<&str>,
     mut pillar: Value,
     errors: &mut Vec<String>,
 ) -> Value {
@@ -27,8 +28,24 @@ pub(crate) fn run(
     if let Some(ov) = override_map {
         pillar = cfg.merge(pillar, ov);
     }
-    for (module, arg) in cfg.ext_pillar.iter().chain(on_demand(cfg, req).iter()) {
-        let ext = match call(module, &req.id, arg) {
+    let configured = cfg.ext_pillar.len();
+    let mut gits = cfg.git_pillars.iter();
+    for (i, (module, arg)) in cfg
+        .ext_pillar
+        .iter()
+        .chain(on_demand(cfg, req).iter())
+        .enumerate()
+    {
+        let ext = if module == "git" {
+            // The checkouts of the i-th configured item; on demand, none (Salt would fetch).
+            match gits.next().filter(|_| i < configured) {
+                Some(src) => Ok(crate::git::ext_pillar(cfg, req, pillarenv, src.as_ref())),
+                None => Err("git_pillar on demand is not implemented by salt-rs".to_owned()),
+            }
+        } else {
+            call(module, req, arg)
+        };
+        let ext = match ext {
             Ok(v) => v,
             Err(e) => {
                 let msg = format!("Failed to load ext_pillar {module}: {e}");
@@ -94,7 +111,13 @@ fn on_demand(cfg: &Options, req: &Request) -> Vec<(String, Value)> {
 }
 
 /// Calls one module (`ext_pillar(minion_id, pillar, command)`) with its configured argument.
-fn call(module: &str, id: &str, arg: &Value) -> Result<Value, String> {
+fn call(module: &str, req: &Request, arg: &Value) -> Result<Value, String> {
+    let id = &req.id;
+    match module {
+        "http_json" => return crate::http::ext_pillar(req, arg, false),
+        "http_yaml" => return crate::http::ext_pillar(req, arg, true),
+        _ => {}
+    }
     let command = bind_command(arg)?;
     let Some(command) = command.as_str() else {
         tracing::error!("ext_pillar {module}: command {command} is not a string");
@@ -112,42 +135,76 @@ fn call(module: &str, id: &str, arg: &Value) -> Result<Value, String> {
     })
 }
 
-/// Binds the argument to the `command` parameter the way Python calls
-/// `ext_pillar(minion_id, pillar, *list)` / `(**mapping)` / `(value)`; a mismatch is
-/// Python's `TypeError` text.
+/// Binds the argument to the `command` parameter (`ext_pillar(minion_id, pillar, command)`).
 fn bind_command(arg: &Value) -> Result<Value, String> {
-    const MISSING: &str = "ext_pillar() missing 1 required positional argument: 'command'";
+    let mut a = bind(arg, &["command"], 1)?;
+    Ok(a.remove(0).unwrap_or(Value::Nil))
+}
+
+/// Binds a module's argument to its parameters after `minion_id, pillar` (the first
+/// `required` of them required) the way Python calls `ext_pillar(minion_id, pillar, *list)` /
+/// `(**mapping)` / `(value)`; a mismatch is Python's `TypeError` text.
+pub(crate) fn bind(
+    arg: &Value,
+    params: &[&str],
+    required: usize,
+) -> Result<Vec<Option<Value>>, String> {
+    let mut out: Vec<Option<Value>> = vec![None; params.len()];
     match arg {
-        Value::Array(a) => match a.len() {
-            0 => Err(MISSING.to_owned()),
-            1 => Ok(a[0].clone()),
-            n => Err(format!(
-                "ext_pillar() takes 3 positional arguments but {} were given",
-                n + 2
-            )),
-        },
+        Value::Array(a) => {
+            if a.len() > params.len() {
+                let takes = if required == params.len() {
+                    format!("{}", params.len() + 2)
+                } else {
+                    format!("from {} to {}", required + 2, params.len() + 2)
+                };
+                return Err(format!(
+                    "ext_pillar() takes {takes} positional arguments but {} were given",
+                    a.len() + 2
+                ));
+            }
+            for (slot, v) in out.iter_mut().zip(a) {
+                *slot = Some(v.clone());
+            }
+        }
         Value::Map(m) => {
-            let mut command = None;
             for (k, v) in m {
                 let k = salt_compat::py_str(k);
-                match k.as_str() {
-                    "command" => command = Some(v.clone()),
-                    "minion_id" | "pillar" => {
+                match params.iter().position(|p| *p == k) {
+                    Some(i) => out[i] = Some(v.clone()),
+                    None if k == "minion_id" || k == "pillar" => {
                         return Err(format!(
                             "ext_pillar() got multiple values for argument '{k}'"
                         ));
                     }
-                    _ => {
+                    None => {
                         return Err(format!(
                             "ext_pillar() got an unexpected keyword argument '{k}'"
                         ));
                     }
                 }
             }
-            command.ok_or_else(|| MISSING.to_owned())
         }
-        other => Ok(other.clone()),
+        other => out[0] = Some(other.clone()),
     }
+    let missing: Vec<String> = params[..required]
+        .iter()
+        .zip(&out)
+        .filter(|(_, v)| v.is_none())
+        .map(|(p, _)| format!("'{p}'"))
+        .collect();
+    if !missing.is_empty() {
+        let list = match missing.len() {
+            1 => missing[0].clone(),
+            n => format!("{} and {}", missing[..n - 1].join(", "), missing[n - 1]),
+        };
+        return Err(format!(
+            "ext_pillar() missing {} required positional argument{}: {list}",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(out)
 }
 
 /// `cmd_json`: `cmd.run` without a shell (the command split as `shlex.split`), its stdout
@@ -237,7 +294,7 @@ fn run_stdout(mut cmd: Command) -> Result<String, String> {
 }
 
 /// Python truthiness of a returned value.
-fn truthy(v: &Value) -> bool {
+pub(crate) fn truthy(v: &Value) -> bool {
     match v {
         Value::Nil => false,
         Value::Boolean(b) => *b,

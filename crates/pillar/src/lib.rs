@@ -9,11 +9,14 @@
 //!
 //! `ext_pillar` ([`ext`]): Salt runs the external pillars after the top-file pillar (or
 //! before it, `ext_pillar_first`) and merges their data with the same strategy, before
-//! `pillar_override`. The modules are `cmd_json` and `cmd_yaml`; the config loader refuses the
-//! others by name.
+//! `pillar_override`. The modules are `cmd_json`, `cmd_yaml`, `http_json`, `http_yaml`
+//! ([`http`]) and `git` ([`git`], the checkouts supplied by the master); the config loader
+//! refuses the others by name.
 
 mod compiler;
 mod ext;
+mod git;
+mod http;
 pub mod roots;
 
 use std::collections::BTreeMap;
@@ -21,6 +24,7 @@ use std::collections::BTreeMap;
 use rmpv::Value;
 
 pub use compiler::compile;
+pub use git::{GitPillarSource, PillarDir};
 
 /// What the minion sent in its `_pillar` load (or what `salt-call --local` knows).
 #[derive(Clone, Debug)]
@@ -64,6 +68,9 @@ pub struct Options {
     pub ext_pillar_first: bool,
     /// `on_demand_ext_pillar`.
     pub on_demand_ext_pillar: Vec<String>,
+    /// The checkouts of the `git` items of `ext_pillar`, in their order (the master's
+    /// salt-fileserver git_pillar; empty in masterless mode, which refuses `git`).
+    pub git_pillars: Vec<std::sync::Arc<dyn GitPillarSource>>,
 }
 
 impl Default for Options {
@@ -84,6 +91,7 @@ impl Default for Options {
             ext_pillar: Vec::new(),
             ext_pillar_first: false,
             on_demand_ext_pillar: vec!["libvirt".to_owned(), "virtkey".to_owned()],
+            git_pillars: Vec::new(),
         }
     }
 }
@@ -111,6 +119,7 @@ impl From<&salt_config::MasterConfig> for Options {
                 .collect(),
             ext_pillar_first: cfg.ext_pillar_first,
             on_demand_ext_pillar: cfg.on_demand_ext_pillar.clone(),
+            git_pillars: Vec::new(),
         }
     }
 }
@@ -182,6 +191,11 @@ impl Options {
                         let module = salt_compat::py_str(k);
                         salt_config::check_ext_pillar_module(&module)
                             .map_err(|e| format!("ext_pillar: {e}"))?;
+                        if module == "git" {
+                            return Err("ext_pillar: module `git` (git_pillar) on a masterless \
+                                        minion is not implemented by salt-rs"
+                                .to_owned());
+                        }
                         o.ext_pillar.push((module, v.clone()));
                     }
                 }

@@ -26,7 +26,7 @@ pub(crate) struct GitError {
 }
 
 impl GitError {
-    fn new(what: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(what: &str, detail: impl Into<String>) -> Self {
         Self {
             what: what.to_owned(),
             detail: detail.into(),
@@ -430,4 +430,78 @@ pub(crate) fn machine_id() -> String {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "no_machine_id_available".to_owned())
+}
+
+/// Writes the tree of `commit` under `dest` (created): `git archive` read by `tar -x`.
+pub(crate) fn export(dir: &Path, commit: &str, dest: &Path) -> Result<(), GitError> {
+    let archive = run(
+        dir,
+        &["archive", "--format=tar", commit],
+        None,
+        None,
+        LOCAL_TIMEOUT,
+    )?;
+    let fail = |e: String| GitError::new("archive", e);
+    std::fs::create_dir_all(dest).map_err(|e| fail(e.to_string()))?;
+    let mut child = Command::new("tar")
+        .args(["-x", "-f", "-", "-C"])
+        .arg(dest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail(format!("cannot run tar: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&archive)
+            .map_err(|e| fail(format!("tar: {e}")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| fail(format!("tar: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "tar: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// `cache.clear_git_lock <role>`: removes the `lock_types` lock files of the remotes whose URL
+/// matches the glob `remote` (all without one); (what was removed, what could not be).
+pub(crate) fn clear_locks<'a>(
+    role: &str,
+    remotes: impl Iterator<Item = &'a Remote>,
+    machine_id: &str,
+    remote: Option<&str>,
+    lock_types: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let remotes: Vec<&Remote> = remotes.collect();
+    let pattern = remote.map(salt_keystore::GlobList::single);
+    let mut cleared = Vec::new();
+    let mut errors = Vec::new();
+    for lock_type in lock_types {
+        for r in &remotes {
+            if let Some(p) = &pattern
+                && !p.as_ref().is_ok_and(|g| g.is_match(&r.url))
+            {
+                continue;
+            }
+            let path = lock_file(&r.work_dir, lock_type);
+            match std::fs::remove_file(&path) {
+                Ok(()) => cleared.push(format!(
+                    "Removed {lock_type} lock for {role} remote '{}' on machine_id '{}'",
+                    r.id, machine_id
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => errors.push(format!(
+                    "Unable to remove update lock for {} ({}): {e} ",
+                    r.url,
+                    path.display()
+                )),
+            }
+        }
+    }
+    (cleared, errors)
 }

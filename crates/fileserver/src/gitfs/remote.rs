@@ -167,6 +167,16 @@ impl Remote {
             .map(String::as_str)
     }
 
+    /// The branch or tag served as `base`.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// `all_saltenvs`, when set.
+    pub(crate) fn all_saltenvs(&self) -> Option<&str> {
+        self.all_saltenvs.as_deref()
+    }
+
     /// The branch, tag or commit `env` is served from (`None`: not served).
     pub(crate) fn ref_for(&self, env: &str) -> Option<String> {
         let per = self.per_saltenv(env, |c| c.git_ref.as_ref());

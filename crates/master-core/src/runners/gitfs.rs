@@ -53,6 +53,27 @@ pub(crate) fn update(shared: &Shared, a: &Args) -> Result<Value, String> {
     Ok(json!(true))
 }
 
+/// `git_pillar.update [branch=] [repo=]` (Salt's `salt/runners/git_pillar.py`): fetches the
+/// git_pillar remotes picked; per remote id, `true` (refs changed), `null` (unchanged) or
+/// `false` (the fetch failed), as Salt's GitPython provider answers. Blocking (fetches).
+pub(crate) fn git_pillar_update(shared: &Shared, a: &Args) -> Result<Value, String> {
+    let (branch, repo) = (a.text("branch"), a.text("repo"));
+    let mut ret = serde_json::Map::new();
+    for g in &shared.git_pillars {
+        for (id, result) in g.update(branch.as_deref(), repo.as_deref()) {
+            ret.insert(id, json!(result));
+        }
+    }
+    if ret.is_empty() {
+        return Err(if branch.is_some() || repo.is_some() {
+            "Specified git branch/repo not found in ext_pillar config".to_owned()
+        } else {
+            "No git_pillar remotes are configured".to_owned()
+        });
+    }
+    Ok(Value::Object(ret))
+}
+
 /// `cache.clear_git_lock <role> [remote=glob] [type=update,checkout,mountpoint]`.
 pub(crate) fn clear_git_lock(ctx: &Ctx, a: &Args) -> Result<Value, String> {
     let role = a.text("role").unwrap_or_default();
@@ -67,9 +88,19 @@ pub(crate) fn clear_git_lock(ctx: &Ctx, a: &Args) -> Result<Value, String> {
             Some(g) => g.clear_lock(a.text("remote").as_deref(), &types),
             None => (Vec::new(), Vec::new()),
         },
-        "git_pillar" | "winrepo" => {
+        "git_pillar" => {
+            let (mut cleared, mut errors) = (Vec::new(), Vec::new());
+            for g in &ctx.shared.git_pillars {
+                let (c, e) = g.clear_lock(a.text("remote").as_deref(), &types);
+                cleared.extend(c);
+                errors.extend(e);
+            }
+            (cleared, errors)
+        }
+        "winrepo" => {
             return Err(format!(
-                "cache.clear_git_lock: role {role:?} is not implemented by salt-rs (gitfs only)"
+                "cache.clear_git_lock: role {role:?} is not implemented by salt-rs (gitfs and \
+                 git_pillar only)"
             ));
         }
         _ => return Err(format!("Invalid role '{role}'")),

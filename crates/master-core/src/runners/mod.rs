@@ -190,6 +190,7 @@ const RUNNERS: &[Runner] = &[
     runner("resource.list_grains", &[], 0, false, &[]),
     runner("resource.refresh", &["minion"], 1, false, &[]),
     runner("cache.clear_git_lock", &["role", "remote"], 1, true, &[]),
+    runner("git_pillar.update", &["branch", "repo"], 0, false, &[]),
     runner(
         "fileserver.envs",
         &["backend", "sources"],
@@ -374,6 +375,12 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args),
         "resource.show_grains" | "resource.list_grains" | "resource.refresh" => {
             Ok(resource::call(ctx, fun, args))
+        }
+        "git_pillar.update" => {
+            let (shared, args) = (ctx.shared.clone(), args.clone());
+            tokio::task::spawn_blocking(move || gitfs::git_pillar_update(&shared, &args))
+                .await
+                .map_err(|e| format!("git_pillar.update: {e}"))?
         }
         "fileserver.update" => {
             let (shared, args) = (ctx.shared.clone(), args.clone());
