@@ -87,7 +87,10 @@ pub fn context(cli: &Cli, conf: Value) -> Result<ExecContext, String> {
                 .map(|h| h.trim().to_owned())
                 .unwrap_or_else(|_| "localhost".into())
         });
-    let grains = Arc::new(salt_minion_core::grains::collect(&id));
+    let master = salt_compat::map_get(&conf, "master")
+        .cloned()
+        .unwrap_or_else(|| Value::from("salt"));
+    let grains = Arc::new(salt_minion_core::grains::collect(&id, master));
     let local = Masterless::from_opts(&conf)?;
     let pillar = local.pillar(
         &id,
