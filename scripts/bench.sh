@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states group"
+SECTIONS="$PY_SECTIONS fileserver pillar states group formulas"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -57,6 +57,8 @@ section fileserver scripts/bench-fileserver.sh
 section pillar scripts/bench-pillar.sh
 section states scripts/bench-states.sh
 section group scripts/group-bench.sh
+# The ten training formulas of ../shared/formulas: state.apply test=True, time and peak RSS.
+section formulas env BENCH=1 SALT_CALL=target/release/salt-call scripts/formulas.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
 

@@ -104,4 +104,5 @@ CONF
 done
 echo "equal: $same of $total (Salt $version, salt-call --local)"
 [ "${KEEP:-}" = 1 ] && echo "work: $work"
-[ "$same" = "$total" ]
+# BENCH=1 (scripts/bench.sh) reports; otherwise the exit code says whether all were equal.
+[ "${BENCH:-}" = 1 ] || [ "$same" = "$total" ]
