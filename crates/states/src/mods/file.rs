@@ -217,7 +217,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = managed_ret(&name_v);
-    if let Some(refused) = super::file_args::refused(low) {
+    if let Some(refused) = super::file_args::refused(low, ctx.opts.test) {
         return fail(r, refused);
     }
     if !name.starts_with('/') {

@@ -146,9 +146,16 @@ pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Arguments Salt's `file.managed` reads only after its `test=True` return (the check of
+/// the new file): unused, hence not refused, under `test`.
+const APPLY_ONLY: &[&str] = &["check_cmd", "tmp_dir", "tmp_ext"];
+
 /// The first argument given that salt-rs does not honour, as the comment refusing it.
-pub fn refused(low: &Value) -> Option<String> {
+pub fn refused(low: &Value, test: bool) -> Option<String> {
     REFUSED.iter().find_map(|(arg, default)| {
+        if test && APPLY_ONLY.contains(arg) {
+            return None;
+        }
         let v = map_get(low, arg)?;
         (!default.matches(v)).then(|| {
             format!(
