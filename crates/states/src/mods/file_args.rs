@@ -148,7 +148,7 @@ pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
 
 /// Arguments Salt's `file.managed` reads only after its `test=True` return (the check of
 /// the new file): unused, hence not refused, under `test`.
-const APPLY_ONLY: &[&str] = &["check_cmd", "tmp_dir", "tmp_ext"];
+pub const APPLY_ONLY: &[&str] = &["check_cmd", "tmp_dir", "tmp_ext"];
 
 /// The first argument given that salt-rs does not honour, as the comment refusing it.
 pub fn refused(low: &Value, test: bool) -> Option<String> {
