@@ -50,7 +50,7 @@ pub fn requisite_in(chunks: &mut [Value]) -> Vec<String> {
             for (rk, rv) in req_list(c, &key) {
                 let missing = rk != "sls"
                     && !rv.contains(['*', '?', '['])
-                    && !chunks.iter().any(|t| chunk_matches(t, "id", &rv));
+                    && !chunks.iter().any(|t| chunk_matches(t, &rk, &rv));
                 if missing && !errors.iter().any(|(n, _)| *n == rv) {
                     let (env, sls) = (
                         get_str(c, "__env__").unwrap_or("base"),
