@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states orch group events clearpub"
+SECTIONS="$PY_SECTIONS fileserver pillar states orch group events clearpub formulas"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -62,6 +62,8 @@ section group scripts/group-bench.sh
 section events env BIN_DIR=target/release scripts/bench-events.sh 3007.17 20000 10 raw
 section clearpub env BIN_DIR=target/release scripts/bench-clear-publish.sh 3007.17
 section reactor scripts/bench-reactor.sh
+# The ten training formulas of ../shared/formulas: state.apply test=True, time and peak RSS.
+section formulas env BENCH=1 SALT_CALL=target/release/salt-call scripts/formulas.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
 

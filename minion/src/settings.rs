@@ -146,7 +146,13 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
         rejected_retry: cfg.rejected_retry,
         master_sign_key_name: cfg.master_sign_key_name.clone(),
     };
-    let mut grains = salt_minion_core::grains::collect(&cfg.id);
+    let master = match &cfg.master {
+        salt_config::Masters::One(a) => Value::from(a.to_string()),
+        salt_config::Masters::List(v) => {
+            Value::Array(v.iter().map(|a| Value::from(a.to_string())).collect())
+        }
+    };
+    let mut grains = salt_minion_core::grains::collect(&cfg.id, master);
     if let Value::Map(g) = &mut grains {
         for (k, v) in &cfg.grains {
             let v = salt_compat::json::json_to_msgpack(v);

@@ -104,6 +104,7 @@ fn compare(case: &str, ext_conf: &str) -> Option<serde_json::Value> {
         pillarenv: None,
         pillar_override: rmpv::Value::Nil,
         ext: None,
+        salt: salt_pillar::SaltHook::default(),
     };
     let mut ours = msgpack_to_json(&compile(&Options::from(&loaded.config), &req));
     if !loaded.config.ext_pillar_first {

@@ -82,6 +82,7 @@ fn run(version: &str) {
         pillarenv: None,
         pillar_override: rmpv::Value::Nil,
         ext: None,
+        salt: salt_pillar::SaltHook::default(),
     };
     let ours = msgpack_to_json(&compile(&cfg, &req));
     assert_eq!(ours, want, "salt {version}: our pillar differs from Salt's");

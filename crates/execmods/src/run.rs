@@ -197,7 +197,23 @@ pub fn run(argv: &[&str]) -> Result<Out, String> {
 
 /// Whether `prog` is an executable on `PATH`.
 pub fn which(prog: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
-        .unwrap_or(false)
+    which_path(prog).is_some()
+}
+
+/// Salt's `salt.utils.path.which`: `prog` itself when it is a path to an executable file,
+/// else the first executable `PATH` entry of that name.
+pub fn which_path(prog: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        let p = std::path::PathBuf::from(prog);
+        return exe(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| exe(p))
 }

@@ -25,6 +25,7 @@ pub fn answer(
         pillarenv: load.pillarenv.clone(),
         pillar_override: load.pillar_override.clone(),
         ext: load.ext.clone(),
+        salt: salt_render::SaltHook::default(),
     };
     let mut opts = salt_pillar::Options::from(&shared.cfg);
     opts.git_pillars = shared

@@ -61,6 +61,7 @@ impl Masterless {
         saltenv: Option<&str>,
         pillarenv: Option<&str>,
         pillar_override: Value,
+        salt: salt_render::SaltHook,
     ) -> Value {
         let req = salt_pillar::Request {
             id: id.to_owned(),
@@ -69,6 +70,7 @@ impl Masterless {
             pillarenv: pillarenv.map(str::to_owned),
             pillar_override,
             ext: None,
+            salt,
         };
         salt_pillar::compile(&self.pillar, &req)
     }

@@ -166,7 +166,7 @@ impl Compiler<'_> {
             tplfile: tplfile.to_owned(),
             id: self.req.id.clone(),
             vars: vars.clone(),
-            salt: salt_render::SaltHook::default(),
+            salt: self.req.salt.clone(),
         }
     }
 

@@ -25,6 +25,7 @@ use rmpv::Value;
 
 pub use compiler::compile;
 pub use git::{GitPillarSource, PillarDir};
+pub use salt_render::SaltHook;
 
 /// What the minion sent in its `_pillar` load (or what `salt-call --local` knows).
 #[derive(Clone, Debug)]
@@ -41,6 +42,9 @@ pub struct Request {
     pub pillar_override: Value,
     /// `ext`: the minion's on-demand external pillar (modules of `on_demand_ext_pillar`).
     pub ext: Option<Value>,
+    /// The templates' `salt[...]` beyond the renderer's own functions: a masterless
+    /// minion's execution modules (Salt renders `salt-call --local` pillar with them).
+    pub salt: SaltHook,
 }
 
 /// The options of Salt's `opts` the compiler reads (master or masterless minion).

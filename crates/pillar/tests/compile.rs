@@ -36,6 +36,7 @@ fn req(saltenv: Option<&str>, pillarenv: Option<&str>, over: Js) -> Request {
         pillarenv: pillarenv.map(str::to_owned),
         pillar_override: json_to_msgpack(&over),
         ext: None,
+        salt: salt_pillar::SaltHook::default(),
     }
 }
 

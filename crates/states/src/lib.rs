@@ -179,7 +179,10 @@ fn low_chunks(mut high: compile::High, mut errors: Vec<String>) -> Result<Vec<Va
         return Err(errors);
     }
     let mut chunks = lowstate::compile_high_data(&high);
-    engine::requisite_in(&mut chunks);
+    let errors = engine::requisite_in(&mut chunks);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     Ok(chunks)
 }
 

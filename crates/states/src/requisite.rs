@@ -39,12 +39,30 @@ pub(crate) fn chunk_matches(chunk: &Value, key: &str, val: &str) -> bool {
 }
 
 /// Turn `require_in`/`watch_in`/`onchanges_in`/`onfail_in` into requisites on their targets.
-pub fn requisite_in(chunks: &mut [Value]) {
+/// A target ID that names no state is Salt's `reconcile_extend` error (its `_in` requisites
+/// become `extend` entries), once per ID.
+pub fn requisite_in(chunks: &mut [Value]) -> Vec<String> {
     let mut adds: Vec<(usize, String, Value)> = Vec::new();
+    let mut errors: Vec<(String, String)> = Vec::new();
     for c in chunks.iter() {
         for kind in REQ_KINDS {
             let key = format!("{kind}_in");
             for (rk, rv) in req_list(c, &key) {
+                let missing = rk != "sls"
+                    && !rv.contains(['*', '?', '['])
+                    && !chunks.iter().any(|t| chunk_matches(t, &rk, &rv));
+                if missing && !errors.iter().any(|(n, _)| *n == rv) {
+                    let (env, sls) = (
+                        get_str(c, "__env__").unwrap_or("base"),
+                        get_str(c, "__sls__").unwrap_or(""),
+                    );
+                    errors.push((
+                        rv.clone(),
+                        format!(
+                            "Cannot extend ID '{rv}' in '{env}:{sls}'. It is not part of the high state.\nThis is likely due to a missing include statement or an incorrectly typed ID.\nEnsure that a state with an ID of '{rv}' is available\nin environment '{env}' and to SLS '{sls}'"
+                        ),
+                    ));
+                }
                 for (j, t) in chunks.iter().enumerate() {
                     if chunk_matches(t, &rk, &rv) {
                         let req = map(vec![(
@@ -74,4 +92,5 @@ pub fn requisite_in(chunks: &mut [Value]) {
             crate::pop(c, &format!("{kind}_in"));
         }
     }
+    errors.into_iter().map(|(_, e)| e).collect()
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rmpv::Value;
 use salt_compat::map_get;
-use salt_states::mods::file_args::{HONOURED, REFUSED};
+use salt_states::mods::file_args::{APPLY_ONLY, HONOURED, REFUSED};
 use salt_states::{FileClient, Opts, single};
 
 struct NoFiles;
@@ -83,8 +83,13 @@ fn every_argument_of_salts_signature_is_honoured_or_refused() {
                     serde_json::Value::Bool(b) => Value::Boolean(!b),
                     _ => Value::from("something-else"),
                 };
+                // Those Salt reads only on a real apply are refused there.
+                let apply = Opts {
+                    test: !APPLY_ONLY.contains(&name),
+                    ..Opts::default()
+                };
                 let r = run(
-                    &opts,
+                    &apply,
                     vec![
                         ("name", Value::from(path.to_str().unwrap())),
                         ("contents", Value::from("x")),

@@ -72,6 +72,7 @@ fn main() -> anyhow::Result<()> {
                             pillarenv: None,
                             pillar_override: rmpv::Value::Nil,
                             ext: None,
+                            salt: salt_pillar::SaltHook::default(),
                         };
                         keys += compile(cfg, &req).as_map().map_or(0, Vec::len);
                     }

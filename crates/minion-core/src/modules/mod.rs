@@ -88,6 +88,7 @@ impl ExecContext {
                 saltenv,
                 pillarenv,
                 pillar_override,
+                state::salt_hook(self),
             )));
         }
         let link = self.master.as_ref()?;

@@ -174,6 +174,9 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
                 ),
                 ("attrs", arg("attrs")),
             ]);
+            for (k, v) in super::file_args::template_kwargs(low) {
+                set(&mut vars, &k, v);
+            }
             if let Some(Value::Map(d)) = map_get(low, "defaults") {
                 for (k, v) in d {
                     set(&mut vars, &py_str(k), v.clone());
@@ -214,7 +217,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = managed_ret(&name_v);
-    if let Some(refused) = super::file_args::refused(low) {
+    if let Some(refused) = super::file_args::refused(low, ctx.opts.test) {
         return fail(r, refused);
     }
     if !name.starts_with('/') {
@@ -365,20 +368,30 @@ fn directory(ctx: &Ctx<'_>, low: &Value) -> Value {
         ("result", Value::Boolean(true)),
         ("comment", Value::from("")),
     ]);
-    for unsupported in [
-        "recurse",
-        "clean",
-        "require_empty",
-        "exclude_pat",
-        "max_depth",
-        "backupname",
-        "force",
-        "allow_symlink",
-        "children_only",
-        "file_mode",
-        "follow_symlinks",
+    // Given at Salt's default value an option is the same as not given; any other value
+    // is refused by name.
+    for (unsupported, default) in [
+        ("recurse", None),
+        ("clean", Some(false)),
+        ("require_empty", Some(false)),
+        ("exclude_pat", None),
+        ("max_depth", None),
+        ("backupname", None),
+        ("force", Some(false)),
+        ("allow_symlink", Some(true)),
+        ("children_only", Some(false)),
+        ("file_mode", None),
+        ("follow_symlinks", Some(false)),
     ] {
-        if map_get(low, unsupported).is_some() {
+        let Some(v) = map_get(low, unsupported) else {
+            continue;
+        };
+        let at_default = match (default, v) {
+            (_, Value::Nil) => true,
+            (Some(d), Value::Boolean(b)) => *b == d,
+            _ => false,
+        };
+        if !at_default {
             return fail(
                 r,
                 format!("file.directory option '{unsupported}' is not supported by salt-rs"),

@@ -85,9 +85,77 @@ impl Default {
     }
 }
 
+/// Salt's `STATE_INTERNAL_KEYWORDS` (`salt/state.py`): never passed on as `**kwargs`.
+const INTERNAL: &[&str] = &[
+    "onchanges",
+    "onchanges_any",
+    "onfail",
+    "onfail_any",
+    "onfail_all",
+    "onfail_stop",
+    "prereq",
+    "prerequired",
+    "watch",
+    "watch_any",
+    "require",
+    "require_any",
+    "listen",
+    "onchanges_in",
+    "onfail_in",
+    "prereq_in",
+    "watch_in",
+    "require_in",
+    "listen_in",
+    "fun",
+    "state",
+    "check_cmd",
+    "cmd_opts_exclude",
+    "failhard",
+    "onlyif",
+    "unless",
+    "creates",
+    "retry",
+    "order",
+    "parallel",
+    "reload_modules",
+    "reload_grains",
+    "reload_pillar",
+    "runas",
+    "runas_password",
+    "fire_event",
+    "saltenv",
+    "umask",
+    "use",
+    "use_in",
+    "names",
+];
+
+/// The extra keyword arguments of a `file.managed` (none of its own, none of the state
+/// system's): Salt passes them through `file.get_managed` into the template's variables.
+pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
+    let Value::Map(m) = low else {
+        return Vec::new();
+    };
+    m.iter()
+        .filter_map(|(k, v)| {
+            let k = k.as_str()?;
+            let own = HONOURED.contains(&k) || REFUSED.iter().any(|(a, _)| *a == k);
+            (!own && !k.starts_with("__") && !INTERNAL.contains(&k))
+                .then(|| (k.to_owned(), v.clone()))
+        })
+        .collect()
+}
+
+/// Arguments Salt's `file.managed` reads only after its `test=True` return (the check of
+/// the new file): unused, hence not refused, under `test`.
+pub const APPLY_ONLY: &[&str] = &["check_cmd", "tmp_dir", "tmp_ext"];
+
 /// The first argument given that salt-rs does not honour, as the comment refusing it.
-pub fn refused(low: &Value) -> Option<String> {
+pub fn refused(low: &Value, test: bool) -> Option<String> {
     REFUSED.iter().find_map(|(arg, default)| {
+        if test && APPLY_ONLY.contains(arg) {
+            return None;
+        }
         let v = map_get(low, arg)?;
         (!default.matches(v)).then(|| {
             format!(

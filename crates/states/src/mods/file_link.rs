@@ -68,8 +68,8 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = ret::new(name_v, true, "");
+    let force = map_get(low, "force").is_some_and(truthy);
     for unsupported in [
-        "force",
         "backupname",
         "user",
         "group",
@@ -96,6 +96,34 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
     let path = Path::new(&name);
     let cur = fs::read_link(path).ok();
     let present = cur.as_deref() == Some(Path::new(&target));
+    // Something that is not a symlink stands in the way: Salt removes it with `force`.
+    let in_way = cur.is_none() && fs::symlink_metadata(path).is_ok();
+    if in_way && path.is_dir() && force {
+        return fail(
+            r,
+            format!(
+                "file.symlink option 'force' over the directory {name} is not supported by salt-rs"
+            ),
+        );
+    }
+    if ctx.opts.test && in_way {
+        if force {
+            set(&mut r, "result", Value::Nil);
+            comment(
+                &mut r,
+                format!(
+                    "The file or directory {name} is set for removal to make way for a new symlink targeting {target}"
+                ),
+            );
+            return r;
+        }
+        return fail(
+            r,
+            format!(
+                "File or directory exists where the symlink {name} should be. Did you mean to use force?"
+            ),
+        );
+    }
     if ctx.opts.test {
         if present {
             comment(&mut r, format!("The symlink {name} is present"));
@@ -135,8 +163,24 @@ pub(crate) fn symlink(ctx: &Ctx<'_>, low: &Value) -> Value {
         );
         return r;
     }
-    if cur.is_none() && fs::symlink_metadata(path).is_ok() {
-        return fail(r, format!("File exists where the symlink {name} should be"));
+    if in_way {
+        if !force {
+            let what = if path.is_file() {
+                "File"
+            } else {
+                "File system entry"
+            };
+            return fail(
+                r,
+                format!("{what} exists where the symlink {name} should be"),
+            );
+        }
+        if let Err(e) = fs::remove_file(path) {
+            return fail(
+                r,
+                format!("Unable to create new symlink {name} -> {target}: {e}"),
+            );
+        }
     }
     let parent = path.parent().unwrap_or(Path::new("/"));
     if !parent.is_dir() {

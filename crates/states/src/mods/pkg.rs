@@ -162,7 +162,9 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
             .map(|(n, _)| n.clone())
             .collect();
         if !latest.is_empty() {
+            // `_get_installable_versions`: no candidate version reads "installed".
             for (n, v) in ex::latest(&exctx(ctx), &latest, true)? {
+                let v = if v.is_empty() { "installed".into() } else { v };
                 changes.push((n, new_old(Value::from(v), "")));
             }
         }

@@ -126,7 +126,7 @@ pub fn test_comment(ret: &mut Value, r: &Retry) {
     );
 }
 
-/// Call the state function, then `check_cmd` (refused where the function takes it itself).
+/// Call the state function, then `check_cmd` (left to the function where it takes it itself).
 pub fn call_checked(
     ctx: &crate::engine::Ctx<'_>,
     full: &str,
@@ -137,17 +137,16 @@ pub fn call_checked(
         return super::call(ctx, full, low, watch);
     }
     if own_check_cmd(full) {
-        let mut r = super::base_ret(low);
-        let msg = format!("{full}: 'check_cmd' is not supported by salt-rs");
-        ret::comment(&mut r, msg);
-        return r;
+        // Its own argument: the function reads it (or refuses it by name) itself.
+        return super::call(ctx, full, low, watch);
     }
     let mut ret = super::call(ctx, full, low, watch);
     check_cmd(low, &mut ret);
     ret
 }
 
-/// States whose function takes `check_cmd` itself (salt-rs refuses it there).
+/// States whose function takes `check_cmd` itself (`file.managed`: unused under `test`,
+/// refused by name otherwise).
 pub fn own_check_cmd(full: &str) -> bool {
     full == "file.managed"
 }

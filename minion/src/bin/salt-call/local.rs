@@ -87,21 +87,31 @@ pub fn context(cli: &Cli, conf: Value) -> Result<ExecContext, String> {
                 .map(|h| h.trim().to_owned())
                 .unwrap_or_else(|_| "localhost".into())
         });
-    let grains = Arc::new(salt_minion_core::grains::collect(&id));
+    let master = salt_compat::map_get(&conf, "master")
+        .cloned()
+        .unwrap_or_else(|| Value::from("salt"));
+    let grains = Arc::new(salt_minion_core::grains::collect(&id, master));
     let local = Masterless::from_opts(&conf)?;
-    let pillar = local.pillar(
-        &id,
-        &grains,
-        salt_states::get_str(&conf, "saltenv"),
-        salt_states::get_str(&conf, "pillarenv"),
-        Value::Map(Vec::new()),
-    );
-    let mut ctx = ExecContext::new(&id, grains);
-    ctx.pillar = Arc::new(RwLock::new(Some(pillar)));
+    let local = Arc::new(local);
+    let mut ctx = ExecContext::new(&id, grains.clone());
     if let Some(dir) = salt_states::get_str(&conf, "cachedir") {
         ctx.cachedir = dir.into();
     }
+    let (saltenv, pillarenv) = (
+        salt_states::get_str(&conf, "saltenv").map(str::to_owned),
+        salt_states::get_str(&conf, "pillarenv").map(str::to_owned),
+    );
     ctx.opts = Arc::new(conf);
-    ctx.local = Some(Arc::new(local));
+    ctx.local = Some(local.clone());
+    // Salt renders the masterless pillar with the minion's modules in `salt[...]`.
+    let pillar = local.pillar(
+        &id,
+        &grains,
+        saltenv.as_deref(),
+        pillarenv.as_deref(),
+        Value::Map(Vec::new()),
+        salt_minion_core::modules::state::salt_hook(&ctx),
+    );
+    ctx.pillar = Arc::new(RwLock::new(Some(pillar)));
     Ok(ctx)
 }

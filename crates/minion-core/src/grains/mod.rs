@@ -6,7 +6,10 @@
 //! `os_family`, `osfullname`, `osrelease`, `osmajorrelease`, `oscodename`, `kernel`,
 //! `kernelrelease`, `kernelversion`, `host`, `fqdn`, `domain`, `nodename`, `localhost`,
 //! `ipv4`, `ipv6`, `num_cpus`, `mem_total` (MiB), `cpuarch`, `saltversion`,
-//! `saltversioninfo`.
+//! `saltversioninfo`; [`system`] adds the probed ones (`init`, `virtual`, `osarch`,
+//! `osfinger`, ...) and [`host`] those of the host and the process (`machine_id`, `uid`,
+//! `path`, ...). `tests/tests/grains_py.rs` compares them key by key with the Python
+//! minion's on the same host, and lists the keys we do not report.
 //!
 //! `saltversion` reports [`SALT_VERSION`], the Salt release whose wire protocol and
 //! module return shapes this minion follows, so version-gated logic on the master
@@ -16,6 +19,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use rmpv::Value;
+
+pub mod host;
+pub mod system;
 
 /// The Salt version this minion reports (`test.version`, `saltversion` grain).
 pub use salt_proto::SALT_VERSION;
@@ -33,6 +39,8 @@ pub struct OsRelease {
     pub codename: String,
     /// `ID_LIKE`
     pub id_like: String,
+    /// `PRETTY_NAME`
+    pub pretty_name: String,
 }
 
 impl OsRelease {
@@ -50,6 +58,7 @@ impl OsRelease {
                 "VERSION_ID" => out.version_id = v,
                 "VERSION_CODENAME" => out.codename = v,
                 "ID_LIKE" => out.id_like = v,
+                "PRETTY_NAME" => out.pretty_name = v,
                 _ => {}
             }
         }
@@ -189,8 +198,9 @@ fn strs(v: Vec<String>) -> Value {
     Value::Array(v.into_iter().map(Value::from).collect())
 }
 
-/// Collect the grains of this host for minion `id`.
-pub fn collect(id: &str) -> Value {
+/// Collect the grains of this host for minion `id` (`master`: the option's value, as
+/// Salt's `master` grain repeats it).
+pub fn collect(id: &str, master: Value) -> Value {
     let osr = ["/etc/os-release", "/usr/lib/os-release"]
         .iter()
         .find(|p| Path::new(p).exists())
@@ -210,11 +220,6 @@ pub fn collect(id: &str) -> Value {
     } else {
         format!("{hostname}.{domain}")
     };
-    let major = osr
-        .version_id
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u64>().ok());
     let (vmaj, vmin) = SALT_VERSION.split_once('.').unwrap_or((SALT_VERSION, "0"));
 
     let mut g: Vec<(Value, Value)> = vec![
@@ -265,9 +270,24 @@ pub fn collect(id: &str) -> Value {
             ]),
         ),
     ];
-    if let Some(m) = major {
-        g.push(("osmajorrelease".into(), m.into()));
+    let cpuarch = std::env::consts::ARCH;
+    g.push((
+        "osarch".into(),
+        system::osarch(&osr.os_family(), cpuarch).into(),
+    ));
+    g.push(("init".into(), system::init_system().into()));
+    let virt = system::virtual_();
+    g.push(("virtual".into(), virt.virtual_.into()));
+    if let Some(sub) = virt.subtype {
+        g.push(("virtual_subtype".into(), sub.into()));
     }
+    g.extend(system::osrelease_data(
+        &osr.os(),
+        &osr.name,
+        &osr.version_id,
+    ));
+    g.extend(host::lsb_distrib(&osr));
+    g.extend(host::collect(id, master));
     // Salt returns grains sorted by key in `grains.items` output; keep them sorted.
     g.sort_by(|a, b| a.0.as_str().cmp(&b.0.as_str()));
     Value::Map(g)
@@ -334,7 +354,7 @@ mod tests {
 
     #[test]
     fn collected_grains_have_the_core_keys() {
-        let g = collect("m1");
+        let g = collect("m1", Value::from("salt"));
         for k in [
             "id",
             "os",
