@@ -286,6 +286,8 @@ salt_options! {
     nested {
         /// The file server and the state options handed to minions (`file_roots`, ...).
         pub fileserver: FileServerConfig,
+        /// salt-api's options (`rest_cherrypy`, `netapi_enable_clients`, ...).
+        pub api: crate::netapi::ApiOptions,
     }
 }
 
@@ -430,6 +432,7 @@ impl crate::load::Role for MasterConfig {
                 ),
                 cluster_id: crate::cluster::read(r),
                 fileserver: FileServerConfig::read(r),
+                api: crate::netapi::read(r, &paths.root_dir),
                 pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
                 pillar_source_merging_strategy: r.get(
                     "pillar_source_merging_strategy",
@@ -462,6 +465,7 @@ impl crate::load::Role for MasterConfig {
         table.extend(FileServerConfig::option_docs());
         table.extend(extra_docs());
         table.extend(eauth_docs());
+        table.extend(crate::netapi::docs());
         table
     }
 }
