@@ -47,7 +47,7 @@ pub async fn run(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> 
             "Invalid client specified: '{client}'"
         )));
     }
-    if !api.enabled_clients.iter().any(|c| *c == client) {
+    if !api.enabled_clients.contains(&client) {
         return Err(ApiError::bad_request(format!(
             "Client disabled: '{client}'. Add to 'netapi_enable_clients' master config option to enable."
         )));
@@ -229,13 +229,18 @@ async fn local(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
         };
         waiting.remove(id);
         let value = if full {
-            let mut d = ev.data.clone();
-            if let Some(m) = d.as_object_mut()
-                && let Some(r) = m.remove("return")
-            {
-                m.insert("ret".into(), r);
+            // `get_iter_returns`: `ret`, then `out`, `retcode` and `jid` when the return has them.
+            let mut m = Map::new();
+            m.insert(
+                "ret".into(),
+                ev.data.get("return").cloned().unwrap_or(json!({})),
+            );
+            for k in ["out", "retcode", "jid"] {
+                if let Some(v) = ev.data.get(k) {
+                    m.insert(k.into(), v.clone());
+                }
             }
-            d
+            Value::Object(m)
         } else {
             ev.data.get("return").cloned().unwrap_or(json!({}))
         };

@@ -109,7 +109,7 @@ pub(crate) async fn events(
     let h = r.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
+        HeaderValue::from_static("text/event-stream;charset=utf-8"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));

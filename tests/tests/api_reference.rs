@@ -1,0 +1,294 @@
+//! salt-api (issue #34): Salt 3007.17's Python `salt-api` (rest_cherrypy) on Salt's master is
+//! the reference; ours on our master must answer the same requests with the same statuses and
+//! bodies (after taking out tokens, jids and times). The minion is ours on both sides. The
+//! requests are made by a Python script (`urllib`), and by `pepper` (PyPI `salt-pepper`,
+//! a real client) when its venv exists (`scripts/pepper-venv.sh`).
+//!
+//! Under `CI=true` a missing venv fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use salt_integration_tests::interop_support::{Daemon, Side, serial, venv_for};
+use salt_integration_tests::{
+    MasterConf, MinionConf, ProcSpec, SaltVenv, TempRoot, Yaml, bins, free_port, free_port_pair,
+    run_with_timeout,
+};
+use serde_json::Value;
+
+/// The requests, printed as one `RESULT <json>` line.
+const CLIENT: &str = r#"
+import json, sys, urllib.request, urllib.error, urllib.parse
+base, mid = sys.argv[1], sys.argv[2]
+out = {}
+def req(path, body=None, ctype="application/json", headers=None, method=None):
+    h = dict(headers or {})
+    data = None
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        h["Content-Type"] = ctype
+    h.setdefault("Accept", "application/json")
+    r = urllib.request.Request(base + path, data=data, headers=h, method=method)
+    try:
+        with urllib.request.urlopen(r, timeout=60) as resp:
+            text = resp.read().decode()
+            try:
+                return resp.status, json.loads(text), resp.headers
+            except ValueError:
+                return resp.status, text, resp.headers
+    except urllib.error.HTTPError as e:
+        return e.code, None, e.headers
+s, b, _ = req("/")
+out["index"] = [s, b]
+s, b, _ = req("/", headers={"Accept": "text/html"})
+out["index_html"] = s
+s, b, h = req("/login", {"username": "fred", "password": "secret", "eauth": "file"})
+tok = b["return"][0]["token"]
+out["login"] = [s, sorted(b["return"][0]), b["return"][0]["perms"], b["return"][0]["user"],
+                b["return"][0]["eauth"], h.get("X-Auth-Token") == tok,
+                "session_id=" in (h.get("Set-Cookie") or "")]
+s, b, _ = req("/login", {"username": "fred", "password": "nope", "eauth": "file"})
+out["login_bad"] = s
+s, b, _ = req("/login", b"username=fred&password=secret&eauth=file",
+              "application/x-www-form-urlencoded")
+out["login_form"] = [s, b["return"][0]["user"]]
+A = {"X-Auth-Token": tok}
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["local_ping"] = [s, b]
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.arg", "arg": ["a", 1],
+                     "kwarg": {"k": "v"}}], headers=A)
+ret = b["return"][0][mid] if s == 200 else None
+out["local_arg"] = [s, ret and {"args": ret["args"], "kwargs": {k: v for k, v in ret["kwargs"].items() if not k.startswith("__")}}]
+s, b, _ = req("/", json.dumps({"client": "local", "tgt": mid, "fun": "test.ping"}).encode(),
+              "text/plain", headers=A)
+out["local_text_plain"] = [s, b]
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "cmd.run", "arg": ["id"]}], headers=A)
+out["local_denied"] = s
+s, b, _ = req("/", [{"client": "local_async", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["local_async"] = [s, sorted(b["return"][0]), b["return"][0]["minions"]]
+s, b, _ = req("/", [{"client": "local", "tgt": "nobody", "fun": "test.ping"}], headers=A)
+out["local_nobody"] = [s, b]
+s, b, _ = req("/", [{"client": "runner_async", "fun": "test.arg"}], headers=A)
+out["runner_async"] = [s, sorted(b["return"][0])]
+s, b, _ = req("/", [{"client": "local_batch", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["client_disabled"] = s
+s, b, _ = req("/", [{"client": "nope", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["client_invalid"] = s
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}])
+out["no_auth"] = s
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}],
+              headers={"X-Auth-Token": "0" * 40})
+out["unknown_session"] = s
+s, b, _ = req("/", b"{", headers=A)
+out["bad_json"] = s
+s, b, _ = req("/", b"x", "image/png", headers=A)
+out["bad_ctype"] = s
+s, b, _ = req("/run", [{"client": "local", "tgt": mid, "fun": "test.ping", "eauth": "file",
+                        "username": "fred", "password": "secret"}])
+out["run"] = [s, b]
+s, b, _ = req("/run", [{"client": "local", "tgt": mid, "fun": "test.ping", "eauth": "file",
+                        "username": "fred", "password": "nope"}])
+out["run_bad_password"] = s
+s, b, _ = req("/minions")
+out["minions_no_auth"] = s
+s, b, _ = req("/minions/" + mid, headers=A)
+out["minions_one"] = [s, sorted(b["return"][0]) if s == 200 else b]
+s, b, _ = req("/minions", [{"tgt": mid, "fun": "test.ping"}], headers=A)
+out["minions_post"] = [s, sorted(b), b["return"][0]["minions"]]
+s, b, _ = req("/hook/my/tag", {"a": 1}, headers=A)
+out["hook"] = [s, b]
+s, b, _ = req("/hook", {"a": 1})
+out["hook_no_auth"] = s
+s, b, _ = req("/events?token=" + tok)
+out["events_query"] = s
+s, b, _ = req("/events")
+out["events_no_auth"] = s
+r = urllib.request.Request(base + "/events", headers=A)
+with urllib.request.urlopen(r, timeout=30) as resp:
+    first = resp.readline().decode()
+    out["events"] = [resp.status, resp.headers.get("Content-Type"), first]
+s, b, _ = req("/stats", headers=A)
+# Salt's answer is CherryPy's live server statistics: only the status compares.
+out["stats"] = s
+s, b, _ = req("/logout", {}, headers=A)
+out["logout"] = [s, b]
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["after_logout"] = s
+s, b, _ = req("/nothing-here")
+out["not_found"] = s
+print("RESULT " + json.dumps(out, sort_keys=True), flush=True)
+"#;
+
+#[test]
+fn api_3007() {
+    let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
+        return;
+    };
+    let _guard = serial();
+    let b = bins().unwrap();
+    let ours = Side::Ours(b.clone());
+    let py = Side::Salt(venv.clone());
+    let salts = scenario(&venv, &py, &ours);
+    let ourss = scenario(&venv, &ours, &ours);
+    for (k, v) in salts.as_object().unwrap() {
+        assert_eq!(
+            Some(v),
+            ourss.get(k),
+            "{k}: Salt's salt-api answered {v}, ours {:?}",
+            ourss.get(k)
+        );
+    }
+    assert_eq!(salts, ourss);
+}
+
+fn python(venv: &SaltVenv, dir: &Path, name: &str, code: &str, args: &[&str]) -> ProcSpec {
+    let script = dir.join(format!("{name}.py"));
+    std::fs::write(&script, code).unwrap();
+    ProcSpec::new(name, venv.bin("python"), dir)
+        .args([script.as_os_str()])
+        .args(args)
+}
+
+/// pepper's venv (`scripts/pepper-venv.sh`), next to the Salt venvs.
+fn pepper_bin() -> Option<std::path::PathBuf> {
+    let bin = salt_integration_tests::workspace_root().join(".venv/pepper/bin/pepper");
+    let found = if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(salt_integration_tests::Missing::new(
+            "pepper (run scripts/pepper-venv.sh)",
+        ))
+    };
+    salt_integration_tests::require(found)
+}
+
+/// `pepper` (a real salt-api client) with the file user: `'<mid>' test.ping`, a runner and
+/// a wheel call. Test.ping's body compares; the runner's and wheel's return the job list
+/// and key lists, compared by shape (the wheel modules are the master's, not the API's).
+fn pepper(base: &str, mid: &str, label: &str) -> Value {
+    let Some(bin) = pepper_bin() else {
+        return Value::Null;
+    };
+    let run = |args: &[&str]| -> Value {
+        let mut c = std::process::Command::new(&bin);
+        c.env("SALTAPI_URL", base)
+            .env("SALTAPI_USER", "fred")
+            .env("SALTAPI_PASS", "secret")
+            .env("SALTAPI_EAUTH", "file")
+            .env("HOME", std::env::temp_dir())
+            .args(args);
+        let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+        println!("{label}: pepper {args:?}: {out:?}");
+        assert!(out.success(), "{label}: pepper {args:?}: {out:?}");
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{label}: pepper {args:?}: not JSON ({e}): {out:?}"))
+    };
+    let ping = run(&[mid, "test.ping"]);
+    let runner = run(&["--client", "runner", "jobs.list_jobs"]);
+    let wheel = run(&["--client", "wheel", "key.list_all"]);
+    let mut ping = ping;
+    for r in ping["return"][0]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        if let Some(m) = r.as_object_mut() {
+            m.insert("jid".into(), Value::from("<jid>"));
+        }
+    }
+    serde_json::json!({
+        "ping": ping,
+        "runner_is_map": runner["return"][0].is_object(),
+        "wheel_keys": wheel["return"][0].as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()),
+    })
+}
+
+fn wait_port(port: u16, limit: Duration) {
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < limit, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn scenario(venv: &SaltVenv, side: &Side, ours: &Side) -> Value {
+    let label = format!("{} master + salt-api", side.label());
+    println!("== {label}");
+    let root = TempRoot::new().unwrap();
+    let ports = free_port_pair().unwrap();
+    let api_port = free_port().unwrap();
+    let users = root.path().join("eauth_users");
+    std::fs::write(&users, "fred:secret\n").unwrap();
+    let eauth = format!(
+        "{{file: {{'^filename': '{}', '^filetype': text, fred: ['test.*', '@runner', '@wheel']}}}}",
+        users.display()
+    );
+    let mdir = root.path().join("m");
+    let mconf = MasterConf::new(&mdir)
+        .id("apimaster")
+        .ports(ports.0, ports.1)
+        .set("worker_threads", 2u32)
+        .set("auto_accept", true)
+        .set("external_auth", Yaml::Raw(eauth))
+        .set(
+            "rest_cherrypy",
+            Yaml::Raw(format!(
+                "{{port: {api_port}, host: 127.0.0.1, disable_ssl: True}}"
+            )),
+        )
+        .set(
+            "netapi_enable_clients",
+            Yaml::Raw("[local, local_async, runner, runner_async, wheel, wheel_async]".into()),
+        )
+        .set(
+            "api_logfile",
+            Yaml::Raw(mdir.join("api.log").display().to_string()),
+        )
+        .set(
+            "api_pidfile",
+            Yaml::Raw(mdir.join("api.pid").display().to_string()),
+        );
+    let mut master = Daemon::start_master(side, &mconf).unwrap();
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .unwrap();
+    let mid = "apiminion";
+    let minion_conf = MinionConf::new(root.path().join(mid), mid).ports(ports.0, ports.1);
+    let mut minion = Daemon::start_minion(ours, &minion_conf).unwrap();
+    minion.wait_minion_ready().unwrap();
+
+    let api_bin = match side {
+        Side::Salt(v) => v.bin("salt-api"),
+        Side::Ours(b) => b.master.parent().unwrap().join("salt-api"),
+    };
+    let mut api = ProcSpec::new("salt-api", api_bin, &mdir)
+        .args([
+            "-c".as_ref(),
+            master.conf_dir.as_os_str(),
+            "-l".as_ref(),
+            "debug".as_ref(),
+        ])
+        .spawn()
+        .unwrap();
+    wait_port(api_port, Duration::from_secs(60));
+    // The minion answers before the API is asked.
+    let work = root.dir("work").unwrap();
+    let base = format!("http://127.0.0.1:{api_port}");
+    let spec = python(venv, &work, "client", CLIENT, &[&base, mid]);
+    let mut c = std::process::Command::new(&spec.program);
+    c.args(&spec.args);
+    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", api.tail(60)));
+    let mut result: Value = serde_json::from_str(line).unwrap();
+    result["pepper"] = pepper(&base, mid, &label);
+    println!("{label}: {result}");
+    api.stop(Duration::from_secs(10));
+    minion.proc.stop(Duration::from_secs(10));
+    master.proc.stop(Duration::from_secs(15));
+    result
+}
