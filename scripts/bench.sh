@@ -57,6 +57,7 @@ section fileserver scripts/bench-fileserver.sh
 section pillar scripts/bench-pillar.sh
 section states scripts/bench-states.sh
 section group scripts/group-bench.sh
+section api scripts/bench-api.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
 

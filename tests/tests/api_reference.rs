@@ -8,19 +8,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use salt_integration_tests::interop_support::{Daemon, Side, serial, venv_for};
-use salt_integration_tests::{
-    MasterConf, MinionConf, ProcSpec, SaltVenv, TempRoot, Yaml, bins, free_port, free_port_pair,
-    run_with_timeout,
-};
+use salt_integration_tests::api_support::ApiLab;
+use salt_integration_tests::interop_support::{Side, serial, venv_for};
+use salt_integration_tests::{ProcSpec, SaltVenv, bins, run_with_timeout};
 use serde_json::Value;
 
 /// The requests, printed as one `RESULT <json>` line.
 const CLIENT: &str = r#"
 import json, sys, urllib.request, urllib.error, urllib.parse
-base, mid = sys.argv[1], sys.argv[2]
+base, mid, pam = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
 def req(path, body=None, ctype="application/json", headers=None, method=None):
     h = dict(headers or {})
@@ -90,6 +88,27 @@ out["run"] = [s, b]
 s, b, _ = req("/run", [{"client": "local", "tgt": mid, "fun": "test.ping", "eauth": "file",
                         "username": "fred", "password": "nope"}])
 out["run_bad_password"] = s
+T = {"eauth": "file", "username": "tina", "password": "secret2"}
+s, b, _ = req("/run", [dict(T, client="local", tgt=mid, fun="test.ping")])
+out["limited_ping"] = [s, b]
+s, b, _ = req("/run", [dict(T, client="local", tgt=mid, fun="cmd.run", arg=["id"])])
+out["limited_cmd_run"] = s
+s, b, _ = req("/run", [dict(T, client="runner", fun="jobs.list_jobs")])
+out["limited_runner"] = s
+s, b, h = req("/login", T)
+out["limited_login"] = [s, b["return"][0]["perms"]]
+if pam:
+    P = {"eauth": "pam", "username": pam, "password": "Pam-secret1"}
+    s, b, _ = req("/login", P)
+    out["pam_login"] = [s, b["return"][0]["perms"], b["return"][0]["user"] == pam]
+    s, b, _ = req("/run", [dict(P, client="local", tgt=mid, fun="test.ping")])
+    out["pam_ping"] = [s, b]
+    s, b, _ = req("/run", [dict(P, client="runner", fun="jobs.list_jobs")])
+    out["pam_group_runner"] = s
+    s, b, _ = req("/run", [dict(P, client="local", tgt=mid, fun="cmd.run", arg=["id"])])
+    out["pam_cmd_run"] = s
+    s, b, _ = req("/run", [dict(P, client="local", tgt=mid, fun="test.ping", password="bad")])
+    out["pam_bad_password"] = s
 s, b, _ = req("/minions")
 out["minions_no_auth"] = s
 s, b, _ = req("/minions/" + mid, headers=A)
@@ -204,78 +223,14 @@ fn pepper(base: &str, mid: &str, label: &str) -> Value {
     })
 }
 
-fn wait_port(port: u16, limit: Duration) {
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < limit, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 fn scenario(venv: &SaltVenv, side: &Side, ours: &Side) -> Value {
     let label = format!("{} master + salt-api", side.label());
     println!("== {label}");
-    let root = TempRoot::new().unwrap();
-    let ports = free_port_pair().unwrap();
-    let api_port = free_port().unwrap();
-    let users = root.path().join("eauth_users");
-    std::fs::write(&users, "fred:secret\n").unwrap();
-    let eauth = format!(
-        "{{file: {{'^filename': '{}', '^filetype': text, fred: ['test.*', '@runner', '@wheel']}}}}",
-        users.display()
-    );
-    let mdir = root.path().join("m");
-    let mconf = MasterConf::new(&mdir)
-        .id("apimaster")
-        .ports(ports.0, ports.1)
-        .set("worker_threads", 2u32)
-        .set("auto_accept", true)
-        .set("external_auth", Yaml::Raw(eauth))
-        .set(
-            "rest_cherrypy",
-            Yaml::Raw(format!(
-                "{{port: {api_port}, host: 127.0.0.1, disable_ssl: True}}"
-            )),
-        )
-        .set(
-            "netapi_enable_clients",
-            Yaml::Raw("[local, local_async, runner, runner_async, wheel, wheel_async]".into()),
-        )
-        .set(
-            "api_logfile",
-            Yaml::Raw(mdir.join("api.log").display().to_string()),
-        )
-        .set(
-            "api_pidfile",
-            Yaml::Raw(mdir.join("api.pid").display().to_string()),
-        );
-    let mut master = Daemon::start_master(side, &mconf).unwrap();
-    master
-        .wait_master_ready("127.0.0.1", ports.0, ports.1)
-        .unwrap();
-    let mid = "apiminion";
-    let minion_conf = MinionConf::new(root.path().join(mid), mid).ports(ports.0, ports.1);
-    let mut minion = Daemon::start_minion(ours, &minion_conf).unwrap();
-    minion.wait_minion_ready().unwrap();
-
-    let api_bin = match side {
-        Side::Salt(v) => v.bin("salt-api"),
-        Side::Ours(b) => b.master.parent().unwrap().join("salt-api"),
-    };
-    let mut api = ProcSpec::new("salt-api", api_bin, &mdir)
-        .args([
-            "-c".as_ref(),
-            master.conf_dir.as_os_str(),
-            "-l".as_ref(),
-            "debug".as_ref(),
-        ])
-        .spawn()
-        .unwrap();
-    wait_port(api_port, Duration::from_secs(60));
-    // The minion answers before the API is asked.
-    let work = root.dir("work").unwrap();
-    let base = format!("http://127.0.0.1:{api_port}");
-    let spec = python(venv, &work, "client", CLIENT, &[&base, mid]);
+    let clients = "[local, local_async, runner, runner_async, wheel, wheel_async]";
+    let lab = ApiLab::start(side, ours, clients).unwrap();
+    let work = lab.root.dir("work").unwrap();
+    let pam = lab.pam.as_ref().map_or("", |p| p.name.as_str());
+    let spec = python(venv, &work, "client", CLIENT, &[&lab.base, lab.mid, pam]);
     let mut c = std::process::Command::new(&spec.program);
     c.args(&spec.args);
     let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
@@ -283,12 +238,10 @@ fn scenario(venv: &SaltVenv, side: &Side, ours: &Side) -> Value {
         .stdout
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", api.tail(60)));
+        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", lab.api.tail(60)));
     let mut result: Value = serde_json::from_str(line).unwrap();
-    result["pepper"] = pepper(&base, mid, &label);
+    result["pepper"] = pepper(&lab.base, lab.mid, &label);
     println!("{label}: {result}");
-    api.stop(Duration::from_secs(10));
-    minion.proc.stop(Duration::from_secs(10));
-    master.proc.stop(Duration::from_secs(15));
+    lab.stop();
     result
 }
