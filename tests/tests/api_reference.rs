@@ -61,6 +61,12 @@ out["local_arg"] = [s, ret and {"args": ret["args"], "kwargs": {k: v for k, v in
 s, b, _ = req("/", json.dumps({"client": "local", "tgt": mid, "fun": "test.ping"}).encode(),
               "text/plain", headers=A)
 out["local_text_plain"] = [s, b]
+s, b, h = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}],
+              headers=dict(A, Accept="application/x-yaml"))
+out["local_yaml_out"] = [s, b, h.get("Content-Type")]
+s, b, _ = req("/", ("- client: local\n  tgt: " + mid + "\n  fun: test.ping\n").encode(),
+              "application/x-yaml", headers=A)
+out["local_yaml_in"] = [s, b]
 s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "cmd.run", "arg": ["id"]}], headers=A)
 out["local_denied"] = s
 s, b, _ = req("/", [{"client": "local_async", "tgt": mid, "fun": "test.ping"}], headers=A)

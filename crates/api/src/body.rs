@@ -203,7 +203,10 @@ pub fn render(format: Format, v: &Value) -> String {
             &salt_compat::json::json_to_msgpack(v),
             salt_render::JsonOpts::SALT,
         ),
-        Format::Yaml => serde_saphyr::to_string(v).unwrap_or_default(),
+        // `format_yaml` is the Jinja filter's text: the dump without its final newline.
+        Format::Yaml => {
+            salt_render::yaml_dump::safe_dump(&salt_compat::json::json_to_msgpack(v), false) + "\n"
+        }
     }
 }
 
@@ -243,6 +246,15 @@ mod tests {
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
         let e = read(&h(header::CONTENT_TYPE, "image/png"), b"x").unwrap_err();
         assert_eq!(e.status, StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn yaml_is_pyyamls_safe_dump() {
+        let v = json!({"return": [{"m": true, "n": {"a": [1, "x y"], "b": null}}], "s": "yes"});
+        assert_eq!(
+            render(Format::Yaml, &v),
+            "return:\n- m: true\n  n:\n    a:\n    - 1\n    - x y\n    b: null\ns: 'yes'\n"
+        );
     }
 
     #[test]
