@@ -133,6 +133,16 @@ r = urllib.request.Request(base + "/events", headers=A)
 with urllib.request.urlopen(r, timeout=30) as resp:
     first = resp.readline().decode()
     out["events"] = [resp.status, resp.headers.get("Content-Type"), first]
+    req("/hook/sse/check", {"n": 7}, headers=A)
+    seen = None
+    for _ in range(2000):
+        line = resp.readline().decode()
+        if line.startswith("tag: salt/netapi/hook/sse/check"):
+            data = json.loads(resp.readline().decode()[len("data: "):])
+            seen = [line, sorted(data), sorted(data["data"]), data["data"]["post"],
+                    data["data"]["body"]]
+            break
+    out["events_hook"] = seen
 s, b, _ = req("/stats", headers=A)
 # Salt's answer is CherryPy's live server statistics: only the status compares.
 out["stats"] = s
