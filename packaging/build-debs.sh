@@ -14,11 +14,11 @@ if ! cargo deb --version >/dev/null 2>&1; then
     exit 1
 fi
 
-cargo build --release -p salt-master -p salt-cli -p salt-key "$@"
+cargo build --release -p salt-master -p salt-cli -p salt-key -p salt-api "$@"
 # The minion (salt-minion, salt-call): profile `minion`, OpenSSL linked statically
 # (docs/decisions.md: rebuild it on OpenSSL security advisories) -> target/minion/.
 scripts/build-minion.sh "$@"
-for pkg in salt-master salt-minion salt-key; do
+for pkg in salt-master salt-minion salt-key salt-api; do
     # --strip: also drops .comment and .note (lintian: binary-has-unneeded-section); the
     # release profile has stripped the symbols already. salt-minion's metadata names its
     # profile (`minion`), so cargo-deb takes its binaries from target/minion/.

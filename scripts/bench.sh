@@ -64,6 +64,7 @@ section clearpub env BIN_DIR=target/release scripts/bench-clear-publish.sh 3007.
 section reactor scripts/bench-reactor.sh
 # The ten training formulas of ../shared/formulas: state.apply test=True, time and peak RSS.
 section formulas env BENCH=1 SALT_CALL=target/release/salt-call scripts/formulas.sh
+section api scripts/bench-api.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
 

@@ -120,6 +120,8 @@ fn build() -> Result<Bins, HarnessError> {
             "salt-minion",
             "-p",
             "salt-key",
+            "-p",
+            "salt-api",
         ])
         .output()
         .map_err(|e| HarnessError::io("running cargo build", e))?;

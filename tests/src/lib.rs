@@ -18,6 +18,7 @@
 //! with the count of skipped tests by reason).
 #![forbid(unsafe_code)]
 
+pub mod api_support;
 pub mod bins;
 pub mod chaos;
 pub mod cli;

@@ -32,7 +32,7 @@ struct Pkg {
     files: &'static [(&'static str, &'static str)],
 }
 
-const PKGS: [Pkg; 3] = [
+const PKGS: [Pkg; 4] = [
     Pkg {
         krate: "salt-master",
         deb: "salt-rs-master",
@@ -80,6 +80,20 @@ const PKGS: [Pkg; 3] = [
             ),
             ("./usr/share/doc/salt-rs-key/copyright", "-rw-r--r--"),
             ("./usr/share/man/man1/salt-key.1.gz", "-rw-r--r--"),
+        ],
+    },
+    Pkg {
+        krate: "salt-api",
+        deb: "salt-rs-api",
+        files: &[
+            ("./lib/systemd/system/salt-api.service", "-rw-r--r--"),
+            ("./usr/bin/salt-api", "-rwxr-xr-x"),
+            (
+                "./usr/share/doc/salt-rs-api/changelog.Debian.gz",
+                "-rw-r--r--",
+            ),
+            ("./usr/share/doc/salt-rs-api/copyright", "-rw-r--r--"),
+            ("./usr/share/man/man1/salt-api.1.gz", "-rw-r--r--"),
         ],
     },
 ];
@@ -154,7 +168,10 @@ fn build_debs(root: &Path) -> BTreeMap<&'static str, PathBuf> {
         b.salt.with_file_name("salt-run"),
         b.minion.with_file_name("salt-call"),
     );
-    for bin in [&b.master, &b.salt, &salt_run, &b.minion, &salt_call, &b.key] {
+    let salt_api = b.master.with_file_name("salt-api");
+    for bin in [
+        &b.master, &b.salt, &salt_run, &b.minion, &salt_call, &b.key, &salt_api,
+    ] {
         let bin = std::fs::canonicalize(bin).unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
         std::os::unix::fs::symlink(&bin, profile_dir.join(bin.file_name().unwrap())).unwrap();
     }
@@ -223,6 +240,8 @@ fn debian_packages() {
         // Salt's own packages ship the same paths: never both installed.
         let salt_pkg = if name == "salt-rs-minion" {
             "salt-minion"
+        } else if name == "salt-rs-api" {
+            "salt-api"
         } else {
             "salt-master"
         };
@@ -255,6 +274,18 @@ fn debian_packages() {
             "salt-rs-key" => {
                 assert_eq!(conffiles, "", "{name}: no conffiles");
                 assert_eq!(postinst, "", "{name}: no maintainer scripts");
+            }
+            "salt-rs-api" => {
+                // The master's config is salt-rs-master's conffile.
+                assert_eq!(conffiles, "", "{name}: no conffiles");
+                assert!(
+                    postinst.contains("deb-systemd-helper enable salt-api.service"),
+                    "{name}: postinst\n{postinst}"
+                );
+                assert!(
+                    prerm.contains("deb-systemd-invoke stop salt-api.service"),
+                    "{name}: prerm\n{prerm}"
+                );
             }
             _ => {
                 let role = name.trim_start_matches("salt-rs-");
@@ -299,6 +330,7 @@ fn debian_packages() {
         ("salt-call", format!("salt-call {VERSION} (salt-rs;")),
         ("salt-key", format!("salt-key {VERSION} (salt-rs;")),
         ("salt", format!("salt {VERSION} (salt-rs;")),
+        ("salt-api", format!("salt-api {VERSION} (salt-rs;")),
     ] {
         let out = run(Command::new(fs_root.join("usr/bin").join(bin)).arg("--version"));
         assert!(out.starts_with(&version), "{bin} --version: {out}");
@@ -308,7 +340,11 @@ fn debian_packages() {
         .map(|d| fs_root.join(d))
         .find(|d| d.is_dir())
         .expect("a systemd unit directory");
-    for unit in ["salt-master.service", "salt-minion.service"] {
+    for unit in [
+        "salt-master.service",
+        "salt-minion.service",
+        "salt-api.service",
+    ] {
         // Byte for byte the units tests/tests/systemd.rs checks with systemd-analyze verify.
         assert_eq!(
             std::fs::read_to_string(unit_dir.join(unit)).unwrap(),

@@ -158,6 +158,7 @@ fn unit_files_verify_clean() {
     for (unit, bin) in [
         ("salt-master.service", &b.master),
         ("salt-minion.service", &b.minion),
+        ("salt-api.service", &b.master.with_file_name("salt-api")),
     ] {
         let text = std::fs::read_to_string(repo().join("packaging/systemd").join(unit)).unwrap();
         assert!(text.contains("Type=notify"), "{unit}");

@@ -36,6 +36,7 @@ mod known;
 mod load;
 mod master;
 mod minion;
+mod netapi;
 mod node;
 mod reactor;
 mod reader;
@@ -55,6 +56,7 @@ pub use fileserver::{
 pub use master::MasterConfig;
 pub use minion::MinionConfig;
 pub use reactor::{ReactorConfig, ReactorMap};
+pub use netapi::{ApiOptions, NETAPI_CLIENTS, RestCherrypy};
 pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,

@@ -291,6 +291,8 @@ salt_options! {
         pub fileserver: FileServerConfig,
         /// The reactor (`reactor`, `reactor_worker_*`; docs/reactor.md).
         pub reactor: crate::ReactorConfig,
+        /// salt-api's options (`rest_cherrypy`, `netapi_enable_clients`, ...).
+        pub api: crate::netapi::ApiOptions,
     }
 }
 
@@ -435,6 +437,7 @@ impl crate::load::Role for MasterConfig {
                 cluster_id: crate::cluster::read(r),
                 fileserver: FileServerConfig::read(r),
                 reactor: crate::ReactorConfig::read(r),
+                api: crate::netapi::read(r, &paths.root_dir),
                 pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
                 pillar_source_merging_strategy: r.get(
                     "pillar_source_merging_strategy",
@@ -468,6 +471,7 @@ impl crate::load::Role for MasterConfig {
         table.extend(crate::ReactorConfig::option_docs());
         table.extend(extra_docs());
         table.extend(eauth_docs());
+        table.extend(crate::netapi::docs());
         table
     }
 }

@@ -1,0 +1,212 @@
+//! salt-api-core: Salt's `rest_cherrypy` HTTP API (`salt/netapi/rest_cherrypy/app.py`),
+//! served from the master's config as a *client* of the master, as Salt's own salt-api is:
+//! the API process holds none of the master's keys. Logins, jobs, runners and wheel calls
+//! are Salt's clear commands on the master's request port ([`master`]), with the caller's
+//! eauth credentials or token (every authorization is the master's); job returns and
+//! `/events` come from the master's event bus ([`events`]).
+//!
+//! * [`routes`]: the URL map and handlers; [`stream`]: `/events`;
+//! * [`clients`]: `NetapiClient.run` (local, local_async, runner, runner_async, wheel,
+//!   wheel_async; others refused by name);
+//! * [`body`]: request bodies and `Accept`; [`sessions`]: CherryPy's sessions;
+//! * [`error`]: CherryPy's error pages with Salt's statuses.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod body;
+pub mod clients;
+pub mod error;
+pub mod events;
+pub mod master;
+pub mod routes;
+pub mod sessions;
+mod stream;
+mod tarball;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use salt_config::{MasterConfig, RestCherrypy};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ApiError;
+
+/// Request counters for `/stats`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    requests: AtomicU64,
+    started: std::sync::OnceLock<std::time::SystemTime>,
+}
+
+impl Stats {
+    fn request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `/stats`: `{}` unless `collect_stats` (as Salt's without CherryPy's cpstats tool on).
+    fn report(&self, collect: bool) -> Value {
+        if !collect {
+            return json!({});
+        }
+        let start = self
+            .started
+            .get()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_default();
+        json!({"CherryPy Applications": {
+            "Enabled": true,
+            "Start Time": start,
+            "Total Requests": self.requests.load(Ordering::Relaxed),
+        }})
+    }
+}
+
+/// What the handlers share.
+#[derive(Debug)]
+pub struct Api {
+    /// `rest_cherrypy`.
+    pub rc: RestCherrypy,
+    /// `netapi_enable_clients`.
+    pub enabled_clients: Vec<String>,
+    /// `rest_timeout`.
+    pub rest_timeout: Duration,
+    /// `external_auth` as written (for the login's `perms`).
+    external_auth: Value,
+    /// The master's `cachedir` (`tokens/`, for `/logout` as Salt's `LoadAuth.rm_token`).
+    token_dir: std::path::PathBuf,
+    /// Clear requests to the master.
+    pub master: master::MasterLink,
+    /// The master's event bus.
+    pub bus: events::EventBus,
+    /// Sessions.
+    pub sessions: sessions::Sessions,
+    /// Counters.
+    pub stats: Stats,
+}
+
+impl Api {
+    /// The API for `cfg` (which must have `rest_cherrypy`); starts reading the event bus.
+    ///
+    /// # Errors
+    /// No `rest_cherrypy`, or libzmq cannot make sockets.
+    pub fn new(cfg: &MasterConfig, stop: CancellationToken) -> Result<Self, String> {
+        let rc = cfg
+            .api
+            .rest_cherrypy
+            .clone()
+            .ok_or("the master's config has no rest_cherrypy block: nothing to serve")?;
+        let master = master::MasterLink::connect(cfg).map_err(|e| e.to_string())?;
+        let stats = Stats::default();
+        let _ = stats.started.set(std::time::SystemTime::now());
+        Ok(Self {
+            rc,
+            enabled_clients: cfg.api.netapi_enable_clients.clone(),
+            rest_timeout: cfg.api.rest_timeout,
+            external_auth: cfg
+                .eauth_opts
+                .get("external_auth")
+                .cloned()
+                .unwrap_or(json!({})),
+            token_dir: cfg.cachedir.join("tokens"),
+            master,
+            bus: events::EventBus::start(cfg, stop),
+            sessions: sessions::Sessions::default(),
+            stats,
+        })
+    }
+
+    /// `max_request_body_size` (413 past it).
+    fn check_size(&self, bytes: &[u8]) -> Result<(), ApiError> {
+        let max = self.rc.max_request_body_size;
+        if max > 0 && bytes.len() as u64 > max {
+            return Err(ApiError::status(axum::http::StatusCode::PAYLOAD_TOO_LARGE));
+        }
+        Ok(())
+    }
+
+    /// `Login.POST`'s `perms`: `sum_permissions` then `sorted_permissions` over the
+    /// token's eauth backend in `external_auth`.
+    fn perms(&self, token: &Value) -> Value {
+        let eauth = token
+            .get("eauth")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let name = token
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let backend = self.external_auth.get(eauth).cloned().unwrap_or(json!({}));
+        let list = |k: &str| -> Vec<Value> {
+            backend
+                .get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut perms = list(name);
+        perms.extend(list("*"));
+        if let Some(groups) = token.get("groups").and_then(Value::as_array)
+            && let Some(b) = backend.as_object()
+        {
+            let mut seen = Vec::new();
+            for k in b.keys().filter_map(|k| k.strip_suffix('%')) {
+                if groups.iter().any(|g| g.as_str() == Some(k)) && !seen.contains(&k) {
+                    seen.push(k);
+                    perms.extend(list(&format!("{k}%")));
+                }
+            }
+        }
+        let mut strs: Vec<String> = Vec::new();
+        let mut others: Vec<Value> = Vec::new();
+        for p in perms {
+            match p {
+                Value::String(s) if !strs.contains(&s) => strs.push(s),
+                Value::String(_) => {}
+                other if !others.contains(&other) => others.push(other),
+                _ => {}
+            }
+        }
+        strs.sort();
+        others.sort_by_key(salt_compat::py_json_repr);
+        if strs.is_empty() && others.is_empty() {
+            return json!({});
+        }
+        Value::Array(strs.into_iter().map(Value::from).chain(others).collect())
+    }
+
+    /// `LoadAuth.rm_token` on the master's `localfs` token store.
+    fn rm_token(&self, token: &str) {
+        use salt_eauth::token::TokenStore as _;
+        let store = salt_eauth::token::LocalFsStore::new(self.token_dir.clone(), "sha256");
+        if let Err(e) = store.rm_token(token) {
+            tracing::error!(
+                "Logout: failed to revoke Salt eauth token; the cookie has been expired but \
+                 the token may still be valid in the eauth_tokens backend until its expiry: {e}"
+            );
+        }
+    }
+}
+
+/// Serves `api` on `listener` until `stop`.
+///
+/// # Errors
+/// The server failed.
+pub async fn serve(
+    api: Arc<Api>,
+    listener: tokio::net::TcpListener,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let app = routes::router(api.clone());
+    let r = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { stop.cancelled().await })
+    .await;
+    api.master.close();
+    r
+}

@@ -1,0 +1,263 @@
+//! salt-api (issue #34): Salt 3007.17's Python `salt-api` (rest_cherrypy) on Salt's master is
+//! the reference; ours on our master must answer the same requests with the same statuses and
+//! bodies (after taking out tokens, jids and times). The minion is ours on both sides. The
+//! requests are made by a Python script (`urllib`), and by `pepper` (PyPI `salt-pepper`,
+//! a real client) when its venv exists (`scripts/pepper-venv.sh`).
+//!
+//! Under `CI=true` a missing venv fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use salt_integration_tests::api_support::ApiLab;
+use salt_integration_tests::interop_support::{Side, serial, venv_for};
+use salt_integration_tests::{ProcSpec, SaltVenv, bins, run_with_timeout};
+use serde_json::Value;
+
+/// The requests, printed as one `RESULT <json>` line.
+const CLIENT: &str = r#"
+import json, sys, urllib.request, urllib.error, urllib.parse
+base, mid, pam = sys.argv[1], sys.argv[2], sys.argv[3]
+out = {}
+def req(path, body=None, ctype="application/json", headers=None, method=None):
+    h = dict(headers or {})
+    data = None
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        h["Content-Type"] = ctype
+    h.setdefault("Accept", "application/json")
+    r = urllib.request.Request(base + path, data=data, headers=h, method=method)
+    try:
+        with urllib.request.urlopen(r, timeout=60) as resp:
+            text = resp.read().decode()
+            try:
+                return resp.status, json.loads(text), resp.headers
+            except ValueError:
+                return resp.status, text, resp.headers
+    except urllib.error.HTTPError as e:
+        return e.code, None, e.headers
+s, b, _ = req("/")
+out["index"] = [s, b]
+s, b, _ = req("/", headers={"Accept": "text/html"})
+out["index_html"] = s
+s, b, h = req("/login", {"username": "fred", "password": "secret", "eauth": "file"})
+tok = b["return"][0]["token"]
+out["login"] = [s, sorted(b["return"][0]), b["return"][0]["perms"], b["return"][0]["user"],
+                b["return"][0]["eauth"], h.get("X-Auth-Token") == tok,
+                "session_id=" in (h.get("Set-Cookie") or "")]
+s, b, _ = req("/login", {"username": "fred", "password": "nope", "eauth": "file"})
+out["login_bad"] = s
+s, b, _ = req("/login", b"username=fred&password=secret&eauth=file",
+              "application/x-www-form-urlencoded")
+out["login_form"] = [s, b["return"][0]["user"]]
+A = {"X-Auth-Token": tok}
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["local_ping"] = [s, b]
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.arg", "arg": ["a", 1],
+                     "kwarg": {"k": "v"}}], headers=A)
+ret = b["return"][0][mid] if s == 200 else None
+out["local_arg"] = [s, ret and {"args": ret["args"], "kwargs": {k: v for k, v in ret["kwargs"].items() if not k.startswith("__")}}]
+s, b, _ = req("/", json.dumps({"client": "local", "tgt": mid, "fun": "test.ping"}).encode(),
+              "text/plain", headers=A)
+out["local_text_plain"] = [s, b]
+s, b, h = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}],
+              headers=dict(A, Accept="application/x-yaml"))
+out["local_yaml_out"] = [s, b, h.get("Content-Type")]
+s, b, _ = req("/", ("- client: local\n  tgt: " + mid + "\n  fun: test.ping\n").encode(),
+              "application/x-yaml", headers=A)
+out["local_yaml_in"] = [s, b]
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "cmd.run", "arg": ["id"]}], headers=A)
+out["local_denied"] = s
+s, b, _ = req("/", [{"client": "local_async", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["local_async"] = [s, sorted(b["return"][0]), b["return"][0]["minions"]]
+s, b, _ = req("/", [{"client": "local", "tgt": "nobody", "fun": "test.ping"}], headers=A)
+out["local_nobody"] = [s, b]
+s, b, _ = req("/", [{"client": "runner_async", "fun": "test.arg"}], headers=A)
+out["runner_async"] = [s, sorted(b["return"][0])]
+s, b, _ = req("/", [{"client": "local_batch", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["client_disabled"] = s
+s, b, _ = req("/", [{"client": "nope", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["client_invalid"] = s
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}])
+out["no_auth"] = s
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}],
+              headers={"X-Auth-Token": "0" * 40})
+out["unknown_session"] = s
+s, b, _ = req("/", b"{", headers=A)
+out["bad_json"] = s
+s, b, _ = req("/", b"x", "image/png", headers=A)
+out["bad_ctype"] = s
+s, b, _ = req("/run", [{"client": "local", "tgt": mid, "fun": "test.ping", "eauth": "file",
+                        "username": "fred", "password": "secret"}])
+out["run"] = [s, b]
+s, b, _ = req("/run", [{"client": "local", "tgt": mid, "fun": "test.ping", "eauth": "file",
+                        "username": "fred", "password": "nope"}])
+out["run_bad_password"] = s
+T = {"eauth": "file", "username": "tina", "password": "secret2"}
+s, b, _ = req("/run", [dict(T, client="local", tgt=mid, fun="test.ping")])
+out["limited_ping"] = [s, b]
+s, b, _ = req("/run", [dict(T, client="local", tgt=mid, fun="cmd.run", arg=["id"])])
+out["limited_cmd_run"] = s
+s, b, _ = req("/run", [dict(T, client="runner", fun="jobs.list_jobs")])
+out["limited_runner"] = s
+s, b, h = req("/login", T)
+out["limited_login"] = [s, b["return"][0]["perms"]]
+if pam:
+    P = {"eauth": "pam", "username": pam, "password": "Pam-secret1"}
+    s, b, _ = req("/login", P)
+    out["pam_login"] = [s, b["return"][0]["perms"], b["return"][0]["user"] == pam]
+    s, b, _ = req("/run", [dict(P, client="local", tgt=mid, fun="test.ping")])
+    out["pam_ping"] = [s, b]
+    s, b, _ = req("/run", [dict(P, client="runner", fun="jobs.list_jobs")])
+    out["pam_group_runner"] = s
+    s, b, _ = req("/run", [dict(P, client="local", tgt=mid, fun="cmd.run", arg=["id"])])
+    out["pam_cmd_run"] = s
+    s, b, _ = req("/run", [dict(P, client="local", tgt=mid, fun="test.ping", password="bad")])
+    out["pam_bad_password"] = s
+s, b, _ = req("/minions")
+out["minions_no_auth"] = s
+s, b, _ = req("/minions/" + mid, headers=A)
+out["minions_one"] = [s, sorted(b["return"][0]) if s == 200 else b]
+s, b, _ = req("/minions", [{"tgt": mid, "fun": "test.ping"}], headers=A)
+out["minions_post"] = [s, sorted(b), b["return"][0]["minions"]]
+s, b, _ = req("/hook/my/tag", {"a": 1}, headers=A)
+out["hook"] = [s, b]
+s, b, _ = req("/hook", {"a": 1})
+out["hook_no_auth"] = s
+s, b, _ = req("/events?token=" + tok)
+out["events_query"] = s
+s, b, _ = req("/events")
+out["events_no_auth"] = s
+r = urllib.request.Request(base + "/events", headers=A)
+with urllib.request.urlopen(r, timeout=30) as resp:
+    first = resp.readline().decode()
+    out["events"] = [resp.status, resp.headers.get("Content-Type"), first]
+    req("/hook/sse/check", {"n": 7}, headers=A)
+    seen = None
+    for _ in range(2000):
+        line = resp.readline().decode()
+        if line.startswith("tag: salt/netapi/hook/sse/check"):
+            data = json.loads(resp.readline().decode()[len("data: "):])
+            seen = [line, sorted(data), sorted(data["data"]), data["data"]["post"],
+                    data["data"]["body"]]
+            break
+    out["events_hook"] = seen
+s, b, _ = req("/stats", headers=A)
+# Salt's answer is CherryPy's live server statistics: only the status compares.
+out["stats"] = s
+s, b, _ = req("/logout", {}, headers=A)
+out["logout"] = [s, b]
+s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["after_logout"] = s
+s, b, _ = req("/nothing-here")
+out["not_found"] = s
+print("RESULT " + json.dumps(out, sort_keys=True), flush=True)
+"#;
+
+#[test]
+fn api_3007() {
+    let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
+        return;
+    };
+    let _guard = serial();
+    let b = bins().unwrap();
+    let ours = Side::Ours(b.clone());
+    let py = Side::Salt(venv.clone());
+    let salts = scenario(&venv, &py, &ours);
+    let ourss = scenario(&venv, &ours, &ours);
+    for (k, v) in salts.as_object().unwrap() {
+        assert_eq!(
+            Some(v),
+            ourss.get(k),
+            "{k}: Salt's salt-api answered {v}, ours {:?}",
+            ourss.get(k)
+        );
+    }
+    assert_eq!(salts, ourss);
+}
+
+fn python(venv: &SaltVenv, dir: &Path, name: &str, code: &str, args: &[&str]) -> ProcSpec {
+    let script = dir.join(format!("{name}.py"));
+    std::fs::write(&script, code).unwrap();
+    ProcSpec::new(name, venv.bin("python"), dir)
+        .args([script.as_os_str()])
+        .args(args)
+}
+
+/// pepper's venv (`scripts/pepper-venv.sh`), next to the Salt venvs.
+fn pepper_bin() -> Option<std::path::PathBuf> {
+    let bin = salt_integration_tests::workspace_root().join(".venv/pepper/bin/pepper");
+    let found = if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(salt_integration_tests::Missing::new(
+            "pepper (run scripts/pepper-venv.sh)",
+        ))
+    };
+    salt_integration_tests::require(found)
+}
+
+/// `pepper` (a real salt-api client) with the file user: `'<mid>' test.ping`, a runner and
+/// a wheel call. Test.ping's body compares; the runner's and wheel's return the job list
+/// and key lists, compared by shape (the wheel modules are the master's, not the API's).
+fn pepper(base: &str, mid: &str, label: &str) -> Value {
+    let Some(bin) = pepper_bin() else {
+        return Value::Null;
+    };
+    let run = |args: &[&str]| -> Value {
+        let mut c = std::process::Command::new(&bin);
+        c.env("SALTAPI_URL", base)
+            .env("SALTAPI_USER", "fred")
+            .env("SALTAPI_PASS", "secret")
+            .env("SALTAPI_EAUTH", "file")
+            .env("HOME", std::env::temp_dir())
+            .args(args);
+        let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+        println!("{label}: pepper {args:?}: {out:?}");
+        assert!(out.success(), "{label}: pepper {args:?}: {out:?}");
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{label}: pepper {args:?}: not JSON ({e}): {out:?}"))
+    };
+    let ping = run(&[mid, "test.ping"]);
+    let runner = run(&["--client", "runner", "jobs.list_jobs"]);
+    let wheel = run(&["--client", "wheel", "key.list_all"]);
+    let mut ping = ping;
+    for r in ping["return"][0]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        if let Some(m) = r.as_object_mut() {
+            m.insert("jid".into(), Value::from("<jid>"));
+        }
+    }
+    serde_json::json!({
+        "ping": ping,
+        "runner_is_map": runner["return"][0].is_object(),
+        "wheel_keys": wheel["return"][0].as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()),
+    })
+}
+
+fn scenario(venv: &SaltVenv, side: &Side, ours: &Side) -> Value {
+    let label = format!("{} master + salt-api", side.label());
+    println!("== {label}");
+    let clients = "[local, local_async, runner, runner_async, wheel, wheel_async]";
+    let lab = ApiLab::start(side, ours, clients).unwrap();
+    let work = lab.root.dir("work").unwrap();
+    let pam = lab.pam.as_ref().map_or("", |p| p.name.as_str());
+    let spec = python(venv, &work, "client", CLIENT, &[&lab.base, lab.mid, pam]);
+    let mut c = std::process::Command::new(&spec.program);
+    c.args(&spec.args);
+    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", lab.api.tail(60)));
+    let mut result: Value = serde_json::from_str(line).unwrap();
+    result["pepper"] = pepper(&lab.base, lab.mid, &label);
+    println!("{label}: {result}");
+    lab.stop();
+    result
+}
