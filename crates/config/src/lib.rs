@@ -55,8 +55,8 @@ pub use fileserver::{
 };
 pub use master::MasterConfig;
 pub use minion::MinionConfig;
-pub use reactor::{ReactorConfig, ReactorMap};
 pub use netapi::{ApiOptions, NETAPI_CLIENTS, RestCherrypy};
+pub use reactor::{ReactorConfig, ReactorMap};
 pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,

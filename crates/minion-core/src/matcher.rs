@@ -45,6 +45,25 @@ pub fn matches(
     }
 }
 
+/// Salt Resources (3008) are not implemented by this minion: a pillar that declares some
+/// (Salt's default `resource_pillar_key`, `resources`) is refused by name, once per pillar
+/// received. Nothing is registered with the master and `T@` targets never match here.
+pub fn refuse_resources(pillar: &Value) {
+    let Some(Value::Map(types)) = salt_compat::map_get(pillar, "resources") else {
+        return;
+    };
+    if types.is_empty() {
+        return;
+    }
+    let names: Vec<String> = types.iter().map(|(k, _)| salt_compat::py_str(k)).collect();
+    tracing::error!(
+        "Salt Resources (pillar `resources`: {}) are not implemented by the salt-rs minion: \
+         none is registered with the master and T@ targets do not match this minion; run a \
+         Salt 3008 minion to manage resources",
+        names.join(", ")
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,23 +95,4 @@ mod tests {
         ));
         assert!(!m("x", "range"));
     }
-}
-
-/// Salt Resources (3008) are not implemented by this minion: a pillar that declares some
-/// (Salt's default `resource_pillar_key`, `resources`) is refused by name, once per pillar
-/// received. Nothing is registered with the master and `T@` targets never match here.
-pub fn refuse_resources(pillar: &Value) {
-    let Some(Value::Map(types)) = salt_compat::map_get(pillar, "resources") else {
-        return;
-    };
-    if types.is_empty() {
-        return;
-    }
-    let names: Vec<String> = types.iter().map(|(k, _)| salt_compat::py_str(k)).collect();
-    tracing::error!(
-        "Salt Resources (pillar `resources`: {}) are not implemented by the salt-rs minion: \
-         none is registered with the master and T@ targets do not match this minion; run a \
-         Salt 3008 minion to manage resources",
-        names.join(", ")
-    );
 }

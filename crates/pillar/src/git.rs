@@ -82,6 +82,7 @@ pub(crate) fn ext_pillar(
             pillarenv: pillarenv.map(str::to_owned),
             pillar_override: Value::Nil,
             ext: None,
+            salt: req.salt.clone(),
         };
         ret = cfg.merge(ret, crate::compile(&sub, &sreq));
     }

@@ -112,6 +112,7 @@ fn opts(hook: saltmod::SaltMod, a: &Args, test: bool) -> salt_states::Opts {
         pillarenv: a.text("pillarenv").or_else(|| cfg.pillarenv.clone()),
         pillar_override: a.get("pillar").map_or(Mp::Nil, json_to_msgpack),
         ext: None,
+        salt: salt_render::SaltHook::default(),
     };
     let pillar = salt_pillar::compile(&salt_pillar::Options::from(cfg), &req);
     let exclude = match a.get("exclude") {

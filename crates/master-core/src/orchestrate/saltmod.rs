@@ -458,8 +458,8 @@ impl SaltMod {
         })
     }
 
-    /// `salt.wheel`: salt-rs has no wheel modules yet; every function answers as the clear
-    /// `wheel` command does (`'<fun>' is not available.`, failed).
+    /// `salt.wheel`: the master's wheel modules (`crate::wheel::call`), with the state's
+    /// keyword arguments as Salt's `saltutil.wheel` passes them.
     fn wheel(&self, low: &Map<String, Value>, test: bool) -> Value {
         let name = low
             .get("name")
@@ -474,7 +474,7 @@ impl SaltMod {
             );
             return Value::Object(r);
         }
-        let (value, success) = wheel_call(&name);
+        let (value, success) = wheel_call(&self.shared, &name, &kwargs(low));
         let verb = if success { "executed" } else { "failed" };
         json!({
             "name": name,
@@ -486,9 +486,10 @@ impl SaltMod {
     }
 }
 
-/// The one place `salt.wheel` reaches wheel functions: (return, success).
-fn wheel_call(fun: &str) -> (Value, bool) {
-    (json!(format!("'{fun}' is not available.")), false)
+/// The one place `salt.wheel` reaches wheel functions: (return, success). Blocking (the
+/// orchestration runs on the blocking pool).
+fn wheel_call(shared: &Shared, fun: &str, kwargs: &Map<String, Value>) -> (Value, bool) {
+    crate::wheel::call(shared, fun, &[], kwargs, "root")
 }
 
 #[cfg(test)]

@@ -28,8 +28,8 @@ pub(crate) mod fileserver;
 pub(crate) mod gitfs;
 pub(crate) mod jobs;
 pub(crate) mod manage;
-pub(crate) mod saltutil;
 pub(crate) mod resource;
+pub(crate) mod saltutil;
 
 use salt_client::args::Sig;
 use serde_json::{Value, json};
