@@ -11,9 +11,8 @@
 //!    reactor goes on (a second `myco/deploy` still reacts);
 //! 4. Foreman-style autosign: `salt/auth` with `act: pend` for an `fm*` id → `wheel.key.accept`
 //!    with `match: <id>`. Salt's master accepts the key. Ours dispatches the reaction
-//!    (`salt/wheel/<jid>/new` for `wheel.key.accept` with `match`); until the wheel modules
-//!    land its `ret` is Salt's `'key.accept' is not available.`, after that the key must be
-//!    accepted as on Salt's master (the test checks whichever the `ret` says);
+//!    (`salt/wheel/<jid>/new` for `wheel.key.accept` with `match`); its `ret` succeeds and the
+//!    key is accepted as on Salt's master;
 //! 5. `salt-run reactor.is_leader`, `reactor.add`, `reactor.list`, `reactor.delete` answer the
 //!    same on both masters (paths of the temporary root normalised).
 //!
@@ -295,20 +294,13 @@ fn scenario(venv: &SaltVenv, side: &Side) -> Vec<Value> {
                     && t.ends_with("/ret")
                     && d["fun"] == "wheel.key.accept"
             });
-            if ret["success"] == true {
-                wait_until(
-                    "fm1 accepted by the reactor",
-                    Duration::from_secs(120),
-                    || accepted.exists(),
-                )
-                .unwrap_or_else(|e| panic!("{label}: {e}\n{}", master.proc.tail(40)));
-            } else {
-                // The wheel modules are not on this branch yet (module doc).
-                assert_eq!(
-                    ret["return"], "'key.accept' is not available.",
-                    "{label}: {ret}"
-                );
-            }
+            assert_eq!(ret["success"], true, "{label}: {ret}");
+            wait_until(
+                "fm1 accepted by the reactor",
+                Duration::from_secs(120),
+                || accepted.exists(),
+            )
+            .unwrap_or_else(|e| panic!("{label}: {e}\n{}", master.proc.tail(40)));
         }
     }
     println!("{label}: salt/auth pend → wheel.key.accept dispatched");
