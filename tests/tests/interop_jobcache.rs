@@ -156,13 +156,24 @@ fn salt_run(venv: &Path, site: &Site, args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("salt-run {args:?}: {e}: {out:?}"))
 }
 
-/// Every file under `dir` with its bytes (relative paths).
+/// Every file and directory under `dir` with its bytes, but for our (empty) `.tmp`, where the
+/// job directories are made before they are renamed into place.
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
+    let tmp = dir.join(".tmp");
+    if tmp.is_dir() {
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().next().is_none(),
+            "nothing left in .tmp"
+        );
+    }
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
+            if p == tmp {
+                continue;
+            }
             let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
             if e.file_type().unwrap().is_dir() {
                 out.insert(format!("{rel}/"), Vec::new());

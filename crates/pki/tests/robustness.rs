@@ -72,7 +72,13 @@ proptest! {
         let p = k.public_key();
         prop_assert!(k.decrypt_oaep(EncAlgo::OaepSha1, &data).is_err());
         prop_assert!(p.verify(SigAlgo::Pkcs1v15Sha1, b"m", &data).is_err());
-        prop_assert!(p.x931_recover(&data).is_err());
+        // X9.31 recovery has no integrity check of its own: about 1 in 16,000 random inputs
+        // carry a valid padding (first byte 0x6a/0x6b, last 0xcc, for r or n - r), so an `Ok`
+        // is legitimate; what matters is that it never panics and never returns more than
+        // the modulus.
+        if let Ok(m) = p.x931_recover(&data) {
+            prop_assert!(m.len() < 256);
+        }
         prop_assert!(pubsig::verify_master_pubkey(&p, &data, &data, SigAlgo::Pkcs1v15Sha1).is_err());
     }
 }

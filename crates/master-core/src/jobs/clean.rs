@@ -5,10 +5,9 @@
 //! * a job's age is the modification time of its `jid` file (mtime, not ctime: a `chown -R` of
 //!   the cache after an upgrade changes ctime; salt #68351); an old job's whole directory goes;
 //! * a job directory without a `jid` file is a corrupted entry (returns for a job this master
-//!   did not publish, or a kill before `prep_jid` wrote it): removed, as Salt does, once the
-//!   directory is a minute old (a younger one is a job being stored right now: directory
-//!   made, `jid` file not yet written; removing it failed the publication, seen with an
-//!   orchestration publishing 50 jobs in a row);
+//!   did not publish, or a kill before `prep_jid` wrote it): removed at once, as Salt does
+//!   (a job being stored is never such a directory: [`super::files`] makes it with its `jid`
+//!   file and renames it into place);
 //! * a first-level directory that was empty when listed is removed once its own mtime is
 //!   older than `keep_jobs_seconds`.
 //!
@@ -34,9 +33,6 @@ pub struct CleanReport {
     /// Job directories that could not be read or removed (logged, retried next tick).
     pub failed: usize,
 }
-
-/// A job directory without a `jid` file younger than this is being stored: left alone.
-const STORING: Duration = Duration::from_secs(60);
 
 fn older(now: SystemTime, t: SystemTime, keep: Duration) -> bool {
     now.duration_since(t).is_ok_and(|age| age > keep)
@@ -83,16 +79,8 @@ pub fn clean_old_jobs(
             let jid_file = path.join(JID);
             let stamp = match std::fs::metadata(&jid_file) {
                 Ok(m) if m.is_file() => m.modified(),
-                // No jid file: a corrupted entry, scrubbed (Salt's words below), unless it
-                // is being stored right now.
+                // No jid file: a corrupted entry, scrubbed (Salt's words below).
                 _ => {
-                    let storing = std::fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .is_ok_and(|t| !older(now, t, STORING));
-                    if storing {
-                        report.kept += 1;
-                        continue;
-                    }
                     match remove(&path) {
                         Ok(()) => report.removed += 1,
                         Err(e) => {
@@ -198,7 +186,7 @@ mod tests {
         assert!(exists(dir, "20250101000000000003"));
         assert!(!dir.join("zz").exists(), "an old empty first level goes");
         assert!(dir.join(".tmp").exists());
-        // Nothing is old yet at "now"; one without a jid file is being stored (kept).
+        // Nothing with a jid file is old yet at "now"; one without goes at once.
         job(dir, "20250101000000000004", true);
         job(dir, "20250101000000000005", false);
         std::fs::create_dir_all(dir.join("zy")).unwrap();
@@ -209,18 +197,8 @@ mod tests {
             &HashSet::new(),
         )
         .unwrap();
-        assert_eq!(r.removed, 0);
-        assert_eq!(r.kept, 3);
-        assert!(exists(dir, "20250101000000000005"));
-        // A minute on, it is a corrupted entry.
-        let r = clean_old_jobs(
-            dir,
-            Duration::from_secs(100),
-            SystemTime::now() + Duration::from_secs(70),
-            &HashSet::new(),
-        )
-        .unwrap();
         assert_eq!(r.removed, 1);
+        assert_eq!(r.kept, 2);
         assert!(!exists(dir, "20250101000000000005"));
         assert!(dir.join("zy").exists(), "a young empty first level stays");
     }

@@ -14,6 +14,10 @@
 //!   file; keeping them all in one directory lets the next start remove those of dead
 //!   processes by reading that one directory instead of walking every job.
 //!
+//! A job directory is made the same way, as `.tmp/<pid>.<n>` holding its `jid` file and then
+//! renamed into place, so the job-cache sweep, which removes a job directory without a `jid`
+//! file at once as Salt's `clean_old_jobs` does, never sees one being stored.
+//!
 //! Returns are not fsynced; the job load and its `jid` file are.
 //!
 //! A minion's first return for a job is the one kept, as in Salt's `local_cache.returner`:
@@ -108,14 +112,8 @@ impl FileJobs {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let dir = self.job_dir(jid);
-        let fresh = !dir.is_dir();
-        std::fs::create_dir_all(&dir)?;
         // Salt's `prep_jid`: the `jid` file, whose mtime is the job's age.
-        let jid_file = dir.join(lc::JID);
-        if !jid_file.is_file() {
-            self.write(&jid_file, jid.as_bytes(), true)?;
-        }
+        let (dir, fresh) = self.create_job_dir(jid, true)?;
         self.write(&dir.join(lc::LOAD_P), &salt_proto::encode(load), true)?;
         if fresh {
             // The new directories' entries, so the load survives a power cut too.
@@ -133,9 +131,7 @@ impl FileJobs {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let dir = self.job_dir(jid);
-        std::fs::create_dir_all(&dir)?;
-        self.write(&dir.join(lc::JID), jid.as_bytes(), false)?;
+        let (dir, _) = self.create_job_dir(jid, false)?;
         if nocache {
             self.write(&dir.join(lc::NOCACHE), b"", false)?;
         }
@@ -196,6 +192,86 @@ impl FileJobs {
         }
         self.write(&dir.join(lc::RETURN_P), &salt_proto::encode(&kept), false)?;
         Ok(())
+    }
+
+    /// The directory of `jid` with its `jid` file, and whether it was made now. A new one is
+    /// made as `.tmp/<pid>.<n>` with the `jid` file in it and renamed into place, so a job
+    /// directory never exists without its `jid` file (the sweep removes such a directory as a
+    /// corrupted entry, as Salt does). One that exists already (returns that came before the
+    /// job, a second store) gets the `jid` file written if it lacks one. `sync`: flush the
+    /// `jid` file (the caller flushes the directories above).
+    fn create_job_dir(&self, jid: &str, sync: bool) -> std::io::Result<(PathBuf, bool)> {
+        let dir = self.job_dir(jid);
+        let jid_file = dir.join(lc::JID);
+        if !dir.is_dir() {
+            let tmp = self.create_temp_dir()?;
+            let made = create_private(&tmp.join(lc::JID))
+                .and_then(|mut f| {
+                    f.write_all(jid.as_bytes())?;
+                    if sync {
+                        f.sync_all()?;
+                        sync_dir(&tmp)?;
+                    }
+                    self.rename_into_place(&tmp, &dir)
+                })
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_dir_all(&tmp);
+                })?;
+            if made {
+                return Ok((dir, true));
+            }
+        }
+        if !jid_file.is_file() {
+            self.write(&jid_file, jid.as_bytes(), sync)?;
+        }
+        Ok((dir, false))
+    }
+
+    /// Rename the directory `tmp` to `dir`, making `dir`'s parent if needed (the sweep removes
+    /// an old empty one). `false` (and `tmp` removed) if `dir` exists already: made by another
+    /// writer meanwhile.
+    fn rename_into_place(&self, tmp: &Path, dir: &Path) -> std::io::Result<bool> {
+        let mut tries = 0;
+        loop {
+            match std::fs::rename(tmp, dir) {
+                Ok(()) => return Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => {
+                    if let Some(top) = dir.parent() {
+                        std::fs::create_dir_all(top)?;
+                    }
+                }
+                Err(_) if dir.is_dir() => {
+                    std::fs::remove_dir_all(tmp)?;
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            }
+            tries += 1;
+        }
+    }
+
+    /// A new temporary directory `.tmp/<pid>.<n>` (see [`Self::create_temp`]).
+    fn create_temp_dir(&self) -> std::io::Result<PathBuf> {
+        let mut tries = 0;
+        loop {
+            let tmp = self.tmp.join(format!(
+                "{}.{}",
+                std::process::id(),
+                SEQ.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::create_dir(&tmp) {
+                Ok(()) => return Ok(tmp),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries == 0 => {
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(&self.tmp)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 1000 => {}
+                Err(e) => return Err(e),
+            }
+            tries += 1;
+        }
     }
 
     /// A new temporary file `.tmp/<pid>.<n>` (created with the directory if that is missing).
@@ -406,7 +482,7 @@ fn pid_alive(pid: i32) -> bool {
         )
 }
 
-/// Removes the files in `tmp` named `<pid>.<n>` whose process is gone or is this one (a
+/// Removes the files (and job directories) in `tmp` named `<pid>.<n>` whose process is gone or is this one (a
 /// process that had this pid before: called before this process writes any); files of other
 /// live processes and other names are left alone. Returns how many were removed; a missing
 /// directory is an empty one.
@@ -448,7 +524,12 @@ fn sweep(dir: &Path, parse: impl Fn(&str) -> Option<(&str, &str)>) -> std::io::R
         if pid_alive(pid) && u32::try_from(pid).ok() != Some(std::process::id()) {
             continue;
         }
-        match std::fs::remove_file(entry.path()) {
+        let gone = if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())
+        } else {
+            std::fs::remove_file(entry.path())
+        };
+        match gone {
             Ok(()) => removed += 1,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),

@@ -90,9 +90,9 @@ fn stale_temps_of_dead_processes_are_swept_at_start() {
     assert_eq!(mode & 0o777, 0o600);
 }
 
-/// Normally (where the file system has `O_TMPFILE`) nothing is written outside the job's
-/// directory (an unnamed file, linked once complete); `.tmp` is made when a write needs it
-/// (here: the job load written again) and left empty. A minion's second return for a job
+/// Normally (where the file system has `O_TMPFILE`) a file is written as an unnamed file in
+/// the job's directory, linked once complete; the job directory itself is made in `.tmp` and
+/// renamed into place, and `.tmp` is left empty. A minion's second return for a job
 /// is dropped, the first kept (Salt's `local_cache`). A session key's temporary file is a
 /// dot file next to it, which no minion id names.
 #[test]
@@ -115,7 +115,8 @@ fn named_temporary_files_only_when_needed() {
     let probe = jobs_dir.join("probe");
     if salt_keystore::create_linked(&probe, b"", 0o600, false).is_ok_and(|f| f.is_some()) {
         std::fs::remove_file(&probe).unwrap();
-        assert_eq!(names(&jobs_dir), [top]);
+        assert_eq!(names(&jobs_dir), [".tmp", top]);
+        assert!(names(&jobs_dir.join(".tmp")).is_empty());
     }
     for f in [".load.p", "jid", "m1/return.p", "m1/out.p"] {
         let meta = std::fs::metadata(job.join(f)).unwrap();
