@@ -13,70 +13,12 @@ use rmpv::Value as Mp;
 use salt_client::local::{PublishRequest, RunnerRequest};
 use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_states::Opts;
+use salt_states::compile::STATE_INTERNAL_KEYWORDS;
 use salt_transport::Publisher;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::shared::Shared;
-
-/// Salt's `STATE_INTERNAL_KEYWORDS`: low-chunk keys a state function's `**kwargs` never see.
-const INTERNAL: &[&str] = &[
-    "require",
-    "require_any",
-    "watch",
-    "watch_any",
-    "prereq",
-    "onfail",
-    "onfail_any",
-    "onfail_all",
-    "onchanges",
-    "onchanges_any",
-    "listen",
-    "use",
-    "require_in",
-    "watch_in",
-    "prereq_in",
-    "onfail_in",
-    "onchanges_in",
-    "listen_in",
-    "use_in",
-    "fun",
-    "state",
-    "check_cmd",
-    "cmd_opts_exclude",
-    "failhard",
-    "onlyif",
-    "unless",
-    "creates",
-    "retry",
-    "order",
-    "parallel",
-    "prerequired",
-    "reload_modules",
-    "reload_grains",
-    "reload_pillar",
-    "runas",
-    "runas_password",
-    "fire_event",
-    "saltenv",
-    "umask",
-    "__env__",
-    "__sls__",
-    "__id__",
-    "__sls_included_from__",
-    "__orchestration_jid__",
-    "__pub_user",
-    "__pub_arg",
-    "__pub_jid",
-    "__pub_fun",
-    "__pub_tgt",
-    "__pub_ret",
-    "__pub_pid",
-    "__pub_tgt_type",
-    "__prereq__",
-    "__prerequired__",
-    "__umask__",
-];
 
 /// Parameters salt-rs does not implement, per function (refused when given anything true).
 const REFUSED_FUNCTION: &[&str] = &[
@@ -392,7 +334,7 @@ pub(crate) fn text(low: &Map<String, Value>, key: &str) -> Option<String> {
 /// The keyword arguments a `**kwargs` state function sees (internal keywords and `name` out).
 pub(crate) fn kwargs(low: &Map<String, Value>) -> Map<String, Value> {
     low.iter()
-        .filter(|(k, _)| !INTERNAL.contains(&k.as_str()) && *k != "name")
+        .filter(|(k, _)| !STATE_INTERNAL_KEYWORDS.contains(&k.as_str()) && *k != "name")
         .filter(|(k, _)| !k.starts_with("__"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()

@@ -4,6 +4,7 @@
 
 use rmpv::Value;
 
+use crate::compile::STATE_INTERNAL_KEYWORDS;
 use crate::engine::Ctx;
 use crate::{get_str, truthy};
 use salt_compat::{map_get, py_str};
@@ -85,51 +86,6 @@ impl Default {
     }
 }
 
-/// Salt's `STATE_INTERNAL_KEYWORDS` (`salt/state.py`): never passed on as `**kwargs`.
-const INTERNAL: &[&str] = &[
-    "onchanges",
-    "onchanges_any",
-    "onfail",
-    "onfail_any",
-    "onfail_all",
-    "onfail_stop",
-    "prereq",
-    "prerequired",
-    "watch",
-    "watch_any",
-    "require",
-    "require_any",
-    "listen",
-    "onchanges_in",
-    "onfail_in",
-    "prereq_in",
-    "watch_in",
-    "require_in",
-    "listen_in",
-    "fun",
-    "state",
-    "check_cmd",
-    "cmd_opts_exclude",
-    "failhard",
-    "onlyif",
-    "unless",
-    "creates",
-    "retry",
-    "order",
-    "parallel",
-    "reload_modules",
-    "reload_grains",
-    "reload_pillar",
-    "runas",
-    "runas_password",
-    "fire_event",
-    "saltenv",
-    "umask",
-    "use",
-    "use_in",
-    "names",
-];
-
 /// The extra keyword arguments of a `file.managed` (none of its own, none of the state
 /// system's): Salt passes them through `file.get_managed` into the template's variables.
 pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
@@ -140,7 +96,7 @@ pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
         .filter_map(|(k, v)| {
             let k = k.as_str()?;
             let own = HONOURED.contains(&k) || REFUSED.iter().any(|(a, _)| *a == k);
-            (!own && !k.starts_with("__") && !INTERNAL.contains(&k))
+            (!own && !k.starts_with("__") && k != "names" && !STATE_INTERNAL_KEYWORDS.contains(&k))
                 .then(|| (k.to_owned(), v.clone()))
         })
         .collect()
