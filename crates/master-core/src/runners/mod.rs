@@ -372,7 +372,7 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
         "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
-        | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args),
+        | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args).await,
         "resource.show_grains" | "resource.list_grains" | "resource.refresh" => {
             Ok(resource::call(ctx, fun, args))
         }
