@@ -4,7 +4,8 @@
 //! `orch.main` has a `salt.function` step (`test.ping`), a `salt.state` step (`sls: web`,
 //! with the orchestration's `pillar=` handed on as the minions' pillar) that `require`s it, a
 //! `salt.runner` step (`fileserver.file_list`), a failing `salt.function` (`cmd.run exit 3`)
-//! and an `onfail` step that writes a file. Per master: `salt-run --out json
+//! and an `onfail` step that writes a file (each job step with `timeout: 60`, room for a loaded
+//! box). Per master: `salt-run --out json
 //! state.orchestrate orch.main pillar='{...}'` (the return normalised: times and jids out),
 //! the files the minions wrote, and `salt-run`'s exit status (1); `state.orch orch.main
 //! test=True` (exit 0, nothing written); `state.orch orch.ok` (exit 0);
@@ -44,11 +45,11 @@ fn make_tree(root: &Path) {
         &srv,
         "orch/main.sls",
         &format!(
-            "ping-all:\n  salt.function:\n    - name: test.ping\n    - tgt: 'orch-*'\n\n\
-             apply-web:\n  salt.state:\n    - tgt: 'orch-*'\n    - sls: web\n    - pillar:\n        color: {{{{ pillar.get('color', 'none') }}}}\n    - require:\n      - salt: ping-all\n\n\
+            "ping-all:\n  salt.function:\n    - name: test.ping\n    - tgt: 'orch-*'\n    - timeout: 60\n\n\
+             apply-web:\n  salt.state:\n    - tgt: 'orch-*'\n    - sls: web\n    - timeout: 60\n    - pillar:\n        color: {{{{ pillar.get('color', 'none') }}}}\n    - require:\n      - salt: ping-all\n\n\
              list-files:\n  salt.runner:\n    - name: fileserver.file_list\n    - require:\n      - salt: apply-web\n\n\
-             failing:\n  salt.function:\n    - name: cmd.run\n    - tgt: orch-a\n    - arg:\n      - 'exit 3'\n    - require:\n      - salt: list-files\n\n\
-             recover:\n  salt.function:\n    - name: cmd.run\n    - tgt: orch-b\n    - arg:\n      - 'mkdir -p {o}/orch-b && echo {{{{ pillar.get(\"note\", \"none\") }}}} > {o}/orch-b/recovered'\n    - onfail:\n      - salt: failing\n\n\
+             failing:\n  salt.function:\n    - name: cmd.run\n    - tgt: orch-a\n    - timeout: 60\n    - arg:\n      - 'exit 3'\n    - require:\n      - salt: list-files\n\n\
+             recover:\n  salt.function:\n    - name: cmd.run\n    - tgt: orch-b\n    - timeout: 60\n    - arg:\n      - 'mkdir -p {o}/orch-b && echo {{{{ pillar.get(\"note\", \"none\") }}}} > {o}/orch-b/recovered'\n    - onfail:\n      - salt: failing\n\n\
              not-needed:\n  salt.function:\n    - name: test.ping\n    - tgt: orch-a\n    - onfail:\n      - salt: ping-all\n"
         ),
     );
@@ -56,7 +57,7 @@ fn make_tree(root: &Path) {
         &srv,
         "orch/ok.sls",
         "hello:\n  test.succeed_without_changes: []\n\n\
-         ping-b:\n  salt.function:\n    - name: test.echo\n    - tgt: orch-b\n    - arg:\n      - hi\n    - require:\n      - test: hello\n",
+         ping-b:\n  salt.function:\n    - name: test.echo\n    - tgt: orch-b\n    - timeout: 60\n    - arg:\n      - hi\n    - require:\n      - test: hello\n",
     );
     write(
         &srv,
@@ -74,6 +75,8 @@ fn master_conf(root: &Path, name: &str, ports: (u16, u16)) -> MasterConf {
         .ports(ports.0, ports.1)
         .auto_accept(true)
         .set("worker_threads", 2u32)
+        // Room for slow Python minions on a loaded box (the steps set `timeout: 60`).
+        .set("gather_job_timeout", 30u32)
         .set(
             "file_roots",
             Yaml::Raw(format!("{{base: ['{}']}}", root.join("srv").display())),
@@ -164,7 +167,12 @@ struct Seen {
 
 fn salt_run(side: &Side, conf_dir: &Path, args: &[&str]) -> CmdOutput {
     let bin = side.salt_bin().with_file_name("salt-run");
-    salt_integration_tests::cli::salt(&bin, None, conf_dir, args, Duration::from_secs(240)).unwrap()
+    // Salt's Python side gets more time on a loaded box.
+    let limit = match side {
+        Side::Ours(_) => Duration::from_secs(240),
+        Side::Salt(_) => Duration::from_secs(480),
+    };
+    salt_integration_tests::cli::salt(&bin, None, conf_dir, args, limit).unwrap()
 }
 
 /// The last JSON document `salt-run --out json` printed (Salt's prints the progress events
@@ -292,6 +300,36 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
     seen
 }
 
+/// Runs of Salt's side at most (see `orchestrate_same_as_salt`).
+const SALT_ATTEMPTS: u32 = 3;
+
+/// What Salt's master always does with this tree (`Err`: what its run missed).
+fn reference_ok(salt: &Seen) -> Result<(), String> {
+    let file = |p: &str| salt.files.get(p).map(String::as_str);
+    let checks = [
+        (salt.main_code == Some(1), "orch.main exit status 1"),
+        (
+            file("orch-b/recovered") == Some("hello\n"),
+            "orch-b/recovered",
+        ),
+        (
+            file("orch-a/web.conf") == Some("color=green\n"),
+            "orch-a/web.conf",
+        ),
+        (
+            file("orch-b/web.conf") == Some("color=green\n"),
+            "orch-b/web.conf",
+        ),
+        (salt.dry_code == Some(0), "test=True exit status 0"),
+        (salt.dry_files == 0, "test=True writes nothing"),
+        (salt.ok_code == Some(0), "orch.ok exit status 0"),
+    ];
+    match checks.iter().find(|(ok, _)| !ok) {
+        Some((_, what)) => Err(format!("expected {what}")),
+        None => Ok(()),
+    }
+}
+
 #[test]
 fn orchestrate_same_as_salt() {
     let Some(venv) = require(venv_for("3007.17")) else {
@@ -303,22 +341,30 @@ fn orchestrate_same_as_salt() {
     make_tree(root.path());
     let py = Side::Salt(venv);
     let ours = Side::Ours(bins().unwrap());
-    let salt = run_side(root.path(), "salt", &py, &py, t0);
+    // The reference itself, so a change in Salt shows here first. Salt's side runs again
+    // (fresh master and minions) when its own run misses what Salt always does here: on a
+    // loaded 2-core CI box a Python minion's state run can miss the orchestration's wait
+    // (a `salt.state` step without its file). What is compared is never relaxed: ours is
+    // compared with a reference run that passed these checks.
+    let mut salt = run_side(root.path(), "salt", &py, &py, t0);
+    for attempt in 2..=SALT_ATTEMPTS {
+        let Err(why) = reference_ok(&salt) else {
+            break;
+        };
+        println!(
+            "Salt's reference run missed ({why}); running it again (attempt {attempt}).\n\
+             Its orch.main return:\n{:#}\nfiles: {:#?}",
+            salt.main, salt.files
+        );
+        salt = run_side(root.path(), "salt", &py, &py, t0);
+    }
+    if let Err(why) = reference_ok(&salt) {
+        panic!(
+            "Salt's reference run: {why}\norch.main:\n{:#}\nfiles: {:#?}",
+            salt.main, salt.files
+        );
+    }
     let rs = run_side(root.path(), "ours", &ours, &py, t0);
-
-    // The reference itself, so a change in Salt shows here first.
-    assert_eq!(salt.main_code, Some(1), "{:#}", salt.main);
-    assert_eq!(
-        salt.files.get("orch-b/recovered").map(String::as_str),
-        Some("hello\n")
-    );
-    assert_eq!(
-        salt.files.get("orch-a/web.conf").map(String::as_str),
-        Some("color=green\n")
-    );
-    assert_eq!(salt.dry_code, Some(0));
-    assert_eq!(salt.dry_files, 0);
-    assert_eq!(salt.ok_code, Some(0));
 
     // Every difference at once.
     let mut diffs: Vec<String> = Vec::new();

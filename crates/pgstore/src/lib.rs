@@ -20,6 +20,7 @@ mod db;
 mod follow;
 mod jobs;
 mod jobs_follow;
+mod leader;
 mod mirror;
 mod plan;
 mod schema;
@@ -38,6 +39,7 @@ use salt_keystore::{
 
 pub use jobs::{JobDb, MasterPresence, ReturnHooks, ReturnRow, Stored};
 pub use jobs_follow::BEAT;
+pub use leader::Leader;
 pub use schema::SCHEMA_VERSION;
 pub use tls::{SslMode, Tls};
 

@@ -36,8 +36,14 @@ pub(crate) const FUNS: &[&str] = &[
 ];
 
 /// Run orchestrate runner `fun`; `raw` are the call's arguments as sent (for the `**kwargs`
-/// of `orchestrate_single`/`orchestrate_high`).
-pub(crate) async fn call(ctx: &Ctx, fun: &str, a: &Args, raw: &[Value]) -> Result<Value, String> {
+/// of `orchestrate_single`/`orchestrate_high`); `user` runs it (Salt's `__user__`).
+pub(crate) async fn call(
+    ctx: &Ctx,
+    fun: &str,
+    a: &Args,
+    raw: &[Value],
+    user: &str,
+) -> Result<Value, String> {
     if a.get("pillar").is_some_and(|p| !p.is_object()) {
         // Salt's runner raises; `salt-run` prints the exception (with its traceback, which
         // salt-rs does not have) as the return and exits 0.
@@ -56,6 +62,7 @@ pub(crate) async fn call(ctx: &Ctx, fun: &str, a: &Args, raw: &[Value]) -> Resul
         stop: ctx.stop.clone(),
         rt: tokio::runtime::Handle::current(),
         jid,
+        user: user.to_owned(),
     };
     let (fun, a, extra) = (fun.to_owned(), a.clone(), extra_kwargs(raw));
     let work = tokio::task::spawn_blocking(move || run(hook, &fun, &a, &extra));

@@ -51,6 +51,9 @@ pub(crate) struct SaltMod {
     pub rt: tokio::runtime::Handle,
     /// `orchestration_jid`.
     pub jid: String,
+    /// Who runs the orchestration (Salt's `__user__` of `state.orchestrate`): `salt.runner`
+    /// runs its runner as this user (Salt's `saltmod.runner` passes it as `__pub_user`).
+    pub user: String,
 }
 
 impl salt_states::ExtraStates for SaltMod {
@@ -376,7 +379,7 @@ impl SaltMod {
         };
         let out = self
             .rt
-            .block_on(Box::pin(crate::runners::call(&ctx, &req, "root", true)));
+            .block_on(Box::pin(crate::runners::call(&ctx, &req, &self.user, true)));
         let (value, mut success) = match out {
             Ok(v) => {
                 let ok = match &v {
@@ -429,10 +432,15 @@ impl SaltMod {
 }
 
 /// The one place `salt.wheel` reaches wheel functions: (return, success). Blocking (the
-/// orchestration runs on the blocking pool).
+/// orchestration runs on the blocking pool). The user is Salt's: `saltmod.wheel` passes no
+/// `__pub_user` and `saltutil.wheel`'s `pub_data` holds only `__` keys, so `WheelClient.cmd`
+/// sets no `__user__` and its events say `UNKNOWN` (Salt 3006, 3007 and 3008 alike).
 fn wheel_call(shared: &Shared, fun: &str, kwargs: &Map<String, Value>) -> (Value, bool) {
-    crate::wheel::call(shared, fun, &[], kwargs, "root")
+    crate::wheel::call(shared, fun, &[], kwargs, WHEEL_USER)
 }
+
+/// The user of `salt.wheel`'s wheel calls (see [`wheel_call`]).
+const WHEEL_USER: &str = "UNKNOWN";
 
 #[cfg(test)]
 mod tests {

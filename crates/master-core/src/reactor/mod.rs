@@ -67,6 +67,10 @@ pub(crate) struct Reactors {
     file: Option<PathBuf>,
     map: Mutex<(Vec<Entry>, Option<SystemTime>)>,
     leader: AtomicBool,
+    /// Set when the reactor starts in a group with a database: the group's election decides
+    /// who leads (docs/group.md), `leader` is then unused; `None` inside: the election could
+    /// not start, and this master never leads (never two leaders).
+    group: std::sync::OnceLock<Option<Arc<salt_pgstore::Leader>>>,
     running: AtomicBool,
     /// Events whose reactions found the queue full.
     dropped: AtomicU64,
@@ -85,6 +89,7 @@ impl Reactors {
             file,
             map: Mutex::new((entries(map), None)),
             leader: AtomicBool::new(true),
+            group: std::sync::OnceLock::new(),
             running: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
             threads: cfg.reactor_worker_threads.max(1) as usize,
@@ -103,6 +108,16 @@ impl Reactors {
             }
         }
         g
+    }
+
+    /// Whether this master reacts: it leads the group's election, or (no group) Salt's
+    /// `is_leader` flag.
+    fn leads(&self) -> bool {
+        match self.group.get() {
+            Some(Some(g)) => g.leads(),
+            Some(None) => false,
+            None => self.leader.load(Ordering::Acquire),
+        }
     }
 
     /// The map now.
@@ -186,6 +201,8 @@ pub(crate) fn start(
     if r.file.is_none() && r.map().is_empty() {
         return;
     }
+    // Before the runners see it running: a group member never answers Salt's flag.
+    elect(shared);
     r.running.store(true, Ordering::Release);
     let (tx, rx) = mpsc::channel::<Work>(r.hwm);
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
@@ -212,6 +229,40 @@ pub(crate) fn start(
     );
 }
 
+/// In a group whose masters share a database (`keys.cache_driver: postgres` or
+/// `master_job_cache: pgjsonb`), take part in the election of the group's reactor leader:
+/// only the leader reacts, so an event every member sees reacts once.
+fn elect(shared: &Shared) {
+    let Some(c) = shared
+        .cfg
+        .cluster_id
+        .as_ref()
+        .filter(|c| c.keys_in_postgres() || c.job_driver == salt_config::JobDriver::Pgjsonb)
+    else {
+        return;
+    };
+    let settings =
+        salt_pgstore::Settings::from_config(c, &shared.cfg.id, shared.cfg.rotate_aes_key);
+    match salt_pgstore::Leader::start(settings) {
+        Ok(l) => {
+            let _ = shared.reactor.group.set(Some(Arc::new(l)));
+            tracing::info!(
+                "group {}: the reactor reacts while this master leads the group's election",
+                c.cluster_id
+            );
+        }
+        // Never two leaders: without the election this master does not react.
+        Err(e) => {
+            let _ = shared.reactor.group.set(None);
+            tracing::error!(
+                "group {}: reactor leader election not started ({e}): this master's reactor \
+                 will not react",
+                c.cluster_id
+            );
+        }
+    }
+}
+
 /// Look at one event on the bus (in the firing thread, never waiting): skip the reactor's own
 /// events and everything when not leader; queue the sls paths of the matching globs.
 fn offer(r: &Reactors, tx: &mpsc::Sender<Work>, ev: &Event) {
@@ -219,7 +270,7 @@ fn offer(r: &Reactors, tx: &mpsc::Sender<Work>, ev: &Event) {
     if ev.data.get("user").and_then(Value::as_str) == Some(react::EVENT_USER) {
         return;
     }
-    if !r.leader.load(Ordering::Acquire) {
+    if !r.leads() {
         return;
     }
     let reactors = r.for_tag(&ev.tag);
@@ -261,7 +312,7 @@ async fn worker(ctx: Ctx, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>) {
 }
 
 /// Salt's `reactor` runner: `list`, `add`, `delete`, `is_leader`, `set_leader`.
-pub(crate) fn runner(
+pub(crate) async fn runner(
     shared: &Shared,
     fun: &str,
     args: &crate::runners::ctx::Args,
@@ -302,11 +353,29 @@ pub(crate) fn runner(
                 None => Ok(json!({"status": false, "comment": "Reactor does not exists."})),
             }
         }
-        "reactor.is_leader" => Ok(Value::Bool(r.leader.load(Ordering::Acquire))),
+        "reactor.is_leader" => Ok(Value::Bool(r.leads())),
         "reactor.set_leader" => {
             let value = args.flag("value", true);
-            r.leader.store(value, Ordering::Release);
-            Ok(Value::Bool(value))
+            let group = match r.group.get() {
+                None => {
+                    r.leader.store(value, Ordering::Release);
+                    return Ok(Value::Bool(value));
+                }
+                Some(None) => {
+                    return Err(
+                        "reactor.set_leader: the group's reactor leader election is \
+                                not running (see the master's log)"
+                            .into(),
+                    );
+                }
+                Some(Some(g)) => g.clone(),
+            };
+            // In a group: take part or step down; the answer is whether it leads now.
+            tokio::task::spawn_blocking(move || group.set_willing(value))
+                .await
+                .map_err(|e| format!("reactor.set_leader: {e}"))?
+                .map(Value::Bool)
+                .map_err(|e| format!("reactor.set_leader: the group's election: {e}"))
         }
         _ => Ok(json!(format!("'{fun}' is not available."))),
     }

@@ -230,10 +230,28 @@ pub(crate) fn params(fun: &str) -> Option<(&'static [&'static str], bool)> {
     if fun == "test.arg" {
         return Some((&[], true));
     }
+    if let Some(sig) = sync_sig(fun) {
+        return Some((sig.params, sig.var_kw));
+    }
     RUNNERS
         .iter()
         .find(|r| r.sig.fun == fun)
         .map(|r| (r.sig.params, r.sig.var_kw))
+}
+
+/// The signature of `saltutil.sync_all` or one `saltutil.sync_*` (`None`: not one of them).
+fn sync_sig(fun: &str) -> Option<Sig> {
+    let short = fun.strip_prefix("saltutil.")?;
+    let (_, name) = saltutil::FORMS
+        .iter()
+        .chain(&[("", "sync_all")])
+        .find(|(_, f)| *f == short)?;
+    Some(Sig {
+        fun: name,
+        params: SYNC_PARAMS,
+        required: 0,
+        var_kw: false,
+    })
 }
 
 /// Salt's `test.arg(*args, **kwargs)`: what it was given, keywords starting with `__` left out.
@@ -256,18 +274,8 @@ fn test_arg(raw: &[Value]) -> Value {
 /// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
 /// `Some(Err(text))`: the call does not fit, and `text` is what Salt prints for it.
 fn bind(fun: &str, raw: &[Value]) -> Option<Result<Args, String>> {
-    if let Some(short) = fun.strip_prefix("saltutil.") {
-        let (_, name) = saltutil::FORMS
-            .iter()
-            .chain(&[("", "sync_all")])
-            .find(|(_, f)| *f == short)?;
-        let sig = Sig {
-            fun: name,
-            params: SYNC_PARAMS,
-            required: 0,
-            var_kw: false,
-        };
-        return Some(salt_client::args::bind(&sig, raw));
+    if fun.starts_with("saltutil.") {
+        return Some(salt_client::args::bind(&sync_sig(fun)?, raw));
     }
     let r = RUNNERS.iter().find(|r| r.sig.fun == fun)?;
     Some(salt_client::args::bind(&r.sig, raw).and_then(|a| {
@@ -305,7 +313,7 @@ pub(crate) async fn call(
         // status 0; Salt appends the function's documentation, which salt-rs does not carry).
         Some(Err(m)) => Ok(Value::String(m)),
         Some(Ok(args)) if crate::orchestrate::FUNS.contains(&fun) => {
-            crate::orchestrate::call(ctx, fun, &args, &req.arg).await
+            crate::orchestrate::call(ctx, fun, &args, &req.arg, user).await
         }
         Some(Ok(args)) => run(ctx, fun, &args, req.timeout).await,
     }
@@ -372,7 +380,7 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
         "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
-        | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args),
+        | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args).await,
         "resource.show_grains" | "resource.list_grains" | "resource.refresh" => {
             Ok(resource::call(ctx, fun, args))
         }
@@ -491,5 +499,20 @@ mod tests {
                 .is_ok()
         );
         assert!(bind("jobs.nothing", &[]).is_none());
+    }
+
+    /// The `saltutil.sync_*` runners have Salt's signature for keyword binding too (a
+    /// reaction's or `salt.runner`'s own keys).
+    #[test]
+    fn sync_runners_have_params() {
+        for fun in [
+            "saltutil.sync_all",
+            "saltutil.sync_modules",
+            "saltutil.sync_eauth_tokens",
+        ] {
+            assert_eq!(params(fun), Some((SYNC_PARAMS, false)), "{fun}");
+        }
+        assert_eq!(params("saltutil.sync_nothing"), None);
+        assert_eq!(params("saltutil.tokens"), None);
     }
 }

@@ -1,0 +1,320 @@
+//! Salt 3008.5's own orchestrate test trees (issue 35, item 6), run through Salt 3008.5's
+//! master and through ours, each with the same Python 3008.5 minion, and compared.
+//!
+//! The trees are those of `tests/pytests/integration/runners/state/orchestrate/
+//! test_orchestrate.py` in Salt 3008.5's sdist (Apache-2.0; the sdist carries no
+//! `tests/integration/files/file/base/orch/`), with the minion's id and the paths filled in as
+//! the pytest fixtures do:
+//!
+//! * `orch-test` (a `salt.state` of `module.run test.ping`) and `orch-function-test`
+//!   (`salt.function` of `test.arg_clean` and `test.ping`): `--out=highstate` text (times
+//!   aside) and exit status;
+//! * `nested.outer` (a `salt.runner` `state.orchestrate` of a failing inner orchestration
+//!   with `failhard`): return, exit status, and the file a later step would touch not there;
+//! * `orch.issue30367` (`test.false`), `orch.target-exists`, `orch.target-does-not-exist`:
+//!   the JSON return (normalised: times, jids, pids out) and exit status;
+//! * `orch.batch` (`batch: 1` with `failhard`, a state that fails): salt-rs refuses
+//!   `salt.state`'s `batch` by name (docs/states.md): its step fails naming `batch`, and the
+//!   exit status is Salt's (non-zero).
+//!
+//! Not run: `orch.mine` (`salt.saltutil.runner('mine.get')` in Jinja; salt-rs has no `mine`
+//! runner), `orch.issue43204` and `orch.retcode` (they sync the test suite's own
+//! `runtests_helpers` Python modules, which the sdist does not ship and salt-rs's master does
+//! not run), `orch.subset` (it needs two minions and picks one at random).
+//!
+//! Under `CI=true` a missing venv fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
+use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::{cli::CmdOutput, require};
+use serde_json::Value;
+
+const MINION: &str = "trees-minion";
+
+fn write(root: &Path, rel: &str, data: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+/// Salt's trees, `@ID@` the minion's id, `@OUT@` a directory for the files steps write.
+const TREES: &[(&str, &str)] = &[
+    (
+        "orch-test.sls",
+        "call_sleep_state:\n  salt.state:\n    - tgt: @ID@\n    - sls: simple-ping\n",
+    ),
+    (
+        "simple-ping.sls",
+        "simple-ping:\n  module.run:\n    - name: test.ping\n",
+    ),
+    (
+        "orch-function-test.sls",
+        "arg_clean_test:\n  salt.function:\n    - name: test.arg_clean\n    - arg:\n      \
+         - B flat major\n      - has 2 flats\n    - tgt: @ID@\n\n\
+         ping_test:\n  salt.function:\n    - name: test.ping\n    - tgt: @ID@\n",
+    ),
+    (
+        "nested/inner.sls",
+        "cmd.run:\n  salt.function:\n    - tgt: @ID@\n    - arg:\n      - false\n    \
+         - failhard: True\n",
+    ),
+    (
+        "nested/outer.sls",
+        "state.orchestrate:\n  salt.runner:\n    - mods: nested.inner\n    - failhard: True\n\n\
+         cmd.run:\n  salt.function:\n    - tgt: @ID@\n    - arg:\n      \
+         - touch @OUT@/ewu-2016-12-13\n",
+    ),
+    (
+        "orch/issue30367.sls",
+        "deploy_check:\n  salt.function:\n    - name: test.false\n    - tgt: @ID@\n",
+    ),
+    (
+        "orch/target-exists.sls",
+        "core:\n  salt.state:\n    - tgt: '@ID@*'\n    - sls:\n      - core\n\n\
+         test-state:\n  salt.state:\n    - tgt: '@ID@*'\n    - sls:\n      - orch.target-test\n\n\
+         cmd.run:\n  salt.function:\n    - tgt: '@ID@*'\n    - arg:\n      - echo test\n",
+    ),
+    (
+        "orch/target-does-not-exist.sls",
+        "core:\n  salt.state:\n    - tgt: 'does-not-exist*'\n    - sls:\n      - core\n\n\
+         test-state:\n  salt.state:\n    - tgt: '@ID@*'\n    - sls:\n      - orch.target-test\n\n\
+         cmd.run:\n  salt.function:\n    - tgt: '@ID@*'\n    - arg:\n      - echo test\n",
+    ),
+    (
+        "orch/target-test.sls",
+        "always_true:\n  test.succeed_without_changes\n",
+    ),
+    ("core.sls", "always_true:\n  test.succeed_without_changes\n"),
+    (
+        "orch/batch.sls",
+        "call_fail_state:\n  salt.state:\n    - tgt: @ID@\n    - batch: 1\n    \
+         - failhard: True\n    - sls: fail\n",
+    ),
+    (
+        "fail.sls",
+        "@OUT@/test-file:\n  file.managed:\n    - source: salt://hnlcfsdjhkzkdhynclarkhmcls\n",
+    ),
+];
+
+/// The orchestrations compared as JSON.
+const JSON_CASES: &[&str] = &[
+    "nested.outer",
+    "orch.issue30367",
+    "orch.target-exists",
+    "orch.target-does-not-exist",
+];
+
+/// The orchestrations salt-rs refuses, with the option its failing step names.
+const REFUSED_CASES: &[(&str, &str)] = &[("orch.batch", "batch")];
+
+/// The orchestrations compared as `--out=highstate` text.
+const TEXT_CASES: &[&str] = &["orch-test", "orch-function-test"];
+
+fn make_tree(root: &Path) {
+    let out = root.join("out").display().to_string();
+    for (rel, text) in TREES {
+        let text = text.replace("@ID@", MINION).replace("@OUT@", &out);
+        write(&root.join("srv"), rel, &text);
+    }
+    write(root, "pillar/top.sls", "base: {}\n");
+}
+
+/// A return without what differs per run (times, jids, pids).
+fn normalize(v: &Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "duration" | "start_time" | "__jid__" | "jid" | "pid"
+                    )
+                })
+                .map(|(k, x)| (k.clone(), normalize(x)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `--out highstate` text without times.
+fn strip_times(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            match ["Started:", "Duration:", "Total run time:"]
+                .iter()
+                .find(|k| t.starts_with(**k))
+            {
+                Some(k) => format!("{k} X"),
+                None => l.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn salt_run(side: &Side, conf_dir: &Path, args: &[&str]) -> CmdOutput {
+    let bin = side.salt_bin().with_file_name("salt-run");
+    let limit = match side {
+        Side::Ours(_) => Duration::from_secs(240),
+        Side::Salt(_) => Duration::from_secs(480),
+    };
+    salt_integration_tests::cli::salt(&bin, None, conf_dir, args, limit).unwrap()
+}
+
+/// The last JSON document of `salt-run --out json` (Salt's LocalClient prints "No minions
+/// matched the target. ..." before it when a step targets nobody: the text before the first
+/// line opening a document is skipped).
+fn json_of(out: &CmdOutput) -> Value {
+    let text = out.stdout.trim();
+    let start = if text.starts_with('{') {
+        0
+    } else {
+        text.find("\n{").map_or(0, |i| i + 1)
+    };
+    serde_json::Deserializer::from_str(&text[start..])
+        .into_iter::<Value>()
+        .filter_map(Result::ok)
+        .last()
+        .unwrap_or_else(|| panic!("{}: not JSON:\n{}\n{}", out.cmd, out.stdout, out.stderr))
+}
+
+/// What one master answered: per case, (return or text, exit status).
+type Seen = Vec<(String, String, Option<i32>)>;
+
+fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side) -> (Seen, bool) {
+    let ports = free_port_pair().unwrap();
+    let conf = MasterConf::new(root.join(name))
+        .id("trees_master")
+        .ports(ports.0, ports.1)
+        .auto_accept(true)
+        .set("worker_threads", 2u32)
+        .set("gather_job_timeout", 30u32)
+        .set(
+            "file_roots",
+            Yaml::Raw(format!("{{base: ['{}']}}", root.join("srv").display())),
+        )
+        .set(
+            "pillar_roots",
+            Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
+        );
+    let mut master = Daemon::start_master(master_side, &conf).unwrap();
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .unwrap();
+    let mconf = MinionConf::new(root.join(format!("{name}-minion")), MINION)
+        .ports(ports.0, ports.1)
+        .set("auth_timeout", 10u32);
+    let minion = Daemon::start_minion(py, &mconf).unwrap();
+    minion.wait_minion_ready().unwrap();
+    let cli = SaltCli::new(master_side, &master.conf_dir);
+    cli.until_answer(MINION, &[MINION, "test.ping"], Duration::from_secs(90))
+        .unwrap();
+    let conf = master.conf_dir.clone();
+    let out = root.join("out");
+    let mut seen = Seen::new();
+    for case in TEXT_CASES {
+        let r = salt_run(
+            master_side,
+            &conf,
+            &["--out=highstate", "--no-color", "state.orchestrate", case],
+        );
+        seen.push((
+            case.to_string(),
+            strip_times(&r.stdout),
+            r.status.and_then(|s| s.code()),
+        ));
+    }
+    for case in JSON_CASES
+        .iter()
+        .chain(REFUSED_CASES.iter().map(|(c, _)| c))
+    {
+        let r = salt_run(
+            master_side,
+            &conf,
+            &["--out", "json", "state.orchestrate", case],
+        );
+        let v = normalize(&json_of(&r));
+        seen.push((
+            case.to_string(),
+            serde_json::to_string_pretty(&v).unwrap(),
+            r.status.and_then(|s| s.code()),
+        ));
+    }
+    // `nested.outer`'s failhard stops before the touch.
+    let touched = out.join("ewu-2016-12-13").exists();
+    drop(minion);
+    master.proc.stop(Duration::from_secs(20));
+    (seen, touched)
+}
+
+#[test]
+fn salt_3008_orchestrate_trees() {
+    let Some(venv) = require(venv_for("3008.5")) else {
+        return;
+    };
+    let _guard = serial();
+    let root = TempRoot::new().unwrap();
+    make_tree(root.path());
+    let py = Side::Salt(venv);
+    let ours = Side::Ours(bins().unwrap());
+    let (salt, salt_touched) = run_side(root.path(), "salt", &py, &py);
+    let (rs, rs_touched) = run_side(root.path(), "ours", &ours, &py);
+    // Salt's own assertions on its reference.
+    let code = |seen: &Seen, case: &str| {
+        seen.iter()
+            .find(|(c, _, _)| c == case)
+            .and_then(|(_, _, code)| *code)
+    };
+    assert!(!salt_touched, "Salt's nested failhard touched the file");
+    for (case, want_zero) in [
+        ("orch-test", true),
+        ("orch-function-test", true),
+        ("nested.outer", false),
+        ("orch.issue30367", false),
+        ("orch.target-exists", true),
+        ("orch.target-does-not-exist", false),
+        ("orch.batch", false),
+    ] {
+        assert_eq!(
+            code(&salt, case) == Some(0),
+            want_zero,
+            "Salt's exit status of {case}: {salt:#?}"
+        );
+    }
+    let mut diffs = Vec::new();
+    if rs_touched != salt_touched {
+        diffs.push(format!("nested.outer touched the file: ours {rs_touched}"));
+    }
+    for ((case, theirs, tcode), (_, mine, mcode)) in salt.iter().zip(&rs) {
+        if let Some((_, option)) = REFUSED_CASES.iter().find(|(c, _)| c == case) {
+            let v: Value = serde_json::from_str(mine).unwrap();
+            let steps = v["data"]["trees_master"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let named = steps.values().any(|s| {
+                s["result"] == Value::Bool(false)
+                    && s["comment"].as_str().is_some_and(|c| c.contains(option))
+            });
+            if !named || mcode == &Some(0) || tcode == &Some(0) {
+                diffs.push(format!(
+                    "{case}: ours must fail naming {option} (exit {mcode:?}, Salt's {tcode:?}):\n{mine}"
+                ));
+            }
+            continue;
+        }
+        if theirs != mine || tcode != mcode {
+            diffs.push(format!(
+                "{case}:\n--- ours (exit {mcode:?}) ---\n{mine}\n--- Salt (exit {tcode:?}) ---\n{theirs}"
+            ));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
+}
