@@ -17,6 +17,8 @@ use clap::Parser;
 
 #[path = "../cli/batch.rs"]
 mod batch;
+#[path = "../cli/eauth.rs"]
+mod eauth;
 #[path = "../cli/progress.rs"]
 mod progress;
 #[path = "../cli/unsupported.rs"]
@@ -137,6 +139,9 @@ struct Args {
     /// With --batch: seconds to wait after a minion returns before filling its slot.
     #[arg(long = "batch-wait", default_value_t = 0.0)]
     batch_wait: f64,
+    /// External authentication (`-a`, `-T`, `--username`, `--password`).
+    #[command(flatten)]
+    eauth: eauth::EauthArgs,
     /// Target expression.
     target: String,
     /// Function, e.g. test.ping.
@@ -276,6 +281,7 @@ fn main() -> ExitCode {
         // Salt's `get_specific_user`: root under sudo publishes as `sudo_<SUDO_USER>` (the
         // master reads it from a root caller only).
         sudo_user: std::env::var("SUDO_USER").ok(),
+        auth: None,
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -285,6 +291,16 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("salt: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Salt's `salt`: a saved token (`token_file`) is used unless the root key is readable;
+    // without one, `-a` asks for the credentials (and `-T` makes a token of them).
+    let token = eauth::saved_token(&cfg);
+    let req = match runtime.block_on(eauth::resolve(&args.eauth, &cfg, &sock, token)) {
+        Ok(auth) => PublishRequest { auth, ..req },
+        Err(()) => {
+            eprintln!("ERROR: Authentication failed");
             return ExitCode::from(2);
         }
     };
