@@ -29,7 +29,8 @@ use serde_json::Value;
 
 /// Run a runner function on the master.
 #[derive(Debug, Parser)]
-#[command(name = "salt-run", version = salt_config::VERSION)]
+// Python's optparse keeps the last of an option given twice (`-t 3 -t 7`: 7).
+#[command(name = "salt-run", version = salt_config::VERSION, args_override_self = true)]
 struct Args {
     /// Configuration directory of the master.
     #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
@@ -248,6 +249,13 @@ fn session_failed(sock: &std::path::Path, e: &SessionError) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An option given twice: the last one wins, as in Salt's optparse.
+    #[test]
+    fn the_last_of_a_repeated_option_wins() {
+        let a = Args::try_parse_from(["salt-run", "-t", "3", "-t", "7", "manage.up"]).unwrap();
+        assert_eq!(a.timeout, Some(7));
+    }
 
     /// packaging/man/salt-run.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
     #[test]

@@ -38,7 +38,8 @@ use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
 #[derive(Debug, Parser)]
-#[command(name = "salt", version = salt_config::VERSION)]
+// Python's optparse keeps the last of an option given twice (`-t 3 -t 7`: 7).
+#[command(name = "salt", version = salt_config::VERSION, args_override_self = true)]
 struct Args {
     /// Configuration directory of the master [default: /etc/salt]. Given explicitly,
     /// DIR/master must exist.
@@ -556,6 +557,25 @@ mod tests {
             Args::command(),
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/man/salt.1"),
         );
+    }
+
+    /// An option given twice: the last one wins, as in Salt's optparse.
+    #[test]
+    fn the_last_of_a_repeated_option_wins() {
+        let a = Args::try_parse_from(["salt", "-t", "3", "-t", "7", "*", "test.ping"]).unwrap();
+        assert_eq!(a.timeout, 7);
+        let a = Args::try_parse_from([
+            "salt",
+            "--out",
+            "json",
+            "--out=yaml",
+            "-v",
+            "-v",
+            "*",
+            "x.y",
+        ])
+        .unwrap();
+        assert_eq!((a.out.as_deref(), a.verbose), (Some("yaml"), true));
     }
 
     #[test]
