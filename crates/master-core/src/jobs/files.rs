@@ -14,7 +14,8 @@
 //!   file; keeping them all in one directory lets the next start remove those of dead
 //!   processes by reading that one directory instead of walking every job.
 //!
-//! Returns are not fsynced; the job load and its `jid` file are.
+//! Returns are not fsynced; the job load and its `jid` file are, within a second, in batches
+//! (`flush.rs`).
 //!
 //! A minion's first return for a job is the one kept, as in Salt's `local_cache.returner`:
 //! its directory exists already for a second one (a retry after a timeout, two minions with
@@ -114,16 +115,18 @@ impl FileJobs {
         // Salt's `prep_jid`: the `jid` file, whose mtime is the job's age.
         let jid_file = dir.join(lc::JID);
         if !jid_file.is_file() {
-            self.write(&jid_file, jid.as_bytes(), true)?;
+            self.write(&jid_file, jid.as_bytes(), false)?;
         }
-        self.write(&dir.join(lc::LOAD_P), &salt_proto::encode(load), true)?;
+        let load_file = dir.join(lc::LOAD_P);
+        self.write(&load_file, &salt_proto::encode(load), false)?;
+        // Flushed by the next tick's batch, not by this publish (`flush.rs`): the files,
+        // their directory and, for a new job, the new directories' entries.
+        let mut dirs = vec![dir.clone()];
         if fresh {
-            // The new directories' entries, so the load survives a power cut too.
-            if let Some(top) = dir.parent() {
-                sync_dir(top)?;
-            }
-            sync_dir(&self.dir)?;
+            dirs.extend(dir.parent().map(Path::to_path_buf));
+            dirs.push(self.dir.clone());
         }
+        super::flush::later(&[jid_file, load_file], &dirs);
         Ok(())
     }
 

@@ -224,6 +224,7 @@ pub async fn run_with_ready(
         shared.jobs.close(); // the queued returns get written
         publisher.close();
         shared.jobs.store().leave();
+        crate::jobs::flush::flush_now(); // the job loads written since the last tick
     })
     .await;
     let _ = std::fs::remove_file(&sock_path);
