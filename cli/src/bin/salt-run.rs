@@ -12,6 +12,8 @@
 
 #[path = "../cli/args.rs"]
 mod cli_args;
+#[path = "../cli/eauth.rs"]
+mod eauth;
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -27,7 +29,8 @@ use serde_json::Value;
 
 /// Run a runner function on the master.
 #[derive(Debug, Parser)]
-#[command(name = "salt-run", version = salt_config::VERSION)]
+// Python's optparse keeps the last of an option given twice (`-t 3 -t 7`: 7).
+#[command(name = "salt-run", version = salt_config::VERSION, args_override_self = true)]
 struct Args {
     /// Configuration directory of the master.
     #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
@@ -54,6 +57,9 @@ struct Args {
     /// [default: $SALT_NO_PARSE].
     #[arg(long = "no-parse", value_name = "ARGNAME,...")]
     no_parse: Option<String>,
+    /// External authentication (`-a`, `-T`, `--username`, `--password`).
+    #[command(flatten)]
+    eauth: eauth::EauthArgs,
     /// Function, e.g. jobs.lookup_jid.
     fun: String,
     /// Arguments; `key=value` becomes a keyword argument.
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         fun: args.fun.clone(),
         arg,
         timeout: args.timeout,
+        auth: None,
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -91,6 +98,21 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("salt-run: {e}");
             return ExitCode::from(2);
+        }
+    };
+    // Salt's `Runner.run`: with `-a`, a saved token (`token_file`) unless the root key is
+    // readable, else the credentials (and `-T` makes a token of them); a backend that is not
+    // available logs "Authentication failed" and returns nothing.
+    let token = if args.eauth.eauth.is_empty() {
+        None
+    } else {
+        eauth::saved_token(&cfg)
+    };
+    let req = match runtime.block_on(eauth::resolve(&args.eauth, &cfg, &sock, token)) {
+        Ok(auth) => RunnerRequest { auth, ..req },
+        Err(()) => {
+            eprintln!("[ERROR   ] Authentication failed");
+            return ExitCode::SUCCESS;
         }
     };
     let event = match runtime.block_on(ask(&sock, req)) {
@@ -227,6 +249,13 @@ fn session_failed(sock: &std::path::Path, e: &SessionError) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An option given twice: the last one wins, as in Salt's optparse.
+    #[test]
+    fn the_last_of_a_repeated_option_wins() {
+        let a = Args::try_parse_from(["salt-run", "-t", "3", "-t", "7", "manage.up"]).unwrap();
+        assert_eq!(a.timeout, Some(7));
+    }
 
     /// packaging/man/salt-run.1 is generated from these flags (UPDATE_MAN=1 rewrites it).
     #[test]

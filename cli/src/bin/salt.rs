@@ -17,6 +17,8 @@ use clap::Parser;
 
 #[path = "../cli/batch.rs"]
 mod batch;
+#[path = "../cli/eauth.rs"]
+mod eauth;
 #[path = "../cli/progress.rs"]
 mod progress;
 #[path = "../cli/unsupported.rs"]
@@ -36,7 +38,8 @@ use serde_json::{Map, Value, json};
 
 /// Run a function on minions.
 #[derive(Debug, Parser)]
-#[command(name = "salt", version = salt_config::VERSION)]
+// Python's optparse keeps the last of an option given twice (`-t 3 -t 7`: 7).
+#[command(name = "salt", version = salt_config::VERSION, args_override_self = true)]
 struct Args {
     /// Configuration directory of the master [default: /etc/salt]. Given explicitly,
     /// DIR/master must exist.
@@ -137,6 +140,9 @@ struct Args {
     /// With --batch: seconds to wait after a minion returns before filling its slot.
     #[arg(long = "batch-wait", default_value_t = 0.0)]
     batch_wait: f64,
+    /// External authentication (`-a`, `-T`, `--username`, `--password`).
+    #[command(flatten)]
+    eauth: eauth::EauthArgs,
     /// Target expression.
     target: String,
     /// Function, e.g. test.ping.
@@ -276,6 +282,7 @@ fn main() -> ExitCode {
         // Salt's `get_specific_user`: root under sudo publishes as `sudo_<SUDO_USER>` (the
         // master reads it from a root caller only).
         sudo_user: std::env::var("SUDO_USER").ok(),
+        auth: None,
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -285,6 +292,16 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("salt: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Salt's `salt`: a saved token (`token_file`) is used unless the root key is readable;
+    // without one, `-a` asks for the credentials (and `-T` makes a token of them).
+    let token = eauth::saved_token(&cfg);
+    let req = match runtime.block_on(eauth::resolve(&args.eauth, &cfg, &sock, token)) {
+        Ok(auth) => PublishRequest { auth, ..req },
+        Err(()) => {
+            eprintln!("ERROR: Authentication failed");
             return ExitCode::from(2);
         }
     };
@@ -540,6 +557,25 @@ mod tests {
             Args::command(),
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/man/salt.1"),
         );
+    }
+
+    /// An option given twice: the last one wins, as in Salt's optparse.
+    #[test]
+    fn the_last_of_a_repeated_option_wins() {
+        let a = Args::try_parse_from(["salt", "-t", "3", "-t", "7", "*", "test.ping"]).unwrap();
+        assert_eq!(a.timeout, 7);
+        let a = Args::try_parse_from([
+            "salt",
+            "--out",
+            "json",
+            "--out=yaml",
+            "-v",
+            "-v",
+            "*",
+            "x.y",
+        ])
+        .unwrap();
+        assert_eq!((a.out.as_deref(), a.verbose), (Some("yaml"), true));
     }
 
     #[test]

@@ -254,6 +254,7 @@ mod tests {
             asynchronous: true,
             start_event: true,
             sudo_user: None,
+            auth: None,
         };
         let ping = ping_request(&req);
         assert!(!ping.asynchronous && !ping.start_event);

@@ -11,17 +11,6 @@ pub const UNSUPPORTED: &[(&[&str], &str)] = &[
         "batch safe limits",
     ),
     (
-        &[
-            "-a",
-            "--auth",
-            "--eauth",
-            "--external-auth",
-            "-T",
-            "--make-token",
-        ],
-        "external authentication (eauth)",
-    ),
-    (
         &["-d", "--doc", "--documentation"],
         "function documentation (-d, sys.doc)",
     ),
@@ -103,9 +92,11 @@ mod tests {
         );
         let m = unsupported_flag(&argv(&["--batch-safe-limit=10", "*", "test.ping"])).unwrap();
         assert!(m.contains("batch safe limits"), "{m}");
-        let m = unsupported_flag(&argv(&["-a", "pam", "*", "test.ping"])).unwrap();
-        assert!(m.contains("external authentication"), "{m}");
-        // Implemented since: batches, --async, -v.
+        // Implemented since: batches, --async, -v, -a/-T.
+        assert_eq!(
+            unsupported_flag(&argv(&["-a", "pam", "-T", "*", "test.ping"])),
+            None
+        );
         assert_eq!(unsupported_flag(&argv(&["-b10", "*", "test.ping"])), None);
         assert_eq!(
             unsupported_flag(&argv(&["--async", "*", "test.ping"])),

@@ -26,6 +26,10 @@ pub enum LocalRequest {
     Publish(PublishRequest),
     /// Run a runner function on the master (`salt-run`).
     Runner(RunnerRequest),
+    /// Make an eauth token (`salt -T`, Salt's clear `mk_token`): answered with
+    /// [`LocalEvent::Token`], or [`LocalEvent::Error`] when the credentials do not
+    /// authenticate.
+    MkToken(LocalAuth),
     /// Are you there? Answered at once with [`LocalEvent::Pong`]: how a client waiting on a
     /// quiet stream tells a busy master from one that does not answer
     /// ([`crate::session::Session`]).
@@ -43,6 +47,55 @@ pub struct RunnerRequest {
     /// `-t`: seconds runners that publish (`manage.*`) wait for returns.
     #[serde(default)]
     pub timeout: Option<u64>,
+    /// `salt-run -a`: who the caller says they are (checked by the master's eauth engine
+    /// instead of the socket's peer credentials).
+    #[serde(default)]
+    pub auth: Option<LocalAuth>,
+}
+
+/// External-auth credentials sent by `salt -a` / `salt-run -a` (the `eauth`, `username`,
+/// `password` and `token` keys Salt's `LocalClient` puts in a clear load). With them the
+/// master authenticates and authorises the request through its eauth engine (Salt's
+/// `external_auth` ACL), whoever the socket's peer is. `password` and `token` are wiped when
+/// dropped and never shown by `Debug`.
+#[derive(Clone, Default, Deserialize, PartialEq, Serialize)]
+pub struct LocalAuth {
+    /// The backend (`pam`, `file`, ...); empty with a token only.
+    #[serde(default)]
+    pub eauth: String,
+    /// `username`.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// `password`.
+    #[serde(default)]
+    pub password: Option<String>,
+    /// `token` (from `token_file`, or just made with `-T`): Salt checks it before the
+    /// password.
+    #[serde(default)]
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for LocalAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalAuth")
+            .field("eauth", &self.eauth)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl Drop for LocalAuth {
+    fn drop(&mut self) {
+        use zeroize::Zeroize as _;
+        if let Some(p) = &mut self.password {
+            p.zeroize();
+        }
+        if let Some(t) = &mut self.token {
+            t.zeroize();
+        }
+    }
 }
 
 /// A job to publish.
@@ -78,6 +131,9 @@ pub struct PublishRequest {
     /// reads it from root callers only.
     #[serde(default)]
     pub sudo_user: Option<String>,
+    /// `salt -a`: external-auth credentials (see [`LocalAuth`]).
+    #[serde(default)]
+    pub auth: Option<LocalAuth>,
 }
 
 /// What the master streams back.
@@ -121,6 +177,11 @@ pub enum LocalEvent {
     },
     /// The answer to [`LocalRequest::Ping`].
     Pong,
+    /// A token made for [`LocalRequest::MkToken`].
+    Token {
+        /// The token.
+        token: String,
+    },
     /// The request failed (bad target, not authorised, no minions matched...).
     Error {
         /// Human-readable reason.

@@ -18,7 +18,8 @@
 //! renamed into place, so the job-cache sweep, which removes a job directory without a `jid`
 //! file at once as Salt's `clean_old_jobs` does, never sees one being stored.
 //!
-//! Returns are not fsynced; the job load and its `jid` file are.
+//! Returns are not fsynced; the job load and its `jid` file are, within a second, in batches
+//! (`flush.rs`).
 //!
 //! A minion's first return for a job is the one kept, as in Salt's `local_cache.returner`:
 //! its directory exists already for a second one (a retry after a timeout, two minions with
@@ -33,7 +34,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use rmpv::Value;
-use salt_pki::files::fsync_dir as sync_dir;
 
 use salt_pki::HashType;
 
@@ -113,15 +113,18 @@ impl FileJobs {
             return Err(JobError::BadJid(jid.to_owned()));
         }
         // Salt's `prep_jid`: the `jid` file, whose mtime is the job's age.
-        let (dir, fresh) = self.create_job_dir(jid, true)?;
-        self.write(&dir.join(lc::LOAD_P), &salt_proto::encode(load), true)?;
+        let (dir, fresh) = self.create_job_dir(jid)?;
+        let jid_file = dir.join(lc::JID);
+        let load_file = dir.join(lc::LOAD_P);
+        self.write(&load_file, &salt_proto::encode(load))?;
+        // Flushed by the next tick's batch, not by this publish (`flush.rs`): the files,
+        // their directory and, for a new job, the new directories' entries.
+        let mut dirs = vec![dir.clone()];
         if fresh {
-            // The new directories' entries, so the load survives a power cut too.
-            if let Some(top) = dir.parent() {
-                sync_dir(top)?;
-            }
-            sync_dir(&self.dir)?;
+            dirs.extend(dir.parent().map(Path::to_path_buf));
+            dirs.push(self.dir.clone());
         }
+        super::flush::later(&[jid_file, load_file], &dirs);
         Ok(())
     }
 
@@ -131,9 +134,9 @@ impl FileJobs {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
-        let (dir, _) = self.create_job_dir(jid, false)?;
+        let (dir, _) = self.create_job_dir(jid)?;
         if nocache {
-            self.write(&dir.join(lc::NOCACHE), b"", false)?;
+            self.write(&dir.join(lc::NOCACHE), b"")?;
         }
         Ok(())
     }
@@ -146,7 +149,7 @@ impl FileJobs {
         let dir = self.job_dir(jid);
         std::fs::create_dir_all(&dir)?;
         let list = Value::Array(minions.iter().map(|m| Value::from(m.as_str())).collect());
-        self.write(&dir.join(lc::MINIONS_P), &salt_proto::encode(&list), false)?;
+        self.write(&dir.join(lc::MINIONS_P), &salt_proto::encode(&list))?;
         Ok(())
     }
 
@@ -188,9 +191,9 @@ impl FileJobs {
         let (kept, out) = lc::split_return(&load);
         // `out.p` first: a reader never sees a `return.p` without its `out`.
         if let Some(out) = out {
-            self.write(&dir.join(lc::OUT_P), &salt_proto::encode(&out), false)?;
+            self.write(&dir.join(lc::OUT_P), &salt_proto::encode(&out))?;
         }
-        self.write(&dir.join(lc::RETURN_P), &salt_proto::encode(&kept), false)?;
+        self.write(&dir.join(lc::RETURN_P), &salt_proto::encode(&kept))?;
         Ok(())
     }
 
@@ -198,9 +201,9 @@ impl FileJobs {
     /// made as `.tmp/<pid>.<n>` with the `jid` file in it and renamed into place, so a job
     /// directory never exists without its `jid` file (the sweep removes such a directory as a
     /// corrupted entry, as Salt does). One that exists already (returns that came before the
-    /// job, a second store) gets the `jid` file written if it lacks one. `sync`: flush the
-    /// `jid` file (the caller flushes the directories above).
-    fn create_job_dir(&self, jid: &str, sync: bool) -> std::io::Result<(PathBuf, bool)> {
+    /// job, a second store) gets the `jid` file written if it lacks one. Nothing is flushed
+    /// here (see `flush.rs`).
+    fn create_job_dir(&self, jid: &str) -> std::io::Result<(PathBuf, bool)> {
         let dir = self.job_dir(jid);
         let jid_file = dir.join(lc::JID);
         if !dir.is_dir() {
@@ -208,10 +211,6 @@ impl FileJobs {
             let made = create_private(&tmp.join(lc::JID))
                 .and_then(|mut f| {
                     f.write_all(jid.as_bytes())?;
-                    if sync {
-                        f.sync_all()?;
-                        sync_dir(&tmp)?;
-                    }
                     self.rename_into_place(&tmp, &dir)
                 })
                 .inspect_err(|_| {
@@ -222,7 +221,7 @@ impl FileJobs {
             }
         }
         if !jid_file.is_file() {
-            self.write(&jid_file, jid.as_bytes(), sync)?;
+            self.write(&jid_file, jid.as_bytes())?;
         }
         Ok((dir, false))
     }
@@ -301,28 +300,22 @@ impl FileJobs {
     }
 
     /// Write `path` (mode 0600) so that it is never half-written: an unnamed file linked once
-    /// complete, else a temporary file in `.tmp` and a rename (see the module docs). `sync`:
-    /// flush the file before it gets its name and its directory after (the job load). Returns are not flushed: two disk flushes (file and directory) each would
-    /// make 10,000 minions answering one job cost 20,000 flushes, and Salt's local job cache
-    /// does not flush either. A crash may lose the newest returns, never corrupt one.
-    fn write(&self, path: &Path, data: &[u8], sync: bool) -> std::io::Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
+    /// complete, else a temporary file in `.tmp` and a rename (see the module docs). Nothing is
+    /// flushed here: the job load and its `jid` file are flushed in batches (`flush.rs`), and
+    /// returns are not flushed at all: two disk flushes (file and directory) each would make
+    /// 10,000 minions answering one job cost 20,000 flushes, and Salt's local job cache does
+    /// not flush either. A crash may lose the newest returns, never corrupt one.
+    fn write(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
         // Not linked (the name exists, no O_TMPFILE or no /proc): through a named temporary
         // file.
-        if let Ok(Some(_)) = salt_keystore::create_linked(path, data, 0o600, sync) {
-            return if sync { sync_dir(dir) } else { Ok(()) };
+        if let Ok(Some(_)) = salt_keystore::create_linked(path, data, 0o600, false) {
+            return Ok(());
         }
         let (tmp, mut f) = self.create_temp()?;
-        let written = f
-            .write_all(data)
-            .and_then(|()| if sync { f.sync_all() } else { Ok(()) })
-            .and_then(|()| std::fs::rename(&tmp, path));
+        let written = f.write_all(data).and_then(|()| std::fs::rename(&tmp, path));
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
-        }
-        if sync {
-            sync_dir(dir)?;
         }
         Ok(())
     }

@@ -13,6 +13,7 @@
 
 pub(crate) mod clean;
 pub(crate) mod files;
+pub(crate) mod flush;
 pub(crate) mod gather;
 pub(crate) mod jid;
 pub mod local_cache;

@@ -30,23 +30,23 @@ pub(crate) async fn start_job(
     user: &str,
     privileged: bool,
 ) -> Result<Started, String> {
-    let (job, expected) = prepare(shared, req, user, privileged)?;
-    let returns = shared.jobs.subscribe(&job.jid);
-    let published = {
-        let shared = shared.clone();
-        let job = job.clone();
-        let publisher = publisher.clone();
+    // Blocking: an eauth check (PAM, the failure delay), the job files, the publisher.
+    let shared = shared.clone();
+    let publisher = publisher.clone();
+    let req = req.clone();
+    let user = user.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let (job, expected) = prepare(&shared, &req, &user, privileged)?;
+        let returns = shared.jobs.subscribe(&job.jid);
         let minions = expected.clone().unwrap_or_default();
-        let arg = req.arg.clone();
-        tokio::task::spawn_blocking(move || send(&shared, &publisher, &job, &minions, &arg))
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()))
-    };
-    if let Err(e) = published {
-        shared.jobs.unsubscribe(&job.jid);
-        return Err(e);
-    }
-    Ok((job, expected, returns))
+        if let Err(e) = send(&shared, &publisher, &job, &minions, &req.arg) {
+            shared.jobs.unsubscribe(&job.jid);
+            return Err(e);
+        }
+        Ok((job, expected, returns))
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()))
 }
 
 /// Fire `salt/job/<jid>/new`, store the job and publish it (blocking: files, the
@@ -141,10 +141,25 @@ fn prepare(
         kwargs: Value::Map(vec![]),
         auth: salt_proto::clear::EauthFields::default(),
     };
-    let user = shared
-        .eauth
-        .authorize_local_publish(&load, privileged, &expected, &Resolver(shared))
-        .map_err(|refusal| refusal.name_and_message().1)?;
+    // `salt -a`: the credentials decide (Salt's `_prep_auth_info`: eauth fields before the
+    // key), else the socket's peer.
+    let user = match &req.auth {
+        Some(auth) => {
+            let load = salt_proto::clear::Publish {
+                auth: crate::server::local::eauth_fields(auth),
+                ..load
+            };
+            shared
+                .eauth
+                .authorize_publish(&load, &expected, &shared.access_keys, &Resolver(shared))
+        }
+        None => {
+            shared
+                .eauth
+                .authorize_local_publish(&load, privileged, &expected, &Resolver(shared))
+        }
+    }
+    .map_err(|refusal| refusal.name_and_message().1)?;
     let expected = Some(expected);
     if expected.as_ref().is_some_and(Vec::is_empty) {
         return Err(

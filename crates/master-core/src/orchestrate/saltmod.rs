@@ -371,6 +371,7 @@ impl SaltMod {
             fun: name.clone(),
             arg: vec![Value::Object(kw)],
             timeout: None,
+            auth: None,
         };
         let ctx = crate::runners::ctx::Ctx {
             shared: self.shared.clone(),

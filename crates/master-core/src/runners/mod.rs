@@ -359,6 +359,7 @@ pub(crate) async fn run_announced(ctx: &Ctx, jid: &str, fun: &str, args: Vec<Val
         fun: fun.to_owned(),
         arg: args.clone(),
         timeout: None,
+        auth: None,
     };
     let (ret, success) = match call(ctx, &req, user, true).await {
         Ok(v) => (v, true),

@@ -19,7 +19,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::jobs::run::start_job;
 use crate::shared::Shared;
-use salt_client::local::{LocalEvent, LocalRequest, read_frame, write_frame};
+use salt_client::local::{LocalAuth, LocalEvent, LocalRequest, read_frame, write_frame};
+use salt_proto::clear::{EauthFields, MasterCall, Secret};
 
 /// Bind the socket in `sock_dir` with the right permissions.
 pub(crate) fn bind(
@@ -97,7 +98,41 @@ async fn client(
     let err = |message: String| LocalEvent::Error { message };
     let req = match req {
         LocalRequest::Ping => return write_frame(&mut stream, &LocalEvent::Pong).await,
+        LocalRequest::MkToken(auth) => {
+            let ev = mk_token(&shared, auth).await;
+            return write_frame(&mut stream, &ev).await;
+        }
         LocalRequest::Publish(req) => req,
+        LocalRequest::Runner(r) if r.auth.is_some() => {
+            // `salt-run -a`: the eauth engine decides, as for Salt's clear `runner`.
+            // A refusal is the runner's output, as Salt's `salt-run` prints the exception
+            // `master_call` raised (exit status 0).
+            let (user, privileged) = match authorize_runner(&shared, &r).await {
+                Ok(user) => (user, true),
+                Err(message) => {
+                    let data = serde_json::Value::String(message);
+                    return write_frame(&mut stream, &LocalEvent::RunnerReturn { data }).await;
+                }
+            };
+            if r.fun == "state.event" {
+                return stream_events(&shared, &r, &mut stream, &stop).await;
+            }
+            let started = LocalEvent::Published {
+                jid: shared.jids.next(),
+                minions: None,
+            };
+            write_frame(&mut stream, &started).await?;
+            let ctx = crate::runners::ctx::Ctx {
+                shared: shared.clone(),
+                publisher,
+                stop,
+            };
+            let ev = match crate::runners::call(&ctx, &r, &user, privileged).await {
+                Ok(data) => LocalEvent::RunnerReturn { data },
+                Err(message) => err(message),
+            };
+            return write_frame(&mut stream, &ev).await;
+        }
         LocalRequest::Runner(r) if r.fun == "state.event" => {
             if !privileged {
                 return write_frame(&mut stream, &err("Authorization error occurred.".into()))
@@ -176,6 +211,81 @@ async fn client(
     .await;
     shared.jobs.unsubscribe(&job.jid);
     result
+}
+
+/// The eauth fields of a clear load from `salt -a`'s credentials.
+pub(crate) fn eauth_fields(auth: &LocalAuth) -> EauthFields {
+    EauthFields {
+        eauth: Some(auth.eauth.clone()).filter(|e| !e.is_empty()),
+        username: auth.username.clone(),
+        password: auth.password.as_deref().map(Secret::new),
+        token: auth.token.as_deref().map(Secret::new),
+        token_expire: None,
+    }
+}
+
+/// `salt -T`: Salt's `mk_token` through the eauth engine (on a blocking thread: PAM and the
+/// failure delay).
+async fn mk_token(shared: &Arc<Shared>, auth: LocalAuth) -> LocalEvent {
+    let shared = shared.clone();
+    let made = tokio::task::spawn_blocking(move || {
+        let mut fields = eauth_fields(&auth);
+        // A token is made from a password, never from another token (Salt's `mk_token`).
+        fields.token = None;
+        shared.eauth.mk_token(&fields)
+    })
+    .await
+    .ok()
+    .flatten();
+    match made {
+        Some(t) => LocalEvent::Token { token: t.token },
+        None => LocalEvent::Error {
+            message: "Authentication failure of type \"eauth\" occurred.".into(),
+        },
+    }
+}
+
+/// `salt-run -a`: Salt's clear `runner` checks (authentication, then `runner_check` of the
+/// user's auth list over the call's keyword arguments). The user the runner runs as, or
+/// Salt's message.
+async fn authorize_runner(
+    shared: &Arc<Shared>,
+    r: &salt_client::local::RunnerRequest,
+) -> Result<String, String> {
+    let Some(auth) = &r.auth else {
+        return Err("Authentication error occurred.".into());
+    };
+    // Salt's `low["kwarg"]`: the keyword arguments (the trailing map of `parse_input`).
+    let kwarg = r
+        .arg
+        .iter()
+        .rev()
+        .find_map(|a| match a {
+            serde_json::Value::Object(m) if m.contains_key("__kwarg__") => {
+                let mut m = m.clone();
+                m.remove("__kwarg__");
+                Some(serde_json::Value::Object(m))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| serde_json::json!({}));
+    let call = MasterCall {
+        fun: r.fun.clone(),
+        kwarg: salt_compat::json::json_to_msgpack(&kwarg),
+        auth: eauth_fields(auth),
+        user: None,
+        key: None,
+        load: rmpv::Value::Map(vec![]),
+    };
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        shared
+            .eauth
+            .authorize_call(&call, "runner", &shared.access_keys)
+            .map_err(|refusal| refusal.name_and_message().1)
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()))
 }
 
 /// Salt's `state.event(tagmatch='*', count=-1, quiet=False, sock_dir=None, pretty=False,

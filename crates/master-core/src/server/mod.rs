@@ -157,9 +157,13 @@ pub async fn run_with_ready(
         stop: stop.clone(),
     });
     let tracker = TaskTracker::new();
-    let (listener, sock_path) = local::bind(&cfg.sock_dir, !cfg.publisher_acl.is_empty()).map_err(
-        io_err(format!("local socket in {}", cfg.sock_dir.display())),
-    )?;
+    // Other local users reach the socket when they may publish: `publisher_acl`, or
+    // `external_auth` (`salt -a`), as Salt opens its sockets to them.
+    let open_to_users =
+        !cfg.publisher_acl.is_empty() || !shared.eauth.config().external_auth.is_empty();
+    let (listener, sock_path) = local::bind(&cfg.sock_dir, open_to_users).map_err(io_err(
+        format!("local socket in {}", cfg.sock_dir.display()),
+    ))?;
     let local = tokio::spawn(local::serve(
         listener,
         shared.clone(),
@@ -220,6 +224,7 @@ pub async fn run_with_ready(
         shared.jobs.close(); // the queued returns get written
         publisher.close();
         shared.jobs.store().leave();
+        crate::jobs::flush::flush_now(); // the job loads written since the last tick
     })
     .await;
     let _ = std::fs::remove_file(&sock_path);
