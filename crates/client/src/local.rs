@@ -26,6 +26,23 @@ pub enum LocalRequest {
     Publish(PublishRequest),
     /// Run a runner function on the master (`salt-run`).
     Runner(RunnerRequest),
+    /// Fire an event on the master's bus (Salt's `MasterEvent.fire_event`, as Salt 3008's
+    /// batch fires `salt/batch/<jid>/...`): root and the master's user only; answered with
+    /// [`LocalEvent::Done`].
+    Fire {
+        /// Salt's tag.
+        tag: String,
+        /// The payload.
+        data: serde_json::Value,
+    },
+    /// Hand a batch to the master (`salt --async -b`, Salt 3008's `_run_batch_async`): the
+    /// batch's state (Salt's `BatchState`, `driver: master`) after its first slice was
+    /// published under its jid. Root and the master's user only; answered with
+    /// [`LocalEvent::Done`].
+    StartBatch {
+        /// Salt's `BatchState` dict.
+        state: serde_json::Value,
+    },
     /// Are you there? Answered at once with [`LocalEvent::Pong`]: how a client waiting on a
     /// quiet stream tells a busy master from one that does not answer
     /// ([`crate::session::Session`]).
@@ -78,6 +95,10 @@ pub struct PublishRequest {
     /// reads it from root callers only.
     #[serde(default)]
     pub sudo_user: Option<String>,
+    /// The jid to publish under (Salt's `LocalClient.run_job(jid=...)`: Salt 3008 publishes
+    /// every slice of a batch under the batch's jid); `None`: a new one.
+    #[serde(default)]
+    pub jid: Option<String>,
 }
 
 /// What the master streams back.

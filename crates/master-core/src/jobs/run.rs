@@ -43,7 +43,7 @@ pub(crate) async fn start_job(
             .unwrap_or_else(|e| Err(e.to_string()))
     };
     if let Err(e) = published {
-        shared.jobs.unsubscribe(&job.jid);
+        shared.jobs.unsubscribe_one(&job.jid, returns);
         return Err(e);
     }
     Ok((job, expected, returns))
@@ -155,7 +155,11 @@ fn prepare(
         fun: req.fun.clone(),
         arg: req.arg.iter().map(json_to_msgpack).collect(),
         tgt: target.tgt,
-        jid: shared.jids.next(),
+        jid: match &req.jid {
+            Some(jid) if crate::jobs::jid::safe_jid(jid) => jid.clone(),
+            Some(jid) => return Err(format!("Invalid jid: {jid:?}")),
+            None => shared.jids.next(),
+        },
         ret: req.ret.clone(),
         tgt_type: target.tgt_type,
         user,
