@@ -272,7 +272,7 @@ impl BatchState {
             "user": self.user,
             "created": self.created,
             "last_progress": self.last_progress,
-            "age_seconds": (self.last_progress != 0.0).then(|| now - self.last_progress),
+            "age_seconds": (self.last_progress != 0.0).then_some(now - self.last_progress),
         })
     }
 }

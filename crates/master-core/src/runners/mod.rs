@@ -441,7 +441,10 @@ fn send(ctx: &Ctx, args: &Args) -> Result<Value, String> {
     ctx.shared.events.fire(tag.clone(), data.clone());
     if tag.starts_with("salt/batch/") {
         let shared = ctx.shared.clone();
-        let _ = tokio::task::spawn_blocking(move || crate::batch::on_event(&shared, &tag, &data));
+        // Detached: the event is out; the batches take it in the background.
+        drop(tokio::task::spawn_blocking(move || {
+            crate::batch::on_event(&shared, &tag, &data)
+        }));
     }
     Ok(json!(true))
 }
