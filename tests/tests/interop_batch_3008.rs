@@ -33,6 +33,9 @@ struct Record {
     async_minions: BTreeSet<String>,
     /// `batch.list_active` at the end.
     list_active: Value,
+    /// On our master: `batch.status` of a `salt --async -b 1` by Salt 3008.5's own `salt`
+    /// (which writes `.batch.p` itself), and its `lookup_jid` minions.
+    py_async: Option<(Value, BTreeSet<String>)>,
     /// `batch.stop`'s answer and the stopped batch's `batch.status`.
     stop_answer: Value,
     stop_status: Value,
@@ -173,6 +176,32 @@ fn record(master_side: &Side, py: &Side) -> Record {
     }
     rec.async_minions = lookup_minions(master_side, &conf, &jid);
     rec.list_active = salt_run_json(master_side, &conf, &["batch.list_active"]);
+    if matches!(master_side, Side::Ours(_)) {
+        let out = salt_integration_tests::cli::salt(
+            &py.salt_bin(),
+            None,
+            &conf,
+            &["--async", "-b", "1", "bt*", "test.ping", "-t", "20"],
+            Duration::from_secs(120),
+        )
+        .unwrap();
+        let jid = out
+            .stdout
+            .trim()
+            .rsplit(' ')
+            .next()
+            .unwrap_or_else(|| panic!("{out:?}"))
+            .to_owned();
+        let limit = Instant::now() + Duration::from_secs(90);
+        let st = loop {
+            let st = salt_run_json(master_side, &conf, &["batch.status", &jid]);
+            if st["completed"] == 3 || Instant::now() > limit {
+                break st;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        };
+        rec.py_async = Some((st, lookup_minions(master_side, &conf, &jid)));
+    }
     // batch.stop while the first group sleeps.
     let out = salt(&["--async", "-b", "1", "bt*", "test.sleep", "40", "-t", "60"]);
     let line = out
@@ -271,6 +300,13 @@ fn batches_match_salt_3008() {
         assert_eq!(rec.list_active, Value::Array(vec![]), "{side}: list_active");
         assert_eq!(rec.stop_answer, Value::Bool(true), "{side}: batch.stop");
     }
+    let (st, minions) = ours.py_async.clone().unwrap();
+    assert_eq!(
+        stable(&st),
+        stable(&theirs.async_status),
+        "Salt's `salt --async -b`, our master"
+    );
+    assert_eq!(minions, all);
     assert_eq!(ours.async_line, theirs.async_line);
     assert_eq!(stable(&ours.async_status), stable(&theirs.async_status));
     assert_eq!(keys(&ours.async_status), keys(&theirs.async_status));
