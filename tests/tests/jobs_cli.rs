@@ -137,14 +137,58 @@ fn find_job_async_verbose_batch_and_missing() {
         2,
         "{out:?}"
     );
+    // Salt 3008: the slots fill from the front of the pinged minions.
     assert!(
-        out.stdout.contains("Executing run on ['m2', 'm3']"),
+        out.stdout.contains("Executing run on ['m1', 'm2']"),
         "{out:?}"
     );
     for id in ["m1", "m2", "m3"] {
         assert!(out.stdout.contains(&format!("{id}:\n    True")), "{out:?}");
     }
     assert_eq!(out.status.and_then(|s| s.code()), Some(0));
+    // Salt 3008: one jid for the whole batch (printed with each return), every minion in its
+    // job cache.
+    let is_jid = |l: &&str| l.len() == 20 && l.bytes().all(|b| b.is_ascii_digit());
+    let jids: std::collections::BTreeSet<&str> =
+        out.stdout.lines().map(str::trim).filter(is_jid).collect();
+    assert_eq!(jids.len(), 1, "{out:?}");
+    let jid = jids.into_iter().next().unwrap().to_owned();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut full = vec!["--out", "json"];
+        full.extend_from_slice(args);
+        let out = c.salt_run(&full).unwrap();
+        serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    };
+    let found = json(&["jobs.lookup_jid", &jid]);
+    for id in ["m1", "m2", "m3"] {
+        assert_eq!(found[id], true, "{found}");
+    }
+    // `--async -b 1`: the first minion from `salt`, the others from the master, one jid.
+    let out = c.salt(&["--async", "-b", "1", "*", "test.ping"]).unwrap();
+    let jid = out
+        .stdout
+        .trim()
+        .strip_prefix("Executed batch command with job ID: ")
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .to_owned();
+    let limit = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let st = json(&["batch.status", &jid]);
+        if st["completed"] == 3 || Instant::now() > limit {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(
+        (&status["completed"], &status["driver"], &status["halted"]),
+        (&3.into(), &"master".into(), &false.into()),
+        "{status}"
+    );
+    let found = json(&["jobs.lookup_jid", &jid]);
+    for id in ["m1", "m2", "m3"] {
+        assert_eq!(found[id], true, "{found}");
+    }
+    assert_eq!(json(&["batch.list_active"]), serde_json::json!([]));
 
     // The event bus: a job's `new`, `publish` (Salt 3007+) and `ret` events as Salt's
     // `state.event` prints them.

@@ -166,17 +166,6 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let args = Args::parse();
-    if args.asynchronous && args.batch.is_some() {
-        // Salt 3008 hands `--async -b` to the master (its BatchManager publishes each slice
-        // under one jid with `salt/batch/<jid>/…` events); this `salt` drives batches itself
-        // and must wait for the returns, so it refuses rather than send nothing.
-        eprintln!(
-            "salt: --async with --batch-size: a batch run by the master (Salt 3008's \
-             BatchManager, salt/batch/<jid> events) is not supported by salt-rs; drop --async \
-             to run the batch from this command"
-        );
-        return ExitCode::from(2);
-    }
     if !args.returner.is_empty() {
         // Salt's minions load the named returner module; ours have none yet.
         eprintln!(
@@ -283,6 +272,7 @@ fn main() -> ExitCode {
         // master reads it from a root caller only).
         sudo_user: std::env::var("SUDO_USER").ok(),
         auth: None,
+        jid: None,
     };
     let sock = cfg.sock_dir.join(salt_client::local::SOCKET_NAME);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -322,19 +312,21 @@ fn main() -> ExitCode {
     };
     if let Some(size) = &args.batch {
         let mut sink = sink;
-        return runtime.block_on(batch::run(
-            batch::Batch {
-                sock: &sock,
-                req,
-                size,
-                wait: args.batch_wait,
-                verbose: args.verbose,
-                show_jid: args.show_jid,
-            },
-            &mut |id, ret, hint| {
-                let _ = writeln!(sink, "{}", show(style, &json!({ id: ret }), hint));
-            },
-        ));
+        let b = batch::Batch {
+            sock: &sock,
+            req,
+            size,
+            wait: args.batch_wait,
+            user: cfg.user.clone(),
+            gather_job_timeout: cfg.gather_job_timeout.as_secs(),
+        };
+        // Salt 3008: `--async -b` is handed to the master after its first group.
+        if args.asynchronous {
+            return runtime.block_on(batch::run_async(b));
+        }
+        return runtime.block_on(batch::run(b, &mut |ret, hint| {
+            let _ = writeln!(sink, "{}", show(style, &ret, hint));
+        }));
     }
     let header = if args.verbose {
         Header::Verbose

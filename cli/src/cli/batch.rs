@@ -1,24 +1,27 @@
-//! `salt -b N` / `--batch-size 10%`: Salt's `salt/cli/batch.py` over the local socket.
+//! `salt -b N` / `--batch-size 10%`: Salt 3008's `salt/cli/batch.py` over the local socket.
 //!
 //! The target is pinged first (`test.ping` with the command's timeout); minions that do not
 //! answer get "Minion X did not respond. No job will be sent.". Then the job runs on at most N
 //! minions at a time, a new one starting as soon as one returns (after `--batch-wait` seconds),
-//! each group printed as Salt does (`Executing run on ['m1', 'm2']`). Exit status: the highest
-//! retcode returned, 2 when no minion answered the ping.
+//! each group printed as Salt does (`Executing run on ['m1', 'm2']`), every group under the
+//! batch's one jid, the batch's state fired on the master's bus (`salt/batch/<jid>/new`,
+//! `progress`, `complete` or `halted`) for the `batch.*` runners. Exit status: the highest
+//! retcode returned, 2 when no minion answered the ping. `--async -b` hands the batch to the
+//! master after its first group ([`run_async`]).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use salt_client::batch::{self, BatchState};
 use salt_client::local::{LocalEvent, LocalRequest, PublishRequest};
 use salt_client::session::{Session, SessionError};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// What one batch job reports to the loop.
 enum Report {
-    Jid(String),
+    Published,
     Return(String, Value),
     Missing(String),
     Error(String),
@@ -67,8 +70,8 @@ async fn job(sock: std::path::PathBuf, req: PublishRequest, tx: mpsc::UnboundedS
     };
     loop {
         match session.next().await {
-            Ok(Some(LocalEvent::Published { jid, .. })) => {
-                let _ = tx.send(Report::Jid(jid));
+            Ok(Some(LocalEvent::Published { .. })) => {
+                let _ = tx.send(Report::Published);
             }
             Ok(Some(LocalEvent::Return { id, data })) => {
                 let _ = tx.send(Report::Return(id, data));
@@ -106,10 +109,10 @@ pub struct Batch<'a> {
     pub size: &'a str,
     /// `--batch-wait` seconds.
     pub wait: f64,
-    /// `-v`: print each group's jid with a rule; `--show-jid`: print it.
-    pub verbose: bool,
-    /// `--show-jid`.
-    pub show_jid: bool,
+    /// The master's `user` (the batch state's `user`, as Salt's CLI records it).
+    pub user: String,
+    /// The master's `gather_job_timeout` (seconds), when `--gather-job-timeout` is not given.
+    pub gather_job_timeout: u64,
 }
 
 /// The batch's own ping (Salt's `Batch.gather_minions`: `test.ping` on the target with the
@@ -120,14 +123,102 @@ fn ping_request(req: &PublishRequest) -> PublishRequest {
         arg: Vec::new(),
         start_event: false,
         asynchronous: false,
+        jid: None,
         ..req.clone()
     }
 }
 
-/// Run the batch; `print` shows one `{id: return}` the way the outputter does (with the
-/// outputter the return names, if any).
-pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>)) -> ExitCode {
-    // 1. Who answers a ping.
+/// Salt's `gen_jid` (UTC, as our master's): `%Y%m%d%H%M%S%f` now.
+fn gen_jid() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (y, mo, d) = salt_compat::time::civil_from_days(secs / 86_400);
+    let t = secs % 86_400;
+    format!(
+        "{y:04}{mo:02}{d:02}{:02}{:02}{:02}{:06}",
+        t / 3600,
+        t / 60 % 60,
+        t % 60,
+        now.subsec_micros()
+    )
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// Salt's `create_batch_state` for this command's job.
+fn new_state(b: &Batch<'_>, minions: &[String], jid: &str, driver: &str, size: u64) -> BatchState {
+    let now = unix_now();
+    BatchState {
+        jid: jid.to_owned(),
+        all_minions: minions.to_vec(),
+        pending: minions.to_vec(),
+        batch_size: size,
+        fun: b.req.fun.clone(),
+        arg: b.req.arg.clone(),
+        tgt: Value::from(b.req.tgt.as_str()),
+        tgt_type: b.req.tgt_type.clone(),
+        batch_wait: Value::from(b.wait),
+        timeout: Value::from(b.req.timeout),
+        gather_job_timeout: Value::from(b.req.gather_job_timeout.unwrap_or(b.gather_job_timeout)),
+        last_progress: now,
+        created: now,
+        driver: driver.to_owned(),
+        ret: b.req.ret.clone(),
+        user: b.user.clone(),
+        ..Default::default()
+    }
+}
+
+/// Fire an event on the master's bus; best effort, as Salt's batch (`_fire_event`). Answers
+/// the reason a `batch.stop` halted this batch, if it did.
+async fn fire(sock: &Path, tag: String, data: Value) -> Option<String> {
+    let req = LocalRequest::Fire { tag, data };
+    let mut session = Session::open(sock, &req, Duration::from_secs(10))
+        .await
+        .ok()?;
+    match session.next().await {
+        Ok(Some(LocalEvent::RunnerReturn { data })) => data
+            .get("halted")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
+    }
+}
+
+async fn fire_state(sock: &Path, action: &str, s: &BatchState) -> Option<String> {
+    fire(
+        sock,
+        format!("salt/batch/{}/{action}", s.jid),
+        s.state_payload(),
+    )
+    .await
+}
+
+/// A return as Salt's `LocalClient.get_iter_returns` yields it (and the batch keeps it in
+/// `done`): `ret`, then `out`, `retcode`, `jid` when the minion sent them.
+fn iter_return(data: &Value) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert(
+        "ret".into(),
+        data.get("return").cloned().unwrap_or(Value::Null),
+    );
+    for k in ["out", "retcode", "jid"] {
+        if let Some(v) = data.get(k) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    Value::Object(m)
+}
+
+/// Who answers the batch's ping: (up, down), or the exit status.
+async fn gather(b: &Batch<'_>) -> Result<(Vec<String>, Vec<String>), ExitCode> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(job(b.sock.to_path_buf(), ping_request(&b.req), tx));
     let mut up = Vec::new();
@@ -136,15 +227,97 @@ pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>))
         match r {
             Report::Return(id, _) => up.push(id),
             Report::Missing(id) => down.push(id),
-            Report::Jid(_) => {}
+            Report::Published => {}
             Report::Error(m) => {
                 println!("{m}");
                 eprintln!("ERROR: No return received");
-                return ExitCode::from(2);
+                return Err(ExitCode::from(2));
             }
         }
     }
+    up.sort();
     down.sort();
+    Ok((up, down))
+}
+
+/// `salt --async -b` (Salt 3008's `_run_batch_async`): ping, publish the first slice under
+/// the batch's jid, hand the batch to the master, print the jid.
+pub async fn run_async(b: Batch<'_>) -> ExitCode {
+    let jid = gen_jid();
+    let (up, down) = match gather(&b).await {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    if up.is_empty() {
+        println!("No minions matched the target.");
+        return ExitCode::SUCCESS;
+    }
+    for m in &down {
+        println!("Minion {m} did not respond. No job will be sent.");
+    }
+    let size = match batch::batch_size(b.size, up.len()) {
+        Ok(n) => n,
+        Err(m) => {
+            eprintln!("ERROR: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut state = new_state(&b, &up, &jid, "master", size);
+    let first: Vec<String> = state
+        .pending
+        .drain(..usize::try_from(size).unwrap_or(usize::MAX).min(up.len()))
+        .collect();
+    let req = LocalRequest::Publish(PublishRequest {
+        tgt: first.join(","),
+        tgt_type: "list".into(),
+        jid: Some(jid.clone()),
+        asynchronous: true,
+        ..b.req.clone()
+    });
+    let timeout = Duration::from_secs(b.req.timeout);
+    let published = match Session::open(b.sock, &req, timeout).await {
+        Ok(mut s) => match s.next().await {
+            Ok(Some(LocalEvent::Published { .. })) => Ok(()),
+            Ok(Some(LocalEvent::Error { message })) => Err(message),
+            Ok(other) => Err(format!("unexpected answer {other:?}")),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(m) = published {
+        eprintln!("ERROR: {m}");
+        return ExitCode::from(2);
+    }
+    let now = unix_now();
+    for m in &first {
+        state.active.insert(m.clone(), now);
+    }
+    state.last_progress = now;
+    let handed = LocalRequest::StartBatch {
+        state: state.to_json(),
+    };
+    match Session::open(b.sock, &handed, Duration::from_secs(10)).await {
+        Ok(mut s) => match s.next().await {
+            Ok(Some(LocalEvent::Done { .. })) => {}
+            Ok(Some(LocalEvent::Error { message })) => eprintln!("ERROR: {message}"),
+            other => eprintln!("ERROR: the master did not take batch {jid}: {other:?}"),
+        },
+        Err(e) => eprintln!("ERROR: the master did not take batch {jid}: {e}"),
+    }
+    println!("Executed batch command with job ID: {jid}");
+    ExitCode::SUCCESS
+}
+
+/// Run the batch (Salt 3008's `Batch.run`): every slice under one jid, the batch's state
+/// fired as `salt/batch/<jid>/new`, `progress`, then `complete` or `halted`; `print` shows
+/// one minion's return the way the outputter does (with the outputter the return names), as
+/// Salt's `CLIOutput.on_minion_return`: `{<id>: return, jid: <jid>, retcode: n}`. Salt 3008's
+/// `-v` and `--show-jid` print nothing more in a batch (the jid is in every return).
+pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(Value, Option<&str>)) -> ExitCode {
+    let (up, down) = match gather(&b).await {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
     for m in &down {
         println!("Minion {m} did not respond. No job will be sent.");
     }
@@ -159,41 +332,39 @@ pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>))
         );
         return ExitCode::from(2);
     };
-    // 2. The job, bnum minions at a time.
-    up.sort();
-    let total = up.len();
-    let mut to_run = up;
-    let mut active: BTreeMap<String, ()> = BTreeMap::new();
-    let mut waits: Vec<Instant> = Vec::new();
-    let mut done = 0usize;
+    let jid = gen_jid();
+    let mut state = new_state(&b, &up, &jid, "cli", bnum as u64);
+    let mut stopped = fire_state(b.sock, "new", &state).await;
     let mut retcode = 0i64;
+    let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    while done < total {
-        let now = Instant::now();
-        waits.retain(|t| *t > now);
-        let mut next = Vec::new();
-        if to_run.len() <= bnum.saturating_sub(waits.len()) && active.is_empty() {
-            next.append(&mut to_run);
-        } else {
-            for _ in 0..bnum.saturating_sub(active.len() + waits.len()) {
-                if let Some(m) = to_run.pop() {
-                    next.push(m);
-                }
-            }
+    let mut returned: Vec<(String, Value)> = Vec::new();
+    let mut timed_out: Vec<String> = Vec::new();
+    loop {
+        if let Some(reason) = stopped.take() {
+            state.halted = true;
+            state.halted_reason = Some(reason);
         }
-        if !next.is_empty() {
-            println!("\nExecuting run on {}\n", py_list(&next));
-            for m in &next {
-                active.insert(m.clone(), ());
-            }
+        let act = state.progress(&returned, unix_now(), &timed_out);
+        if !act.publish.is_empty() || act.finished > 0 || act.timed_out > 0 || state.halted {
+            stopped = fire_state(b.sock, "progress", &state).await;
+        }
+        returned.clear();
+        timed_out.clear();
+        if !act.publish.is_empty() {
+            println!("\nExecuting run on {}\n", py_list(&act.publish));
             let req = PublishRequest {
-                tgt: next.join(","),
+                tgt: act.publish.join(","),
                 tgt_type: "list".into(),
+                jid: Some(jid.clone()),
                 ..b.req.clone()
             };
             tokio::spawn(job(b.sock.to_path_buf(), req, tx.clone()));
         }
-        let tick = tokio::time::sleep(Duration::from_millis(if waits.is_empty() {
+        if state.is_done() {
+            break;
+        }
+        let tick = tokio::time::sleep(Duration::from_millis(if state.wait.is_empty() {
             500
         } else {
             20
@@ -201,39 +372,45 @@ pub async fn run(b: Batch<'_>, print: &mut dyn FnMut(&str, Value, Option<&str>))
         tokio::select! {
             _ = tick => {}
             got = rx.recv() => match got {
-                Some(Report::Jid(jid)) => {
-                    if b.verbose {
-                        let msg = format!("Executing job with jid {jid}");
-                        println!("{msg}\n{}\n", "-".repeat(msg.len()));
-                    } else if b.show_jid {
-                        println!("jid: {jid}");
-                    }
-                }
+                Some(Report::Published) => {}
+                // Every slice's session sees every return of the jid: each is shown once.
                 Some(Report::Return(id, data)) => {
-                    if active.remove(&id).is_some() {
-                        done += 1;
-                        if b.wait > 0.0 {
-                            waits.push(Instant::now() + Duration::from_secs_f64(b.wait));
-                        }
+                    if shown.insert(id.clone()) {
+                        retcode = retcode.max(batch::collapse_retcode(&data));
+                        let got = iter_return(&data);
+                        let mut shown_ret = got.as_object().cloned().unwrap_or_default();
+                        let ret = shown_ret.remove("ret").unwrap_or(Value::Null);
+                        shown_ret.insert(id.clone(), ret);
+                        let out = shown_ret.remove("out");
+                        print(Value::Object(shown_ret), out.as_ref().and_then(Value::as_str));
+                        returned.push((id, got));
                     }
-                    retcode = retcode.max(data.get("retcode").and_then(Value::as_i64).unwrap_or(0));
-                    let out = data.get("out").and_then(Value::as_str);
-                    print(&id, data.get("return").cloned().unwrap_or(Value::Null), out);
                 }
                 Some(Report::Missing(id)) => {
-                    if active.remove(&id).is_some() {
-                        done += 1;
+                    if state.active.contains_key(&id) && shown.insert(id.clone()) {
+                        println!("Minion '{id}' failed to respond to job sent");
+                        returned.push((id, json!({"failed": true})));
                     }
-                    println!("Minion '{id}' failed to respond to job sent");
                 }
                 Some(Report::Error(m)) => {
                     eprintln!("{m}");
+                    state.halted = true;
+                    state.halted_reason = Some("error".into());
+                    fire_state(b.sock, "halted", &state).await;
                     return ExitCode::from(2);
                 }
                 None => break,
             }
         }
     }
+    if state.halted {
+        eprintln!(
+            "[ERROR   ] Batch run stopped due to {}",
+            state.halted_reason.as_deref().unwrap_or("a halt")
+        );
+    }
+    let end = if state.halted { "halted" } else { "complete" };
+    fire_state(b.sock, end, &state).await;
     ExitCode::from(u8::try_from(retcode.clamp(0, 255)).unwrap_or(1))
 }
 
@@ -255,6 +432,7 @@ mod tests {
             start_event: true,
             sudo_user: None,
             auth: None,
+            jid: None,
         };
         let ping = ping_request(&req);
         assert!(!ping.asynchronous && !ping.start_event);

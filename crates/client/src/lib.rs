@@ -10,6 +10,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod args;
+pub mod batch;
 pub mod local;
 pub mod session;
 

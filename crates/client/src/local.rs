@@ -30,6 +30,23 @@ pub enum LocalRequest {
     /// [`LocalEvent::Token`], or [`LocalEvent::Error`] when the credentials do not
     /// authenticate.
     MkToken(LocalAuth),
+    /// Fire an event on the master's bus (Salt's `MasterEvent.fire_event`, as Salt 3008's
+    /// batch fires `salt/batch/<jid>/...`): root and the master's user only; answered with
+    /// [`LocalEvent::Done`].
+    Fire {
+        /// Salt's tag.
+        tag: String,
+        /// The payload.
+        data: serde_json::Value,
+    },
+    /// Hand a batch to the master (`salt --async -b`, Salt 3008's `_run_batch_async`): the
+    /// batch's state (Salt's `BatchState`, `driver: master`) after its first slice was
+    /// published under its jid. Root and the master's user only; answered with
+    /// [`LocalEvent::Done`].
+    StartBatch {
+        /// Salt's `BatchState` dict.
+        state: serde_json::Value,
+    },
     /// Are you there? Answered at once with [`LocalEvent::Pong`]: how a client waiting on a
     /// quiet stream tells a busy master from one that does not answer
     /// ([`crate::session::Session`]).
@@ -134,6 +151,10 @@ pub struct PublishRequest {
     /// `salt -a`: external-auth credentials (see [`LocalAuth`]).
     #[serde(default)]
     pub auth: Option<LocalAuth>,
+    /// The jid to publish under (Salt's `LocalClient.run_job(jid=...)`: Salt 3008 publishes
+    /// every slice of a batch under the batch's jid); `None`: a new one.
+    #[serde(default)]
+    pub jid: Option<String>,
 }
 
 /// What the master streams back.

@@ -30,6 +30,7 @@
 #![warn(unreachable_pub)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod batch;
 mod error;
 pub mod events;
 mod jobs;

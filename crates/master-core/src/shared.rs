@@ -50,6 +50,8 @@ pub struct Shared {
     pub tokens: TokenCache,
     /// The event bus (`salt-run state.event`).
     pub events: EventBus,
+    /// Salt 3008's master-side batches (`crate::batch`).
+    pub batches: crate::batch::Batches,
     /// Prometheus metrics (served only with `metrics_port`).
     pub metrics: Arc<Metrics>,
     /// External auth, ACLs and eauth tokens (`salt_eauth`): the clear commands on 4506.
@@ -137,6 +139,7 @@ impl Shared {
             host: std::sync::OnceLock::new(),
             metrics: Arc::default(),
             events: EventBus::default(),
+            batches: crate::batch::Batches::default(),
             files: salt_fileserver::FileServer::new(
                 cfg.fileserver.clone(),
                 cfg.hash_type,

@@ -329,7 +329,7 @@ async fn accept_writers(listener: Listener, shared: Arc<Shared>, stop: Cancellat
 
 /// Read events from one writer onto the bus. Bytes that are not an event end the connection
 /// (a stream cannot be resynchronised), with a log line.
-async fn serve_writer(mut conn: Box<dyn Stream>, shared: &Shared, stop: CancellationToken) {
+async fn serve_writer(mut conn: Box<dyn Stream>, shared: &Arc<Shared>, stop: CancellationToken) {
     let mut reader = FrameReader::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -348,9 +348,17 @@ async fn serve_writer(mut conn: Box<dyn Stream>, shared: &Shared, stop: Cancella
         loop {
             match reader.next_body() {
                 Ok(Some(body)) => match unpack_event(&body) {
-                    Ok((tag, data)) => shared
-                        .events
-                        .forward(tag, salt_compat::json::msgpack_to_json(&data)),
+                    Ok((tag, data)) => {
+                        let data = salt_compat::json::msgpack_to_json(&data);
+                        // Salt 3008's batches (`salt -b` from Salt's own `salt`).
+                        let batch = tag
+                            .starts_with("salt/batch/")
+                            .then(|| (shared.clone(), tag.clone(), data.clone()));
+                        shared.events.forward(tag, data);
+                        if let Some((s, t, d)) = batch {
+                            tokio::task::spawn_blocking(move || crate::batch::on_event(&s, &t, &d));
+                        }
+                    }
                     Err(e) => refuse(shared, &e),
                 },
                 Ok(None) => break,

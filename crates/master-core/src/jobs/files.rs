@@ -141,15 +141,22 @@ impl FileJobs {
         Ok(())
     }
 
-    /// Salt's `save_minions`: the minions `jid` targets, in `.minions.p`.
+    /// Salt's `save_minions`: the minions `jid` targets, in `.minions.p`, merged with those
+    /// already there and sorted, as Salt 3008 does (the slices of a batch share its jid).
     pub fn store_minions(&self, jid: &str, minions: &[String]) -> Result<(), JobError> {
         if !safe_jid(jid) {
             return Err(JobError::BadJid(jid.to_owned()));
         }
         let dir = self.job_dir(jid);
         std::fs::create_dir_all(&dir)?;
+        let path = dir.join(lc::MINIONS_P);
+        let mut all: std::collections::BTreeSet<String> = minions.iter().cloned().collect();
+        if let Ok(Ok(Value::Array(old))) = std::fs::read(&path).map(|b| salt_proto::decode(&b)) {
+            all.extend(old.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+        }
+        let minions: Vec<String> = all.into_iter().collect();
         let list = Value::Array(minions.iter().map(|m| Value::from(m.as_str())).collect());
-        self.write(&dir.join(lc::MINIONS_P), &salt_proto::encode(&list))?;
+        self.write(&path, &salt_proto::encode(&list))?;
         Ok(())
     }
 

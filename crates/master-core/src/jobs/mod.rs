@@ -116,9 +116,15 @@ impl Jobs {
         self.sink.close();
     }
 
-    /// Stop listening for `jid`.
+    /// Stop every listener of `jid` (a jid of one command: its own job, a `find_job` round).
     pub fn unsubscribe(&self, jid: &str) {
-        self.waiters.unsubscribe(jid);
+        self.waiters.unsubscribe_all(jid);
+    }
+
+    /// Stop listening for `jid` on `rx` (from [`subscribe`](Self::subscribe)); the other
+    /// listeners of `jid` (the slices of one batch) keep theirs.
+    pub fn unsubscribe_one(&self, jid: &str, rx: mpsc::UnboundedReceiver<ReturnEvent>) {
+        self.waiters.unsubscribe(jid, rx);
     }
 
     /// Salt's `prep_jid` (see [`JobStore::prep_jid`]).

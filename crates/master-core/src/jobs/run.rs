@@ -40,7 +40,7 @@ pub(crate) async fn start_job(
         let returns = shared.jobs.subscribe(&job.jid);
         let minions = expected.clone().unwrap_or_default();
         if let Err(e) = send(&shared, &publisher, &job, &minions, &req.arg) {
-            shared.jobs.unsubscribe(&job.jid);
+            shared.jobs.unsubscribe_one(&job.jid, returns);
             return Err(e);
         }
         Ok((job, expected, returns))
@@ -170,7 +170,11 @@ fn prepare(
         fun: req.fun.clone(),
         arg: req.arg.iter().map(json_to_msgpack).collect(),
         tgt: target.tgt,
-        jid: shared.jids.next(),
+        jid: match &req.jid {
+            Some(jid) if crate::jobs::jid::safe_jid(jid) => jid.clone(),
+            Some(jid) => return Err(format!("Invalid jid: {jid:?}")),
+            None => shared.jids.next(),
+        },
         ret: req.ret.clone(),
         tgt_type: target.tgt_type,
         user,

@@ -14,6 +14,7 @@
 //! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
 //! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
 //! * `state.orchestrate` and its kin: [`crate::orchestrate`];
+//! * [`batch`]: Salt 3008's `status`, `list_active`, `stop` over the batches' state;
 //! * [`resource`]: Salt 3008's `show_grains`, `list_grains`, `refresh` over the resource
 //!   registry;
 //!
@@ -22,6 +23,7 @@
 //! call them (Salt's `publisher_acl` does not cover runners; its `external_auth` `@runner`
 //! rights are not implemented), anyone else gets Salt's authorization error.
 
+pub(crate) mod batch;
 pub(crate) mod cache;
 pub(crate) mod ctx;
 pub(crate) mod fileserver;
@@ -187,6 +189,9 @@ const RUNNERS: &[Runner] = &[
     runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
     runner("fileserver.update", &["backend"], 0, true, &[]),
     runner("resource.show_grains", &["type", "id"], 2, false, &[]),
+    runner("batch.status", &["jid"], 1, false, &[]),
+    runner("batch.list_active", &[], 0, false, &[]),
+    runner("batch.stop", &["jid", "kill"], 1, false, &[]),
     runner("resource.list_grains", &[], 0, false, &[]),
     runner("resource.refresh", &["minion"], 1, false, &[]),
     runner("cache.clear_git_lock", &["role", "remote"], 1, true, &[]),
@@ -382,6 +387,7 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
         "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
         | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args).await,
+        "batch.status" | "batch.list_active" | "batch.stop" => batch::call(ctx, fun, args).await,
         "resource.show_grains" | "resource.list_grains" | "resource.refresh" => {
             Ok(resource::call(ctx, fun, args))
         }
@@ -441,7 +447,14 @@ fn send(ctx: &Ctx, args: &Args) -> Result<Value, String> {
             ));
         }
     };
-    ctx.shared.events.fire(tag, data);
+    ctx.shared.events.fire(tag.clone(), data.clone());
+    if tag.starts_with("salt/batch/") {
+        let shared = ctx.shared.clone();
+        // Detached: the event is out; the batches take it in the background.
+        drop(tokio::task::spawn_blocking(move || {
+            crate::batch::on_event(&shared, &tag, &data)
+        }));
+    }
     Ok(json!(true))
 }
 

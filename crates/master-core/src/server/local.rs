@@ -102,6 +102,32 @@ async fn client(
             let ev = mk_token(&shared, auth).await;
             return write_frame(&mut stream, &ev).await;
         }
+        LocalRequest::Fire { tag, data } => {
+            let answer = if privileged {
+                let halted = fire(&shared, tag, data).await;
+                LocalEvent::RunnerReturn {
+                    data: serde_json::json!({ "halted": halted }),
+                }
+            } else {
+                err("Authorization error occurred.".into())
+            };
+            return write_frame(&mut stream, &answer).await;
+        }
+        LocalRequest::StartBatch { state } => {
+            let answer = if privileged {
+                match start_batch(&shared, state, &user).await {
+                    Ok(()) => done(),
+                    Err(message) => err(message),
+                }
+            } else {
+                err(
+                    "salt --async --batch-size: a batch run by the master is for root and the \
+                     master's user only in salt-rs"
+                        .into(),
+                )
+            };
+            return write_frame(&mut stream, &answer).await;
+        }
         LocalRequest::Publish(req) => req,
         LocalRequest::Runner(r) if r.auth.is_some() => {
             // `salt-run -a`: the eauth engine decides, as for Salt's clear `runner`.
@@ -177,7 +203,7 @@ async fn client(
     )
     .await?;
     if req.asynchronous {
-        shared.jobs.unsubscribe(&job.jid);
+        shared.jobs.unsubscribe_one(&job.jid, returns);
         return Ok(());
     }
     let gather_timeout = req
@@ -209,7 +235,7 @@ async fn client(
         .await
     }
     .await;
-    shared.jobs.unsubscribe(&job.jid);
+    shared.jobs.unsubscribe_one(&job.jid, returns);
     result
 }
 
@@ -286,6 +312,51 @@ async fn authorize_runner(
     })
     .await
     .unwrap_or_else(|e| Err(e.to_string()))
+}
+
+fn done() -> LocalEvent {
+    LocalEvent::Done {
+        missing: vec![],
+        not_connected: vec![],
+    }
+}
+
+/// Salt's `MasterEvent.fire_event` for a local caller; a `salt/batch/` event also goes to the
+/// batches (`crate::batch::on_event`), whose answer is the reason a `batch.stop` halted the
+/// caller's batch, if it did.
+async fn fire(shared: &Arc<Shared>, tag: String, data: serde_json::Value) -> Option<String> {
+    shared.events.fire(tag.clone(), data.clone());
+    if !tag.starts_with("salt/batch/") {
+        return None;
+    }
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || crate::batch::on_event(&shared, &tag, &data))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Salt 3008's `_run_batch_async` after the first slice went out: keep the batch's state
+/// (its user: the caller), index it, fire `salt/batch/<jid>/new`; the master drives the rest.
+async fn start_batch(
+    shared: &Arc<Shared>,
+    state: serde_json::Value,
+    user: &str,
+) -> Result<(), String> {
+    let mut s =
+        salt_client::batch::BatchState::from_json(&state).ok_or("StartBatch: not a batch state")?;
+    if s.driver != "master" || !crate::jobs::jid::safe_jid(&s.jid) {
+        return Err(format!("StartBatch: bad batch state for jid {:?}", s.jid));
+    }
+    s.user = user.to_owned();
+    let files = crate::batch::files(shared);
+    let s2 = s.clone();
+    tokio::task::spawn_blocking(move || files.write(&s2).and_then(|()| files.add_active(&s2.jid)))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot write the batch's state: {e}"))?;
+    let _ = fire(shared, format!("salt/batch/{}/new", s.jid), s.new_payload()).await;
+    Ok(())
 }
 
 /// Salt's `state.event(tagmatch='*', count=-1, quiet=False, sock_dir=None, pretty=False,

@@ -180,6 +180,7 @@ pub async fn run_with_ready(
     )))?;
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     crate::reactor::start(&shared, &publisher, &stop);
+    crate::batch::start(&shared, &publisher, &stop);
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
     let s = shared.clone();
     let metrics = crate::events::metrics::Scrape::new(shared.metrics.clone(), move |m| {
