@@ -3,7 +3,6 @@
 //! (bodies, [`crate::body`]), `hypermedia_out` (`Accept`), `cors_tool` and
 //! `salt_ip_verify` (`authorized_ips`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -103,7 +102,7 @@ async fn static_file(path: &std::path::Path) -> Response {
 /// The tools every request passes: `salt_ip_verify`, `cors_tool`, Accept (406 before work).
 async fn tools(
     State(api): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(crate::listener::Peer(peer)): ConnectInfo<crate::listener::Peer>,
     req: Request,
     next: Next,
 ) -> Response {
