@@ -13,6 +13,7 @@
 //! * `event.send`: fires an event on the master's bus (Salt answers `True`).
 //! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
 //! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
+//! * `auth.mk_token`: an eauth token for the credentials given (salt-api's `/token`);
 //! * `state.orchestrate` and its kin: [`crate::orchestrate`];
 //! * [`resource`]: Salt 3008's `show_grains`, `list_grains`, `refresh` over the resource
 //!   registry;
@@ -227,7 +228,7 @@ const SYNC_PARAMS: &[&str] = &["saltenv", "extmod_whitelist", "extmod_blacklist"
 
 /// The parameters of runner `fun` and whether it takes `**kwargs` (`None`: no such runner).
 pub(crate) fn params(fun: &str) -> Option<(&'static [&'static str], bool)> {
-    if fun == "test.arg" {
+    if fun == "test.arg" || fun == "auth.mk_token" {
         return Some((&[], true));
     }
     RUNNERS
@@ -251,6 +252,27 @@ fn test_arg(raw: &[Value]) -> Value {
         }
     }
     json!({"args": args, "kwargs": kwargs})
+}
+
+/// Salt's `auth.mk_token(**load)` (`salt.auth.Resolver.mk_token`): a token for the eauth
+/// credentials given as keywords (`username`, `password`, `eauth`), answered as the master's
+/// clear `mk_token` answers (`""` when they are refused). salt-api's `/token` calls it.
+fn mk_token(ctx: &Ctx, raw: &[Value]) -> Value {
+    let load: serde_json::Map<String, Value> = raw
+        .iter()
+        .filter_map(|a| match a {
+            Value::Object(m) if m.get("__kwarg__") == Some(&Value::Bool(true)) => Some(m),
+            _ => None,
+        })
+        .flatten()
+        .filter(|(k, _)| !k.starts_with("__"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let load = salt_compat::json::json_to_msgpack(&Value::Object(load));
+    match salt_proto::clear::EauthFields::from_map(&load) {
+        Ok(f) => salt_compat::json::msgpack_to_json(&ctx.shared.eauth.mk_token_reply(&f)),
+        Err(_) => json!(""),
+    }
 }
 
 /// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
@@ -297,6 +319,9 @@ pub(crate) async fn call(
     tracing::info!("Runner {fun} called by {user}");
     if fun == "test.arg" {
         return Ok(test_arg(&req.arg));
+    }
+    if fun == "auth.mk_token" {
+        return Ok(mk_token(ctx, &req.arg));
     }
     match bind(fun, &req.arg) {
         // Salt prints this as the runner's output (exit status 0).
