@@ -205,6 +205,19 @@ s, b, _ = req("/token", {"username": "tina", "password": "secret2", "eauth": "fi
 out["token_no_runner_right"] = [s, b]
 s, b, _ = req("/token", {"username": "fred"})
 out["token_missing"] = s
+def req_err(path, body, headers):
+    # An error's page, as sent.
+    r = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                               headers=dict(headers, **{"Content-Type": "application/json"}))
+    try:
+        with urllib.request.urlopen(r, timeout=60) as resp:
+            return [resp.status, None]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.headers.get("Content-Type"), e.read().decode()]
+out["client_disabled_page"] = req_err("/", [{"client": "local_batch", "tgt": mid,
+                                             "fun": "test.ping"}], A)
+out["client_invalid_page"] = req_err("/", [{"client": "nope", "fun": "test.ping"}], A)
+out["ssh_page"] = req_err("/", [{"client": "ssh", "tgt": mid, "fun": "test.ping"}], A)
 s, b, _ = req("/hook/my/tag", {"a": 1}, headers=A)
 out["hook"] = [s, b]
 s, b, _ = req("/hook", {"a": 1})
