@@ -356,13 +356,15 @@ pub(crate) fn announce(
 }
 
 /// The `fun_args` of Salt's runner events: the positional values, then the keywords as one
-/// mapping (without our `__kwarg__` marker).
+/// mapping (without our `__kwarg__` marker). A `password` keyword (`auth.mk_token`, salt-api's
+/// `/token`) is left out: unlike Salt's, our events never carry a password.
 fn fun_args(args: &[Value]) -> Vec<Value> {
     args.iter()
         .map(|a| match a {
             Value::Object(m) if m.contains_key("__kwarg__") => {
                 let mut m = m.clone();
                 m.remove("__kwarg__");
+                m.remove("password");
                 Value::Object(m)
             }
             other => other.clone(),
