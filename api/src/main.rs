@@ -69,14 +69,22 @@ fn main() -> ExitCode {
     let Some(rc) = cfg.api.rest_cherrypy.clone() else {
         return fail(&"the master's config has no rest_cherrypy block: nothing to serve");
     };
-    if !rc.disable_ssl {
-        return fail(&format!(
-            "rest_cherrypy: TLS (ssl_crt {:?}, ssl_key {:?}) is not implemented by salt-rs's \
-             salt-api yet; put a TLS proxy in front and set disable_ssl: True",
-            rc.ssl_crt.unwrap_or_default(),
-            rc.ssl_key.unwrap_or_default()
-        ));
-    }
+    let tls = if rc.disable_ssl {
+        None
+    } else {
+        // `rest_cherrypy.start`: both files are required unless `disable_ssl`.
+        let (Some(crt), Some(key)) = (rc.ssl_crt.as_deref(), rc.ssl_key.as_deref()) else {
+            return fail(
+                &"Not starting 'salt.netapi.rest_cherrypy'. Options 'ssl_crt' and \
+                 'ssl_key' are required if SSL is not disabled.",
+            );
+        };
+        match salt_api_core::listener::tls_acceptor(crt, key) {
+            Ok(a) => Some(a),
+            Err(e) => return fail(&e),
+        }
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("salt-api")
@@ -94,10 +102,12 @@ fn main() -> ExitCode {
                 .await
                 .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
             let token = tokio_util::sync::CancellationToken::new();
+            let listener = salt_api_core::listener::ApiListener::new(listener, tls, token.clone())
+                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
             let api = Arc::new(salt_api_core::Api::new(&cfg, token.clone())?);
             started.drop_privileges("salt-api", &[]);
-            notifier.ready(&format!("Serving rest_cherrypy on http://{addr}"));
-            tracing::info!("salt-api: serving rest_cherrypy on http://{addr}");
+            notifier.ready(&format!("Serving rest_cherrypy on {scheme}://{addr}"));
+            tracing::info!("salt-api: serving rest_cherrypy on {scheme}://{addr}");
             let server = salt_api_core::serve(api, listener, token.clone());
             tokio::pin!(server);
             let r = tokio::select! {

@@ -97,6 +97,20 @@ impl ApiLab {
     /// # Errors
     /// A daemon did not start.
     pub fn start(side: &Side, ours: &Side, clients: &str) -> Result<Self, HarnessError> {
+        Self::start_with(side, ours, clients, None)
+    }
+
+    /// [`Self::start`], serving HTTPS with `tls`'s `(ssl_crt, ssl_key)` when given (the base
+    /// URL is then `https://127.0.0.1:<port>`).
+    ///
+    /// # Errors
+    /// A daemon did not start.
+    pub fn start_with(
+        side: &Side,
+        ours: &Side,
+        clients: &str,
+        tls: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Result<Self, HarnessError> {
         let root = TempRoot::new()?;
         let ports = free_port_pair()?;
         let api_port = free_port()?;
@@ -128,6 +142,12 @@ impl ApiLab {
         };
         let mdir: PathBuf = root.path().join("m");
         let path = |name: &str| Yaml::Raw(mdir.join(name).display().to_string());
+        let ssl = match tls {
+            Some((crt, key)) => {
+                format!("ssl_crt: '{}', ssl_key: '{}'", crt.display(), key.display())
+            }
+            None => "disable_ssl: True".to_owned(),
+        };
         let mconf = MasterConf::new(&mdir)
             .id("apimaster")
             .ports(ports.0, ports.1)
@@ -136,9 +156,7 @@ impl ApiLab {
             .set("external_auth", Yaml::Raw(eauth))
             .set(
                 "rest_cherrypy",
-                Yaml::Raw(format!(
-                    "{{port: {api_port}, host: 127.0.0.1, disable_ssl: True}}"
-                )),
+                Yaml::Raw(format!("{{port: {api_port}, host: 127.0.0.1, {ssl}}}")),
             )
             .set("netapi_enable_clients", Yaml::Raw(clients.to_owned()))
             .set("api_logfile", path("api.log"))
@@ -173,7 +191,10 @@ impl ApiLab {
         }
         Ok(Self {
             pam,
-            base: format!("http://127.0.0.1:{api_port}"),
+            base: format!(
+                "{}://127.0.0.1:{api_port}",
+                if tls.is_some() { "https" } else { "http" }
+            ),
             mid,
             api,
             minion,

@@ -17,9 +17,30 @@ use serde_json::Value;
 
 /// The requests, printed as one `RESULT <json>` line.
 const CLIENT: &str = r#"
-import json, sys, urllib.request, urllib.error, urllib.parse
+import io, json, re, sys, tarfile, time, urllib.request, urllib.error, urllib.parse
 base, mid, pam = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
+def wheel_norm(r):
+    # A wheel call's answer without its jid, tag and time stamp.
+    if not isinstance(r, dict) or "data" not in r:
+        return r
+    d = dict(r["data"])
+    for k in ("jid", "tag", "_stamp"):
+        d[k] = "<%s>" % k if k in d else None
+    return {"tag": re.sub(r"\d{20}", "<jid>", r["tag"]), "data": d}
+def req_tar(path, body):
+    r = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                               headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(r, timeout=60) as resp:
+            tar = tarfile.open(fileobj=io.BytesIO(resp.read()))
+            files = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}
+            return [resp.status, resp.headers.get("Content-Type"),
+                    resp.headers.get("Content-Disposition"), sorted(files),
+                    files["minion.pub"].startswith("-----BEGIN PUBLIC KEY-----"),
+                    "PRIVATE KEY-----" in files["minion.pem"]]
+    except urllib.error.HTTPError as e:
+        return e.code
 def req(path, body=None, ctype="application/json", headers=None, method=None):
     h = dict(headers or {})
     data = None
@@ -121,6 +142,82 @@ s, b, _ = req("/minions/" + mid, headers=A)
 out["minions_one"] = [s, sorted(b["return"][0]) if s == 200 else b]
 s, b, _ = req("/minions", [{"tgt": mid, "fun": "test.ping"}], headers=A)
 out["minions_post"] = [s, sorted(b), b["return"][0]["minions"]]
+s, b, _ = req("/", [{"client": "local_async", "tgt": mid, "fun": "test.arg", "arg": ["x"]}],
+              headers=A)
+jid = b["return"][0]["jid"]
+for _ in range(120):
+    s, b, _ = req("/jobs/" + jid, headers=A)
+    if s != 200 or b["return"][0]:
+        break
+    time.sleep(0.5)
+if s == 200:
+    info = b["info"][0]
+    out["jobs_one"] = [s, sorted(b), sorted(info),
+                       {k: info.get(k) for k in ("Function", "Arguments", "Target",
+                                                 "Target-type", "User", "Minions")},
+                       sorted(info["Result"]), sorted(info["Result"][mid]),
+                       sorted(b["return"][0]), b["return"][0][mid]["args"]]
+else:
+    out["jobs_one"] = s
+s, b, _ = req("/jobs", headers=A)
+entry = b["return"][0].get(jid) if s == 200 else None
+out["jobs"] = [s, sorted(b), entry and sorted(entry),
+               entry and {k: v for k, v in entry.items() if k != "StartTime"}]
+s, b, _ = req("/jobs")
+out["jobs_no_auth"] = s
+s, b, _ = req("/keys", headers=A)
+out["keys"] = [s, b]
+s, b, _ = req("/keys/" + mid, headers=A)
+out["keys_one"] = [s, b and re.sub(r"[0-9a-f]{2}(:[0-9a-f]{2})+", "<finger>", json.dumps(b))]
+out["keys_post"] = req_tar("/keys", {"mid": "genmin", "username": "fred",
+                                     "password": "secret", "eauth": "file"})
+out["keys_post_denied"] = req_tar("/keys", {"mid": "genmin2", "username": "tina",
+                                            "password": "secret2", "eauth": "file"})
+s, b, _ = req("/keys", headers=A)
+out["keys_after_post"] = [s, b]
+s, b, _ = req("/", [{"client": "runner", "fun": "test.arg", "kwarg": {"k": "v"}}], headers=A)
+out["runner_arg"] = [s, s == 200 and {
+    "args": b["return"][0]["args"],
+    "kwargs": {k: v for k, v in b["return"][0]["kwargs"].items() if not k.startswith("__")}}]
+s, b, _ = req("/", [{"client": "runner", "fun": "jobs.list_jobs", "search_function": "test.arg"}],
+              headers=A)
+out["runner_list_jobs"] = [s, s == 200 and sorted({v["Function"] for v in b["return"][0].values()})]
+s, b, _ = req("/", [{"client": "runner", "fun": "no.such"}], headers=A)
+out["runner_unknown"] = [s, b]
+s, b, _ = req("/", [{"client": "wheel", "fun": "key.list_all"}], headers=A)
+out["wheel"] = [s, s == 200 and wheel_norm(b["return"][0])]
+s, b, _ = req("/", [{"client": "wheel", "fun": "key.finger", "match": "nobody"}], headers=A)
+out["wheel_finger_nobody"] = [s, s == 200 and wheel_norm(b["return"][0])]
+s, b, _ = req("/", [{"client": "wheel_async", "fun": "key.list_all"}], headers=A)
+out["wheel_async"] = [s, s == 200 and sorted(b["return"][0]),
+                      s == 200 and re.sub(r"\d{20}", "<jid>", b["return"][0]["tag"])]
+s, b, _ = req("/", [{"client": "ssh", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["ssh"] = s
+s, b, _ = req("/token", {"username": "fred", "password": "secret", "eauth": "file"})
+out["token"] = [s, s == 200 and [sorted(b[0]), b[0]["name"], b[0]["eauth"], len(b[0]["token"])]]
+if s == 200:
+    s, b, _ = req("/run", [{"client": "local", "tgt": mid, "fun": "test.ping",
+                            "token": b[0]["token"]}])
+    out["token_run"] = [s, b]
+s, b, _ = req("/token", {"username": "fred", "password": "nope", "eauth": "file"})
+out["token_bad"] = [s, b]
+s, b, _ = req("/token", {"username": "tina", "password": "secret2", "eauth": "file"})
+out["token_no_runner_right"] = [s, b]
+s, b, _ = req("/token", {"username": "fred"})
+out["token_missing"] = s
+def req_err(path, body, headers):
+    # An error's page, as sent.
+    r = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                               headers=dict(headers, **{"Content-Type": "application/json"}))
+    try:
+        with urllib.request.urlopen(r, timeout=60) as resp:
+            return [resp.status, None]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.headers.get("Content-Type"), e.read().decode()]
+out["client_disabled_page"] = req_err("/", [{"client": "local_batch", "tgt": mid,
+                                             "fun": "test.ping"}], A)
+out["client_invalid_page"] = req_err("/", [{"client": "nope", "fun": "test.ping"}], A)
+out["ssh_page"] = req_err("/", [{"client": "ssh", "tgt": mid, "fun": "test.ping"}], A)
 s, b, _ = req("/hook/my/tag", {"a": 1}, headers=A)
 out["hook"] = [s, b]
 s, b, _ = req("/hook", {"a": 1})
@@ -199,8 +296,8 @@ fn pepper_bin() -> Option<std::path::PathBuf> {
 }
 
 /// `pepper` (a real salt-api client) with the file user: `'<mid>' test.ping`, a runner and
-/// a wheel call. Test.ping's body compares; the runner's and wheel's return the job list
-/// and key lists, compared by shape (the wheel modules are the master's, not the API's).
+/// a wheel call. Test.ping's and the wheel's bodies compare (without jids, tags and times);
+/// the runner's job list by shape.
 fn pepper(base: &str, mid: &str, label: &str) -> Value {
     let Some(bin) = pepper_bin() else {
         return Value::Null;
@@ -235,8 +332,26 @@ fn pepper(base: &str, mid: &str, label: &str) -> Value {
     serde_json::json!({
         "ping": ping,
         "runner_is_map": runner["return"][0].is_object(),
-        "wheel_keys": wheel["return"][0].as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()),
+        "wheel": wheel_norm(&wheel),
     })
+}
+
+/// A wheel call's answer without its jid, tag and time stamp.
+fn wheel_norm(v: &Value) -> Value {
+    let mut v = v.clone();
+    for r in v["return"].as_array_mut().into_iter().flatten() {
+        if let Some(d) = r["data"].as_object_mut() {
+            for k in ["jid", "tag", "_stamp"] {
+                if d.contains_key(k) {
+                    d.insert(k.into(), Value::from(format!("<{k}>")));
+                }
+            }
+        }
+        if r.get("tag").is_some() {
+            r["tag"] = Value::from("<tag>");
+        }
+    }
+    v
 }
 
 fn scenario(venv: &SaltVenv, side: &Side, ours: &Side) -> Value {

@@ -65,7 +65,7 @@ pub async fn run(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> 
         "local_async" => local_async(api, low).await,
         "runner" => runner(api, low).await,
         "runner_async" => {
-            let mut load = low;
+            let mut load = reformat_low(low)?;
             load.insert("cmd".into(), json!("runner"));
             api.master.master_call(load).await
         }
@@ -249,6 +249,39 @@ async fn local(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
     Ok(Value::Object(out))
 }
 
+/// The eauth and routing keys `RunnerClient._reformat_low` keeps at the top of the load.
+const RUNNER_CREDS: [&str; 7] = [
+    "username", "password", "eauth", "token", "client", "user", "key",
+];
+
+/// `RunnerClient._reformat_low`: the credentials and `fun` stay on top; `arg` is positional
+/// and `kwarg` with every other key are the keyword arguments, sent as the load's
+/// `kwarg: {arg, kwarg}`.
+fn reformat_low(mut low: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    let Some(fun) = low.remove("fun") else {
+        return Err(ApiError::bad_request("Missing required argument 'fun'"));
+    };
+    let mut out = Map::new();
+    out.insert("fun".into(), fun);
+    for k in RUNNER_CREDS {
+        if let Some(v) = low.remove(k) {
+            out.insert(k.into(), v);
+        }
+    }
+    let arg = match low.remove("arg") {
+        Some(Value::Array(a)) => a,
+        None | Some(Value::Null) => Vec::new(),
+        Some(other) => vec![other],
+    };
+    let mut kwarg = match low.remove("kwarg") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    kwarg.extend(low);
+    out.insert("kwarg".into(), json!({"arg": arg, "kwarg": kwarg}));
+    Ok(out)
+}
+
 /// `NetapiClient.runner`: `RunnerClient.cmd_sync`: the master runs it; its `ret` event is
 /// awaited `timeout` (else `rest_timeout`) seconds, 504 after that.
 async fn runner(api: &Api, mut low: Map<String, Value>) -> Result<Value, ApiError> {
@@ -257,9 +290,8 @@ async fn runner(api: &Api, mut low: Map<String, Value>) -> Result<Value, ApiErro
         .and_then(|t| t.as_f64().or_else(|| t.as_str()?.parse().ok()))
         .map_or(api.rest_timeout, Duration::from_secs_f64);
     let full = low.remove("full_return").is_some_and(|v| truthy(&v));
-    if !low.contains_key("fun") {
-        return Err(ApiError::bad_request("Missing required argument 'fun'"));
-    }
+    let fun = text(low.get("fun")).unwrap_or_default();
+    let mut low = reformat_low(low)?;
     low.insert("cmd".into(), json!("runner"));
     let mut events = api.bus.subscribe();
     let job = api.master.master_call(low).await?;
@@ -275,6 +307,13 @@ async fn runner(api: &Api, mut low: Map<String, Value>) -> Result<Value, ApiErro
             }
             Ok(Err(RecvError::Lagged(_))) => {}
             Ok(Ok(ev)) if ev.tag == ret_tag => {
+                // Salt's `verify_fun` refuses an unknown runner before it is sent
+                // (`CommandExecutionError`, a 500); the master answers it by this text.
+                if ev.data.get("return") == Some(&json!(format!("'{fun}' is not available."))) {
+                    return Err(ApiError::status(
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    ));
+                }
                 return Ok(if full {
                     json!({"tag": ev.tag, "data": ev.data})
                 } else {

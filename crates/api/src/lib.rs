@@ -17,13 +17,13 @@ pub mod body;
 pub mod clients;
 pub mod error;
 pub mod events;
+pub mod listener;
 pub mod master;
 pub mod routes;
 pub mod sessions;
 mod stream;
 mod tarball;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -197,13 +197,13 @@ impl Api {
 /// The server failed.
 pub async fn serve(
     api: Arc<Api>,
-    listener: tokio::net::TcpListener,
+    listener: listener::ApiListener,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let app = routes::router(api.clone());
     let r = axum::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        app.into_make_service_with_connect_info::<listener::Peer>(),
     )
     .with_graceful_shutdown(async move { stop.cancelled().await })
     .await;

@@ -3,7 +3,6 @@
 //! (bodies, [`crate::body`]), `hypermedia_out` (`Accept`), `cors_tool` and
 //! `salt_ip_verify` (`authorized_ips`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -28,6 +27,7 @@ pub fn router(api: Arc<Api>) -> Router {
     let mut r = Router::new()
         .route("/", get(index).post(index_post))
         .route("/run", post(run))
+        .route("/token", post(token))
         .route("/keys", get(keys).post(keys_post))
         .route("/keys/{mid}", get(keys_one))
         .route("/events", get(crate::stream::events))
@@ -103,7 +103,7 @@ async fn static_file(path: &std::path::Path) -> Response {
 /// The tools every request passes: `salt_ip_verify`, `cors_tool`, Accept (406 before work).
 async fn tools(
     State(api): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(crate::listener::Peer(peer)): ConnectInfo<crate::listener::Peer>,
     req: Request,
     next: Next,
 ) -> Response {
@@ -262,6 +262,34 @@ async fn run(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response {
     let low = tri!(lowstate_of(&api, &headers, &bytes));
     let ret = tri!(exec_lowstate(&api, low, None, None).await);
     reply(f, StatusCode::OK, &json!({"return": ret}))
+}
+
+/// `Token.POST`: each chunk's credentials through the runner `auth.mk_token` (so the user
+/// needs the right to call it); the list of the tokens' data.
+async fn token(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response {
+    let f = try_fmt!(headers);
+    let low = tri!(lowstate_of(&api, &headers, &bytes));
+    let Some(Value::Array(mut chunks)) = low else {
+        return ApiError::bad_request("Lowstates must be a list").into_response();
+    };
+    for chunk in &mut chunks {
+        let creds = chunk.as_object().and_then(|c| {
+            let get = |k: &str| c.get(k).cloned();
+            Some(
+                json!({"username": get("username")?, "password": get("password")?,
+                        "eauth": get("eauth")?}),
+            )
+        });
+        let (Some(kwarg), Some(c)) = (creds, chunk.as_object_mut()) else {
+            return ApiError::bad_request(r#"Require "username", "password", and "eauth" params"#)
+                .into_response();
+        };
+        c.insert("client".into(), json!("runner"));
+        c.insert("fun".into(), json!("auth.mk_token"));
+        c.insert("kwarg".into(), kwarg);
+    }
+    let ret = tri!(exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await);
+    reply(f, StatusCode::OK, &Value::Array(ret))
 }
 
 async fn login_get(headers: HeaderMap) -> Response {
@@ -449,7 +477,22 @@ async fn keys_post(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Resp
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let ret = tri!(exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await);
+    // `hypermedia_out` is off for this handler: Salt's exceptions are not mapped to their
+    // statuses but answered 500 by CherryPy (its own HTTP errors keep theirs).
+    let ret = match exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await {
+        Ok(r) => r,
+        Err(e)
+            if matches!(
+                e.message.as_str(),
+                "Lowstates must be a list" | "Invalid token"
+            ) =>
+        {
+            return e.into_response();
+        }
+        Err(_) => {
+            return ApiError::status(StatusCode::INTERNAL_SERVER_ERROR).into_response();
+        }
+    };
     let inner = ret.first().and_then(|r| r.pointer("/data/return"));
     let field = |k: &str| {
         inner

@@ -13,6 +13,7 @@
 //! * `event.send`: fires an event on the master's bus (Salt answers `True`).
 //! * `reactor.list`, `add`, `delete`, `is_leader`, `set_leader` (the reactor, `reactor/`);
 //! * `test.arg`: what it was given (Salt's, for trying arguments and the reactor);
+//! * `auth.mk_token`: an eauth token for the credentials given (salt-api's `/token`);
 //! * `state.orchestrate` and its kin: [`crate::orchestrate`];
 //! * [`batch`]: Salt 3008's `status`, `list_active`, `stop` over the batches' state;
 //! * [`resource`]: Salt 3008's `show_grains`, `list_grains`, `refresh` over the resource
@@ -232,7 +233,7 @@ const SYNC_PARAMS: &[&str] = &["saltenv", "extmod_whitelist", "extmod_blacklist"
 
 /// The parameters of runner `fun` and whether it takes `**kwargs` (`None`: no such runner).
 pub(crate) fn params(fun: &str) -> Option<(&'static [&'static str], bool)> {
-    if fun == "test.arg" {
+    if fun == "test.arg" || fun == "auth.mk_token" {
         return Some((&[], true));
     }
     if let Some(sig) = sync_sig(fun) {
@@ -276,6 +277,27 @@ fn test_arg(raw: &[Value]) -> Value {
     json!({"args": args, "kwargs": kwargs})
 }
 
+/// Salt's `auth.mk_token(**load)` (`salt.auth.Resolver.mk_token`): a token for the eauth
+/// credentials given as keywords (`username`, `password`, `eauth`), answered as the master's
+/// clear `mk_token` answers (`""` when they are refused). salt-api's `/token` calls it.
+fn mk_token(ctx: &Ctx, raw: &[Value]) -> Value {
+    let load: serde_json::Map<String, Value> = raw
+        .iter()
+        .filter_map(|a| match a {
+            Value::Object(m) if m.get("__kwarg__") == Some(&Value::Bool(true)) => Some(m),
+            _ => None,
+        })
+        .flatten()
+        .filter(|(k, _)| !k.starts_with("__"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let load = salt_compat::json::json_to_msgpack(&Value::Object(load));
+    match salt_proto::clear::EauthFields::from_map(&load) {
+        Ok(f) => salt_compat::json::msgpack_to_json(&ctx.shared.eauth.mk_token_reply(&f)),
+        Err(_) => json!(""),
+    }
+}
+
 /// Bind `raw` to the signature of runner `fun` (`None`: salt-rs has no such runner).
 /// `Some(Err(text))`: the call does not fit, and `text` is what Salt prints for it.
 fn bind(fun: &str, raw: &[Value]) -> Option<Result<Args, String>> {
@@ -311,6 +333,9 @@ pub(crate) async fn call(
     if fun == "test.arg" {
         return Ok(test_arg(&req.arg));
     }
+    if fun == "auth.mk_token" {
+        return Ok(mk_token(ctx, &req.arg));
+    }
     match bind(fun, &req.arg) {
         // Salt prints this as the runner's output (exit status 0).
         None => Ok(json!(format!("'{fun}' is not available."))),
@@ -344,13 +369,15 @@ pub(crate) fn announce(
 }
 
 /// The `fun_args` of Salt's runner events: the positional values, then the keywords as one
-/// mapping (without our `__kwarg__` marker).
+/// mapping (without our `__kwarg__` marker). A `password` keyword (`auth.mk_token`, salt-api's
+/// `/token`) is left out: unlike Salt's, our events never carry a password.
 fn fun_args(args: &[Value]) -> Vec<Value> {
     args.iter()
         .map(|a| match a {
             Value::Object(m) if m.contains_key("__kwarg__") => {
                 let mut m = m.clone();
                 m.remove("__kwarg__");
+                m.remove("password");
                 Value::Object(m)
             }
             other => other.clone(),
