@@ -135,6 +135,14 @@ fn ten_minions_fetch_a_highstate_and_return() {
         }
     }
     assert_eq!(answered.len(), N, "returns in salt's last output:\n{last}");
+    // The swarm counts a highstate done once the master acknowledged its `_return`; its
+    // stats line comes every 0.2 s.
+    wait_until(
+        "the swarm to count 10 highstates done",
+        Duration::from_secs(30),
+        || stat(&swarm.output(), "hs_done").is_some_and(|n| n >= N as u64),
+    )
+    .unwrap_or_else(|e| panic!("{e}\nswarm:\n{}", swarm.tail(20)));
     let out = swarm.output();
     assert_eq!(
         stat(&out, "hs_failed"),
