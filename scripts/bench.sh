@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: ours vs real Salt 3007.17, side by side in one run, on this machine.
 # `scripts/bench.sh` with no arguments reproduces every figure in docs/benchmarks.md and ends
-# with a TARGETS table (issues #21 and #16: each target, the measured value, met / NOT MET).
+# with a TARGETS table (issues #21, #16, #33 and #39: each target, the measured value, met / NOT MET).
 # Documented in docs/benchmarks.md. Sizes and knobs are environment variables:
 #   BENCH_SIGNIN_N=1000  BENCH_FANOUT="1000 5000 10000"  BENCH_ROT_N=1000
 #   BENCH_FANOUT_ROUNDS=5 (pings per size, median)  BENCH_FANOUT_SALT_BIG=5000
