@@ -125,7 +125,9 @@ LOOP=$("$BIN/fsbench" loopback --mib 100 | mib_s)
 # The fileclient's shape over plain TCP (one round trip per 1 MiB chunk), without and with
 # the encryption Salt's protocol requires: the ceilings for any master.
 LOOP_RT=$("$BIN/fsbench" loopback --mib 100 --per-chunk | mib_s)
-LOOP_CRYPTO=$("$BIN/fsbench" loopback --mib 100 --per-chunk --crypto | mib_s)
+# The crypto line is the best of three: one shot swings 124-233 MiB/s within a minute on a
+# loaded machine (as bench.py takes the best of three `openssl speed` runs for the RSA floor).
+LOOP_CRYPTO=$(for _ in 1 2 3; do "$BIN/fsbench" loopback --mib 100 --per-chunk --crypto | mib_s; done | sort -g | tail -1)
 
 python3 - "$T/rounds" "$CLIENTS" "$THREADS" "$WORKERS" "$(nproc)" "$LOOP" "$LOOP_RT" "$LOOP_CRYPTO" <<'PY'
 import json, statistics, sys
