@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: ours vs real Salt 3007.17, side by side in one run, on this machine.
 # `scripts/bench.sh` with no arguments reproduces every figure in docs/benchmarks.md and ends
-# with a TARGETS table (issues #21 and #16: each target, the measured value, met / NOT MET).
+# with a TARGETS table (issues #21, #16, #33 and #39: each target, the measured value, met / NOT MET).
 # Documented in docs/benchmarks.md. Sizes and knobs are environment variables:
 #   BENCH_SIGNIN_N=1000  BENCH_FANOUT="1000 5000 10000"  BENCH_ROT_N=1000
 #   BENCH_FANOUT_ROUNDS=5 (pings per size, median)  BENCH_FANOUT_SALT_BIG=5000
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states orch group events clearpub formulas"
+SECTIONS="$PY_SECTIONS fileserver pillar states orch group events clearpub formulas hsstorm"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -67,6 +67,11 @@ section formulas env BENCH=1 SALT_CALL=target/release/salt-call scripts/formulas
 section api scripts/bench-api.sh
 # The scaling curve and its chart (docs/scale.svg): long, so only when named in BENCH_ONLY.
 section scale scripts/bench-scale.sh
+# Issue #39 item 3: 1,000 swarm minions start a highstate at once, ours vs Salt (BENCH_STORM_*).
+section hsstorm scripts/bench-storm.sh storm
+# Issue #39 item 4: cost per minion at 1k..8k, fitted to 100k, chart docs/cost.svg: long, so
+# only when named in BENCH_ONLY.
+section cost env BENCH_COST_SVG="${BENCH_COST_SVG:-$PWD/docs/cost.svg}" scripts/bench-storm.sh cost
 
 echo
 python3 scripts/bench_targets.py "$BENCH_ROOT"

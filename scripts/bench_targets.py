@@ -172,7 +172,13 @@ charts = sorted(str(p) for p in ROOT.rglob("*") if p.suffix in (".svg", ".png"))
 target("#21.6", "scaling chart (fan-out time, master RSS at 1k..15k; ours and Salt)",
        ", ".join(charts) if charts else None, True if charts else None)
 
-print("TARGETS (issues #21, #16 and #33; this run)")
+# ---- #39 items 3, 4, 6 (highstate storm, cost per minion, _serve_file): their own module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import targets_39  # noqa: E402
+
+targets_39.add(row, log, target, num)
+
+print("TARGETS (issues #21, #16, #33 and #39; this run)")
 print(f"| issue | target | measured | verdict |")
 print(f"|---|---|---|---|")
 for issue, what, measured, verdict in out:

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use salt_examples::swarm::highstate::HighstatePlan;
 use salt_examples::swarm::{Config, Mode, ReturnValue, run};
 
 /// Simulated minions speaking Salt's wire protocol.
@@ -95,6 +96,14 @@ struct Args {
     /// `random_reauth_delay: S`; 0 (default): at once, as a Python minion.
     #[arg(long, default_value_t = 0.0)]
     reauth_spread: f64,
+    /// Highstate mode: a publish of `state.apply` / `state.highstate` fetches the
+    /// `salt://` paths listed in FILE (one per line) as a minion's highstate does, then
+    /// returns a highstate result; each minion gets its own request socket.
+    #[arg(long, value_name = "FILE")]
+    highstate: Option<PathBuf>,
+    /// Highstate mode: seconds a request may go unanswered before the highstate fails.
+    #[arg(long, default_value_t = 60.0)]
+    highstate_timeout: f64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -128,6 +137,12 @@ fn main() -> anyhow::Result<()> {
     cfg.report_every = Duration::from_secs_f64(a.interval.max(0.05));
     cfg.retry_wait = Duration::from_secs_f64(a.retry_wait.max(0.01));
     cfg.reauth_spread = Duration::from_secs_f64(a.reauth_spread.max(0.0));
+    if let Some(list) = &a.highstate {
+        let plan =
+            HighstatePlan::from_list(list, Duration::from_secs_f64(a.highstate_timeout.max(0.1)))
+                .map_err(|e| anyhow::anyhow!("--highstate: {e}"))?;
+        cfg.highstate = Some(std::sync::Arc::new(plan));
+    }
     let mut stdout = std::io::stdout();
     let summary = run(cfg, &mut |l| {
         let _ = writeln!(stdout, "{l}");

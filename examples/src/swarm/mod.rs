@@ -16,6 +16,7 @@
 //! `nofile` limit here is 20,000, so one process holds at most ~8,000 minions; run several
 //! processes (`id_start`) for more.
 
+pub mod highstate;
 pub mod keys;
 pub mod signin;
 mod worker;
@@ -129,6 +130,9 @@ pub struct Config {
     /// random delay in `[0, min(this, 2 s)]` before signing in again
     /// (`salt_failover::rekey`); zero: at once, as a Python minion.
     pub reauth_spread: Duration,
+    /// Highstate mode: a publish of `state.apply` / `state.highstate` runs this plan
+    /// ([`highstate`]); each minion then has its own request socket.
+    pub highstate: Option<Arc<highstate::HighstatePlan>>,
 }
 
 impl Config {
@@ -161,6 +165,7 @@ impl Config {
             retry_wait: Duration::from_secs(1),
             auth_timeout: Duration::from_secs(60),
             reauth_spread: Duration::ZERO,
+            highstate: None,
         }
     }
 
@@ -224,6 +229,20 @@ pub struct Stats {
     pub reauth_first_us: AtomicU64,
     /// See `reauth_first_us`.
     pub reauth_last_us: AtomicU64,
+    /// Highstates started (highstate mode).
+    pub hs_started: AtomicU64,
+    /// Highstates whose `_return` the master acknowledged.
+    pub hs_done: AtomicU64,
+    /// Highstates given up (an error reply, a reply that does not open, a timeout).
+    pub hs_failed: AtomicU64,
+    /// Of those, the ones given up on a timeout.
+    pub hs_timeouts: AtomicU64,
+    /// Highstate requests sent (every step, the `_return` included).
+    pub hs_requests: AtomicU64,
+    /// Microseconds since start of the first highstate started and of the last one done.
+    pub hs_first_us: AtomicU64,
+    /// See `hs_first_us`.
+    pub hs_last_us: AtomicU64,
 }
 
 /// State shared by the workers.
@@ -268,7 +287,7 @@ fn line(hub: &Hub, cfg: &Config, last: &mut (u64, Instant)) -> String {
     *last = (signins, now);
     let span = (g(&s.reauth_last_us).saturating_sub(g(&s.reauth_first_us))) as f64 / 1e6;
     format!(
-        "swarm t={:.1} minions={} signed_in={} signins={} signins_per_s={:.1} auth_sent={} retries={} auth_failures={} reauths={} reauth_span_s={:.3} pubs_decrypted={} pub_decrypt_failures={} jobs_matched={} returns_sent={} returns_acked={} jobs_seen={} returns_refused={}",
+        "swarm t={:.1} minions={} signed_in={} signins={} signins_per_s={:.1} auth_sent={} retries={} auth_failures={} reauths={} reauth_span_s={:.3} pubs_decrypted={} pub_decrypt_failures={} jobs_matched={} returns_sent={} returns_acked={} jobs_seen={} returns_refused={} hs_started={} hs_done={} hs_failed={} hs_timeouts={} hs_requests={} hs_span_s={:.3}",
         hub.start.elapsed().as_secs_f64(),
         cfg.minions,
         g(&s.first_signins),
@@ -286,6 +305,12 @@ fn line(hub: &Hub, cfg: &Config, last: &mut (u64, Instant)) -> String {
         g(&s.returns_acked),
         g(&s.jobs_seen),
         g(&s.returns_refused),
+        g(&s.hs_started),
+        g(&s.hs_done),
+        g(&s.hs_failed),
+        g(&s.hs_timeouts),
+        g(&s.hs_requests),
+        (g(&s.hs_last_us).saturating_sub(g(&s.hs_first_us))) as f64 / 1e6,
     )
 }
 

@@ -19,6 +19,7 @@ use super::keys::CachedKey;
 use super::signin::{self, Client, Mode, Pending, Reply, SessionKey};
 use super::{Config, Hub, SwarmError};
 
+mod highstate;
 mod publish;
 use publish::open_session;
 
@@ -56,6 +57,8 @@ struct Minion {
     jids: JidQueue,
     /// When to sign in again after a stale publish key (our minion's spread).
     rekey: ReauthSpread,
+    /// The highstate in progress (highstate mode).
+    hs: Option<highstate::HsRun>,
 }
 
 pub(crate) struct Worker {
@@ -130,7 +133,13 @@ impl Worker {
     ) -> Result<Self, SwarmError> {
         let mut factory = SocketFactory::new();
         let threads = cfg.threads.max(1);
-        let per_req = cfg.minions_per_req.max(1);
+        // Highstate mode: a request socket per minion, one request in flight on it (as a
+        // minion's channel), so each reply is its minion's current step.
+        let per_req = if cfg.highstate.is_some() {
+            1
+        } else {
+            cfg.minions_per_req.max(1)
+        };
         let ret_ep = format!("tcp://{}:{}", cfg.master, cfg.ret_port);
         let pub_ep = format!("tcp://{}:{}", cfg.master, cfg.publish_port);
         let mut pub_texts: HashMap<usize, Arc<str>> = HashMap::new();
@@ -193,6 +202,7 @@ impl Worker {
                 held: Vec::new(),
                 jids: JidQueue::default(),
                 rekey: ReauthSpread::new(cfg.reauth_spread, (cfg.id_start + i) as u64),
+                hs: None,
             });
             queue.push_back((now, j));
         }
@@ -297,6 +307,7 @@ impl Worker {
                 }
                 self.by_nonce
                     .retain(|_, j| matches!(self.minions[*j].phase, Phase::InFlight { .. }));
+                self.hs_expire(now);
             }
             let wait_ms = match self.queue.front() {
                 Some(&(at, _)) if inflight < per_thread_cap => {
@@ -411,6 +422,8 @@ impl Worker {
                     self.hub.inflight_auth.fetch_sub(1, Ordering::Relaxed);
                     self.on_auth_reply(j, &v);
                 }
+            } else if self.cfg.highstate.is_some() && self.hs_reply(k, body) {
+                // Highstate mode: dealer k is minion k's own.
             } else if v.is_str() {
                 // An error string instead of an encrypted reply: the master refused it.
                 self.hub

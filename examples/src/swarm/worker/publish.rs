@@ -13,8 +13,10 @@ use salt_minion_core::job::Job;
 use salt_minion_core::matcher::fnmatch_to_regex;
 use salt_proto::ValueExt;
 
+use super::super::highstate::is_highstate;
 use super::super::keys::CachedKey;
 use super::super::signin::{self, SessionKey};
+use super::highstate::HsRun;
 use super::{Creds, MAX_HELD, Phase, Worker, new_nonce, now_unix};
 
 impl Worker {
@@ -132,6 +134,11 @@ impl Worker {
         let Some(session) = &creds.session else {
             return;
         };
+        if self.cfg.highstate.is_some() && is_highstate(&job.fun) {
+            let run = HsRun::new(&job.jid, &job.fun, job.arg.clone());
+            self.hs_start(j, run);
+            return;
+        }
         let ret = Value::Map(vec![
             ("cmd".into(), "_return".into()),
             ("id".into(), m.id.as_str().into()),
