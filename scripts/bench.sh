@@ -10,6 +10,8 @@
 #   BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
 #   BENCH_KEYS=<distinct minion keys; default: what the cache holds, generating up to 1000>
 #   BENCH_JOBCLEAN_N=100000 (old jobs the masters remove while answering pings)
+#   BENCH_OVERLOAD_X=5 (section overload: a storm of X seconds of the master's peak sign-ins)
+#   BENCH_KEYS100K_SALT=10000 (section keys100k: keys for Salt's salt-key; ours always 100k)
 #   BENCH_ONLY="<sections>": a subset, run in the order of SECTIONS below. The sections of
 #   scripts/bench.py go first, then one line per scripts/bench-*.sh (their knobs are in
 #   their headers: BENCH_FS_*, BENCH_PILLAR_*, BENCH_STATES_N, GROUP_KEYS, ...).
@@ -17,8 +19,8 @@
 # /tmp/salt-bench.<random>): results.tsv (bench.py's rows) and <section>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean"
-SECTIONS="$PY_SECTIONS fileserver pillar states orch group events clearpub formulas hsstorm"
+PY_SECTIONS="openssl storm returning fanout rotation footprint jobclean overload"
+SECTIONS="${PY_SECTIONS% overload} fileserver pillar states orch group events clearpub formulas hsstorm"
 only=" ${BENCH_ONLY:-$SECTIONS} "
 export BENCH_ROOT="${BENCH_ROOT:-$(mktemp -d /tmp/salt-bench.XXXXXX)}"
 mkdir -p "$BENCH_ROOT"
@@ -72,6 +74,8 @@ section hsstorm scripts/bench-storm.sh storm
 # Issue #39 item 4: cost per minion at 1k..8k, fitted to 100k, chart docs/cost.svg: long, so
 # only when named in BENCH_ONLY.
 section cost env BENCH_COST_SVG="${BENCH_COST_SVG:-$PWD/docs/cost.svg}" scripts/bench-storm.sh cost
+# Issue #39 item 5: salt-key -L / -A at 100,000 keys (long, so only when named in BENCH_ONLY).
+section keys100k scripts/bench-salt-key.sh 100000 "${BENCH_KEYS100K_SALT:-10000}"
 
 echo
 python3 scripts/bench_targets.py "$BENCH_ROOT"

@@ -2,7 +2,10 @@
 //! what its minions would take raises its soft limit to `max_open_files` at start (Salt's log
 //! lines), then admits new minions only while descriptors remain for its files: 500 swarm
 //! minions against a limit of 300, the ones that got in all answer `test.ping`, the others are
-//! told "full", and the key store never fails with "Too many open files".
+//! told "full", and the key store never fails with "Too many open files". Then peers that
+//! connect without signing in (a flood of publish-port connections): the master keeps the
+//! last descriptors for its files, refuses the rest without spinning, says so, and serves
+//! the minions it holds.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -130,4 +133,116 @@ fn master_at_its_descriptor_limit_refuses_new_minions_and_serves_the_rest() {
     assert!(!log.contains("failed on the master side"), "{log}");
     let swarm_out = swarm_proc.output();
     assert!(swarm_out.contains("master full"), "{swarm_out}");
+}
+
+/// The master's WARNING for refused connections: (port, refused, seconds).
+fn refusal_lines(log: &str) -> Vec<(String, u64, f64)> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = l.split("Too many open files: the ").nth(1)?;
+            let (port, rest) = rest.split_once(" port refused ")?;
+            let (n, rest) = rest.split_once(" new connections in the last ")?;
+            let (secs, _) = rest.split_once(" s at the max open files soft setting")?;
+            Some((port.to_owned(), n.parse().ok()?, secs.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn master_flooded_with_connections_keeps_a_reserve_does_not_spin_and_serves_its_minions() {
+    const HELD: usize = 40;
+    const FLOOD: usize = 400;
+    let swarm = swarm_bin();
+    let c = Cluster::new(|m| {
+        m.auto_accept(true)
+            .set("max_open_files", i64::from(LIMIT))
+            .set("loop_interval", 60u32)
+    })
+    .unwrap();
+    let conf_dir = c.master_conf().conf_dir();
+    let mut master = ProcSpec::new("master", "prlimit", c.master_conf().dir())
+        .args([format!("--nofile={LIMIT}:{LIMIT}"), "--".into()])
+        .args([c.bins().master.clone().into_os_string()])
+        .args(["-c".into(), conf_dir.into_os_string()])
+        .args(["-l", "info"])
+        .spawn()
+        .expect("prlimit (util-linux) is needed to start the master under a descriptor limit");
+    wait_for_log(&master, MASTER_READY, Duration::from_secs(30)).unwrap();
+    let (publish, ret) = c.ports();
+    let keys = c.root().join("swarm-keys");
+    let swarm_args = |n: usize, prefix: &str| {
+        vec![
+            "-n".to_owned(),
+            n.to_string(),
+            "--keys".into(),
+            "8".into(),
+            "--id-prefix".into(),
+            prefix.into(),
+            "--ret-port".into(),
+            ret.to_string(),
+            "--publish-port".into(),
+            publish.to_string(),
+            "--minions-per-req".into(),
+            "10".into(),
+            "--retry-wait".into(),
+            "2".into(),
+            "--run-time".into(),
+            "120".into(),
+            "--interval".into(),
+            "5".into(),
+            "--key-cache".into(),
+            keys.display().to_string(),
+        ]
+    };
+    // The minions the master holds: signed in, subscribed.
+    let held = ProcSpec::new("held", &swarm, c.root())
+        .args(swarm_args(HELD, "held-"))
+        .args(["--sub-at-signin"])
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the held minions to sign in",
+        Duration::from_secs(40),
+        || accepted(&c) >= HELD,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", held.tail(20)));
+    let out = c.salt(&["-t", "20", "held-*", "test.ping"]).unwrap();
+    let before = out.stdout.lines().filter(|l| l.trim() == "True").count();
+
+    // A flood: every one of these connects its publish socket at start, signed in or not,
+    // more than the limit allows.
+    let flood = ProcSpec::new("flood", &swarm, c.root())
+        .args(swarm_args(FLOOD, "flood-"))
+        .spawn()
+        .unwrap();
+    wait_for_log(&master, "port refused", Duration::from_secs(40))
+        .unwrap_or_else(|e| panic!("{e}\n{}", flood.tail(20)));
+
+    let out = c.salt(&["-t", "20", "held-*", "test.ping"]).unwrap();
+    let answered = out.stdout.lines().filter(|l| l.trim() == "True").count();
+    master
+        .check_running()
+        .unwrap_or_else(|e| panic!("the master died: {e}\n{}", master.tail(40)));
+    assert_eq!(before, HELD, "{}", out.stdout);
+    assert_eq!(
+        answered, HELD,
+        "every minion held before the flood answers during it:\n{}\n{}",
+        out.stdout, out.stderr
+    );
+
+    let log = master.output();
+    let lines = refusal_lines(&log);
+    assert!(!lines.is_empty(), "{log}");
+    // Each refusal pauses accepting on that port for 100 ms, so a port refuses at most
+    // ~10 connections a second whatever the load; a spinning listener refuses thousands.
+    for (port, n, secs) in &lines {
+        let rate = *n as f64 / secs.max(1.0);
+        assert!(rate <= 100.0, "{port}: {n} refused in {secs} s\n{log}");
+    }
+    eprintln!("flood of {FLOOD} over a limit of {LIMIT}: {HELD} held minions answered; {lines:?}");
+    assert!(
+        !log.contains("os error 24"),
+        "an EMFILE reached a file read or write:\n{log}"
+    );
+    assert!(!log.contains("failed on the master side"), "{log}");
 }

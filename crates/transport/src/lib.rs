@@ -48,6 +48,7 @@ pub use publisher::Publisher;
 pub use req::{ReqClient, request_once};
 pub use router::{PeerId, Replier, Request, RouterServer};
 pub use sub::{SubClient, SubEvent};
+pub use worker::RefusedConnections;
 
 /// The libzmq version in use, e.g. `(4, 3, 4)` (for logs and `--versions-report`).
 pub fn zmq_version() -> (i32, i32, i32) {

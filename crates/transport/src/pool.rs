@@ -174,6 +174,11 @@ impl PoolServer {
         self.router.endpoint()
     }
 
+    /// Connections refused since the bind ([`RouterServer::refused_connections`]).
+    pub fn refused_connections(&self) -> crate::RefusedConnections {
+        self.router.refused_connections()
+    }
+
     /// Requests answered so far.
     pub fn handled(&self) -> usize {
         self.handled.load(Ordering::Relaxed)

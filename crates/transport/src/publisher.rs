@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 
 use crate::options::ms;
 use crate::router::last_endpoint;
-use crate::worker::{Doorbell, Worker, attach_monitor, drain_monitor};
+use crate::worker::{Doorbell, RefusedConnections, Worker, attach_monitor, drain_monitor};
 use crate::{PublisherOptions, TransportError};
 
 /// A bound PUB socket on its own thread.
@@ -25,6 +25,7 @@ pub struct Publisher {
 struct Inner {
     commands: mpsc::UnboundedSender<Vec<Vec<u8>>>,
     peers: Arc<AtomicUsize>,
+    refused: RefusedConnections,
     endpoint: String,
     worker: Worker,
 }
@@ -61,7 +62,11 @@ impl Publisher {
             &ctx,
             &sock,
             "pubmon",
-            &[zmq::SocketEvent::ACCEPTED, zmq::SocketEvent::DISCONNECTED],
+            &[
+                zmq::SocketEvent::ACCEPTED,
+                zmq::SocketEvent::ACCEPT_FAILED,
+                zmq::SocketEvent::DISCONNECTED,
+            ],
         )?;
         sock.bind(endpoint).map_err(|e| TransportError::Bind {
             endpoint: endpoint.to_owned(),
@@ -72,15 +77,25 @@ impl Publisher {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let peers = Arc::new(AtomicUsize::new(0));
         let thread_peers = Arc::clone(&peers);
+        let refused = RefusedConnections::default();
+        let thread_refused = refused.clone();
         let bell = Arc::new(Doorbell::new()?);
         let worker = Worker::spawn("zmq-pub", bell, move |bell| {
-            run(ctx, sock, monitor, &bell, cmd_rx, &thread_peers);
+            run(
+                ctx,
+                sock,
+                monitor,
+                &bell,
+                cmd_rx,
+                (&thread_peers, &thread_refused),
+            );
         })?;
         tracing::debug!(endpoint = %bound, "PUB bound");
         Ok(Self {
             inner: Arc::new(Inner {
                 commands: cmd_tx,
                 peers,
+                refused,
                 endpoint: bound,
                 worker,
             }),
@@ -107,6 +122,11 @@ impl Publisher {
         self.inner.peers.load(Ordering::Acquire)
     }
 
+    /// Connections refused since the bind ([`RefusedConnections`]).
+    pub fn refused_connections(&self) -> RefusedConnections {
+        self.inner.refused.clone()
+    }
+
     /// The bound endpoint with the real port.
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
@@ -125,7 +145,7 @@ fn run(
     monitor: zmq::Socket,
     bell: &Doorbell,
     mut commands: mpsc::UnboundedReceiver<Vec<Vec<u8>>>,
-    peers: &AtomicUsize,
+    (peers, refused): (&AtomicUsize, &RefusedConnections),
 ) {
     while !bell.stopping() {
         let mut items = [
@@ -150,6 +170,8 @@ fn run(
             drain_monitor(&monitor, |ev| {
                 if ev.is(zmq::SocketEvent::ACCEPTED) {
                     peers.fetch_add(1, Ordering::AcqRel);
+                } else if ev.is(zmq::SocketEvent::ACCEPT_FAILED) {
+                    refused.add();
                 } else if ev.is(zmq::SocketEvent::DISCONNECTED) {
                     // saturating: never underflow on an unmatched event
                     let _ = peers.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::options::{max_msg_size, ms};
-use crate::worker::{Doorbell, Worker, poll_ms};
+use crate::worker::{Doorbell, RefusedConnections, Worker, attach_monitor, drain_monitor, poll_ms};
 use crate::{ServerOptions, TransportError};
 
 /// The ZeroMQ routing id of a connected peer, as the ROUTER socket reported it.
@@ -60,6 +60,7 @@ pub struct Request {
 pub struct RouterServer {
     replier: Replier,
     endpoint: String,
+    refused: RefusedConnections,
     worker: Worker,
 }
 
@@ -112,6 +113,7 @@ impl RouterServer {
         if let Some(batch) = &opts.io_batch {
             batch.apply(&mut sock)?;
         }
+        let monitor = attach_monitor(&ctx, &sock, "routermon", &[zmq::SocketEvent::ACCEPT_FAILED])?;
         sock.bind(endpoint).map_err(|e| TransportError::Bind {
             endpoint: endpoint.to_owned(),
             source: crate::ZmqError(e),
@@ -123,13 +125,16 @@ impl RouterServer {
             commands: cmd_tx,
             bell: Arc::clone(&bell),
         };
+        let refused = RefusedConnections::default();
+        let thread_refused = refused.clone();
         let worker = Worker::spawn("zmq-router", bell, move |bell| {
-            run(ctx, sock, &bell, cmd_rx, intake);
+            run(ctx, (sock, monitor), &bell, cmd_rx, intake, &thread_refused);
         })?;
         tracing::debug!(endpoint = %bound, "ROUTER bound");
         Ok(Self {
             replier,
             endpoint: bound,
+            refused,
             worker,
         })
     }
@@ -147,6 +152,11 @@ impl RouterServer {
     /// The bound endpoint with the real port (`ZMQ_LAST_ENDPOINT`).
     pub fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// Connections refused since the bind ([`RefusedConnections`]).
+    pub fn refused_connections(&self) -> RefusedConnections {
+        self.refused.clone()
     }
 
     /// Stop the socket thread and wait for it, lingering up to `ServerOptions::linger` for
@@ -228,10 +238,11 @@ impl Intake for mpsc::Sender<Request> {
 
 fn run<I: Intake>(
     ctx: zmq::Context,
-    sock: zmq::Socket,
+    (sock, monitor): (zmq::Socket, zmq::Socket),
     bell: &Doorbell,
     mut commands: mpsc::UnboundedReceiver<(PeerId, Vec<u8>)>,
     requests: I,
+    refused: &RefusedConnections,
 ) {
     // A request the application channel had no room for; while it is held, the ROUTER is
     // not read, so backpressure reaches libzmq's queues and then the peers.
@@ -244,6 +255,7 @@ fn run<I: Intake>(
                 zmq::PollEvents::empty()
             }),
             zmq::PollItem::from_fd(bell.fd(), zmq::POLLIN),
+            monitor.as_poll_item(zmq::POLLIN),
         ];
         let timeout = pending.as_ref().map(|_| BACKPRESSURE_RETRY);
         if let Err(e) = zmq::poll(&mut items, poll_ms(timeout))
@@ -254,6 +266,13 @@ fn run<I: Intake>(
         }
         if items[1].is_readable() {
             bell.clear();
+        }
+        if items[2].is_readable() {
+            drain_monitor(&monitor, |ev| {
+                if ev.is(zmq::SocketEvent::ACCEPT_FAILED) {
+                    refused.add();
+                }
+            });
         }
         while let Ok((peer, body)) = commands.try_recv() {
             send_reply(&sock, peer, body);
@@ -269,6 +288,7 @@ fn run<I: Intake>(
     while let Ok((peer, body)) = commands.try_recv() {
         send_reply(&sock, peer, body);
     }
+    drop(monitor);
     drop(sock);
     drop(ctx); // zmq_ctx_term: waits for linger, releases the port
 }

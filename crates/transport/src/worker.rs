@@ -141,6 +141,24 @@ impl Drop for Worker {
     }
 }
 
+/// Connections a listening socket refused since its bind: accepts that failed (`EMFILE`
+/// and the like) and connections closed at once to keep the descriptor reserve (the
+/// patched libzmq, `third_party/zeromq-src/README.md`); each pauses accepting for 100 ms.
+/// Counted from the socket monitor; cheap to clone, read from any thread.
+#[derive(Clone, Debug, Default)]
+pub struct RefusedConnections(Arc<AtomicU64>);
+
+impl RefusedConnections {
+    /// Refusals so far.
+    pub fn count(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn add(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// A process-unique inproc endpoint for a monitor socket.
 pub(crate) fn inproc_name(kind: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -31,6 +31,9 @@ pub struct Metrics {
     /// `salt_master_limit_hits_total{kind}`: new minions refused at a limit, by limit
     /// (`max_open_files`, `max_minions`).
     pub limit_hits: Family<Label, Counter>,
+    /// `salt_master_refused_connections_total{kind}`: TCP connections refused at the
+    /// descriptor limit, by port (`publish`, `request`).
+    pub refused_connections: Family<Label, Counter>,
     /// `salt_master_aes_rotations_total{kind}`: dropfile, publish_session.
     pub rotations: Family<Label, Counter>,
     /// `salt_master_publishes_total`.
@@ -58,6 +61,13 @@ impl Default for Metrics {
             "New minions refused at a limit, by limit (label kind: max_open_files, max_minions)",
             limit_hits.clone(),
         );
+        let refused_connections = Family::<Label, Counter>::default();
+        registry.register(
+            "refused_connections",
+            "TCP connections refused at the max open files soft limit, by port (label kind: \
+             publish, request)",
+            refused_connections.clone(),
+        );
         let rotations = Family::<Label, Counter>::default();
         registry.register(
             "aes_rotations",
@@ -84,6 +94,7 @@ impl Default for Metrics {
             registry,
             signins,
             limit_hits,
+            refused_connections,
             rotations,
             publishes,
             returns,
@@ -110,6 +121,15 @@ impl Metrics {
                 kind: limit.to_owned(),
             })
             .inc();
+    }
+
+    /// Count `n` connections refused on `port` at the descriptor limit.
+    pub fn refused(&self, port: &str, n: u64) {
+        self.refused_connections
+            .get_or_create(&Label {
+                kind: port.to_owned(),
+            })
+            .inc_by(n);
     }
 
     /// Count one rotation for `cause`.
@@ -173,6 +193,7 @@ mod tests {
         m.signin("accepted");
         m.signin("pending");
         m.rotation("dropfile");
+        m.refused("publish", 3);
         m.publishes.inc();
         m.request(Duration::from_millis(2));
         let t = m.encode();
@@ -186,6 +207,10 @@ mod tests {
         );
         assert!(
             t.contains("salt_master_aes_rotations_total{kind=\"dropfile\"} 1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("salt_master_refused_connections_total{kind=\"publish\"} 3"),
             "{t}"
         );
         assert!(t.contains("salt_master_publishes_total 1"), "{t}");

@@ -148,6 +148,58 @@ impl FdCeiling {
     }
 }
 
+/// The descriptors the patched libzmq keeps free of accepted connections (its
+/// `tcp_listener_t::in_descriptor_reserve`): a twentieth of the soft limit, 32 to 512.
+fn socket_reserve(soft: u64) -> u64 {
+    (soft / 20).clamp(32, 512)
+}
+
+/// How often the listening sockets' refusals are looked at.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// Watch the connections the publish and request ports refused at the descriptor limit
+/// (the patched libzmq closes a connection accepted into the last twentieth of the soft
+/// limit, or fails to accept one, and stops accepting for 100 ms: no spin): count them in
+/// `salt_master_refused_connections_total{kind=port}` and log a WARNING at most every 10 s
+/// naming the limit. Ends with `stop`.
+pub(crate) async fn watch_refusals(
+    shared: std::sync::Arc<crate::shared::Shared>,
+    ports: [(&'static str, salt_transport::RefusedConnections); 2],
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let mut seen = [0u64; 2];
+    let mut last = Instant::now();
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let secs = last.elapsed().as_secs_f64();
+        last = Instant::now();
+        for ((port, refused), seen) in ports.iter().zip(seen.iter_mut()) {
+            let now = refused.count();
+            let new = now.saturating_sub(*seen);
+            *seen = now;
+            if new == 0 {
+                continue;
+            }
+            shared.metrics.refused(port, new);
+            if shared.log_limit.allow("fd-refused-connections") {
+                let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(0, |(s, _)| s);
+                tracing::warn!(
+                    "Too many open files: the {port} port refused {new} new connections in the \
+                     last {secs:.1} s at the max open files soft setting ({soft}, max_open_files; \
+                     the last {} descriptors are kept for the key store, job cache and files). \
+                     Connected minions are still served; the refused ones reconnect later.",
+                    socket_reserve(soft)
+                );
+            }
+        }
+    }
+}
+
 /// Descriptors open in this process (Linux's `/proc/self/fd`).
 fn count_open() -> Option<u64> {
     let dir = std::fs::read_dir("/proc/self/fd").ok()?;

@@ -179,6 +179,14 @@ pub async fn run_with_ready(
         cfg.sock_dir.display()
     )))?;
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
+    let refusals = tokio::spawn(fdlimit::watch_refusals(
+        shared.clone(),
+        [
+            ("publish", publisher.refused_connections()),
+            ("request", router.refused_connections()),
+        ],
+        stop.clone(),
+    ));
     crate::reactor::start(&shared, &publisher, &stop);
     crate::batch::start(&shared, &publisher, &stop);
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
@@ -213,6 +221,7 @@ pub async fn run_with_ready(
     event_ipc.close().await;
     publish_pull::remove(publish_pull.as_deref());
     let _ = maintenance.await;
+    let _ = refusals.await;
     // Running handlers finish (returns get written) and their replies go out.
     let _ = tokio::task::spawn_blocking(move || {
         if !router.close(Duration::from_secs(10)) {

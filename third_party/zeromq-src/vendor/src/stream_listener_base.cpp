@@ -46,6 +46,7 @@ zmq::stream_listener_base_t::stream_listener_base_t (
   const zmq::options_t &options_) :
     own_t (io_thread_, options_),
     io_object_t (io_thread_),
+    _accept_paused (false),
     _s (retired_fd),
     _handle (static_cast<handle_t> (NULL)),
     _socket (socket_)
@@ -73,10 +74,31 @@ void zmq::stream_listener_base_t::process_plug ()
 
 void zmq::stream_listener_base_t::process_term (int linger_)
 {
+    //  salt-rs: a pending pause timer must not fire on a closed listener.
+    if (_accept_paused) {
+        cancel_timer (accept_pause_timer_id);
+        _accept_paused = false;
+    }
     rm_fd (_handle);
     _handle = static_cast<handle_t> (NULL);
     close ();
     own_t::process_term (linger_);
+}
+
+void zmq::stream_listener_base_t::pause_accepting ()
+{
+    if (_accept_paused)
+        return;
+    reset_pollin (_handle);
+    add_timer (accept_pause_ms, accept_pause_timer_id);
+    _accept_paused = true;
+}
+
+void zmq::stream_listener_base_t::timer_event (int id_)
+{
+    zmq_assert (id_ == accept_pause_timer_id);
+    _accept_paused = false;
+    set_pollin (_handle);
 }
 
 int zmq::stream_listener_base_t::close ()

@@ -63,6 +63,28 @@ class stream_listener_base_t : public own_t, public io_object_t
     void process_plug () ZMQ_FINAL;
     void process_term (int linger_) ZMQ_FINAL;
 
+    //  salt-rs: the end of a pause (pause_accepting).
+    void timer_event (int id_) ZMQ_OVERRIDE;
+
+    //  salt-rs: whether the listening socket is out of the poll set for a while.
+    bool _accept_paused;
+
+  protected:
+    //  salt-rs: stop polling the listening socket for accept_pause_ms. Used when
+    //  accept fails for want of descriptors (EMFILE/ENFILE/ENOBUFS/ENOMEM): the
+    //  connection stays in the backlog and the socket readable, so a level-
+    //  triggered poller would call in_event again at once, for ever (a spin that
+    //  starves the I/O thread, and every connection it serves). Also used when an
+    //  accepted connection was dropped to keep the descriptor reserve.
+    void pause_accepting ();
+
+    //  salt-rs: how long a pause lasts, and its timer id.
+    enum
+    {
+        accept_pause_ms = 100,
+        accept_pause_timer_id = 0x5a17
+    };
+
   protected:
     //  Close the listening socket.
     virtual int close ();

@@ -50,6 +50,7 @@
 #include <netinet/in.h>
 #include <netdb.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #ifdef ZMQ_HAVE_VXWORKS
 #include <sockLib.h>
 #endif
@@ -71,12 +72,29 @@ void zmq::tcp_listener_t::in_event ()
     const fd_t fd = accept ();
 
     //  If connection was reset by the peer in the meantime, just ignore it.
-    //  TODO: Handle specific errors like ENFILE/EMFILE etc.
     if (fd == retired_fd) {
+        const int err = zmq_errno ();
         _socket->event_accept_failed (
-          make_unconnected_bind_endpoint_pair (_endpoint), zmq_errno ());
+          make_unconnected_bind_endpoint_pair (_endpoint), err);
+        //  salt-rs: out of descriptors or memory: wait instead of spinning.
+        if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+            pause_accepting ();
         return;
     }
+
+#ifndef ZMQ_HAVE_WINDOWS
+    //  salt-rs: keep a reserve of descriptors for the process's files (a
+    //  master's key store and job cache): a connection accepted into it is
+    //  closed at once (its peer reconnects later) and accepting pauses.
+    if (in_descriptor_reserve (fd)) {
+        const int rc = ::close (fd);
+        errno_assert (rc == 0);
+        _socket->event_accept_failed (
+          make_unconnected_bind_endpoint_pair (_endpoint), EMFILE);
+        pause_accepting ();
+        return;
+    }
+#endif
 
     int rc = tune_tcp_socket (fd);
     rc = rc
@@ -186,6 +204,24 @@ int zmq::tcp_listener_t::set_local_address (const char *addr_)
                               _s);
     return 0;
 }
+
+#ifndef ZMQ_HAVE_WINDOWS
+//  salt-rs: whether descriptor fd_ lies in the last twentieth of the soft
+//  RLIMIT_NOFILE (at least 32, at most 512 descriptors). The kernel hands out
+//  the lowest free number, so fd_ counts the descriptors open below it.
+bool zmq::tcp_listener_t::in_descriptor_reserve (fd_t fd_)
+{
+    struct rlimit rl;
+    if (getrlimit (RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return false;
+    rlim_t reserve = rl.rlim_cur / 20;
+    if (reserve < 32)
+        reserve = 32;
+    if (reserve > 512)
+        reserve = 512;
+    return static_cast<rlim_t> (fd_) + reserve >= rl.rlim_cur;
+}
+#endif
 
 zmq::fd_t zmq::tcp_listener_t::accept ()
 {

@@ -59,6 +59,11 @@ class tcp_listener_t ZMQ_FINAL : public stream_listener_base_t
     //  or was denied because of accept filters.
     fd_t accept ();
 
+#ifndef ZMQ_HAVE_WINDOWS
+    //  salt-rs: whether an accepted descriptor eats into the reserve.
+    static bool in_descriptor_reserve (fd_t fd_);
+#endif
+
     int create_socket (const char *addr_);
 
     //  Address to listen on.
