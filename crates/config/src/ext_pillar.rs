@@ -11,7 +11,15 @@ use crate::types::invalid;
 use crate::{Problem, reader::string_list};
 
 /// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
-pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml", "git", "http_json", "http_yaml"];
+pub const EXT_PILLAR_MODULES: &[&str] = &[
+    "cmd_json",
+    "cmd_yaml",
+    "cmd_yamlex",
+    "file_tree",
+    "git",
+    "http_json",
+    "http_yaml",
+];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,13 +63,38 @@ pub(crate) fn ext_pillar_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
         } else {
             Vec::new()
         };
-        out.push(ExtPillar {
-            module,
-            arg: arg.to_json(),
-            git,
-        });
+        let arg = arg.to_json();
+        if module == "file_tree" {
+            refuse_file_tree_template(&arg)?;
+        }
+        out.push(ExtPillar { module, arg, git });
     }
     Ok(out)
+}
+
+/// `file_tree` with `template: True` (its files rendered) is refused by name.
+fn refuse_file_tree_template(arg: &serde_json::Value) -> Result<(), Problem> {
+    let template = match arg {
+        serde_json::Value::Object(m) => m.get("template"),
+        serde_json::Value::Array(a) => a.get(7),
+        _ => None,
+    };
+    let on = match template {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::String(s)) => !s.is_empty(),
+        Some(serde_json::Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(serde_json::Value::Array(a)) => !a.is_empty(),
+        Some(serde_json::Value::Object(m)) => !m.is_empty(),
+    };
+    if on {
+        return Err(invalid(
+            "file_tree",
+            "ext_pillar module `file_tree` with `template: True` (rendering the files) is not \
+             implemented by salt-rs; refusing to start rather than serve the files unrendered",
+        ));
+    }
+    Ok(())
 }
 
 /// `ext_pillar` of a masterless minion: as the master's, but git_pillar is refused (the
@@ -83,9 +116,8 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
         return Ok(());
     }
     let what = match module {
-        "cmd_yamlex" => "the yamlex renderer is not implemented by salt-rs",
         "stack" => "pillar_stack is not implemented by salt-rs yet",
-        "file_tree" | "postgres" => "not implemented by salt-rs yet",
+        "postgres" => "not implemented by salt-rs yet",
         _ => "not implemented by salt-rs",
     };
     Err(Problem::Invalid {

@@ -269,8 +269,8 @@ salt_options! {
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
         /// External pillars, in order: `{module: argument}` items (implemented: `cmd_json`,
-        /// `cmd_yaml`, `git`, `http_json`, `http_yaml`; any other module stops the master at
-        /// start by name). docs/pillar.md.
+        /// `cmd_yaml`, `cmd_yamlex`, `file_tree`, `git`, `http_json`, `http_yaml`; any other
+        /// module stops the master at start by name). docs/pillar.md.
         #[salt_default = "[]"]
         pub ext_pillar: Vec<crate::ExtPillar>,
         /// Run `ext_pillar` before the top-file pillar (which then overrides it).

@@ -9,12 +9,13 @@
 //!
 //! `ext_pillar` ([`ext`]): Salt runs the external pillars after the top-file pillar (or
 //! before it, `ext_pillar_first`) and merges their data with the same strategy, before
-//! `pillar_override`. The modules are `cmd_json`, `cmd_yaml`, `http_json`, `http_yaml`
-//! ([`http`]) and `git` ([`git`], the checkouts supplied by the master); the config loader
+//! `pillar_override`. The modules are `cmd_json`, `cmd_yaml`, `cmd_yamlex`, `http_json`, `http_yaml`
+//! ([`http`]), `file_tree` ([`file_tree`]) and `git` ([`git`], the checkouts supplied by the master); the config loader
 //! refuses the others by name.
 
 mod compiler;
 mod ext;
+mod file_tree;
 mod git;
 mod http;
 pub mod roots;
