@@ -75,7 +75,18 @@ pub fn ours_and_salts(
     tree: &Path,
     extra: &str,
 ) -> Result<(serde_json::Value, serde_json::Value), String> {
-    let salt = dir.join("salt");
+    ours_and_salts_with(venv, dir, tree, extra, extra)
+}
+
+/// [`ours_and_salts`] with different options for Salt (`salt_extra`) and us (`our_extra`).
+pub fn ours_and_salts_with(
+    venv: &SaltVenv,
+    dir: &Path,
+    tree: &Path,
+    salt_extra: &str,
+    our_extra: &str,
+) -> Result<(serde_json::Value, serde_json::Value), String> {
+    let (extra, salt) = (our_extra, dir.join("salt"));
     // The minion's key accepted (node groups match accepted minions only).
     let accepted = salt.join("root/pki/minions");
     std::fs::create_dir_all(&accepted).map_err(|e| format!("{}: {e}", accepted.display()))?;
@@ -87,7 +98,7 @@ pub fn ours_and_salts(
         &salt,
         tree,
         "pym1",
-        &format!("key_cache: ''\n{extra}"),
+        &format!("key_cache: ''\n{salt_extra}"),
         &["pillar.items"],
     )
     .map_err(|e| e.to_string())?;

@@ -19,6 +19,7 @@ pub const EXT_PILLAR_MODULES: &[&str] = &[
     "git",
     "http_json",
     "http_yaml",
+    "postgres",
 ];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
@@ -101,6 +102,13 @@ fn refuse_file_tree_template(arg: &serde_json::Value) -> Result<(), Problem> {
 /// minion has no fetcher for it).
 pub(crate) fn masterless_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
     let list = ext_pillar_list(node)?;
+    if let Some(e) = list.iter().find(|e| e.module == "postgres") {
+        return Err(invalid(
+            &e.module,
+            "ext_pillar module `postgres` on a masterless minion is not implemented by salt-rs \
+             (the master's is); refusing to start rather than serve a pillar without it",
+        ));
+    }
     if list.iter().any(|e| e.module == "git") {
         return Err(invalid(
             "git",
@@ -117,7 +125,6 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
     }
     let what = match module {
         "stack" => "pillar_stack is not implemented by salt-rs yet",
-        "postgres" => "not implemented by salt-rs yet",
         _ => "not implemented by salt-rs",
     };
     Err(Problem::Invalid {
@@ -128,6 +135,64 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
             EXT_PILLAR_MODULES.join(", ")
         ),
     })
+}
+
+/// The `postgres` option: the connection of the `postgres` external pillar (Salt's
+/// `POSTGRESExtPillar._get_options`: each key missing takes its default).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PgPillarConn {
+    /// Host name, address, or the directory of a Unix socket.
+    pub host: String,
+    /// User.
+    pub user: String,
+    /// Password.
+    pub pass: crate::Secret,
+    /// Database.
+    pub db: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl Default for PgPillarConn {
+    fn default() -> Self {
+        Self {
+            host: "localhost".to_owned(),
+            user: "salt".to_owned(),
+            pass: crate::Secret::new("salt".to_owned()),
+            db: "salt".to_owned(),
+            port: 5432,
+        }
+    }
+}
+
+/// Reads `postgres: {host, user, pass, db, port}`.
+pub(crate) fn pg_conn(node: &Node) -> Result<PgPillarConn, Problem> {
+    let Kind::Map(entries) = &node.kind else {
+        return Err(invalid(
+            &node.describe(),
+            "expected a mapping {host, user, pass, db, port}",
+        ));
+    };
+    let mut c = PgPillarConn::default();
+    for (k, v) in entries {
+        let text = || match v.to_json() {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        match k.key_string().as_str() {
+            "host" => c.host = text(),
+            "user" => c.user = text(),
+            "pass" => c.pass = crate::Secret::new(text()),
+            "db" => c.db = text(),
+            "port" => {
+                c.port = text()
+                    .parse()
+                    .map_err(|_| invalid(&text(), "postgres: port must be a port number"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(c)
 }
 
 /// Reads `on_demand_ext_pillar`: module names a minion may ask for in its `ext`.

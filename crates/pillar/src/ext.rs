@@ -123,6 +123,7 @@ fn call(
     match module {
         "http_json" => return crate::http::ext_pillar(req, arg, false),
         "http_yaml" => return crate::http::ext_pillar(req, arg, true),
+        "postgres" => return crate::postgres::ext_pillar(cfg, req, arg),
         "file_tree" => return crate::file_tree::ext_pillar(cfg, req, pillarenv, pillar, arg),
         _ => {}
     }
