@@ -62,3 +62,113 @@ pub fn salt_call_local_with(
         })?;
     Ok(v.get("local").cloned().unwrap_or(serde_json::Value::Null))
 }
+
+/// Salt's pillar (`salt-call --local pillar.items` of `venv`, as minion `pym1`, with `extra`
+/// appended to its config) and ours for the same `pillar_roots: tree` and options
+/// (`salt_pillar::compile` with `extra` read by our master's config loader), both as JSON;
+/// `dir` holds both configurations. Bytes (`file_tree`) are Python's `repr`, as Salt prints
+/// them. `key_cache: ''` is added to Salt's side (a masterless minion lacks the option its
+/// node-group matching reads).
+pub fn ours_and_salts(
+    venv: &SaltVenv,
+    dir: &Path,
+    tree: &Path,
+    extra: &str,
+) -> Result<(serde_json::Value, serde_json::Value), String> {
+    ours_and_salts_with(venv, dir, tree, extra, extra)
+}
+
+/// [`ours_and_salts`] with different options for Salt (`salt_extra`) and us (`our_extra`).
+pub fn ours_and_salts_with(
+    venv: &SaltVenv,
+    dir: &Path,
+    tree: &Path,
+    salt_extra: &str,
+    our_extra: &str,
+) -> Result<(serde_json::Value, serde_json::Value), String> {
+    let (extra, salt) = (our_extra, dir.join("salt"));
+    // The minion's key accepted (node groups match accepted minions only).
+    let accepted = salt.join("root/pki/minions");
+    std::fs::create_dir_all(&accepted).map_err(|e| format!("{}: {e}", accepted.display()))?;
+    std::fs::write(accepted.join("pym1"), "").map_err(|e| e.to_string())?;
+    let grains = salt_call_local_with(venv, &salt, tree, "pym1", "", &["grains.items"])
+        .map_err(|e| e.to_string())?;
+    let want = salt_call_local_with(
+        venv,
+        &salt,
+        tree,
+        "pym1",
+        &format!("key_cache: ''\n{salt_extra}"),
+        &["pillar.items"],
+    )
+    .map_err(|e| e.to_string())?;
+    let conf = dir.join("ours");
+    std::fs::create_dir_all(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
+    let file = conf.join("master");
+    std::fs::write(
+        &file,
+        format!(
+            "root_dir: {}\npillar_roots: {{base: [{}]}}\nnodegroups: {NODEGROUPS}\n{extra}",
+            conf.display(),
+            tree.display()
+        ),
+    )
+    .map_err(|e| format!("{}: {e}", file.display()))?;
+    let loaded = salt_config::MasterConfig::load(&salt_config::LoadOptions::new(&conf))
+        .map_err(|e| format!("our config loader: {e}"))?;
+    if let Some(w) = loaded.warnings.iter().find(|w| w.contains("ext_pillar")) {
+        return Err(format!("our config loader warned: {w}"));
+    }
+    let req = salt_pillar::Request {
+        id: "pym1".into(),
+        grains: salt_compat::json::json_to_msgpack(&grains),
+        saltenv: None,
+        pillarenv: None,
+        pillar_override: rmpv::Value::Nil,
+        ext: None,
+        salt: salt_pillar::SaltHook::default(),
+    };
+    let ours = salt_pillar::compile(&salt_pillar::Options::from(&loaded.config), &req);
+    Ok((pillar_json(&ours), want))
+}
+
+/// A compiled pillar as Salt's JSON outputter prints it: bytes as Python's `repr`.
+pub fn pillar_json(v: &rmpv::Value) -> serde_json::Value {
+    use rmpv::Value as V;
+    match v {
+        V::Binary(b) => serde_json::Value::String(py_bytes_repr(b)),
+        V::Array(a) => serde_json::Value::Array(a.iter().map(pillar_json).collect()),
+        V::Map(m) => serde_json::Value::Object(
+            m.iter()
+                .map(|(k, v)| (salt_compat::py_str(k), pillar_json(v)))
+                .collect(),
+        ),
+        other => salt_compat::json::msgpack_to_json(other),
+    }
+}
+
+/// Python's `repr` of `bytes`.
+fn py_bytes_repr(b: &[u8]) -> String {
+    let quote = if b.contains(&b'\'') && !b.contains(&b'"') {
+        b'"'
+    } else {
+        b'\''
+    };
+    let mut out = format!("b{}", quote as char);
+    for &c in b {
+        match c {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c as char);
+            }
+            c if !(0x20..0x7f).contains(&c) => out.push_str(&format!("\\x{c:02x}")),
+            c => out.push(c as char),
+        }
+    }
+    out.push(quote as char);
+    out
+}

@@ -8,11 +8,9 @@
 
 use std::path::Path;
 
-use salt_compat::json::{json_to_msgpack, msgpack_to_json};
 use salt_integration_tests::TempRoot;
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::pillar_support::{NODEGROUPS, salt_call_local_with};
-use salt_pillar::{Options, Request, compile};
+use salt_integration_tests::pillar_support::ours_and_salts;
 
 const VERSION: &str = "3007.17";
 
@@ -50,6 +48,22 @@ fn write_scripts(dir: &Path) {
              list: [yaml]\nwhere: $PWD\nEOF\n",
         ),
         (
+            "cmdb-yamlex",
+            "#!/bin/sh\ncat <<EOF\nowner: yamlex-$1\napp: !aggregate {name: ex, tags: [a]}\n\
+             app: !aggregate {port: 81, tags: [b]}\nroles: !aggregate [web]\n\
+             roles: !aggregate [db, web]\nplain: [1]\nplain: [2]\nmode: 0700\n\
+             flags: {a: yes}\nflags: {b: no}\nkept: {a: 1}\n!reset kept: {c: 1}\n\
+             one: !aggregate solo\nnested: {l: [x], l: [y], m: !aggregate [1], m: !aggregate [2]}\nEOF\n",
+        ),
+        (
+            "yamlex-hex",
+            "#!/bin/sh\necho 'owner: hex'\necho 'n: 0x1f'\n",
+        ),
+        (
+            "json-and-stderr",
+            "#!/bin/sh\necho '{\"owner\": \"json\"}'\necho 'a warning' >&2\n",
+        ),
+        (
             "garbage",
             "#!/bin/sh\necho 'not: [json'\necho oops >&2\nexit 3\n",
         ),
@@ -75,39 +89,8 @@ fn compare(case: &str, ext_conf: &str) -> Option<serde_json::Value> {
     write_tree(&tree);
     write_scripts(&bin);
     let ext_conf = ext_conf.replace("BIN", &bin.display().to_string());
-    let dir = root.path().join("salt");
-    let grains = salt_call_local_with(&venv, &dir, &tree, "pym1", "", &["grains.items"]).unwrap();
-    let want =
-        salt_call_local_with(&venv, &dir, &tree, "pym1", &ext_conf, &["pillar.items"]).unwrap();
-
-    let conf = root.path().join("ours");
-    std::fs::create_dir_all(&conf).unwrap();
-    std::fs::write(
-        conf.join("master"),
-        format!(
-            "root_dir: {}\npillar_roots: {{base: [{}]}}\nnodegroups: {NODEGROUPS}\n{ext_conf}",
-            conf.display(),
-            tree.display()
-        ),
-    )
-    .unwrap();
-    let loaded = salt_config::MasterConfig::load(&salt_config::LoadOptions::new(&conf)).unwrap();
-    assert!(
-        loaded.warnings.iter().all(|w| !w.contains("ext_pillar")),
-        "{:?}",
-        loaded.warnings
-    );
-    let req = Request {
-        id: "pym1".into(),
-        grains: json_to_msgpack(&grains),
-        saltenv: None,
-        pillarenv: None,
-        pillar_override: rmpv::Value::Nil,
-        ext: None,
-        salt: salt_pillar::SaltHook::default(),
-    };
-    let mut ours = msgpack_to_json(&compile(&Options::from(&loaded.config), &req));
-    if !loaded.config.ext_pillar_first {
+    let (mut ours, want) = ours_and_salts(&venv, root.path(), &tree, &ext_conf).unwrap();
+    if !ext_conf.contains("ext_pillar_first: True") {
         // Masterless Salt renders the SLS with the pillar its minion compiled at start-up as
         // `pillar` (`opts["pillar"]`); a master has none: the SLS sees only the override.
         assert_eq!(ours["seen_role"], "none", "{case}: {ours:#}");
@@ -175,6 +158,24 @@ fn a_module_called_wrongly_leaves_errors_and_bad_output_nothing() {
     };
     assert_eq!(p["_errors"].as_array().map(Vec::len), Some(3), "{p:#}");
     assert_eq!(p["owner"], "top");
+}
+
+#[test]
+fn cmd_yamlex_aggregates_and_cmd_json_reads_stderr_as_salt_does() {
+    let _guard = serial();
+    let Some(p) = compare(
+        "cmd_yamlex",
+        "ext_pillar:\n  - cmd_yamlex: BIN/cmdb-yamlex %s\n  - cmd_yamlex: BIN/yamlex-hex\n\
+         \x20 - cmd_json: BIN/json-and-stderr\n  - cmd_yamlex: [BIN/garbage]\n",
+    ) else {
+        return;
+    };
+    assert_eq!(p["owner"], "yamlex-pym1", "{p:#}");
+    assert_eq!(p["app"]["port"], 81, "{p:#}");
+    assert_eq!(p["app"]["name"], "ex", "{p:#}");
+    assert_eq!(p["roles"], serde_json::json!(["web", "db"]), "{p:#}");
+    assert_eq!(p["mode"], 700, "{p:#}");
+    assert!(p.get("_errors").is_none(), "{p:#}");
 }
 
 /// `python3 -m http.server` on loopback serving `dir`, stopped when dropped.

@@ -11,7 +11,16 @@ use crate::types::invalid;
 use crate::{Problem, reader::string_list};
 
 /// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
-pub const EXT_PILLAR_MODULES: &[&str] = &["cmd_json", "cmd_yaml", "git", "http_json", "http_yaml"];
+pub const EXT_PILLAR_MODULES: &[&str] = &[
+    "cmd_json",
+    "cmd_yaml",
+    "cmd_yamlex",
+    "file_tree",
+    "git",
+    "http_json",
+    "http_yaml",
+    "postgres",
+];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,19 +64,51 @@ pub(crate) fn ext_pillar_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
         } else {
             Vec::new()
         };
-        out.push(ExtPillar {
-            module,
-            arg: arg.to_json(),
-            git,
-        });
+        let arg = arg.to_json();
+        if module == "file_tree" {
+            refuse_file_tree_template(&arg)?;
+        }
+        out.push(ExtPillar { module, arg, git });
     }
     Ok(out)
+}
+
+/// `file_tree` with `template: True` (its files rendered) is refused by name.
+fn refuse_file_tree_template(arg: &serde_json::Value) -> Result<(), Problem> {
+    let template = match arg {
+        serde_json::Value::Object(m) => m.get("template"),
+        serde_json::Value::Array(a) => a.get(7),
+        _ => None,
+    };
+    let on = match template {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::String(s)) => !s.is_empty(),
+        Some(serde_json::Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(serde_json::Value::Array(a)) => !a.is_empty(),
+        Some(serde_json::Value::Object(m)) => !m.is_empty(),
+    };
+    if on {
+        return Err(invalid(
+            "file_tree",
+            "ext_pillar module `file_tree` with `template: True` (rendering the files) is not \
+             implemented by salt-rs; refusing to start rather than serve the files unrendered",
+        ));
+    }
+    Ok(())
 }
 
 /// `ext_pillar` of a masterless minion: as the master's, but git_pillar is refused (the
 /// minion has no fetcher for it).
 pub(crate) fn masterless_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
     let list = ext_pillar_list(node)?;
+    if let Some(e) = list.iter().find(|e| e.module == "postgres") {
+        return Err(invalid(
+            &e.module,
+            "ext_pillar module `postgres` on a masterless minion is not implemented by salt-rs \
+             (the master's is); refusing to start rather than serve a pillar without it",
+        ));
+    }
     if list.iter().any(|e| e.module == "git") {
         return Err(invalid(
             "git",
@@ -83,9 +124,7 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
         return Ok(());
     }
     let what = match module {
-        "cmd_yamlex" => "the yamlex renderer is not implemented by salt-rs",
         "stack" => "pillar_stack is not implemented by salt-rs yet",
-        "file_tree" | "postgres" => "not implemented by salt-rs yet",
         _ => "not implemented by salt-rs",
     };
     Err(Problem::Invalid {
@@ -96,6 +135,64 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
             EXT_PILLAR_MODULES.join(", ")
         ),
     })
+}
+
+/// The `postgres` option: the connection of the `postgres` external pillar (Salt's
+/// `POSTGRESExtPillar._get_options`: each key missing takes its default).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PgPillarConn {
+    /// Host name, address, or the directory of a Unix socket.
+    pub host: String,
+    /// User.
+    pub user: String,
+    /// Password.
+    pub pass: crate::Secret,
+    /// Database.
+    pub db: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl Default for PgPillarConn {
+    fn default() -> Self {
+        Self {
+            host: "localhost".to_owned(),
+            user: "salt".to_owned(),
+            pass: crate::Secret::new("salt".to_owned()),
+            db: "salt".to_owned(),
+            port: 5432,
+        }
+    }
+}
+
+/// Reads `postgres: {host, user, pass, db, port}`.
+pub(crate) fn pg_conn(node: &Node) -> Result<PgPillarConn, Problem> {
+    let Kind::Map(entries) = &node.kind else {
+        return Err(invalid(
+            &node.describe(),
+            "expected a mapping {host, user, pass, db, port}",
+        ));
+    };
+    let mut c = PgPillarConn::default();
+    for (k, v) in entries {
+        let text = || match v.to_json() {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        match k.key_string().as_str() {
+            "host" => c.host = text(),
+            "user" => c.user = text(),
+            "pass" => c.pass = crate::Secret::new(text()),
+            "db" => c.db = text(),
+            "port" => {
+                c.port = text()
+                    .parse()
+                    .map_err(|_| invalid(&text(), "postgres: port must be a port number"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(c)
 }
 
 /// Reads `on_demand_ext_pillar`: module names a minion may ask for in its `ext`.

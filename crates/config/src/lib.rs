@@ -48,7 +48,9 @@ pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use event_bus::{EventBusFraming, IpcMode};
-pub use ext_pillar::{EXT_PILLAR_MODULES, ExtPillar, check_module as check_ext_pillar_module};
+pub use ext_pillar::{
+    EXT_PILLAR_MODULES, ExtPillar, PgPillarConn, check_module as check_ext_pillar_module,
+};
 pub use fileserver::{
     DEFAULT_FILE_BUFFER_SIZE, FileServerConfig, GIT_PILLAR_PARAMS, GitPillarConfig,
     GitPillarRemote, GitfsConfig, GitfsRemote, GitfsSaltenv, TopMergingStrategy,

@@ -269,10 +269,14 @@ salt_options! {
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
         /// External pillars, in order: `{module: argument}` items (implemented: `cmd_json`,
-        /// `cmd_yaml`, `git`, `http_json`, `http_yaml`; any other module stops the master at
-        /// start by name). docs/pillar.md.
+        /// `cmd_yaml`, `cmd_yamlex`, `file_tree`, `git`, `http_json`, `http_yaml`, `postgres`;
+        /// any other module stops the master at start by name). docs/pillar.md.
         #[salt_default = "[]"]
         pub ext_pillar: Vec<crate::ExtPillar>,
+        /// The connection of the `postgres` external pillar: `{host, user, pass, db, port}`
+        /// (a directory as `host`: its Unix socket; other keys ignored, as Salt does).
+        #[salt_default = "{host: localhost, user: salt, pass: salt, db: salt, port: 5432}"]
+        pub postgres: crate::PgPillarConn,
         /// Run `ext_pillar` before the top-file pillar (which then overrides it).
         #[salt_default = "False"]
         pub ext_pillar_first: bool,
@@ -450,6 +454,11 @@ impl crate::load::Role for MasterConfig {
                 pillarenv_from_saltenv: r.get("pillarenv_from_saltenv", false, boolean),
                 pillarenv: r.opt("pillarenv", string),
                 ext_pillar: r.get("ext_pillar", Vec::new(), crate::ext_pillar::ext_pillar_list),
+                postgres: r.get(
+                    "postgres",
+                    crate::PgPillarConn::default(),
+                    crate::ext_pillar::pg_conn,
+                ),
                 ext_pillar_first: r.get("ext_pillar_first", false, boolean),
                 on_demand_ext_pillar: r.get(
                     "on_demand_ext_pillar",

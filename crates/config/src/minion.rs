@@ -463,8 +463,8 @@ fn extra_docs() -> Vec<OptionDoc> {
             "ext_pillar",
             "[]",
             "Masterless (`file_client: local`) external pillars, as the master's \
-             (`cmd_json`, `cmd_yaml`, `http_json`, `http_yaml`; `git` and any other module \
-             stop the minion at start by name).",
+             (`cmd_json`, `cmd_yaml`, `cmd_yamlex`, `file_tree`, `http_json`, `http_yaml`; \
+             `git` and any other module stop the minion at start by name).",
         ),
         doc(
             "ext_pillar_first",

@@ -698,7 +698,14 @@ fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("ext_pillar module `git`"), "{err}");
-    for module in ["postgres", "stack", "cmd_yamlex", "mongo"] {
+    // postgres: the master's only.
+    let text = "ext_pillar:\n  - postgres: ['SELECT a, b FROM t WHERE id = %s']\n";
+    MasterConfig::from_yaml_str(text, &o).unwrap();
+    let err = MinionConfig::from_yaml_str(text, &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ext_pillar module `postgres`"), "{err}");
+    for module in ["stack", "mongo"] {
         let text = format!("ext_pillar:\n  - cmd_json: echo {{}}\n  - {module}: x\n");
         let err = MasterConfig::from_yaml_str(&text, &o)
             .unwrap_err()

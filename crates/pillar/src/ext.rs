@@ -43,7 +43,7 @@ pub(crate) fn run(
                 None => Err("git_pillar on demand is not implemented by salt-rs".to_owned()),
             }
         } else {
-            call(module, req, arg)
+            call(cfg, req, pillarenv, &pillar, module, arg)
         };
         let ext = match ext {
             Ok(v) => v,
@@ -111,11 +111,20 @@ fn on_demand(cfg: &Options, req: &Request) -> Vec<(String, Value)> {
 }
 
 /// Calls one module (`ext_pillar(minion_id, pillar, command)`) with its configured argument.
-fn call(module: &str, req: &Request, arg: &Value) -> Result<Value, String> {
+fn call(
+    cfg: &Options,
+    req: &Request,
+    pillarenv: Option<&str>,
+    pillar: &Value,
+    module: &str,
+    arg: &Value,
+) -> Result<Value, String> {
     let id = &req.id;
     match module {
         "http_json" => return crate::http::ext_pillar(req, arg, false),
         "http_yaml" => return crate::http::ext_pillar(req, arg, true),
+        "postgres" => return crate::postgres::ext_pillar(cfg, req, arg),
+        "file_tree" => return crate::file_tree::ext_pillar(cfg, req, pillarenv, pillar, arg),
         _ => {}
     }
     let command = bind_command(arg)?;
@@ -126,6 +135,7 @@ fn call(module: &str, req: &Request, arg: &Value) -> Result<Value, String> {
     let command = command.replace("%s", id);
     Ok(match module {
         "cmd_json" => cmd_json(&command),
+        "cmd_yamlex" => cmd_yamlex(&command),
         "cmd_yaml" => cmd_yaml(&command),
         other => {
             // The config loader refuses other modules at start.
@@ -207,22 +217,41 @@ pub(crate) fn bind(
     Ok(out)
 }
 
-/// `cmd_json`: `cmd.run` without a shell (the command split as `shlex.split`), its stdout
-/// read as JSON; anything unparsable is `{}`.
-fn cmd_json(command: &str) -> Value {
-    let parsed = shlex::split(command)
+/// Salt's `cmd.run(command)` from a module: no shell (the command split as `shlex.split`),
+/// stderr into the same pipe as stdout.
+fn cmd_run(command: &str) -> Result<String, String> {
+    shlex::split(command)
         .filter(|argv| !argv.is_empty())
         .ok_or_else(|| "cannot split the command".to_owned())
         .and_then(|argv| {
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
-            run_stdout(cmd)
+            run_output(cmd, true)
         })
+}
+
+/// `cmd_json`: `cmd.run` (stdout and stderr), read as JSON; anything unparsable is `{}`.
+fn cmd_json(command: &str) -> Value {
+    let parsed = cmd_run(command)
         .and_then(|out| serde_json::from_str::<serde_json::Value>(&out).map_err(|e| e.to_string()));
     match parsed {
         Ok(v) => salt_compat::json::json_to_msgpack(&v),
         Err(e) => {
             tracing::error!("JSON data from {command} failed to parse: {e}");
+            Value::Map(Vec::new())
+        }
+    }
+}
+
+/// `cmd_yamlex`: `cmd.run` (stdout and stderr), read by Salt's yamlex deserializer
+/// (`salt_render::yamlex`); anything unparsable is `{}`.
+fn cmd_yamlex(command: &str) -> Value {
+    let parsed = cmd_run(command)
+        .and_then(|out| salt_render::yamlex::deserialize(&out).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(v) => v.unwrap_or(Value::Nil),
+        Err(e) => {
+            tracing::error!("YAML data from {command} failed to parse: {e}");
             Value::Map(Vec::new())
         }
     }
@@ -234,7 +263,7 @@ fn cmd_yaml(command: &str) -> Value {
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     let mut cmd = Command::new(shell);
     cmd.arg("-c").arg(command);
-    let out = match run_stdout(cmd) {
+    let out = match run_output(cmd, false) {
         Ok(out) => out,
         Err(e) => {
             tracing::error!("YAML data from '{command}' failed to parse: {e}");
@@ -254,8 +283,9 @@ fn cmd_yaml(command: &str) -> Value {
 
 /// Runs `cmd` as Salt's `cmd._run` does for these modules: in the home directory, stdin
 /// closed, the C locale unless the environment sets one; stdout with trailing whitespace
-/// stripped. A non-zero exit is logged; its output still counts.
-fn run_stdout(mut cmd: Command) -> Result<String, String> {
+/// stripped (with stderr in the same pipe when `merge_stderr`, as `cmd.run`'s). A non-zero
+/// exit is logged; its output still counts.
+fn run_output(mut cmd: Command, merge_stderr: bool) -> Result<String, String> {
     if let Some(home) = std::env::var_os("HOME") {
         cmd.current_dir(home);
     }
@@ -277,8 +307,29 @@ fn run_stdout(mut cmd: Command) -> Result<String, String> {
             cmd.env(var, "C");
         }
     }
+    cmd.stdin(Stdio::null());
+    if merge_stderr {
+        let unable = |e: std::io::Error| format!("Unable to run command {cmd:?}: {e}");
+        let (mut reader, writer) = std::io::pipe().map_err(unable)?;
+        let writer2 = writer.try_clone().map_err(unable)?;
+        cmd.stdout(writer).stderr(writer2);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("Unable to run command {cmd:?}: {e}"))?;
+        // The parent's copies of the write end are in `cmd`: drop them so the read ends.
+        drop(cmd);
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut buf)
+            .map_err(|e| format!("reading the command's output: {e}"))?;
+        let status = child
+            .wait()
+            .map_err(|e| format!("waiting for the command: {e}"))?;
+        if !status.success() {
+            tracing::error!("Command failed with {status}");
+        }
+        return Ok(String::from_utf8_lossy(&buf).trim_end().to_owned());
+    }
     let out = cmd
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()

@@ -9,14 +9,17 @@
 //!
 //! `ext_pillar` ([`ext`]): Salt runs the external pillars after the top-file pillar (or
 //! before it, `ext_pillar_first`) and merges their data with the same strategy, before
-//! `pillar_override`. The modules are `cmd_json`, `cmd_yaml`, `http_json`, `http_yaml`
-//! ([`http`]) and `git` ([`git`], the checkouts supplied by the master); the config loader
-//! refuses the others by name.
+//! `pillar_override`. The modules are `cmd_json`, `cmd_yaml`, `cmd_yamlex`, `http_json`,
+//! `http_yaml` ([`http`]), `file_tree` ([`file_tree`]), `postgres` ([`postgres`]) and `git`
+//! ([`git`], the checkouts supplied by the master); the config loader refuses the others by
+//! name.
 
 mod compiler;
 mod ext;
+mod file_tree;
 mod git;
 mod http;
+mod postgres;
 pub mod roots;
 
 use std::collections::BTreeMap;
@@ -75,6 +78,8 @@ pub struct Options {
     /// The checkouts of the `git` items of `ext_pillar`, in their order (the master's
     /// salt-fileserver git_pillar; empty in masterless mode, which refuses `git`).
     pub git_pillars: Vec<std::sync::Arc<dyn GitPillarSource>>,
+    /// `postgres`: the connection of the `postgres` external pillar.
+    pub postgres: salt_config::PgPillarConn,
 }
 
 impl Default for Options {
@@ -96,6 +101,7 @@ impl Default for Options {
             ext_pillar_first: false,
             on_demand_ext_pillar: vec!["libvirt".to_owned(), "virtkey".to_owned()],
             git_pillars: Vec::new(),
+            postgres: salt_config::PgPillarConn::default(),
         }
     }
 }
@@ -124,6 +130,7 @@ impl From<&salt_config::MasterConfig> for Options {
             ext_pillar_first: cfg.ext_pillar_first,
             on_demand_ext_pillar: cfg.on_demand_ext_pillar.clone(),
             git_pillars: Vec::new(),
+            postgres: cfg.postgres.clone(),
         }
     }
 }
@@ -195,10 +202,11 @@ impl Options {
                         let module = salt_compat::py_str(k);
                         salt_config::check_ext_pillar_module(&module)
                             .map_err(|e| format!("ext_pillar: {e}"))?;
-                        if module == "git" {
-                            return Err("ext_pillar: module `git` (git_pillar) on a masterless \
-                                        minion is not implemented by salt-rs"
-                                .to_owned());
+                        if module == "git" || module == "postgres" {
+                            return Err(format!(
+                                "ext_pillar: module `{module}` on a masterless minion is not \
+                                 implemented by salt-rs"
+                            ));
                         }
                         o.ext_pillar.push((module, v.clone()));
                     }

@@ -38,6 +38,7 @@ mod salt_funcs;
 mod values;
 pub mod yaml;
 pub mod yaml_dump;
+pub mod yamlex;
 
 use std::sync::Arc;
 

@@ -16,15 +16,25 @@ use rmpv::Value;
 #[error("{0}")]
 pub struct YamlError(pub String);
 
+/// A composed YAML node: a scalar (its text, whether plain, its tag), a sequence or a mapping
+/// (with its tag).
 #[derive(Clone, Debug)]
-enum Node {
+pub(crate) enum Node {
     Scalar(String, bool, Option<String>),
-    Seq(Vec<Node>),
-    Map(Vec<(Node, Node)>),
+    Seq(Vec<Node>, Option<String>),
+    Map(Vec<(Node, Node)>, Option<String>),
 }
 
 /// Load one YAML document; an empty document is `None` (Salt's `safe_load` gives `None`).
 pub fn load(text: &str) -> Result<Option<Value>, YamlError> {
+    match compose(text)? {
+        None => Ok(None),
+        Some(n) => construct(n).map(Some),
+    }
+}
+
+/// The node of the one document of `text` (aliases resolved), `None` for no document.
+pub(crate) fn compose(text: &str) -> Result<Option<Node>, YamlError> {
     let mut parser = Parser::new_from_str(text);
     let mut anchors: HashMap<usize, Node> = HashMap::new();
     let mut stack: Vec<(Node, usize)> = Vec::new();
@@ -40,13 +50,15 @@ pub fn load(text: &str) -> Result<Option<Value>, YamlError> {
                     anchor,
                 ))
             }
-            Event::SequenceStart(_, anchor, _) => {
-                stack.push((Node::Seq(Vec::new()), anchor));
+            Event::SequenceStart(_, anchor, tag) => {
+                let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
+                stack.push((Node::Seq(Vec::new(), tag), anchor));
                 pending_key.push(None);
                 None
             }
-            Event::MappingStart(_, anchor, _) => {
-                stack.push((Node::Map(Vec::new()), anchor));
+            Event::MappingStart(_, anchor, tag) => {
+                let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
+                stack.push((Node::Map(Vec::new(), tag), anchor));
                 pending_key.push(None);
                 None
             }
@@ -79,8 +91,8 @@ pub fn load(text: &str) -> Result<Option<Value>, YamlError> {
         }
         match stack.last_mut() {
             None => docs.push(node),
-            Some((Node::Seq(items), _)) => items.push(node),
-            Some((Node::Map(entries), _)) => {
+            Some((Node::Seq(items, _), _)) => items.push(node),
+            Some((Node::Map(entries, _), _)) => {
                 let slot = pending_key
                     .last_mut()
                     .ok_or_else(|| YamlError("bad nesting".into()))?;
@@ -92,19 +104,16 @@ pub fn load(text: &str) -> Result<Option<Value>, YamlError> {
             Some((Node::Scalar(..), _)) => return Err(YamlError("bad nesting".into())),
         }
     }
-    match docs.pop() {
-        None => Ok(None),
-        Some(n) => construct(n).map(Some),
-    }
+    Ok(docs.pop())
 }
 
 fn construct(node: Node) -> Result<Value, YamlError> {
     match node {
         Node::Scalar(v, plain, tag) => scalar(&v, plain, tag.as_deref()),
-        Node::Seq(items) => Ok(Value::Array(
+        Node::Seq(items, _) => Ok(Value::Array(
             items.into_iter().map(construct).collect::<Result<_, _>>()?,
         )),
-        Node::Map(entries) => {
+        Node::Map(entries, _) => {
             let entries = flatten(entries)?;
             let mut out: Vec<(Value, Value)> = Vec::with_capacity(entries.len());
             for (k, v) in entries {
@@ -140,12 +149,12 @@ fn flatten(entries: Vec<(Node, Node)>) -> Result<Vec<(Node, Node)>, YamlError> {
             continue;
         }
         match v {
-            Node::Map(m) => merge.extend(flatten(m)?),
-            Node::Seq(items) => {
+            Node::Map(m, _) => merge.extend(flatten(m)?),
+            Node::Seq(items, _) => {
                 let mut sub = Vec::new();
                 for item in items {
                     match item {
-                        Node::Map(m) => sub.push(flatten(m)?),
+                        Node::Map(m, _) => sub.push(flatten(m)?),
                         _ => {
                             return Err(YamlError(
                                 "expected a mapping for merging, but found a non-mapping"
@@ -183,7 +192,7 @@ fn flatten(entries: Vec<(Node, Node)>) -> Result<Vec<(Node, Node)>, YamlError> {
 
 const STR: &str = "tag:yaml.org,2002:str";
 
-fn scalar(v: &str, plain: bool, tag: Option<&str>) -> Result<Value, YamlError> {
+pub(crate) fn scalar(v: &str, plain: bool, tag: Option<&str>) -> Result<Value, YamlError> {
     let kind = match tag {
         Some("!") | Some(STR) => return Ok(Value::from(v)),
         Some(t) => match t.strip_prefix("tag:yaml.org,2002:") {
@@ -212,7 +221,7 @@ fn scalar(v: &str, plain: bool, tag: Option<&str>) -> Result<Value, YamlError> {
 }
 
 /// PyYAML's implicit resolvers (YAML 1.1), as a tag name.
-fn resolve(v: &str) -> &'static str {
+pub(crate) fn resolve(v: &str) -> &'static str {
     const BOOLS: [&str; 18] = [
         "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
         "on", "On", "ON", "off", "Off", "OFF",
