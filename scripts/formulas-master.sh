@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The formula fidelity harness through a master (the masterless side is scripts/formulas.sh):
 # our salt-master on loopback serving the formulas of ../shared/formulas (or the folders
-# given) with their pillar.example files merged as pillar, our salt-minion and a stock
+# given), each formula's pillar.example in a pillar environment of its name, our salt-minion and a stock
 # Python minion (Salt 3007.17 by default) connected to it, and per formula
-# `salt <minion> state.show_sls <formula>` and `state.apply <formula> test=True`, then one
-# `state.show_highstate` of a top applying every formula. Answers are `--out json` with
+# `salt <minion> state.show_sls <formula> pillarenv=<formula>` and `state.apply <formula>
+# test=True pillarenv=<formula>`, then one `state.show_highstate` of a top applying every
+# formula (pillarenv=base: an empty pillar). Answers are `--out json` with
 # the minion id key removed, normalised as formulas.sh does, and diffed per formula.
 #
 #   scripts/formulas-master.sh [FORMULA_DIR ...]
@@ -41,17 +42,21 @@ pub=$(port)
 ret=$(port)
 names=()
 roots=""
-mkdir -p "$work/pillar" "$work/top" "$work/master/conf"
-printf "base:\n  '*':\n" >"$work/pillar/top.sls"
+mkdir -p "$work/pillar/base" "$work/top" "$work/master/conf"
+printf "base: {}\n" >"$work/pillar/base/top.sls"
 printf "base:\n  '*':\n" >"$work/top/top.sls"
+penvs="base: [$work/pillar/base]"
 for dir in "$@"; do
     dir=${dir%/}
     name=$(basename "$dir")
     [ -d "$dir/$name" ] || continue
     names+=("$name")
     roots="$roots, $dir"
-    cp "$dir/pillar.example" "$work/pillar/p_$name.sls" 2>/dev/null || : >"$work/pillar/p_$name.sls"
-    printf "    - p_%s\n" "$name" >>"$work/pillar/top.sls"
+    # Each formula's pillar in its own pillar environment (pillarenv=<formula>).
+    mkdir -p "$work/pillar/$name"
+    cp "$dir/pillar.example" "$work/pillar/$name/formula.sls" 2>/dev/null || : >"$work/pillar/$name/formula.sls"
+    printf "%s:\n  '*':\n    - formula\n" "$name" >"$work/pillar/$name/top.sls"
+    penvs="$penvs, $name: [$work/pillar/$name]"
     printf "    - %s\n" "$name" >>"$work/top/top.sls"
 done
 m=$work/master
@@ -68,7 +73,7 @@ log_file: $m/master.log
 user: $(id -un)
 auto_accept: True
 file_roots: {base: [$work/top$roots]}
-pillar_roots: {base: [$work/pillar]}
+pillar_roots: {$penvs}
 CONF
 setsid "$bin/salt-master" -c "$m/conf" >"$m.out" 2>&1 &
 pids+=($!)
@@ -113,6 +118,10 @@ def walk(v):
         return {k: ("X" if k in ("start_time", "duration", "pid") else walk(x)) for k, x in v.items()}
     if isinstance(v, list):
         return [walk(x) for x in v]
+    # Salt lists failed requisites from a Python set (order varies by run): sorted.
+    pre = "One or more requisite failed: "
+    if isinstance(v, str) and v.startswith(pre):
+        return pre + ", ".join(sorted(v[len(pre):].split(", ")))
     return v
 text = json.dumps(walk(d), sort_keys=True, indent=1).replace(work, "WORK")
 print(re.sub(r"\d\d-\d\d-\d\d_\d\d:\d\d:\d\d", "YY-MM-DD_HH:MM:SS", text))' "$work" "fm-$1"
@@ -140,12 +149,12 @@ compare() { # formula cmd args...
 printf "%-10s %-14s %-14s\n" formula show_sls "apply test"
 for name in "${names[@]}"; do
     printf "%-10s" "$name"
-    compare "$name" show_sls state.show_sls "$name"
-    compare "$name" apply state.apply "$name" test=True
+    compare "$name" show_sls state.show_sls "$name" "pillarenv=$name"
+    compare "$name" apply state.apply "$name" test=True "pillarenv=$name"
     echo
 done
 printf "%-10s" "(all)"
-compare all show_highstate state.show_highstate
+compare all show_highstate state.show_highstate pillarenv=base
 echo
 echo "equal: $same of $total (our minion vs Python $version's, both on our master)"
 [ "${KEEP:-}" = 1 ] && echo "work: $work"

@@ -4,7 +4,8 @@
 # ../shared/formulas (or the folders given), each formula's pillar.example as pillar, for
 # `state.show_sls`, `state.show_highstate` (a top file applying the formula to '*') and
 # `state.apply test=True`. Answers are JSON, normalised (keys sorted; durations, start
-# times, pids, the work directory and template-printed times blanked) and diffed; a
+# times, pids, the work directory and template-printed times blanked; the failed
+# requisites of "One or more requisite failed" sorted, as Salt lists a set) and diffed; a
 # summary table per formula and command. Time (s) and peak RSS (KiB) of each
 # `state.apply test=True` are printed for docs/benchmarks.md (BENCH=1 adds them to the table).
 #
@@ -45,6 +46,10 @@ def walk(v):
         return {k: ("X" if k in ("start_time", "duration", "pid") else walk(x)) for k, x in v.items()}
     if isinstance(v, list):
         return [walk(x) for x in v]
+    # Salt lists failed requisites from a Python set (order varies by run): sorted.
+    pre = "One or more requisite failed: "
+    if isinstance(v, str) and v.startswith(pre):
+        return pre + ", ".join(sorted(v[len(pre):].split(", ")))
     return v
 text = json.dumps(walk(d), sort_keys=True, indent=1).replace(work, "WORK")
 print(re.sub(r"\d\d-\d\d-\d\d_\d\d:\d\d:\d\d", "YY-MM-DD_HH:MM:SS", text))' "$1"

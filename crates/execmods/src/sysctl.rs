@@ -35,12 +35,12 @@ pub fn default_config() -> String {
 }
 
 /// `sysctl.show(config_file=...)`: the `key = value` pairs of `config` (`Ok(None)` when it
-/// is missing: Salt's empty list; `Err` when unreadable: Salt's `None`).
-pub fn show_config(config: &str) -> Result<Option<Vec<(String, String)>>, ()> {
+/// is missing: Salt's empty list; `Err` when unreadable: Salt's `None` after its logged error).
+pub fn show_config(config: &str) -> Result<Option<Vec<(String, String)>>, String> {
     if !Path::new(config).exists() {
         return Ok(None);
     }
-    let data = std::fs::read(config).map_err(|_| ())?;
+    let data = std::fs::read(config).map_err(|_| "Could not open sysctl file".to_owned())?;
     let mut out: Vec<(String, String)> = Vec::new();
     for line in String::from_utf8_lossy(&data).lines() {
         let line = line.trim();
@@ -194,7 +194,7 @@ pub fn call(f: &str, a: &Args<'_>) -> Ret {
             Some(c) => match show_config(&text(c)) {
                 Ok(Some(p)) => Ok(pairs(p)),
                 Ok(None) => Ok(Value::Array(vec![])),
-                Err(()) => Ok(Value::Nil),
+                Err(_) => Ok(Value::Nil),
             },
             None => show_live().map(pairs),
         },

@@ -27,7 +27,7 @@ fn squeeze(s: &str) -> String {
 fn test_answer(name: &str, value: &str, config: &str) -> (Value, String) {
     let configured = match ex::show_config(config) {
         Ok(c) => c.unwrap_or_default(),
-        Err(()) => {
+        Err(_) => {
             let c = format!(
                 "Sysctl option {name} might be changed, we failed to check config file at \
                  {config}. The file is either unreadable, or missing."
