@@ -4,7 +4,8 @@
 # ../shared/formulas (or the folders given), each formula's pillar.example as pillar, for
 # `state.show_sls`, `state.show_highstate` (a top file applying the formula to '*') and
 # `state.apply test=True`. Answers are JSON, normalised (keys sorted; durations, start
-# times, pids, the work directory and template-printed times blanked) and diffed; a
+# times, pids, the work directory and template-printed times blanked; the failed
+# requisites of "One or more requisite failed" sorted, as Salt lists a set) and diffed; a
 # summary table per formula and command. Time (s) and peak RSS (KiB) of each
 # `state.apply test=True` are printed for docs/benchmarks.md (BENCH=1 adds them to the table).
 #
@@ -12,8 +13,13 @@
 #
 # Env: SALT_VERSION (3007.17; 3006.30 and 3008.5 are in .venv too), SALT_VENV (overrides),
 # SALT_CALL (ours, default target/debug/salt-call), KEEP=1 keeps the work directory,
-# VERBOSE=1 prints the first lines of each diff.
-# Not covered yet: our minion on our master, and a real `state.apply` in a throwaway root.
+# VERBOSE=1 prints the first lines of each diff, CMDS (default "show_sls show_highstate
+# apply") the comparisons to run, RESULTS=FILE writes one "formula command equal|DIFF(n)"
+# line per comparison (tests/tests/formulas.rs reads it).
+# `real` (needs root and unshare) is a real `state.apply` of the formula in a throwaway root
+# (an overlay of / over a tmpfs in private mount and network namespaces, /proc/sys
+# read-only): the answers and the files each side changed are compared.
+# Not covered yet: our minion on our master.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 version=${SALT_VERSION:-3007.17}
@@ -40,6 +46,10 @@ def walk(v):
         return {k: ("X" if k in ("start_time", "duration", "pid") else walk(x)) for k, x in v.items()}
     if isinstance(v, list):
         return [walk(x) for x in v]
+    # Salt lists failed requisites from a Python set (order varies by run): sorted.
+    pre = "One or more requisite failed: "
+    if isinstance(v, str) and v.startswith(pre):
+        return pre + ", ".join(sorted(v[len(pre):].split(", ")))
     return v
 text = json.dumps(walk(d), sort_keys=True, indent=1).replace(work, "WORK")
 print(re.sub(r"\d\d-\d\d-\d\d_\d\d:\d\d:\d\d", "YY-MM-DD_HH:MM:SS", text))' "$1"
@@ -55,7 +65,58 @@ run() {
         | norm "$w" >"$w/$side.$name.json"
 }
 
-printf "%-10s %-14s %-14s %-14s\n" formula show_sls show_highstate "apply test"
+# The script run as root in a private mount and network namespace for a real apply: / as
+# the lower layer of an overlay whose upper layer is a tmpfs, /proc/sys read-only (so the
+# host's kernel settings stay as they are), the command chrooted into the overlay. Prints
+# the command's stdout, then (into $LISTING) what changed in the overlay outside /tmp and
+# /work: type, mode, owner, path, and each regular file's text (sha256 if binary);
+# deletions show as 'c'.
+# shellcheck disable=SC2016
+throwaway='set -e
+ov=$1
+shift
+mount --make-rprivate /
+mount -t tmpfs tmpfs "$ov"
+mkdir "$ov/u" "$ov/w" "$ov/m"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$ov/u,workdir=$ov/w" "$ov/m"
+mount -t proc proc "$ov/m/proc"
+mount --bind /proc/sys "$ov/m/proc/sys"
+mount -o remount,bind,ro "$ov/m/proc/sys"
+mount --rbind /dev "$ov/m/dev"
+chroot "$ov/m" "$@" || :
+cd "$ov/u"
+find . \( -path ./tmp -o -path ./work -o -path ./root/.cache \) -prune -o ! -path . -printf "%y %m %u:%g %p\n" \
+    | sort >"$LISTING"
+find . \( -path ./tmp -o -path ./work -o -path ./root/.cache \) -prune -o -type f -print \
+    | sort | while read -r f; do
+        if grep -Iq . "$f" 2>/dev/null || [ ! -s "$f" ]; then
+            echo "== $f"
+            # crontab(1) names its temporary file and the time in a header comment.
+            head -c 65536 "$f" | sed -E "s/^# \(.* installed on .*\)$/# (FILE installed on DATE)/"
+        else
+            sha256sum "$f"
+        fi
+    done >>"$LISTING"'
+
+# real SIDE: a real `state.apply` of the formula in a throwaway root; the answer into
+# $w/SIDE.real.json, the changes it made into $w/SIDE.real.files.
+real() {
+    local side=$1 bin
+    if [ "$side" = py ]; then bin=$venv/bin/salt-call; else bin=$ours; fi
+    mkdir -p "$w/$side.ov"
+    LISTING=$w/$side.real.files /usr/bin/time -f "%e %M" -o "$w/$side.real.time" \
+        timeout 600 unshare -m -n bash -c "$throwaway" real "$w/$side.ov" \
+        "$bin" -c "$w/conf" --local state.apply "$name" --out json 2>"$w/$side.real.err" \
+        | norm "$w" >"$w/$side.real.json"
+    cat "$w/$side.real.files" >>"$w/$side.real.json"
+}
+
+cmds=${CMDS:-show_sls show_highstate apply real}
+results=${RESULTS:-/dev/null}
+: >"$results"
+printf "%-10s" formula
+for cmd in $cmds; do printf " %-14s" "$cmd"; done
+echo
 same=0
 total=0
 for dir in "$@"; do
@@ -79,14 +140,20 @@ file_roots: {base: [$dir, $w/top]}
 pillar_roots: {base: [$w/pillar]}
 CONF
     row=$name
-    for cmd in show_sls show_highstate apply; do
+    for cmd in $cmds; do
         case $cmd in
             show_sls) args=(state.show_sls "$name") ;;
             show_highstate) args=(state.show_highstate) ;;
             apply) args=(state.apply "$name" test=True) ;;
+            real) args=() ;;
         esac
-        run py "$cmd" "${args[@]}"
-        run rs "$cmd" "${args[@]}"
+        if [ "$cmd" = real ]; then
+            real py
+            real rs
+        else
+            run py "$cmd" "${args[@]}"
+            run rs "$cmd" "${args[@]}"
+        fi
         total=$((total + 1))
         if cmp -s "$w/py.$cmd.json" "$w/rs.$cmd.json"; then
             same=$((same + 1))
@@ -96,6 +163,7 @@ CONF
             [ "${VERBOSE:-}" = 1 ] && diff "$w/py.$cmd.json" "$w/rs.$cmd.json" | head -30 >&2
         fi
         row=$(printf "%s %-14s" "$row" "$cell")
+        echo "$name $cmd $cell" >>"$results"
     done
     if [ "${BENCH:-}" = 1 ]; then
         row="$row py $(tail -1 "$w/py.apply.time") ours $(tail -1 "$w/rs.apply.time")"

@@ -1,7 +1,7 @@
 //! `cron.*` (`salt/modules/cron.py`): the user's crontab through `crontab -l -u USER` and
 //! `crontab -u USER FILE`, with Salt's managed-section layout (the "Lines below here are
-//! managed by Salt" tag and `SALT_CRON_IDENTIFIER` comments). Special (`@daily`) and
-//! environment lines are listed and kept; only standard jobs are set/removed.
+//! managed by Salt" tag and `SALT_CRON_IDENTIFIER` comments). Standard jobs and environment
+//! lines are set/removed; special (`@daily`) lines are listed and kept.
 
 use rmpv::Value;
 
@@ -145,6 +145,7 @@ fn render(t: &Tab) -> String {
     s.push_str(TAG);
     s.push('\n');
     for (k, v) in &t.env {
+        let v = if v.is_empty() { "\"\"" } else { v };
         s.push_str(&format!("{k}={v}\n"));
     }
     let head = |s: &mut String, comment: &Option<String>, ident: &Option<String>| {
@@ -286,6 +287,62 @@ pub fn rm_job(user: &str, cmd: &str, ident: Option<&str>) -> Result<&'static str
     Ok("removed")
 }
 
+/// Whether `value` (a state or CLI argument) equals the listed `env` value as Salt's
+/// `value != env["value"]` compares them: only a string can.
+fn env_eq(value: &Value, listed: &str) -> bool {
+    value.as_str() == Some(listed)
+}
+
+/// The state's `_check_cron_env`: "absent", "present" or "update" (`value` None reads "").
+pub fn check_env(user: &str, name: &str, value: &Value) -> Result<&'static str, String> {
+    let want = if value.is_nil() {
+        Value::from("")
+    } else {
+        value.clone()
+    };
+    let t = parse(&raw_cron(user)?);
+    Ok(match t.env.iter().find(|(k, _)| k == name) {
+        Some((_, v)) if env_eq(&want, v) => "present",
+        Some(_) => "update",
+        None => "absent",
+    })
+}
+
+/// `cron.set_env`: "present", "updated" or "new" (`Err`: the crontab's stderr). A value
+/// that is not a string is never equal to the listed one, so Salt rewrites it each time.
+pub fn set_env(user: &str, name: &str, value: &Value) -> Result<&'static str, String> {
+    let mut t = parse(&raw_cron(user)?);
+    if let Some((_, v)) = t.env.iter().find(|(k, _)| k == name) {
+        if env_eq(value, v) {
+            return Ok("present");
+        }
+        rm_env(user, name)?;
+        return set_env(user, name, value).map(|r| if r == "new" { "updated" } else { r });
+    }
+    let v = if value.is_nil() {
+        String::new()
+    } else {
+        text(value)
+    };
+    t.env.push((name.to_owned(), v));
+    write(user, &t)?;
+    Ok("new")
+}
+
+/// `cron.rm_env`: "removed" or "absent"; the crontab is written either way, as Salt does.
+pub fn rm_env(user: &str, name: &str) -> Result<&'static str, String> {
+    let mut t = parse(&raw_cron(user)?);
+    let ret = match t.env.iter().rposition(|(k, _)| k == name) {
+        Some(i) => {
+            t.env.remove(i);
+            "removed"
+        }
+        None => "absent",
+    };
+    write(user, &t)?;
+    Ok(ret)
+}
+
 /// Dispatch `cron.<f>`.
 pub fn call(f: &str, a: &Args<'_>) -> Ret {
     let user = a.req(0, "user")?;
@@ -314,6 +371,11 @@ pub fn call(f: &str, a: &Args<'_>) -> Ret {
             let cmd = a.req(1, "cmd")?;
             rm_job(&user, &cmd, a.kwarg("identifier").map(text).as_deref()).map(Value::from)
         }
+        "set_env" => {
+            let value = a.get(2, "value").unwrap_or(&Value::Nil);
+            set_env(&user, &a.req(1, "name")?, value).map(Value::from)
+        }
+        "rm_env" => rm_env(&user, &a.req(1, "name")?).map(Value::from),
         _ => Err(format!("'cron.{f}' is not available.")),
     }
 }

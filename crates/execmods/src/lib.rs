@@ -1,6 +1,6 @@
 //! Execution modules with the return shapes of Salt 3007's Python modules: `pkg`
 //! (`aptpkg`/`dpkg_lowpkg`), `service` (`systemd_service`), `user` (`useradd`), `group`
-//! (`groupadd`), `cron`, `hosts`, `file`, `network`, `disk`, `status`.
+//! (`groupadd`), `cron`, `hosts`, `file`, `sysctl` (`linux_sysctl`), `network`, `disk`, `status`.
 //!
 //! One entry point, [`call`], used by the state modules (`salt-states`) and by the minion's
 //! function registry: `None` means the function is not one of this crate's, `Some(Err(msg))`
@@ -17,6 +17,7 @@ pub mod locale;
 pub mod pkg;
 pub mod run;
 pub mod service;
+pub mod sysctl;
 pub mod sysinfo;
 pub mod user;
 
@@ -57,7 +58,9 @@ pub const FUNCTIONS: &[&str] = &[
     "cron.ls",
     "cron.raw_cron",
     "cron.rm",
+    "cron.rm_env",
     "cron.rm_job",
+    "cron.set_env",
     "cron.set_job",
     "disk.usage",
     "file.append",
@@ -119,6 +122,11 @@ pub const FUNCTIONS: &[&str] = &[
     "status.loadavg",
     "status.time",
     "status.uptime",
+    "sysctl.assign",
+    "sysctl.default_config",
+    "sysctl.get",
+    "sysctl.persist",
+    "sysctl.show",
     "user.add",
     "user.chgid",
     "user.chgroups",
@@ -149,6 +157,7 @@ pub fn call(fun: &str, args: &[Value], kwargs: &[(String, Value)], ctx: &Ctx<'_>
         "cron" => cron::call(f, &a),
         "hosts" => hosts::call(f, &a, ctx),
         "file" => file::call(f, &a),
+        "sysctl" => sysctl::call(f, &a),
         _ => sysinfo::call(fun, &a),
     })
 }

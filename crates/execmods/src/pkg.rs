@@ -285,12 +285,23 @@ pub fn install(ctx: &Ctx<'_>, a: &Args<'_>) -> Ret {
     let new = list(ctx)?;
     let changes = compare_dicts(&old, &new);
     if out.retcode != 0 && !out.stderr.is_empty() {
-        return Err(format!(
-            "Problem encountered installing package(s): {}",
-            out.stderr
-        ));
+        return Err(with_info(INSTALL_PROBLEM, &[out.stderr]));
     }
     Ok(changes)
+}
+
+/// The message of the `CommandExecutionError` `pkg.install` raises when apt fails.
+pub const INSTALL_PROBLEM: &str = "Problem encountered installing package(s)";
+
+/// A `CommandExecutionError` with `info={"errors": errors, ...}` as the pkg state shows it
+/// (`strerror_without_changes`): the message, then the errors in Salt's nested layout.
+fn with_info(msg: &str, errors: &[String]) -> String {
+    let mut s = format!("{msg}. Additional info follows:\n\nerrors:");
+    for e in errors {
+        s.push_str("\n    - ");
+        s.push_str(&e.replace('\n', "\n      "));
+    }
+    s
 }
 
 /// `pkg.remove`/`pkg.purge` (`_uninstall`).

@@ -165,3 +165,25 @@ fn compare_dicts_orders_like_salt() {
     let c = map_get(&v, "c").unwrap();
     assert_eq!(map_get(c, "old"), Some(&Value::from("")));
 }
+
+#[test]
+fn sysctl_show_config_as_salt_reads_it() {
+    use salt_execmods::sysctl;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("99.conf");
+    let missing = p.display().to_string();
+    assert_eq!(sysctl::show_config(&missing), Ok(None));
+    std::fs::write(
+        &p,
+        "# c = 1\n  vm.swappiness =  20 \nbad line\nfs.file-max=1\n",
+    )
+    .unwrap();
+    let got = sysctl::show_config(&missing).unwrap().unwrap();
+    assert_eq!(
+        got,
+        vec![
+            ("vm.swappiness".to_owned(), "20".to_owned()),
+            ("fs.file-max".to_owned(), "1".to_owned())
+        ]
+    );
+}

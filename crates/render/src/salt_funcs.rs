@@ -464,10 +464,11 @@ fn filter_by(ctx: &Context, a: &Args<'_>) -> Result<Mj, Error> {
         ));
     };
     let grain = a.text(1, "grain", "os_family");
+    // Salt's `if merge:`: a false value (None, '', {}) is no merge.
     let merge = a
         .get(2, "merge")
-        .map(|m| from_jinja(&m))
-        .filter(|m| *m != Value::Nil);
+        .filter(|m| m.is_true())
+        .map(|m| from_jinja(&m));
     let default = a.text(3, "default", "default");
     let base = a
         .get(4, "base")

@@ -172,6 +172,12 @@ const CASES: &[(&str, &str, &str)] = &[
         "app.web",
         "app/web/init.sls",
     ),
+    // filter_by with a false merge (pillar.get's '' default): no merge, as Salt's `if merge:`
+    (
+        "{{ salt['grains.filter_by']({'Debian': {'a': 1}}, merge='') }} {{ salt['grains.filter_by']({'Debian': {'a': 1}}, merge=none) }}",
+        "",
+        "",
+    ),
     // loop controls, as Jinja2's loopcontrols extension
     (
         "{% for i in [1, 2, 3, 4] %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}",

@@ -223,3 +223,26 @@ fn show_highstate_is_show_sls_of_the_top() {
     let y = map_get(map_get(&high, "y").unwrap(), "test").unwrap();
     assert!(format!("{y:?}").contains("extended"), "{y:?}");
 }
+
+/// `makedirs` with a file `mode`: the new directories get the mode with the execute bit
+/// added to each nonzero digit (Salt's `manage_file`).
+#[test]
+fn file_managed_makedirs_dir_mode_as_salt() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a/b/f.conf");
+    let plain = dir.path().join("c/f.conf");
+    let sls = format!(
+        "{}:\n  file.managed:\n    - contents: hi\n    - makedirs: True\n    - mode: 640\n\
+         {}:\n  file.managed:\n    - contents: hi\n    - makedirs: True\n",
+        path.display(),
+        plain.display()
+    );
+    let ret = run(vec![("s.sls", sls)], &["s"], false);
+    assert!(salt_states::all_ok(&ret), "{ret}");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&dir.path().join("a")), 0o750);
+    assert_eq!(mode(&dir.path().join("a/b")), 0o750);
+    assert_eq!(mode(&path), 0o640);
+    assert!(dir.path().join("c").is_dir());
+}

@@ -5,7 +5,8 @@
 //! Each run compiles a fresh pillar from the master (`_pillar` with grains, `saltenv`,
 //! `pillarenv` and `pillar=` overrides) when asked for another environment or an override,
 //! else uses the minion's pillar; a pillar with `_errors` stops the run with Salt's
-//! "Pillar failed to render" list and retcode 5. Returns carry Salt's retcodes (0, 1 for
+//! "Pillar failed to render" list and retcode 5 (the `show_*` functions and `template`:
+//! Salt's `CommandExecutionError` text with the errors, retcode 1). Returns carry Salt's retcodes (0, 1 for
 //! compile errors, 2 for a failed state) and `out: highstate` like Salt's `__outputter__`.
 
 use std::sync::Arc;
@@ -202,6 +203,14 @@ fn run(c: &Call) -> CallOutcome {
         Err(e) => return CallOutcome::error(e),
     };
     if let Some(Value::Array(errs)) = salt_compat::map_get(&pillar, "_errors") {
+        if c.fun.starts_with("state.show_") || c.fun == "state.template" {
+            // These raise CommandExecutionError("Pillar failed to render", info=errors).
+            let mut msg = "ERROR: Pillar failed to render. Additional info follows:\n".to_owned();
+            for e in errs {
+                msg.push_str(&format!("\n- {}", text(e).replace('\n', "\n  ")));
+            }
+            return CallOutcome::error(msg);
+        }
         let mut lines = vec![Value::from(
             "Pillar failed to render with the following messages:",
         )];

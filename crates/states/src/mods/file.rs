@@ -213,6 +213,23 @@ fn wanted_contents(ctx: &Ctx<'_>, low: &Value, name: &str) -> Result<Option<Vec<
     Ok(Some(text))
 }
 
+/// `makedirs` as Salt's `manage_file`: the missing directories are created and, when the
+/// file has a `mode`, given that mode with the execute bit added to each nonzero digit.
+fn make_parents(parent: &Path, mode: Option<u32>) -> std::io::Result<()> {
+    let missing: Vec<&Path> = parent.ancestors().take_while(|p| !p.is_dir()).collect();
+    fs::create_dir_all(parent)?;
+    if let Some(m) = mode {
+        let dir_mode = [6, 3, 0].iter().fold(0, |acc, shift| {
+            let d = (m >> shift) & 7;
+            acc | (if d != 0 { d | 1 } else { 0 }) << shift
+        });
+        for d in missing {
+            fs::set_permissions(d, fs::Permissions::from_mode(dir_mode))?;
+        }
+    }
+    Ok(())
+}
+
 fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
@@ -261,7 +278,7 @@ fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
                 return r;
             }
             if !parent.is_dir()
-                && let Err(e) = fs::create_dir_all(parent)
+                && let Err(e) = make_parents(parent, mode)
             {
                 return fail(
                     r,

@@ -17,6 +17,7 @@ pub mod pkg;
 mod ret;
 pub mod retry;
 pub mod service;
+pub mod sysctl;
 pub mod test;
 pub mod user;
 
@@ -32,6 +33,8 @@ pub const STATES: &[&str] = &[
     "cmd.script",
     "cron.present",
     "cron.absent",
+    "cron.env_present",
+    "cron.env_absent",
     "file.managed",
     "file.directory",
     "file.absent",
@@ -55,6 +58,7 @@ pub const STATES: &[&str] = &[
     "service.enabled",
     "service.disabled",
     "service.mod_watch",
+    "sysctl.present",
     "user.present",
     "user.absent",
     "group.present",
@@ -102,6 +106,7 @@ pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> 
         Some(("cron", f)) => cron::call(ctx, f, low),
         Some(("user" | "group", _)) => user::call(ctx, full, low),
         Some(("service", f)) => service::call(ctx, f, low),
+        Some(("sysctl", f)) => sysctl::call(ctx, f, low),
         Some(("locale" | "timezone", _)) => locale::call(ctx, full, low),
         _ if ctx.opts.extra.has(full) => match &ctx.opts.extra.0 {
             Some(h) => h.call(full, low, ctx.opts),

@@ -209,10 +209,7 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         Ok(c) => c,
         Err(e) => {
             crate::pop(&mut r, "comment");
-            return Ok(fail(
-                r,
-                format!("An error was encountered while installing package(s): {e}"),
-            ));
+            return Ok(fail(r, install_error(e)));
         }
     };
     let new = ex::list(&exctx(ctx))?;
@@ -383,10 +380,7 @@ fn latest(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
     let changes = match ex::install(&exctx(ctx), &Args::new("pkg.install", &[], &kw)) {
         Ok(c) => c,
         Err(e) => {
-            return Ok(fail(
-                r,
-                format!("An error was encountered while installing package(s): {e}"),
-            ));
+            return Ok(fail(r, install_error(e)));
         }
     };
     let new_of = |n: &str| {
@@ -545,6 +539,16 @@ fn uninstall(ctx: &Ctx<'_>, low: &Value, action: &str) -> Result<Value, String> 
 /// A new state run: its first pkg state writes the rtag again (Salt's `mod_init`).
 pub fn new_run() {
     INIT.store(false, Ordering::SeqCst);
+}
+
+/// The comment of a failed `pkg.install`: Salt's text of the error with its info, else
+/// the error after "An error was encountered while installing package(s): ".
+fn install_error(e: String) -> String {
+    if e.starts_with(ex::INSTALL_PROBLEM) {
+        e
+    } else {
+        format!("An error was encountered while installing package(s): {e}")
+    }
 }
 
 /// Dispatch `pkg.<fun>`.
