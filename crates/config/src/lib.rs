@@ -35,6 +35,7 @@ mod fileserver;
 mod known;
 mod load;
 mod master;
+mod master_eauth;
 mod minion;
 mod netapi;
 mod node;

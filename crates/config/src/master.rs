@@ -10,6 +10,7 @@ use crate::common::{MIN, MS, SEC, default_id, parse_ip, read_log_file, zero_disa
 use crate::error::{ConfigErrors, Problem};
 use crate::fileserver::FileServerConfig;
 use crate::load::{Paths, Shared, loader_methods, read_master_sign_key_name, with_shared};
+use crate::master_eauth::{acl_blacklist, eauth_docs, read_eauth_opts};
 use crate::reader::{
     Reader, boolean, count, duration, int_in, json_map, path, port, string, string_list_map, word,
 };
@@ -156,6 +157,11 @@ salt_options! {
         /// Maintenance loop period (seconds in Salt).
         #[salt_default = "60"]
         pub loop_interval: Duration,
+        /// Salt 3008's batch manager wakes this often (seconds) to check `salt --async -b`
+        /// batches for minions past their timeout even when no event arrives (read by Salt with
+        /// `opts.get`, not in its defaults); at least 0.1 s.
+        #[salt_default = "5"]
+        pub batch_manager_loop_interval: Duration,
         /// Rotate the AES key when a minion key is deleted or rejected.
         #[salt_default = "True"]
         pub rotate_aes_key: bool,
@@ -389,6 +395,9 @@ impl crate::load::Role for MasterConfig {
                 minimum_auth_version: r.get("minimum_auth_version", 3, count),
                 publish_session: r.get("publish_session", DEFAULT_PUBLISH_SESSION, duration(SEC)),
                 loop_interval: r.get("loop_interval", DEFAULT_LOOP_INTERVAL, duration(SEC)),
+                batch_manager_loop_interval: r
+                    .get("batch_manager_loop_interval", 5 * SEC, duration(SEC))
+                    .max(Duration::from_millis(100)),
                 rotate_aes_key: r.get("rotate_aes_key", true, boolean),
                 ipc_mode: r.get(
                     "ipc_mode",
@@ -535,74 +544,6 @@ fn merge_strategy(s: &str) -> Result<String, Problem> {
             "expected smart, recurse, aggregate, overwrite or none",
         )),
     }
-}
-
-fn acl_blacklist(node: &crate::node::Node) -> Result<PublisherAclBlacklist, Problem> {
-    let map = string_list_map(node)?;
-    let mut out = PublisherAclBlacklist::default();
-    for (k, v) in map {
-        match k.as_str() {
-            "users" => out.users = v,
-            "modules" => out.modules = v,
-            other => {
-                return Err(invalid(other, "expected the keys `users` and `modules`"));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The options `salt_eauth::EauthConfig::from_opts` reads (besides `cachedir`).
-pub const EAUTH_OPTIONS: [&str; 13] = [
-    "external_auth",
-    "publisher_acl",
-    "publisher_acl_blacklist",
-    "sudo_acl",
-    "token_expire",
-    "token_expire_user_override",
-    "keep_acl_in_token",
-    "permissive_acl",
-    "eauth_acl_module",
-    "eauth_tokens",
-    "sharedsecret",
-    "hash_type",
-    "user",
-];
-
-/// The eauth options that are not fields of [`MasterConfig`] (kept in `eauth_opts` as
-/// written and checked by `salt_eauth` when the master starts).
-fn eauth_docs() -> Vec<OptionDoc> {
-    const CHECKED: &str = "Read and checked by salt-eauth when the master starts (a value it \
-                           cannot honour stops the master, naming it); `docs/security.md`.";
-    [
-        ("external_auth", "{}", "Salt's external authentication: backend (`pam`, `file`, `auto`, `sharedsecret`) -> user, `group%` or regex -> ACL."),
-        ("sudo_acl", "False", "Salt's `sudo_acl`: publisher_acl applies to sudo users."),
-        ("token_expire", "43200", "Seconds an eauth token lives."),
-        ("token_expire_user_override", "False", "Users (or all, with True) who may ask for their token's expiry."),
-        ("keep_acl_in_token", "False", "Store the user's ACL in the token when it is made."),
-        ("permissive_acl", "False", "Salt's `permissive_acl`."),
-        ("eauth_acl_module", "''", "Salt's ACL module; only the default is implemented (others stop the master by name)."),
-        ("eauth_tokens", "localfs", "Where tokens are kept; only `localfs` is implemented (others stop the master by name)."),
-        ("sharedsecret", "None", "The secret of the `sharedsecret` eauth backend."),
-    ]
-    .into_iter()
-    .map(|(name, default, what)| OptionDoc {
-        name,
-        default,
-        doc: format!("{what} {CHECKED}"),
-    })
-    .collect()
-}
-
-/// The eauth options as written, for `salt_eauth` (which checks them).
-fn read_eauth_opts(r: &mut Reader<'_>) -> serde_json::Map<String, serde_json::Value> {
-    let mut out = serde_json::Map::new();
-    for key in EAUTH_OPTIONS {
-        if let Some(v) = r.opt(key, |n| Ok(n.to_json())) {
-            out.insert(key.to_owned(), v);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

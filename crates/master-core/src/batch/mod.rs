@@ -5,7 +5,7 @@
 //!   which writes `.batch.p` itself and fires `salt/batch/<jid>/new`) gets a task
 //!   ([`drive`]) that takes the returns of the batch's jid, publishes each next slice under
 //!   that jid as the batch's user, keeps `.batch.p` and fires `salt/batch/<jid>/progress`,
-//!   then `complete` or `halted`. It also wakes every `batch_manager_loop_interval` (5 s) to
+//!   then `complete` or `halted`. It also wakes every `batch_manager_loop_interval` (default 5 s) to
 //!   give up on minions after `timeout + gather_job_timeout`, as Salt's `_tick`.
 //! * A batch driven by `salt -b` (`driver: cli`) fires `new`/`progress`/`complete`/`halted`
 //!   with its whole state; the master keeps it in `.batch.p` and the active index, for the
@@ -19,7 +19,7 @@ pub(crate) mod files;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use salt_client::local::PublishRequest;
 use salt_compat::json::msgpack_to_json;
@@ -31,9 +31,6 @@ use tokio_util::sync::CancellationToken;
 use crate::shared::Shared;
 use files::Files;
 use salt_client::batch::BatchState;
-
-/// Salt's `DEFAULT_LOOP_INTERVAL` (`batch_manager_loop_interval`).
-const LOOP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What a running batch's task is told.
 enum Ctl {
@@ -281,7 +278,7 @@ async fn drive(
         }
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = tokio::time::sleep(LOOP_INTERVAL) => {}
+            _ = tokio::time::sleep(shared.cfg.batch_manager_loop_interval) => {}
             r = returns.recv() => match r {
                 Some((id, load)) => {
                     pending.push((id, to_return(&load)));
