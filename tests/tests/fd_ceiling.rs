@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::bins::target_dir;
@@ -48,8 +49,14 @@ fn accepted(c: &Cluster) -> usize {
     std::fs::read_dir(c.pki().join("minions")).map_or(0, |d| d.count())
 }
 
+/// Both tests load the machine on purpose (hundreds of swarm minions against a master at its
+/// descriptor limit): one at a time, so that neither runs under the other's load (CI runs two
+/// tests of a binary at once).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 #[test]
 fn master_at_its_descriptor_limit_refuses_new_minions_and_serves_the_rest() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let swarm = swarm_bin();
     let c = Cluster::new(|m| {
         m.auto_accept(true)
@@ -150,6 +157,7 @@ fn refusal_lines(log: &str) -> Vec<(String, u64, f64)> {
 
 #[test]
 fn master_flooded_with_connections_keeps_a_reserve_does_not_spin_and_serves_its_minions() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const HELD: usize = 40;
     const FLOOD: usize = 400;
     let swarm = swarm_bin();
