@@ -136,19 +136,9 @@ pub async fn run_with_ready(
             Some(r)
         })
     };
-    let workers_socket = workers::bind(cfg, &srv_opts, handler.clone())?;
-    let router = PoolServer::bind_inline(
-        &tcp_endpoint(&host, cfg.ret_port),
-        &srv_opts,
-        cfg.worker_threads.max(1) as usize,
-        handler,
-        Some(inline),
-    )?;
-    tracing::info!(
-        "Setting up the master communication server on {}",
-        router.endpoint()
-    );
-
+    // Everything local tools look for (the event bus's sockets, publish_pull, the local
+    // socket) exists before the request port answers: a tool or test that waits for the
+    // ports finds them.
     let stop = CancellationToken::new();
     let _ = shared.host.set(crate::requests::clear::Host {
         shared: Arc::downgrade(&shared),
@@ -178,6 +168,19 @@ pub async fn run_with_ready(
         "{}/publish_pull.ipc",
         cfg.sock_dir.display()
     )))?;
+    let workers_socket = workers::bind(cfg, &srv_opts, handler.clone())?;
+    let router = PoolServer::bind_inline(
+        &tcp_endpoint(&host, cfg.ret_port),
+        &srv_opts,
+        cfg.worker_threads.max(1) as usize,
+        handler,
+        Some(inline),
+    )?;
+    tracing::info!(
+        "Setting up the master communication server on {}",
+        router.endpoint()
+    );
+
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     let refusals = tokio::spawn(fdlimit::watch_refusals(
         shared.clone(),
