@@ -316,6 +316,9 @@ fn run(version: &str) {
     .unwrap();
     let sig_file = master.pki().join("master_pubkey_signature");
     assert!(sig_file.is_file(), "salt-key --gen-signature wrote nothing");
+    // Counted before the restart: the minion may re-authenticate (and log it) before the
+    // master's ports are seen ready.
+    let verified_before = m1.count(VERIFIED);
     master.proc.stop(Duration::from_secs(15));
     let mconf = mconf.set("master_use_pubkey_signature", true);
     master = Daemon::start_master(&ours, &mconf).unwrap();
@@ -323,7 +326,6 @@ fn run(version: &str) {
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
         .unwrap();
     let cli = SaltCli::new(&ours, &master.conf_dir).with_key_side(&cli.key_side);
-    let verified_before = m1.count(VERIFIED);
     let ping = cli
         .until_answer("pym1", &["pym1", "test.ping"], Duration::from_secs(60))
         .unwrap();
