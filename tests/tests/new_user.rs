@@ -284,10 +284,6 @@ fn salt_names_what_it_does_not_support_yet() {
             &["--batch-safe-limit", "10", "*", "test.ping"][..],
             "--batch-safe-limit: batch safe limits",
         ),
-        (
-            &["-a", "pam", "*", "test.ping"][..],
-            "-a: external authentication",
-        ),
     ] {
         let out = salt(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
