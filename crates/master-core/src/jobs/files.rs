@@ -258,32 +258,22 @@ impl FileJobs {
 
     /// A new temporary directory `.tmp/<pid>.<n>` (see [`Self::create_temp`]).
     fn create_temp_dir(&self) -> std::io::Result<PathBuf> {
-        let mut tries = 0;
-        loop {
-            let tmp = self.tmp.join(format!(
-                "{}.{}",
-                std::process::id(),
-                SEQ.fetch_add(1, Ordering::Relaxed)
-            ));
-            match std::fs::create_dir(&tmp) {
-                Ok(()) => return Ok(tmp),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries == 0 => {
-                    std::fs::DirBuilder::new()
-                        .recursive(true)
-                        .mode(0o700)
-                        .create(&self.tmp)?;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 1000 => {}
-                Err(e) => return Err(e),
-            }
-            tries += 1;
-        }
+        self.create_in_tmp(|p| std::fs::create_dir(p))
+            .map(|(p, ())| p)
     }
 
-    /// A new temporary file `.tmp/<pid>.<n>` (created with the directory if that is missing).
-    /// The name exists already only if a process that had this pid before left it (a master
-    /// in a container often has the same pid every start): then the next number is tried.
+    /// A new temporary file `.tmp/<pid>.<n>`, opened for writing (mode 0600).
     fn create_temp(&self) -> std::io::Result<(PathBuf, std::fs::File)> {
+        self.create_in_tmp(create_private)
+    }
+
+    /// `make` a new entry `.tmp/<pid>.<n>` (`.tmp` created if it is missing). The name exists
+    /// already only if a process that had this pid before left it (a master in a container
+    /// often has the same pid every start): then the next number is tried.
+    fn create_in_tmp<T>(
+        &self,
+        make: impl Fn(&Path) -> std::io::Result<T>,
+    ) -> std::io::Result<(PathBuf, T)> {
         let mut tries = 0;
         loop {
             let tmp = self.tmp.join(format!(
@@ -291,8 +281,8 @@ impl FileJobs {
                 std::process::id(),
                 SEQ.fetch_add(1, Ordering::Relaxed)
             ));
-            match create_private(&tmp) {
-                Ok(f) => return Ok((tmp, f)),
+            match make(&tmp) {
+                Ok(made) => return Ok((tmp, made)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries == 0 => {
                     std::fs::DirBuilder::new()
                         .recursive(true)
