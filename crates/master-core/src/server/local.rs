@@ -129,44 +129,28 @@ async fn client(
             return write_frame(&mut stream, &answer).await;
         }
         LocalRequest::Publish(req) => req,
-        LocalRequest::Runner(r) if r.auth.is_some() => {
+        LocalRequest::Runner(r) => {
             // `salt-run -a`: the eauth engine decides, as for Salt's clear `runner`.
             // A refusal is the runner's output, as Salt's `salt-run` prints the exception
             // `master_call` raised (exit status 0).
-            let (user, privileged) = match authorize_runner(&shared, &r).await {
-                Ok(user) => (user, true),
-                Err(message) => {
-                    let data = serde_json::Value::String(message);
-                    return write_frame(&mut stream, &LocalEvent::RunnerReturn { data }).await;
+            let (user, privileged) = if r.auth.is_some() {
+                match authorize_runner(&shared, &r).await {
+                    Ok(user) => (user, true),
+                    Err(message) => {
+                        let data = serde_json::Value::String(message);
+                        return write_frame(&mut stream, &LocalEvent::RunnerReturn { data }).await;
+                    }
                 }
+            } else {
+                (user, privileged)
             };
             if r.fun == "state.event" {
+                if !privileged {
+                    return write_frame(&mut stream, &err("Authorization error occurred.".into()))
+                        .await;
+                }
                 return stream_events(&shared, &r, &mut stream, &stop).await;
             }
-            let started = LocalEvent::Published {
-                jid: shared.jids.next(),
-                minions: None,
-            };
-            write_frame(&mut stream, &started).await?;
-            let ctx = crate::runners::ctx::Ctx {
-                shared: shared.clone(),
-                publisher,
-                stop,
-            };
-            let ev = match crate::runners::call(&ctx, &r, &user, privileged).await {
-                Ok(data) => LocalEvent::RunnerReturn { data },
-                Err(message) => err(message),
-            };
-            return write_frame(&mut stream, &ev).await;
-        }
-        LocalRequest::Runner(r) if r.fun == "state.event" => {
-            if !privileged {
-                return write_frame(&mut stream, &err("Authorization error occurred.".into()))
-                    .await;
-            }
-            return stream_events(&shared, &r, &mut stream, &stop).await;
-        }
-        LocalRequest::Runner(r) => {
             // A runner may take longer than the client's first-answer patience
             // (orchestrate): say it started, so the client then waits while the master
             // answers pings.
