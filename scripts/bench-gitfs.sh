@@ -10,6 +10,9 @@
 # Salt's master gets GitPython through PYTHONPATH (pip install --target, once, into
 # target/gitfs-gitpython). Knobs: BENCH_GITFS_ROUNDS=3 BENCH_FS_SECS=5 BENCH_FS_CLIENTS=16
 # BENCH_FS_WORKERS=2 BENCH_BIN=<dir with salt-master, salt-run, fsbench> SALT_VENV=...
+# BENCH_BIN_BASE=<dir with another build's salt-master>: a third master (a baseline, e.g. the
+# build before a change) whose update is timed in the same rounds (extra column; its requests/s
+# are not measured).
 # Prints a Markdown table (for docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +89,12 @@ conf "$T/ours" 37505 37506
 bench_start ours "$BIN/salt-master" "$T/ours" 37506 1
 conf "$T/salt" 38505 38506
 bench_start salt "$VENV/bin/salt-master" "$T/salt" 38506 15
+BASE=${BENCH_BIN_BASE:-}
+if [ -n "$BASE" ]; then
+    conf "$T/base" 39505 39506
+    bench_start base "$BASE/salt-master" "$T/base" 39506 1
+    update "$BIN/salt-run" "$T/base" >/dev/null
+fi
 # The first fetch (clone) of every remote, not measured.
 update "$BIN/salt-run" "$T/ours" >/dev/null
 update "$VENV/bin/salt-run" "$T/salt" >/dev/null
@@ -101,6 +110,11 @@ for round in $(seq "$ROUNDS"); do
     s=$(update "$VENV/bin/salt-run" "$T/salt")
     echo "update $o $s" >>"$T/rounds"
     echo "round $round: fileserver.update ours ${o}s, Salt ${s}s (ours answered $(cat "$T/ours.update" | tr -d '\n '))" >&2
+    if [ -n "$BASE" ]; then
+        b=$(update "$BIN/salt-run" "$T/base")
+        echo "base $b" >>"$T/rounds"
+        echo "round $round: fileserver.update baseline ${b}s (answered $(cat "$T/base.update" | tr -d '\n '))" >&2
+    fi
 done
 for round in $(seq "$ROUNDS"); do
     o=$("$BIN/fsbench" small --port 37506 --files "$T/files.txt" --clients "$CLIENTS" --secs "$SECS")
@@ -120,6 +134,9 @@ print()
 print(f"| gitfs ({clients} minions, worker_threads {workers}, {cores} cores; median of {n} rounds) | ours | Salt 3007.17 (GitPython) | ours / Salt |")
 print("|---|---|---|---|")
 print(f"| `salt-run fileserver.update`, 20 remotes x 5 new commits (s, wall) | {uo:.2f} | {us:.2f} | {us / uo:.1f}x faster |")
+if any(r[0] == "base" for r in rows):
+    ub = med("base", 1)
+    print(f"| same update, baseline master (BENCH_BIN_BASE) (s, wall) | {ub:.2f} | | {us / ub:.1f}x faster |")
 print(f"| `_file_hash` + `_serve_file` from gitfs `base`, 1,000 files of 1-8 KiB (requests/s) | {ro:.0f} | {rs:.0f} | {ro / rs:.1f}x |")
 for r in rows:
     print(" ".join(r))

@@ -10,8 +10,11 @@
 #   BENCH_SALT_SIGNIN_BUDGET=240 (s)  BENCH_SKIP_SALT=1  SALT_VENV=...
 #   BENCH_KEYS=<distinct minion keys; default: what the cache holds, generating up to 1000>
 #   BENCH_JOBCLEAN_N=100000 (old jobs the masters remove while answering pings)
-#   BENCH_OVERLOAD_X=5 (section overload: a storm of X seconds of the master's peak sign-ins)
+#   BENCH_OVERLOAD_X=5 (section overload: a storm of X seconds of the master's peak sign-ins;
+#   the peak is the best of BENCH_OVERLOAD_CONC="4 16 64 256" in flight; BENCH_OVERLOAD_HELD=50
+#   signed-in minions are pinged during the storm)
 #   BENCH_KEYS100K_SALT=10000 (section keys100k: keys for Salt's salt-key; ours always 100k)
+#   BENCH_TARGETS_N=100000 (section targets100k: cached minions grain/pillar/compound targets run over)
 #   BENCH_ONLY="<sections>": a subset, run in the order of SECTIONS below. The sections of
 #   scripts/bench.py go first, then one line per scripts/bench-*.sh (their knobs are in
 #   their headers: BENCH_FS_*, BENCH_PILLAR_*, BENCH_STATES_N, GROUP_KEYS, ...).
@@ -63,7 +66,7 @@ section group scripts/group-bench.sh
 # Salt's client interfaces (issue #33): events/s to 10 listeners, clear `publish` round trips/s.
 section events env BIN_DIR=target/release scripts/bench-events.sh 3007.17 20000 10 raw
 section clearpub env BIN_DIR=target/release scripts/bench-clear-publish.sh 3007.17
-section reactor scripts/bench-reactor.sh
+section reactor env BIN_DIR=target/release scripts/bench-reactor.sh
 # The ten training formulas of ../shared/formulas: state.apply test=True, time and peak RSS.
 section formulas env BENCH=1 SALT_CALL=target/release/salt-call scripts/formulas.sh
 section api scripts/bench-api.sh
@@ -76,6 +79,9 @@ section hsstorm scripts/bench-storm.sh storm
 section cost env BENCH_COST_SVG="${BENCH_COST_SVG:-$PWD/docs/cost.svg}" scripts/bench-storm.sh cost
 # Issue #39 item 5: salt-key -L / -A at 100,000 keys (long, so only when named in BENCH_ONLY).
 section keys100k scripts/bench-salt-key.sh 100000 "${BENCH_KEYS100K_SALT:-10000}"
+# Issue #39 item 5: grain/pillar/compound target lists at 100,000 cached minions (ours only:
+# crates/master-core/src/minions/target_bench.rs, BENCH_TARGETS_N), only when named.
+section targets100k cargo test --release --quiet -p salt-master-core --lib -- --ignored --nocapture targets_100k
 
 echo
 python3 scripts/bench_targets.py "$BENCH_ROOT"

@@ -9,7 +9,9 @@ scripts/bench.py's Master and minion helpers.
 Usage: scripts/bench_orch.py [N]
 
 Prints, per side, the wall time of each of BENCH_ORCH_ROUNDS (default 3) runs of `salt-run`,
-the median, the steps with `result: true`, and the master's CPU seconds over the runs.
+the median, the steps with `result: true`, the steps' own time (the sum of their `duration`:
+publication to return; the rest of the wall time is salt-run, rendering and the state engine),
+and the master's CPU seconds over the runs.
 """
 
 import json
@@ -64,9 +66,11 @@ def side(kind, n):
                 data = json.loads(r.stdout)["data"]
                 ret = next(iter(data.values()))
                 ok = sum(1 for v in ret.values() if isinstance(v, dict) and v.get("result") is True)
+                # The steps' own time (publication to return, as the state's `duration`).
+                inside = sum(float(v.get("duration") or 0) for v in ret.values() if isinstance(v, dict)) / 1000
             except (ValueError, KeyError, AttributeError, StopIteration):
-                ok = 0
-            runs.append((secs, ok, r.returncode))
+                ok, inside = 0, 0.0
+            runs.append((secs, ok, r.returncode, inside))
         return runs, m.cpu() - cpu0, mkind
     finally:
         b.kill_group(p)
@@ -83,11 +87,11 @@ def main():
         except Exception as e:  # keep the other side
             print(f"{kind:<5} master FAILED: {e!r}", flush=True)
             continue
-        walls = [w for w, _, _ in runs]
+        walls = [w for w, _, _, _ in runs]
         medians[kind] = statistics.median(walls)
         minion = "our minion" if mkind == "ours" else "Python minion"
         print(f"{kind:<5} master, {minion}: {n} salt.function steps, runs "
-              + ", ".join(f"{w:.2f} s (ok {ok}/{n}, exit {rc})" for w, ok, rc in runs)
+              + ", ".join(f"{w:.2f} s (ok {ok}/{n}, exit {rc}, steps' own {i:.2f} s)" for w, ok, rc, i in runs)
               + f"; median {medians[kind]:.2f} s; master CPU {cpu:.2f} s over {len(runs)} runs",
               flush=True)
     if "salt" in medians and "ours" in medians and medians["ours"] > 0:

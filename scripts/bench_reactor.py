@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Helper of scripts/bench-reactor.sh (run with a Salt venv's python).
 
-    bench_reactor.py listen <master-conf-file> <count> <idle-timeout-s> <tcp|ipc>
+    bench_reactor.py listen <master-conf-file> <count> <idle-timeout-s> <tcp|ipc> [<minions>]
         Reads the master's pub socket frames directly (msgpack's C unpacker; only the events
         the benchmark needs are decoded): each fired `bench/react/<n>` event's `_stamp`, and
         each `salt/run/<jid>/new` / `/ret` of `runner.test.arg` whose `fun_args` carry
@@ -10,6 +10,12 @@
         `RESULT <started> <returned> <p50_ms> <p99_ms> <max_ms> <reactions_per_s>`:
         latency = the reaction's `new` `_stamp` minus its event's `_stamp` (event to reaction
         start, both stamped on this host), rate = returned / (last `ret` - first event).
+        With <minions> > 0 each event also has a `local.test.arg` reaction (old-style `arg: [<n>]`) to
+        <minions> minions: its `salt/job/<jid>/new` is its start and its last of <minions>
+        `salt/job/<jid>/ret/<id>` its end; a second line
+        `LOCAL <started> <completed> <p50_ms> <p99_ms> <max_ms> <completed_per_s> <both_per_s>`
+        gives the same figures for the local reactions (completed = all <minions> returned)
+        and events whose two reactions both completed per second (first event to last end).
 
     bench_reactor.py fire <master-conf-file> <count> [<events/s>]
         Writes <count> events `bench/react/<n>` ({"n": n}, stamped when written) into the
@@ -45,7 +51,7 @@ def connect(opts, name, port_key):
     return sock
 
 
-def listen(conf, count, idle, framing):
+def listen(conf, count, idle, framing, minions=0):
     import msgpack
 
     opts = salt.config.master_config(conf)
@@ -56,6 +62,8 @@ def listen(conf, count, idle, framing):
     buf = b""
     fired, started, returned = {}, {}, {}
     first_fire = last_ret = None
+    # local reactions: jid -> n (from `new`), jid -> returns seen, jid -> stamp of the last
+    jid_n, jid_started, jid_rets, jid_done = {}, {}, {}, {}
 
     def event(body):
         nonlocal first_fire, last_ret
@@ -69,6 +77,20 @@ def listen(conf, count, idle, framing):
             fired[data["n"]] = stamp(data["_stamp"])
             if first_fire is None:
                 first_fire = fired[data["n"]]
+        elif minions and tag.startswith(b"salt/job/"):
+            parts = tag.split(b"/")
+            if len(parts) == 4 and parts[3] == b"new":
+                data = msgpack.unpackb(raw, raw=False)
+                args = data.get("arg") or []
+                if data.get("fun") == "test.arg" and args and isinstance(args[0], int):
+                    jid_n[parts[2]] = args[0]
+                    jid_started[parts[2]] = stamp(data["_stamp"])
+            elif len(parts) == 5 and parts[3] == b"ret":
+                jid = parts[2]
+                jid_rets[jid] = jid_rets.get(jid, 0) + 1
+                if jid_rets[jid] == minions:
+                    data = msgpack.unpackb(raw, raw=False)
+                    jid_done[jid] = stamp(data["_stamp"])
         elif tag.startswith(b"salt/run/") and (tag.endswith(b"/new") or tag.endswith(b"/ret")):
             data = msgpack.unpackb(raw, raw=False)
             if data.get("fun") != "runner.test.arg":
@@ -84,7 +106,9 @@ def listen(conf, count, idle, framing):
                 last_ret = max(last_ret or 0, returned[n])
 
     try:
-        while len(returned) < count:
+        while len(returned) < count or (
+            minions and len([j for j in jid_done if j in jid_n]) < count
+        ):
             chunk = sock.recv(1 << 20)
             if not chunk:
                 break
@@ -115,6 +139,23 @@ def listen(conf, count, idle, framing):
         f" (events seen: {len(fired)})",
         flush=True,
     )
+    if not minions:
+        return
+    local_start = {n: jid_started[j] for j, n in jid_n.items()}
+    local_done = {jid_n[j]: t for j, t in jid_done.items() if j in jid_n}
+    llat = sorted((local_start[n] - fired[n]) * 1000 for n in local_start if n in fired)
+    lpct = lambda p: llat[min(len(llat) - 1, int(len(llat) * p))] if llat else float("nan")
+    ends = [t for t in local_done.values()]
+    lsecs = (max(ends) - first_fire) if ends and first_fire else 0
+    both = [max(returned[n], local_done[n]) for n in returned if n in local_done]
+    bsecs = (max(both) - first_fire) if both and first_fire else 0
+    print(
+        f"LOCAL {len(local_start)} {len(local_done)} {lpct(0.5):.2f} {lpct(0.99):.2f}"
+        f" {(llat[-1] if llat else float('nan')):.2f}"
+        f" {(len(local_done) / lsecs if lsecs > 0 else 0):.0f}"
+        f" {(len(both) / bsecs if bsecs > 0 else 0):.1f}",
+        flush=True,
+    )
 
 
 def fire(conf, count, rate=0.0):
@@ -139,7 +180,8 @@ def fire(conf, count, rate=0.0):
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "listen":
-        listen(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
+        minions = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+        listen(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], minions)
     elif cmd == "fire":
         fire(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     else:

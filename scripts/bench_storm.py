@@ -213,8 +213,13 @@ def bench_cost():
             have = grow(m, swarms, have, size, lst)
             signed, su = sign_in(m, swarms, "ours")
             settle(m, 60)
-            rss = m.rss() / 1024
+            rss_settled = m.rss() / 1024
             _, idle = B.idle_after_work(m, COST_IDLE)
+            # RSS of the idle master: after the idle window (our master gives its heap's free
+            # pages back after 5 s without a request; the RSS right after the burst is logged).
+            rss = m.rss() / 1024
+            B.log(f"cost {size}: RSS {rss_settled:.1f} MiB once settled, {rss:.1f} MiB after "
+                  f"{COST_IDLE:g} s idle")
             pings = [m.ping("hs-*", 60) for _ in range(COST_PINGS)]
             hs = highstate(m, swarms, signed, "ours")
             row = dict(size=size, signed=signed, rss_mib=rss, idle_pct=idle,

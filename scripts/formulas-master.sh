@@ -136,7 +136,10 @@ compare() { # formula cmd args...
         salt "fm-$side" "$@" 2>"$work/$side.$name.$cmd.err" | norm "$side" >"$work/$side.$name.$cmd.json"
     done
     total=$((total + 1))
-    if cmp -s "$work/py.$name.$cmd.json" "$work/rs.$name.$cmd.json"; then
+    if [ ! -s "$work/py.$name.$cmd.json" ] || head -1 "$work/py.$name.$cmd.json" | grep -q '^NOT JSON'; then
+        # Two sides failing alike to answer prove nothing.
+        cell=NO-ANSWER
+    elif cmp -s "$work/py.$name.$cmd.json" "$work/rs.$name.$cmd.json"; then
         same=$((same + 1))
         cell=equal
     else

@@ -19,7 +19,15 @@
 # `real` (needs root and unshare) is a real `state.apply` of the formula in a throwaway root
 # (an overlay of / over a tmpfs in private mount and network namespaces, /proc/sys
 # read-only): the answers and the files each side changed are compared.
-# Not covered yet: our minion on our master.
+# ALSO (e.g. "3006.30 3008.5", each VERSION or VERSION=VENV_DIR) compares the same answers with the Python minions of those
+# versions too, for ALSO_CMDS (default "show_sls apply"; our answers and 3007's are reused,
+# run once if CMDS lacks them). Where such a version's answer differs from the main
+# version's, the difference is Salt's own and the cell names the version ours matches:
+# `ours=<main>` (ours follows the main version, as it claims: fine), `ours=<that version>`
+# (ours left the main version: a failure), `DIFF(n)` (ours matches neither, n lines differ
+# from that version). Where the two Salt versions agree the cell is `equal` or `DIFF(n)`.
+# RESULTS lines for these are "formula command@version cell".
+# Our minion on our master: scripts/formulas-master.sh.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 version=${SALT_VERSION:-3007.17}
@@ -56,10 +64,15 @@ print(re.sub(r"\d\d-\d\d-\d\d_\d\d:\d\d:\d\d", "YY-MM-DD_HH:MM:SS", text))' "$1"
 }
 
 # run SIDE NAME CMD... : stdout normalised into $w/SIDE.NAME.json, time and RSS recorded.
+# SIDE is rs (ours), py (the main version) or py<version> (another of ALSO).
 run() {
     local side=$1 name=$2 bin
     shift 2
-    if [ "$side" = py ]; then bin=$venv/bin/salt-call; else bin=$ours; fi
+    case $side in
+        rs) bin=$ours ;;
+        py) bin=$venv/bin/salt-call ;;
+        py*) bin=${also_venv[${side#py}]}/bin/salt-call ;;
+    esac
     /usr/bin/time -f "%e %M" -o "$w/$side.$name.time" \
         timeout 300 "$bin" -c "$w/conf" --local "$@" --out json 2>"$w/$side.$name.err" \
         | norm "$w" >"$w/$side.$name.json"
@@ -112,11 +125,47 @@ real() {
 }
 
 cmds=${CMDS:-show_sls show_highstate apply real}
+also_cmds=${ALSO_CMDS:-show_sls apply}
+also=""
+declare -A also_venv
+for entry in ${ALSO:-}; do
+    v=${entry%%=*}
+    also_venv[$v]=$here/.venv/salt-$v
+    [ "$entry" = "$v" ] || also_venv[$v]=${entry#*=}
+    also="$also $v"
+    [ -x "${also_venv[$v]}/bin/salt-call" ] || { echo "no Salt venv at ${also_venv[$v]}" >&2; exit 2; }
+done
 results=${RESULTS:-/dev/null}
 : >"$results"
 printf "%-10s" formula
 for cmd in $cmds; do printf " %-14s" "$cmd"; done
+for v in $also; do for cmd in $also_cmds; do printf " %-16s" "$cmd@$v"; done; done
 echo
+
+# args_of CMD: the salt-call arguments of a comparison (into the array args).
+args_of() {
+    case $1 in
+        show_sls) args=(state.show_sls "$name") ;;
+        show_highstate) args=(state.show_highstate) ;;
+        apply) args=(state.apply "$name" test=True) ;;
+        real) args=() ;;
+    esac
+}
+
+# cell A B: "equal", or "DIFF(n)" with n the differing lines (printed with VERBOSE=1).
+# cell PY RS: equal, DIFF(lines), or NO-ANSWER when Python's side gave no JSON (two sides
+# failing alike to answer prove nothing).
+cell() {
+    if [ ! -s "$1" ] || head -1 "$1" | grep -q '^NOT JSON'; then
+        echo NO-ANSWER
+        [ "${VERBOSE:-}" = 1 ] && head -5 "$1" >&2
+    elif cmp -s "$1" "$2"; then
+        echo equal
+    else
+        echo "DIFF($(diff "$1" "$2" | grep -c '^[<>]'))"
+        [ "${VERBOSE:-}" = 1 ] && diff "$1" "$2" | head -30 >&2
+    fi
+}
 same=0
 total=0
 for dir in "$@"; do
@@ -141,12 +190,7 @@ pillar_roots: {base: [$w/pillar]}
 CONF
     row=$name
     for cmd in $cmds; do
-        case $cmd in
-            show_sls) args=(state.show_sls "$name") ;;
-            show_highstate) args=(state.show_highstate) ;;
-            apply) args=(state.apply "$name" test=True) ;;
-            real) args=() ;;
-        esac
+        args_of "$cmd"
         if [ "$cmd" = real ]; then
             real py
             real rs
@@ -155,22 +199,40 @@ CONF
             run rs "$cmd" "${args[@]}"
         fi
         total=$((total + 1))
-        if cmp -s "$w/py.$cmd.json" "$w/rs.$cmd.json"; then
-            same=$((same + 1))
-            cell=equal
-        else
-            cell="DIFF($(diff "$w/py.$cmd.json" "$w/rs.$cmd.json" | grep -c '^[<>]'))"
-            [ "${VERBOSE:-}" = 1 ] && diff "$w/py.$cmd.json" "$w/rs.$cmd.json" | head -30 >&2
-        fi
+        cell=$(cell "$w/py.$cmd.json" "$w/rs.$cmd.json")
+        [ "$cell" = equal ] && same=$((same + 1))
         row=$(printf "%s %-14s" "$row" "$cell")
         echo "$name $cmd $cell" >>"$results"
+    done
+    for v in $also; do
+        for cmd in $also_cmds; do
+            args_of "$cmd"
+            if [ ! -e "$w/rs.$cmd.json" ]; then
+                run py "$cmd" "${args[@]}"
+                run rs "$cmd" "${args[@]}"
+            fi
+            run "py$v" "$cmd" "${args[@]}"
+            total=$((total + 1))
+            if cmp -s "$w/py.$cmd.json" "$w/py$v.$cmd.json"; then
+                cell=$(cell "$w/py$v.$cmd.json" "$w/rs.$cmd.json")
+            elif cmp -s "$w/py.$cmd.json" "$w/rs.$cmd.json"; then
+                cell=ours=$version
+            elif cmp -s "$w/py$v.$cmd.json" "$w/rs.$cmd.json"; then
+                cell=ours=$v
+            else
+                cell=$(cell "$w/py$v.$cmd.json" "$w/rs.$cmd.json")
+            fi
+            case $cell in equal | "ours=$version") same=$((same + 1)) ;; esac
+            row=$(printf "%s %-16s" "$row" "$cell")
+            echo "$name $cmd@$v $cell" >>"$results"
+        done
     done
     if [ "${BENCH:-}" = 1 ]; then
         row="$row py $(tail -1 "$w/py.apply.time") ours $(tail -1 "$w/rs.apply.time")"
     fi
     printf "%-10s%s\n" "$name" "${row#"$name"}"
 done
-echo "equal: $same of $total (Salt $version, salt-call --local)"
+echo "equal: $same of $total (Salt $version${also:+, and$also where they agree with it}, salt-call --local)"
 [ "${KEEP:-}" = 1 ] && echo "work: $work"
 # BENCH=1 (scripts/bench.sh) reports; otherwise the exit code says whether all were equal.
 [ "${BENCH:-}" = 1 ] || [ "$same" = "$total" ]

@@ -20,6 +20,12 @@ if [ "${FUZZ_SMOKE_SECS:-5}" != 0 ]; then
   FUZZ_SMOKE=1 scripts/fuzz.sh "${FUZZ_SMOKE_SECS:-5}"
 fi
 status=0
-cargo test --workspace --no-fail-fast -- --test-threads=2 || status=$?
+# The test binaries two at a time (scripts/run-tests.py: most tests wait on real daemons);
+# TEST_RUNNER=cargo runs them one after another as `cargo test` does.
+if [ "${TEST_RUNNER:-slots}" = cargo ]; then
+  cargo test --workspace --no-fail-fast -- --test-threads=2 || status=$?
+else
+  scripts/run-tests.py || status=$?
+fi
 scripts/test-skips.sh "$SALT_RS_SKIP_LOG"
 exit "$status"

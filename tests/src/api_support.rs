@@ -1,6 +1,6 @@
 //! A master, our minion and a salt-api on one side (Salt's master and Python salt-api, or
 //! ours), for tests/tests/api_*.rs: the eauth `file` user `fred:secret` may run `test.*`,
-//! `@runner` and `@wheel`; `tina:secret2` only `test.*` on the minion `apiminion`; the API
+//! `sys.list_functions` (for `local_subset`), `@runner` and `@wheel`; `tina:secret2` only `test.*` on the minion `apiminion`; the API
 //! listens on loopback without TLS. As root, a real PAM user ([`PamUser`]) may run `test.*`
 //! and, through its group, `@runner`.
 
@@ -85,6 +85,8 @@ pub struct ApiLab {
     pub api: Proc,
     /// The minion.
     pub minion: Daemon,
+    /// The Python minions attached besides ours ([`Self::start_full`]): id and daemon.
+    pub py_minions: Vec<(String, Daemon)>,
     /// The master.
     pub master: Daemon,
     /// The scratch directory (kept until the lab is dropped).
@@ -111,6 +113,21 @@ impl ApiLab {
         clients: &str,
         tls: Option<(&std::path::Path, &std::path::Path)>,
     ) -> Result<Self, HarnessError> {
+        Self::start_full(side, ours, clients, tls, &[])
+    }
+
+    /// [`Self::start_with`], with one Python minion of each of `py` (release, venv) attached
+    /// too, all together: id `apipy<major>` (`apipy3007` for 3007.17).
+    ///
+    /// # Errors
+    /// A daemon did not start.
+    pub fn start_full(
+        side: &Side,
+        ours: &Side,
+        clients: &str,
+        tls: Option<(&std::path::Path, &std::path::Path)>,
+        py: &[(String, crate::SaltVenv)],
+    ) -> Result<Self, HarnessError> {
         let root = TempRoot::new()?;
         let ports = free_port_pair()?;
         let api_port = free_port()?;
@@ -130,7 +147,7 @@ impl ApiLab {
         })
         .transpose()?;
         let file = format!(
-            "file: {{'^filename': '{}', '^filetype': text, fred: ['test.*', '@runner', '@wheel'], tina: [{{apiminion: ['test.*']}}]}}",
+            "file: {{'^filename': '{}', '^filetype': text, fred: ['test.*', 'sys.list_functions', '@runner', '@wheel'], tina: [{{apiminion: ['test.*']}}]}}",
             users.display()
         );
         let eauth = match &pam {
@@ -166,7 +183,18 @@ impl ApiLab {
         let mid = "apiminion";
         let minion_conf = MinionConf::new(root.path().join(mid), mid).ports(ports.0, ports.1);
         let minion = Daemon::start_minion(ours, &minion_conf)?;
+        // Each minion has its own directory under `root` (made before any starts).
+        let mut py_minions = Vec::new();
+        for (version, venv) in py {
+            let id = format!("apipy{}", version.split('.').next().unwrap_or(version));
+            let conf = MinionConf::new(root.path().join(&id), &id).ports(ports.0, ports.1);
+            let d = Daemon::start_minion(&Side::Salt(venv.clone()), &conf)?;
+            py_minions.push((id, d));
+        }
         minion.wait_minion_ready()?;
+        for (_, d) in &py_minions {
+            d.wait_minion_ready()?;
+        }
         let api_bin = match side {
             Side::Salt(v) => v.bin("salt-api"),
             Side::Ours(b) => b.master.with_file_name("salt-api"),
@@ -198,6 +226,7 @@ impl ApiLab {
             mid,
             api,
             minion,
+            py_minions,
             master,
             root,
         })
@@ -207,6 +236,9 @@ impl ApiLab {
     pub fn stop(mut self) {
         self.api.stop(Duration::from_secs(10));
         self.minion.proc.stop(Duration::from_secs(10));
+        for (_, d) in &mut self.py_minions {
+            d.proc.stop(Duration::from_secs(10));
+        }
         self.master.proc.stop(Duration::from_secs(15));
     }
 }

@@ -20,17 +20,21 @@
 
 pub mod api_support;
 pub mod bins;
+pub mod bus_listener;
 pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod e2e_support;
 pub mod error;
 pub mod fleet;
+pub mod formulas_support;
 pub mod git_support;
+pub mod interop_pair;
 pub mod interop_support;
 pub mod keys;
 pub mod lab;
 pub mod netns;
+pub mod orch_support;
 pub mod pam;
 pub mod pg;
 pub mod pillar_support;

@@ -1,6 +1,7 @@
 //! salt-api (issue #34): Salt 3007.17's Python `salt-api` (rest_cherrypy) on Salt's master is
 //! the reference; ours on our master must answer the same requests with the same statuses and
-//! bodies (after taking out tokens, jids and times). The minion is ours on both sides. The
+//! bodies (after taking out tokens, jids and times). The minions are ours and one Python
+//! minion of each Salt release (3006, 3007, 3008), attached together, on both sides. The
 //! requests are made by a Python script (`urllib`), and by `pepper` (PyPI `salt-pepper`,
 //! a real client) when its venv exists (`scripts/pepper-venv.sh`).
 //!
@@ -19,6 +20,7 @@ use serde_json::Value;
 const CLIENT: &str = r#"
 import io, json, re, sys, tarfile, time, urllib.request, urllib.error, urllib.parse
 base, mid, pam = sys.argv[1], sys.argv[2], sys.argv[3]
+pymids = [m for m in sys.argv[4].split(",") if m]
 out = {}
 def wheel_norm(r):
     # A wheel call's answer without its jid, tag and time stamp.
@@ -97,6 +99,24 @@ out["local_nobody"] = [s, b]
 s, b, _ = req("/", [{"client": "runner_async", "fun": "test.arg"}], headers=A)
 out["runner_async"] = [s, sorted(b["return"][0])]
 s, b, _ = req("/", [{"client": "local_batch", "tgt": mid, "fun": "test.ping"}], headers=A)
+out["local_batch"] = [s, b]
+s, b, _ = req("/", [{"client": "local_batch", "tgt": mid, "fun": "test.arg", "arg": ["x"],
+                     "batch": "1"}], headers=A)
+out["local_batch_arg"] = [s, s == 200 and [{m: r["args"] for m, r in x.items()}
+                                           for x in b["return"]]]
+s, b, _ = req("/", [{"client": "local_batch", "tgt": "nobody", "fun": "test.ping",
+                     "batch": 1}], headers=A)
+out["local_batch_nobody"] = [s, b]
+s, b, _ = req("/run", [dict(client="local_batch", tgt=mid, fun="cmd.run", arg=["id"],
+                            eauth="file", username="tina", password="secret2")])
+out["local_batch_denied"] = s
+s, b, _ = req("/", [{"client": "local_subset", "tgt": mid, "fun": "test.ping", "subset": 1}],
+              headers=A)
+out["local_subset"] = [s, b]
+s, b, _ = req("/run", [dict(client="local_subset", tgt=mid, fun="test.ping",
+                            eauth="file", username="tina", password="secret2")])
+out["local_subset_denied"] = s
+s, b, _ = req("/", [{"client": "destroy", "tgt": mid, "fun": "test.ping"}], headers=A)
 out["client_disabled"] = s
 s, b, _ = req("/", [{"client": "nope", "tgt": mid, "fun": "test.ping"}], headers=A)
 out["client_invalid"] = s
@@ -214,8 +234,10 @@ def req_err(path, body, headers):
             return [resp.status, None]
     except urllib.error.HTTPError as e:
         return [e.code, e.headers.get("Content-Type"), e.read().decode()]
-out["client_disabled_page"] = req_err("/", [{"client": "local_batch", "tgt": mid,
+out["client_disabled_page"] = req_err("/", [{"client": "destroy", "tgt": mid,
                                              "fun": "test.ping"}], A)
+out["runner_unknown_page"] = req_err("/", [{"client": "runner", "fun": "no.such"}], A)
+out["runner_async_unknown_page"] = req_err("/", [{"client": "runner_async", "fun": "no.such"}], A)
 out["client_invalid_page"] = req_err("/", [{"client": "nope", "fun": "test.ping"}], A)
 out["ssh_page"] = req_err("/", [{"client": "ssh", "tgt": mid, "fun": "test.ping"}], A)
 s, b, _ = req("/hook/my/tag", {"a": 1}, headers=A)
@@ -240,9 +262,158 @@ with urllib.request.urlopen(r, timeout=30) as resp:
                     data["data"]["body"]]
             break
     out["events_hook"] = seen
+import base64, os, socket, struct, threading
+def ws_open(path, headers=None):
+    # A websocket client over a raw socket (RFC 6455): the status and, on 101, the stream.
+    u = urllib.parse.urlparse(base)
+    so = socket.create_connection((u.hostname, u.port), timeout=60)
+    h = {"Host": "%s:%d" % (u.hostname, u.port), "Upgrade": "websocket",
+         "Connection": "Upgrade", "Sec-WebSocket-Version": "13", "Origin": base,
+         "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode()}
+    h.update(headers or {})
+    head = "GET %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in h.items())
+    so.sendall((head + "\r\n").encode())
+    f = so.makefile("rb")
+    status = int(f.readline().split()[1])
+    while f.readline() not in (b"\r\n", b""):
+        pass
+    return so, f, status
+def ws_send(so, text):
+    data, mask = text.encode(), os.urandom(4)
+    n = len(data)
+    hdr = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
+                           bytes([0x80 | 126]) + struct.pack(">H", n))
+    so.sendall(hdr + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(data)))
+def ws_recv(f):
+    out = b""
+    while True:
+        b0, b1 = f.read(2)
+        n = b1 & 0x7f
+        if n == 126:
+            n = struct.unpack(">H", f.read(2))[0]
+        elif n == 127:
+            n = struct.unpack(">Q", f.read(8))[0]
+        out += f.read(n)
+        if b0 & 0x80:
+            return out.decode()
+def ws_until(so, f, fire, match):
+    # Fires `fire()` every half second (the server subscribes to the bus after "ready")
+    # until a message `match`es; returns what `match` made of it.
+    done = threading.Event()
+    def firing():
+        while not done.is_set():
+            fire()
+            done.wait(0.5)
+    t = threading.Thread(target=firing)
+    t.start()
+    try:
+        for _ in range(5000):
+            got = match(ws_recv(f))
+            if got is not None:
+                return got
+    finally:
+        done.set()
+        t.join()
+so, f, s = ws_open("/ws/" + tok)
+ws_send(so, "websocket client ready")
+first = ws_recv(f)
+def hook_seen(m):
+    if not m.startswith("data: "):
+        return None
+    e = json.loads(m[len("data: "):])
+    if e["tag"] != "salt/netapi/hook/ws/check":
+        return None
+    return [m.endswith("\n\n"), sorted(e), sorted(e["data"]), e["data"]["post"]]
+out["ws"] = [s, first, ws_until(so, f, lambda: req("/hook/ws/check", {"n": 8}, headers=A),
+                               hook_seen)]
+jids = []
+def job_ret(m):
+    e = json.loads(m[len("data: "):]) if m.startswith("data: ") else {}
+    if any(e.get("tag") == "salt/job/%s/ret/%s" % (j, mid) for j in list(jids)):
+        return [sorted(e["data"]), e["data"]["return"], e["data"]["fun"]]
+    return None
+def ping_async():
+    # A new job every other second: a job published before the server's bus subscription
+    # was live (Salt's /ws subscribes in a child process after "ready") is never seen.
+    if len(jids) < 60 and (not jids or time.time() - ping_async.last >= 2):
+        ping_async.last = time.time()
+        s, b, _ = req("/", [{"client": "local_async", "tgt": mid, "fun": "test.ping"}],
+                      headers=A)
+        jids.append(b["return"][0]["jid"])
+ping_async.last = 0.0
+out["ws_job"] = ws_until(so, f, ping_async, job_ret)
+so.close()
+so, f, s = ws_open("/ws?format_events", A)
+ws_send(so, "websocket client ready")
+ws_recv(f)
+jids = []
+def job_formatted(m):
+    d = json.loads(m)
+    jobs = [d.get("jobs", {}).get(j) for j in list(jids)]
+    job = next((j for j in jobs if j and j.get("state") == "complete" and "fun" in j), None)
+    if not job:
+        return None
+    return [sorted(d), sorted(job), job["fun"], job["tgt"], job["tgt_type"],
+            job["minions"][mid]]
+out["ws_format_events"] = [s, ws_until(so, f, ping_async, job_formatted)]
+so.close()
+out["ws_no_auth"] = ws_open("/ws")[2]
+# Salt's documented max_request_body_size default (1 MiB) is not applied (CherryPy does not
+# read the key Salt gives it): a 1.5 MiB lowstate runs.
+big = [{"client": "local", "tgt": mid, "fun": "test.arg", "arg": ["x" * (1536 * 1024)]}]
+try:
+    out["body_too_large"] = req("/", big, headers=A)[0]
+except (ConnectionError, urllib.error.URLError) as e:
+    out["body_too_large"] = "disconnected"
+out["ws_bad_session"] = ws_open("/ws/" + "0" * 40)[2]
 s, b, _ = req("/stats", headers=A)
 # Salt's answer is CherryPy's live server statistics: only the status compares.
 out["stats"] = s
+# The Python minions (one per Salt release), attached beside ours.
+def kw_clean(r):
+    if not isinstance(r, dict) or "kwargs" not in r:
+        return r
+    return {"args": r["args"], "kwargs": {k: v for k, v in r["kwargs"].items()
+                                          if not k.startswith("__")}}
+s, b, _ = req("/", [{"client": "local", "tgt": "*", "fun": "test.ping"}], headers=A)
+out["py_all_ping"] = [s, b]
+for m in pymids:
+    s, b, _ = req("/", [{"client": "local", "tgt": m, "fun": "test.ping"}], headers=A)
+    out["py_ping " + m] = [s, b]
+    s, b, _ = req("/", [{"client": "local", "tgt": m, "fun": "test.arg", "arg": ["a", 1],
+                         "kwarg": {"k": "v"}}], headers=A)
+    out["py_arg " + m] = [s, s == 200 and kw_clean(b["return"][0].get(m))]
+    s, b, _ = req("/run", [dict(T, client="local", tgt=m, fun="test.ping")])
+    out["py_limited_ping " + m] = [s, b]
+    s, b, _ = req("/minions/" + m, headers=A)
+    out["py_minions_one " + m] = [s, sorted(b["return"][0]) if s == 200 else b]
+    s, b, _ = req("/minions", [{"tgt": m, "fun": "test.ping"}], headers=A)
+    out["py_minions_post " + m] = [s, s < 300 and [sorted(b), b["return"][0]["minions"]]]
+    s, b, _ = req("/", [{"client": "local_async", "tgt": m, "fun": "test.arg", "arg": ["x"]}],
+                  headers=A)
+    jid = b["return"][0]["jid"] if s == 200 else "0" * 20
+    for _ in range(120):
+        s, b, _ = req("/jobs/" + jid, headers=A)
+        if s != 200 or b["return"][0]:
+            break
+        time.sleep(0.5)
+    if s == 200:
+        info = b["info"][0]
+        out["py_jobs_one " + m] = [
+            s, {k: info.get(k) for k in ("Function", "Arguments", "Target", "Target-type",
+                                         "User", "Minions")},
+            sorted(info["Result"]), sorted(info["Result"][m]), b["return"][0][m]["args"]]
+    else:
+        out["py_jobs_one " + m] = s
+    s, b, _ = req("/keys/" + m, headers=A)
+    out["py_keys_one " + m] = [s, b and re.sub(r"[0-9a-f]{2}(:[0-9a-f]{2})+", "<finger>",
+                                               json.dumps(b))]
+    s, b, _ = req("/", [{"client": "local_batch", "tgt": m, "fun": "test.arg", "arg": ["y"],
+                         "batch": "1"}], headers=A)
+    out["py_local_batch " + m] = [s, s == 200 and [{k: r["args"] for k, r in x.items()}
+                                                  for x in b["return"]]]
+s, b, _ = req("/keys", headers=A)
+out["keys_with_py"] = [s, b]
 s, b, _ = req("/logout", {}, headers=A)
 out["logout"] = [s, b]
 s, b, _ = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], headers=A)
@@ -257,12 +428,35 @@ fn api_3007() {
     let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
         return;
     };
+    // Salt's `/ws` needs ws4py (scripts/salt-venv.sh installs it).
+    let ws4py = std::process::Command::new(venv.bin("python"))
+        .args(["-c", "import ws4py"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let found = if ws4py {
+        Ok(())
+    } else {
+        Err(salt_integration_tests::Missing::new(
+            "ws4py in the Salt 3007.17 venv (run scripts/salt-venv.sh 3007.17)",
+        ))
+    };
+    if salt_integration_tests::require(found).is_none() {
+        return;
+    }
     let _guard = serial();
     let b = bins().unwrap();
     let ours = Side::Ours(b.clone());
     let py = Side::Salt(venv.clone());
-    let salts = scenario(&venv, &py, &ours);
-    let ourss = scenario(&venv, &ours, &ours);
+    // One Python minion of each Salt release beside ours, on both sides.
+    let mut py_minions = Vec::new();
+    for v in salt_integration_tests::interop_support::VERSIONS {
+        let Some(pv) = salt_integration_tests::require(venv_for(v)) else {
+            continue;
+        };
+        py_minions.push(((*v).to_owned(), pv));
+    }
+    let salts = scenario(&venv, &py, &ours, &py_minions);
+    let ourss = scenario(&venv, &ours, &ours, &py_minions);
     for (k, v) in salts.as_object().unwrap() {
         assert_eq!(
             Some(v),
@@ -272,6 +466,164 @@ fn api_3007() {
         );
     }
     assert_eq!(salts, ourss);
+    ours_without_master_keys(&venv, &ours);
+}
+
+/// The API holds none of the master's keys: ours, started from a copy of the master's config
+/// whose `pki_dir` is an empty directory, logs in, runs a job and lists the keys (all through
+/// the master) and leaves that directory empty. Bounded: a body over `max_request_body_size`
+/// is a 413; an `/events` client that never reads does not stall the bus (a reading client
+/// sees every event of a 12 MB flood, more than the stalled socket holds, and the next job
+/// answers). salt-rs's `token_rate_limit`: a session past its burst gets 429, another not.
+fn ours_without_master_keys(venv: &SaltVenv, ours: &Side) {
+    let lab = ApiLab::start(ours, ours, "[local, wheel]").unwrap();
+    let work = lab.root.dir("nokeys").unwrap();
+    let (pki, conf) = (work.join("pki"), work.join("conf"));
+    std::fs::create_dir_all(&pki).unwrap();
+    std::fs::create_dir_all(&conf).unwrap();
+    let port = salt_integration_tests::free_port().unwrap();
+    let master = std::fs::read_to_string(lab.master.conf_dir.join("master")).unwrap();
+    let text: Vec<String> = master
+        .lines()
+        .map(|l| match l.split_once(':').map(|(k, _)| k) {
+            Some("pki_dir") => format!("pki_dir: '{}'", pki.display()),
+            Some("rest_cherrypy") => format!(
+                "rest_cherrypy: {{port: {port}, host: 127.0.0.1, disable_ssl: True, \
+                 max_request_body_size: 100000, token_rate_limit: 1, token_rate_burst: 10}}"
+            ),
+            Some("api_logfile") => format!("api_logfile: '{}'", work.join("api.log").display()),
+            Some("api_pidfile") => format!("api_pidfile: '{}'", work.join("api.pid").display()),
+            _ => l.to_owned(),
+        })
+        .collect();
+    std::fs::write(conf.join("master"), text.join("\n") + "\n").unwrap();
+    let Side::Ours(b) = ours else { unreachable!() };
+    let mut api = ProcSpec::new(
+        "salt-api-nokeys",
+        b.master.with_file_name("salt-api"),
+        &work,
+    )
+    .args([
+        "-c".as_ref(),
+        conf.as_os_str(),
+        "-l".as_ref(),
+        "info".as_ref(),
+    ])
+    .spawn()
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "{}", api.tail(40));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let code = r#"
+import json, sys, urllib.error, urllib.parse, urllib.request
+base, mid = sys.argv[1], sys.argv[2]
+def req(path, body, tok=None):
+    h = {"Content-Type": "application/json", "Accept": "application/json"}
+    if tok:
+        h["X-Auth-Token"] = tok
+    r = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers=h)
+    with urllib.request.urlopen(r, timeout=60) as resp:
+        return json.loads(resp.read())
+tok = req("/login", {"username": "fred", "password": "secret", "eauth": "file"})["return"][0]["token"]
+ping = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], tok)["return"]
+keys = req("/", [{"client": "wheel", "fun": "key.list_all"}], tok)["return"][0]["data"]["return"]
+# max_request_body_size: 100000 refuses a larger body.
+try:
+    req("/", [{"client": "local", "tgt": mid, "fun": "test.arg", "arg": ["x" * 200000]}], tok)
+    big = 200
+except urllib.error.HTTPError as e:
+    big = e.code
+except ConnectionError:
+    big = "disconnected"
+# A reader that never reads does not stall the bus: 3,000 events of 4 KB fired on the
+# master's bus (Salt's own MasterEvent) while it sleeps; a reading client sees them all and
+# the next job answers.
+import http.client, socket, subprocess, threading
+u = urllib.parse.urlparse(base)
+slow = socket.create_connection((u.hostname, u.port))
+slow.sendall(("GET /events HTTP/1.1\r\nHost: x\r\nX-Auth-Token: %s\r\n\r\n" % tok).encode())
+fast = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
+fast.request("GET", "/events", headers={"X-Auth-Token": tok})
+r = fast.getresponse()
+r.fp.readline()
+seen = []
+def reader():
+    n = 0
+    while True:
+        line = r.fp.readline()
+        if not line:
+            break
+        if line.startswith(b"tag: flood/"):
+            n += 1
+            if line.startswith(b"tag: flood/end"):
+                break
+    seen.append(n)
+t = threading.Thread(target=reader)
+t.start()
+import time
+time.sleep(1)
+fire = """
+import sys, salt.config, salt.utils.event
+opts = salt.config.master_config(sys.argv[1])
+ev = salt.utils.event.get_master_event(opts, opts["sock_dir"], listen=False)
+for i in range(3000):
+    ev.fire_event({"i": i, "pad": "p" * 4096}, "flood/%d" % i)
+ev.fire_event({}, "flood/end")
+ev.destroy()
+"""
+subprocess.run([sys.executable, "-c", fire, sys.argv[3]], check=True, timeout=600)
+t.join(300)
+after = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], tok)["return"]
+slow.close()
+# salt-rs's token_rate_limit (1/s, burst 10): a second session's requests are refused 429
+# (CherryPy's page, Retry-After) once its burst is spent; the first session is not.
+tok2 = req("/login", {"username": "fred", "password": "secret", "eauth": "file"})["return"][0]["token"]
+limited = None
+for i in range(200):
+    r = urllib.request.Request(base + "/stats", headers={"X-Auth-Token": tok2})
+    try:
+        with urllib.request.urlopen(r, timeout=60) as resp:
+            resp.read()
+    except urllib.error.HTTPError as e:
+        page = e.read().decode()
+        limited = [e.code, i >= 10, e.headers.get("Content-Type"),
+                   int(e.headers.get("Retry-After", "0")) >= 1, "429 Too Many Requests" in page]
+        break
+first_still = req("/", [{"client": "local", "tgt": mid, "fun": "test.ping"}], tok)["return"]
+print("RESULT " + json.dumps([ping, keys["minions"], big, seen, after, limited, first_still]))
+"#;
+    let base = format!("http://127.0.0.1:{port}");
+    let master_conf = lab.master.conf_dir.join("master").display().to_string();
+    let spec = python(venv, &work, "nokeys", code, &[&base, lab.mid, &master_conf]);
+    let mut c = std::process::Command::new(&spec.program);
+    c.args(&spec.args);
+    let out = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("no-keys salt-api: {out:?}\n{}", api.tail(40)));
+    let got: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(
+        got,
+        serde_json::json!([
+            [{lab.mid: true}],
+            [lab.mid],
+            413,
+            [3001],
+            [{lab.mid: true}],
+            [429, true, "text/html;charset=utf-8", true, true],
+            [{lab.mid: true}]
+        ]),
+        "{}",
+        api.tail(40)
+    );
+    let left: Vec<_> = std::fs::read_dir(&pki).unwrap().collect();
+    assert!(left.is_empty(), "salt-api wrote into its pki_dir: {left:?}");
+    api.stop(Duration::from_secs(10));
+    lab.stop();
 }
 
 fn python(venv: &SaltVenv, dir: &Path, name: &str, code: &str, args: &[&str]) -> ProcSpec {
@@ -354,14 +706,22 @@ fn wheel_norm(v: &Value) -> Value {
     v
 }
 
-fn scenario(venv: &SaltVenv, side: &Side, ours: &Side) -> Value {
+fn scenario(venv: &SaltVenv, side: &Side, ours: &Side, py: &[(String, SaltVenv)]) -> Value {
     let label = format!("{} master + salt-api", side.label());
     println!("== {label}");
-    let clients = "[local, local_async, runner, runner_async, wheel, wheel_async]";
-    let lab = ApiLab::start(side, ours, clients).unwrap();
+    let clients =
+        "[local, local_async, local_batch, local_subset, runner, runner_async, wheel, wheel_async]";
+    let lab = ApiLab::start_full(side, ours, clients, None, py).unwrap();
     let work = lab.root.dir("work").unwrap();
     let pam = lab.pam.as_ref().map_or("", |p| p.name.as_str());
-    let spec = python(venv, &work, "client", CLIENT, &[&lab.base, lab.mid, pam]);
+    let pymids: Vec<&str> = lab.py_minions.iter().map(|(id, _)| id.as_str()).collect();
+    let spec = python(
+        venv,
+        &work,
+        "client",
+        CLIENT,
+        &[&lab.base, lab.mid, pam, &pymids.join(",")],
+    );
     let mut c = std::process::Command::new(&spec.program);
     c.args(&spec.args);
     let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();

@@ -49,6 +49,21 @@ fn accepted(c: &Cluster) -> usize {
     std::fs::read_dir(c.pki().join("minions")).map_or(0, |d| d.count())
 }
 
+/// Pings `held-*` until all `n` held minions answer (a minion counted in `pki/minions` may
+/// still be subscribing, or its key not yet listed by the master), at most `limit`; returns
+/// how many answered the last ping and its output.
+fn until_all_held_answer(c: &Cluster, n: usize, limit: Duration) -> (usize, String) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let out = c.salt(&["-t", "10", "held-*", "test.ping"]).unwrap();
+        let answered = out.stdout.lines().filter(|l| l.trim() == "True").count();
+        if answered >= n || Instant::now() > deadline {
+            return (answered, out.stdout);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// Both tests load the machine on purpose (hundreds of swarm minions against a master at its
 /// descriptor limit): one at a time, so that neither runs under the other's load (CI runs two
 /// tests of a binary at once).
@@ -214,8 +229,7 @@ fn master_flooded_with_connections_keeps_a_reserve_does_not_spin_and_serves_its_
         || accepted(&c) >= HELD,
     )
     .unwrap_or_else(|e| panic!("{e}\n{}", held.tail(20)));
-    let out = c.salt(&["-t", "20", "held-*", "test.ping"]).unwrap();
-    let before = out.stdout.lines().filter(|l| l.trim() == "True").count();
+    let (before, before_out) = until_all_held_answer(&c, HELD, Duration::from_secs(60));
 
     // A flood: every one of these connects its publish socket at start, signed in or not,
     // more than the limit allows.
@@ -231,7 +245,7 @@ fn master_flooded_with_connections_keeps_a_reserve_does_not_spin_and_serves_its_
     master
         .check_running()
         .unwrap_or_else(|e| panic!("the master died: {e}\n{}", master.tail(40)));
-    assert_eq!(before, HELD, "{}", out.stdout);
+    assert_eq!(before, HELD, "{before_out}");
     assert_eq!(
         answered, HELD,
         "every minion held before the flood answers during it:\n{}\n{}",
@@ -253,4 +267,100 @@ fn master_flooded_with_connections_keeps_a_reserve_does_not_spin_and_serves_its_
         "an EMFILE reached a file read or write:\n{log}"
     );
     assert!(!log.contains("failed on the master side"), "{log}");
+}
+
+/// A sign-in storm (issue 39 item 2): a thousand new minions all signing in at once, each
+/// waiting for its answer as a Salt minion does (`auth_timeout` 5 s, then again), against a
+/// master with two workers. The sign-ins queue behind the requests of the minions already
+/// signed in and run on one worker of the two, so the held minions' `test.ping` returns
+/// during the storm; the storm itself gets in (the master keeps signing in).
+#[test]
+fn sign_in_storm_does_not_stop_the_minions_already_signed_in() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    const HELD: usize = 20;
+    const STORM: usize = 1000;
+    let swarm = swarm_bin();
+    let c = Cluster::new(|m| {
+        m.auto_accept(true)
+            .set("worker_threads", 2u32)
+            .set("loop_interval", 60u32)
+    })
+    .unwrap();
+    let conf_dir = c.master_conf().conf_dir();
+    let mut master = ProcSpec::new("master", &c.bins().master, c.master_conf().dir())
+        .args(["-c".into(), conf_dir.into_os_string()])
+        .args(["-l", "info"])
+        .spawn()
+        .unwrap();
+    wait_for_log(&master, MASTER_READY, Duration::from_secs(30)).unwrap();
+    let (publish, ret) = c.ports();
+    let keys = c.root().join("swarm-keys");
+    let swarm_args = |n: usize, prefix: &str, concurrency: usize| {
+        vec![
+            "-n".to_owned(),
+            n.to_string(),
+            "--keys".into(),
+            "8".into(),
+            "--id-prefix".into(),
+            prefix.into(),
+            "--ret-port".into(),
+            ret.to_string(),
+            "--publish-port".into(),
+            publish.to_string(),
+            "--concurrency".into(),
+            concurrency.to_string(),
+            "--auth-timeout".into(),
+            "5".into(),
+            "--run-time".into(),
+            "300".into(),
+            "--interval".into(),
+            "1".into(),
+            "--key-cache".into(),
+            keys.display().to_string(),
+        ]
+    };
+    let held = ProcSpec::new("held", &swarm, c.root())
+        .args(swarm_args(HELD, "held-", 16))
+        .args(["--sub-at-signin"])
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the held minions to sign in",
+        Duration::from_secs(60),
+        || accepted(&c) >= HELD,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", held.tail(20)));
+    let (before, before_out) = until_all_held_answer(&c, HELD, Duration::from_secs(90));
+    assert_eq!(before, HELD, "{before_out}");
+
+    let storm = ProcSpec::new("storm", &swarm, c.root())
+        .args(swarm_args(STORM, "storm-", STORM))
+        .args(["--exit-after-signin"])
+        .spawn()
+        .unwrap();
+    // The storm is under way: some of it is in.
+    wait_until(
+        "the storm to start signing in",
+        Duration::from_secs(120),
+        || accepted(&c) >= HELD + 20,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", storm.tail(20)));
+    let out = c.salt(&["-t", "60", "held-*", "test.ping"]).unwrap();
+    let during = out.stdout.lines().filter(|l| l.trim() == "True").count();
+    let in_by_then = accepted(&c) - HELD;
+    master
+        .check_running()
+        .unwrap_or_else(|e| panic!("the master died: {e}\n{}", master.tail(40)));
+    assert_eq!(
+        during, HELD,
+        "every held minion answers during the storm:\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    // And the storm gets in.
+    wait_until("the storm to sign in", Duration::from_secs(300), || {
+        accepted(&c) >= HELD + STORM
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", storm.tail(20)));
+    eprintln!("storm of {STORM}: {HELD} held minions answered with {in_by_then} of the storm in");
+    assert!(!master.output().contains("failed on the master side"));
 }

@@ -5,51 +5,28 @@
 //! script: the highstate of a top applying the formula compiles the same SLS).
 //! Every comparison must be equal except those in [`KNOWN`], each with its reason; a
 //! known difference that has become equal fails too, so the list only shrinks.
+//!
+//! The same run compares `state.show_sls` and `state.apply test=True` with the Python
+//! minions of [`ALSO`] (3006.30, 3008.5), reusing our answers and 3007.17's: where such a
+//! version answers as 3007.17 does, ours must too; where it differs from 3007.17 (Salt's own
+//! change between versions, e.g. 3006 has no `__sls_included_from__`), ours must be
+//! 3007.17's, the version it follows (`SALT_VERSION`), and the harness says so
+//! (`ours=3007.17`); the test prints those cells.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::Command;
-
+use salt_integration_tests::formulas_support::{FORMULAS, HarnessRun, formulas_dir};
 use salt_integration_tests::interop_support::venv_for;
-use salt_integration_tests::{Missing, TempRoot, bins, both, command, require, workspace_root};
-
-/// The training formulas (folder names under `../shared/formulas`).
-const FORMULAS: &[&str] = &[
-    "apache",
-    "cron",
-    "fail2ban",
-    "logrotate",
-    "packages",
-    "postgres",
-    "resolver",
-    "sudoers",
-    "sysctl",
-    "systemd",
-];
+use salt_integration_tests::{bins, both, command, require};
 
 /// The comparisons run per formula (the harness's command names).
 const CMDS: &[&str] = &["show_highstate", "apply"];
 
+/// The other Salt versions compared, on [`ALSO_CMDS`].
+const ALSO: &[&str] = &["3006.30", "3008.5"];
+const ALSO_CMDS: &[&str] = &["show_sls", "apply"];
+
 /// Known differences: (formula, command, reason). Empty: all are equal today.
 const KNOWN: &[(&str, &str, &str)] = &[];
-
-fn formulas_dir() -> Result<PathBuf, Missing> {
-    let dir = workspace_root().join("../shared/formulas");
-    let missing: Vec<&str> = FORMULAS
-        .iter()
-        .copied()
-        .filter(|f| !dir.join(f).join(f).is_dir())
-        .collect();
-    if missing.is_empty() {
-        Ok(dir)
-    } else {
-        Err(Missing::new(format!(
-            "the community formulas {missing:?} under {} (../shared/formulas beside the \
-             workspace, each <name>/<name>/ with pillar.example)",
-            dir.display()
-        )))
-    }
-}
 
 #[test]
 fn formulas_same_as_python_3007() {
@@ -62,35 +39,43 @@ fn formulas_same_as_python_3007() {
     let Some(_) = require(both(command("python3"), command("time"))) else {
         return;
     };
+    let mut also = Vec::new();
+    for v in ALSO {
+        let Some(venv) = require(venv_for(v)) else {
+            return;
+        };
+        also.push(format!("{v}={}", venv.dir.display()));
+    }
     let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let venv_root = venv.bin("salt-call");
-    let venv_root = venv_root.parent().and_then(|p| p.parent()).unwrap();
-    let tmp = TempRoot::new().unwrap();
-    let results = tmp.path().join("results");
-    let out = Command::new("bash")
-        .arg(workspace_root().join("scripts/formulas.sh"))
-        .args(FORMULAS.iter().map(|f| dir.join(f)))
-        .env("SALT_VENV", venv_root)
-        .env("SALT_CALL", &ours)
-        .env("CMDS", CMDS.join(" "))
-        .env("RESULTS", &results)
-        .env("VERBOSE", "1")
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    let diffs = String::from_utf8_lossy(&out.stderr);
-    println!("{report}");
-    let lines = std::fs::read_to_string(&results).unwrap_or_default();
+    let run = HarnessRun::run(
+        "formulas.sh",
+        &dir,
+        &venv,
+        &[
+            ("SALT_CALL", ours.display().to_string()),
+            ("CMDS", CMDS.join(" ")),
+            ("ALSO", also.join(" ")),
+            ("ALSO_CMDS", ALSO_CMDS.join(" ")),
+        ],
+    );
+    let (report, diffs) = (&run.report, &run.diffs);
+    let cell = |f: &str, c: &str| run.cell(f, c);
     let mut wrong = Vec::new();
     let mut fixed = Vec::new();
+    let follows = "ours=3007.17";
     for f in FORMULAS {
+        for v in ALSO {
+            for c in ALSO_CMDS {
+                let cell = cell(f, &format!("{c}@{v}"));
+                if cell == follows {
+                    println!("{f} {c}: Salt {v} differs from 3007.17; ours is 3007.17's");
+                } else if cell != "equal" {
+                    wrong.push(format!("{f} {c}@{v}: {cell}"));
+                }
+            }
+        }
         for c in CMDS {
-            let cell = lines
-                .lines()
-                .filter_map(|l| l.split_once(' '))
-                .filter(|(n, _)| n == f)
-                .find_map(|(_, rest)| rest.strip_prefix(&format!("{c} ")))
-                .unwrap_or("not run");
+            let cell = cell(f, c);
             let known = KNOWN.iter().find(|(kf, kc, _)| kf == f && kc == c);
             match (cell == "equal", known) {
                 (true, Some((_, _, why))) => fixed.push(format!("{f} {c} ({why})")),
@@ -101,7 +86,8 @@ fn formulas_same_as_python_3007() {
     }
     assert!(
         wrong.is_empty(),
-        "differs from Salt 3007.17: {wrong:?}\n{report}\n{diffs}"
+        "differs from Salt 3007.17 (or from 3006.30/3008.5 where they agree with it): \
+         {wrong:?}\n{report}\n{diffs}"
     );
     assert!(
         fixed.is_empty(),

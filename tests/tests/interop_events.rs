@@ -18,10 +18,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use salt_integration_tests::bus_listener;
 use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
 use salt_integration_tests::{
-    MasterConf, MinionConf, Proc, ProcSpec, SaltVenv, TempRoot, bins, free_port_pair,
-    run_with_timeout, wait_until,
+    MasterConf, MinionConf, ProcSpec, SaltVenv, TempRoot, bins, free_port_pair, run_with_timeout,
+    wait_until,
 };
 use serde_json::Value;
 
@@ -39,22 +40,6 @@ fn events_3007() {
 fn events_3008() {
     run("3008.5");
 }
-
-/// Prints `READY` once connected, then `EV {"tag":..., "data":...}` per event.
-const LISTENER: &str = r#"
-import json, sys, time
-import salt.config, salt.utils.event
-opts = salt.config.master_config(sys.argv[1])
-ev = salt.utils.event.get_master_event(opts, opts["sock_dir"], listen=True)
-while not ev.cpub:
-    ev.connect_pub(timeout=1)
-print("READY", flush=True)
-end = time.time() + float(sys.argv[2])
-while time.time() < end:
-    e = ev.get_event(wait=1, full=True)
-    if e:
-        print("EV " + json.dumps({"tag": e["tag"], "data": e["data"]}, default=repr), flush=True)
-"#;
 
 /// Fires `{'x': 1}` under `myco/custom` into the master's pull socket.
 const FIRE: &str = r#"
@@ -80,32 +65,6 @@ fn run(version: &str) {
     for master_side in [&py, &ours] {
         scenario(version, &venv, master_side, &ours);
     }
-}
-
-/// Every `EV` line of the listener so far.
-fn events(listener: &Proc) -> Vec<Value> {
-    listener
-        .output()
-        .lines()
-        .filter_map(|l| l.strip_prefix("EV "))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn seen(listener: &Proc, what: &str, f: impl Fn(&str, &Value) -> bool) -> Value {
-    let mut found = None;
-    wait_until(
-        &format!("the Python reader sees {what}"),
-        Duration::from_secs(60),
-        || {
-            found = events(listener)
-                .into_iter()
-                .find(|e| f(e["tag"].as_str().unwrap_or(""), &e["data"]));
-            found.is_some()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}\nreader saw:\n{}", listener.tail(60)));
-    found.unwrap()["data"].clone()
 }
 
 fn python(venv: &SaltVenv, dir: &Path, name: &str, code: &str, args: &[&str]) -> ProcSpec {
@@ -162,15 +121,7 @@ fn scenario(version: &str, venv: &SaltVenv, side: &Side, ours: &Side) {
     let work = root.dir("work").unwrap();
 
     // 1. The Python reader.
-    let mut listener = python(venv, &work, "listener", LISTENER, &[conf, "600"])
-        .spawn()
-        .unwrap();
-    wait_until(
-        "the Python reader connected",
-        Duration::from_secs(60),
-        || listener.output().contains("READY"),
-    )
-    .unwrap_or_else(|e| panic!("{label}: {e}\n{}", listener.tail(30)));
+    let mut listener = bus_listener::start(venv, &work, Path::new(conf), 600, &label);
 
     // 2. A minion, accepted with Python salt-key: salt/key, then salt/auth.
     let mid = "evminion";
@@ -187,13 +138,13 @@ fn scenario(version: &str, venv: &SaltVenv, side: &Side, ours: &Side) {
     c.arg("-c").arg(&conf_dir).args(["-a", mid, "-y"]);
     let out = run_with_timeout(c, Duration::from_secs(60)).unwrap();
     assert!(out.success(), "{label}: Python salt-key -a: {out:?}");
-    let key = seen(&listener, "salt/key", |t, d| {
+    let key = bus_listener::seen(&listener, "salt/key", |t, d| {
         // 3006/3007's salt-key says "accept", 3008.5's "accepted" (with the key's `pub`).
         t == "salt/key" && d["id"] == mid && (d["act"] == "accept" || d["act"] == "accepted")
     });
     assert_eq!(key["result"], Value::Bool(true), "{label}: {key}");
     minion.wait_minion_ready().unwrap();
-    let auth = seen(&listener, "salt/auth (accepted)", |t, d| {
+    let auth = bus_listener::seen(&listener, "salt/auth (accepted)", |t, d| {
         t == "salt/auth" && d["id"] == mid && d["act"] == "accept"
     });
     assert_eq!(auth["result"], Value::Bool(true), "{label}: {auth}");
@@ -210,12 +161,12 @@ fn scenario(version: &str, venv: &SaltVenv, side: &Side, ours: &Side) {
         .until_answer(mid, &[mid, "test.ping"], Duration::from_secs(60))
         .unwrap();
     assert_eq!(ping, Value::Bool(true), "{label}");
-    let new = seen(&listener, "salt/job/<jid>/new for test.ping", |t, d| {
+    let new = bus_listener::seen(&listener, "salt/job/<jid>/new for test.ping", |t, d| {
         t.starts_with("salt/job/") && t.ends_with("/new") && d["fun"] == "test.ping"
     });
     let jid = new["jid"].as_str().unwrap().to_owned();
     assert_eq!(new["minions"], serde_json::json!([mid]), "{label}: {new}");
-    let ret = seen(&listener, "salt/job/<jid>/ret/<id>", |t, _| {
+    let ret = bus_listener::seen(&listener, "salt/job/<jid>/ret/<id>", |t, _| {
         t == format!("salt/job/{jid}/ret/{mid}")
     });
     assert_eq!(ret["return"], Value::Bool(true), "{label}: {ret}");
@@ -255,7 +206,7 @@ fn scenario(version: &str, venv: &SaltVenv, side: &Side, ours: &Side) {
         .unwrap()
         .to_owned();
     assert!(line.contains("\"x\": 1"), "{label}: {line}");
-    let custom = seen(&listener, "myco/custom", |t, _| t == "myco/custom");
+    let custom = bus_listener::seen(&listener, "myco/custom", |t, _| t == "myco/custom");
     assert_eq!(custom["x"], 1, "{label}: {custom}");
     assert!(custom["_stamp"].is_string(), "{label}: {custom}");
     println!("{label}: salt/key, salt/auth, job new/ret and myco/custom all delivered");
@@ -304,15 +255,7 @@ fn events_ipc_mode_tcp_3007() {
         let conf_file = master.conf_dir.join("master");
         let conf = conf_file.to_str().unwrap();
         let work = root.dir("work").unwrap();
-        let mut listener = python(&venv, &work, "listener", LISTENER, &[conf, "300"])
-            .spawn()
-            .unwrap();
-        wait_until(
-            "the Python reader connected",
-            Duration::from_secs(60),
-            || listener.output().contains("READY"),
-        )
-        .unwrap_or_else(|e| panic!("{label}: {e}\n{}", listener.tail(30)));
+        let mut listener = bus_listener::start(&venv, &work, Path::new(conf), 300, &label);
         let fire = python(&venv, &work, "fire", FIRE, &[conf]);
         wait_until(
             "the reader sees myco/custom",
@@ -321,7 +264,9 @@ fn events_ipc_mode_tcp_3007() {
                 let mut c = std::process::Command::new(&fire.program);
                 c.args(&fire.args);
                 let _ = run_with_timeout(c, Duration::from_secs(30));
-                events(&listener).iter().any(|e| e["tag"] == "myco/custom")
+                bus_listener::events(&listener)
+                    .iter()
+                    .any(|e| e["tag"] == "myco/custom")
             },
         )
         .unwrap_or_else(|e| panic!("{label}: {e}\n{}", listener.tail(30)));

@@ -16,14 +16,12 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
-};
-use salt_integration_tests::require;
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
-use serde_json::{Value, json};
+use salt_integration_tests::interop_pair::{Pair, UNTIMED};
+use salt_integration_tests::interop_support::{Side, assert_no_leftovers, serial, venv_for};
+use salt_integration_tests::{TempRoot, Yaml, bins, require};
+use serde_json::json;
 
 #[test]
 fn fileserver_3006() {
@@ -99,21 +97,6 @@ fn make_tree(srv: &Path, out: &Path) {
     );
 }
 
-/// A state return without what differs per run, the minion id replaced by `ID`.
-fn normalize(v: &Value, id: &str) -> Value {
-    match v {
-        Value::String(s) => Value::String(s.replace(id, "ID")),
-        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, id)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "start_time"))
-                .map(|(k, x)| (k.replace(id, "ID"), normalize(x, id)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// Every file under `dir`: relative path → (mode, content).
 fn files_under(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
     let mut out = BTreeMap::new();
@@ -136,28 +119,6 @@ fn files_under(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
     out
 }
 
-struct Run {
-    id: &'static str,
-    cli: SaltCli,
-}
-
-impl Run {
-    fn salt(&self, args: &[&str], timeout: u32) -> Value {
-        let mut full = vec![self.id];
-        full.extend_from_slice(args);
-        let (v, out) = self.cli.salt_json(&full, timeout).unwrap();
-        let ret = v.get(self.id).cloned().unwrap_or(Value::Null);
-        assert!(
-            !ret.is_null(),
-            "{} {args:?}: no answer\n{}\n{}",
-            self.cli.side.label(),
-            out.stdout,
-            out.stderr
-        );
-        ret
-    }
-}
-
 fn run(version: &str) {
     let Some(venv) = require(venv_for(version)) else {
         return;
@@ -175,48 +136,13 @@ fn run(version: &str) {
     ));
     let py = Side::Salt(venv);
     let ours = Side::Ours(bins().unwrap());
-    // Both masters start at once (Salt's takes the longest), then both minions.
-    let mut started = Vec::new();
-    for (side, id) in [(&ours, "fs-ours"), (&py, "fs-salt")] {
-        let ports = free_port_pair().unwrap();
-        let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
-            .ports(ports.0, ports.1)
-            .auto_accept(true)
-            .set("worker_threads", 2u32)
-            .set("file_roots", roots.clone())
-            .set("pillar_roots", proots.clone());
-        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
-    }
-    let mut masters = Vec::new();
-    let mut minions = Vec::new();
-    for (side, id, ports, mut m) in started {
-        m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
-        let n = MinionConf::new(root.path().join(id), id)
-            .ports(ports.0, ports.1)
-            .set("auth_timeout", 10u32);
-        minions.push(Daemon::start_minion(&py, &n).unwrap());
-        let cli = SaltCli::new(side, &m.conf_dir);
-        masters.push((m, Run { id, cli }));
-    }
-    for m in &minions {
-        m.wait_minion_ready().unwrap();
-    }
+    let pair = Pair::start(root.path(), &ours, &py, &py, ["fs-ours", "fs-salt"], |c| {
+        c.set("file_roots", roots.clone())
+            .set("pillar_roots", proots.clone())
+    });
     step(t0, "both masters and minions up");
-    for (_, r) in &masters {
-        r.cli
-            .until_answer(r.id, &[r.id, "test.ping"], Duration::from_secs(60))
-            .unwrap();
-    }
-    let (ours_run, salt_run) = (&masters[0].1, &masters[1].1);
-    let both = |args: &[&str], timeout: u32| {
-        let a = normalize(&ours_run.salt(args, timeout), ours_run.id);
-        let b = normalize(&salt_run.salt(args, timeout), salt_run.id);
-        assert_eq!(
-            a, b,
-            "{args:?}: ours (left) and Salt's master (right) differ"
-        );
-        a
-    };
+    let (ours_run, salt_run) = (&pair.ours, &pair.salt);
+    let both = |args: &[&str], timeout: u32| pair.both(args, timeout, UNTIMED);
 
     // 1. Custom modules.
     let synced = both(&["saltutil.sync_modules"], 120);
@@ -310,7 +236,6 @@ fn run(version: &str) {
         t0,
         "cp.list_master, cp.list_master_dirs, cp.hash_file, cp.get_file",
     );
-    drop(minions);
-    drop(masters);
+    drop(pair);
     assert_no_leftovers(root.path());
 }

@@ -14,15 +14,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use salt_integration_tests::git_support::{gitpython, venv_with};
-use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
-};
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
-use salt_testkit::{git, write_file as write};
-use serde_json::{Value, json};
+use salt_integration_tests::interop_pair::Pair;
+use salt_integration_tests::interop_support::{Side, assert_no_leftovers, serial, venv_for};
+use salt_integration_tests::{TempRoot, Yaml, bins};
+use salt_testkit::{bare, commit, git, write_file as write};
+use serde_json::json;
 
 const VERSION: &str = "3007.17";
 
@@ -30,26 +29,6 @@ fn missing(what: &str) {
     let _: Option<()> = salt_integration_tests::require(Err(salt_integration_tests::Missing::new(
         format!("interop_git_pillar: {what}"),
     )));
-}
-
-/// A bare repository `name.git` under `base` from the work tree `name` (branches made by
-/// `build`).
-fn bare(base: &Path, name: &str, build: impl FnOnce(&Path)) -> (PathBuf, PathBuf) {
-    let work = base.join(name);
-    std::fs::create_dir_all(&work).unwrap();
-    git(&work, &["init", "-q"]);
-    build(&work);
-    let repo = base.join(format!("{name}.git"));
-    git(
-        base,
-        &["clone", "-q", "--bare", name, repo.to_str().unwrap()],
-    );
-    (work, repo)
-}
-
-fn commit(work: &Path, msg: &str) {
-    git(work, &["add", "-A"]);
-    git(work, &["commit", "-q", "-m", msg]);
 }
 
 /// `pillar.git` (branches `master` and `dev`), `envs.git` (`master`, `prod`) and `rooted.git`
@@ -98,62 +77,6 @@ fn make_repos(base: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     (work, pillar, envs, rooted)
 }
 
-struct Run {
-    id: &'static str,
-    cli: SaltCli,
-    run_bin: PathBuf,
-    conf_dir: PathBuf,
-}
-
-impl Run {
-    fn salt(&self, args: &[&str]) -> Value {
-        let mut full = vec![self.id];
-        full.extend_from_slice(args);
-        let (v, out) = self.cli.salt_json(&full, 60).unwrap();
-        let ret = v.get(self.id).cloned().unwrap_or(Value::Null);
-        assert!(
-            !ret.is_null(),
-            "{} {args:?}: no answer\n{}\n{}",
-            self.cli.side.label(),
-            out.stdout,
-            out.stderr
-        );
-        normalize(&ret, self.id)
-    }
-
-    fn salt_run(&self, args: &[&str]) -> Value {
-        let out = Command::new(&self.run_bin)
-            .arg("-c")
-            .arg(&self.conf_dir)
-            .args(args)
-            .args(["--out", "json"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-            panic!(
-                "{} salt-run {args:?}: not JSON ({e}): {text}\n{}",
-                self.cli.side.label(),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    }
-}
-
-/// The minion id replaced by `ID`.
-fn normalize(v: &Value, id: &str) -> Value {
-    match v {
-        Value::String(s) => Value::String(s.replace(id, "ID")),
-        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, id)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.replace(id, "ID"), normalize(x, id)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 #[test]
 fn git_pillar_3007() {
     if Command::new("git").arg("--version").output().is_err() {
@@ -181,58 +104,17 @@ fn git_pillar_3007() {
     let py_master = Side::Salt(master_venv);
     let py_minion = Side::Salt(venv.clone());
     let ours = Side::Ours(bins().unwrap());
-    let mut started = Vec::new();
-    for (side, id) in [(&ours, "gp-ours"), (&py_master, "gp-salt")] {
-        let ports = free_port_pair().unwrap();
-        let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
-            .ports(ports.0, ports.1)
-            .auto_accept(true)
-            .set("worker_threads", 2u32)
-            .set("ext_pillar", ext.clone());
-        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
-    }
-    let mut masters = Vec::new();
-    let mut minions = Vec::new();
-    for (side, id, ports, mut m) in started {
-        m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
-        let n = MinionConf::new(root.path().join(id), id)
-            .ports(ports.0, ports.1)
-            .set("auth_timeout", 10u32);
-        minions.push(Daemon::start_minion(&py_minion, &n).unwrap());
-        let run_bin = match side {
-            Side::Ours(b) => b.salt.with_file_name("salt-run"),
-            Side::Salt(v) => v.bin("salt-run"),
-        };
-        let cli = SaltCli::new(side, &m.conf_dir);
-        let conf_dir = m.conf_dir.clone();
-        masters.push((
-            m,
-            Run {
-                id,
-                cli,
-                run_bin,
-                conf_dir,
-            },
-        ));
-    }
-    for m in &minions {
-        m.wait_minion_ready().unwrap();
-    }
-    for (_, r) in &masters {
-        r.cli
-            .until_answer(r.id, &[r.id, "test.ping"], Duration::from_secs(60))
-            .unwrap();
-    }
+    let pair = Pair::start(
+        root.path(),
+        &ours,
+        &py_master,
+        &py_minion,
+        ["gp-ours", "gp-salt"],
+        |c| c.set("ext_pillar", ext.clone()),
+    );
     step("both masters and minions up");
-    let (o, s) = (&masters[0].1, &masters[1].1);
-    let both = |args: &[&str]| {
-        let (a, b) = (o.salt(args), s.salt(args));
-        assert_eq!(
-            a, b,
-            "{args:?}: ours (left) and Salt's master (right) differ"
-        );
-        a
-    };
+    let (o, s) = (&pair.ours, &pair.salt);
+    let both = |args: &[&str]| pair.both(args, 60, &[]);
 
     // 1. Every remote, merged in order (the `dev` remote's `common` after `master`'s; its
     // top file targets `dev`, compiled as that remote's environment).
@@ -271,7 +153,6 @@ fn git_pillar_3007() {
         s.salt_run(&["cache.clear_git_lock", "git_pillar"])
     );
 
-    drop(minions);
-    drop(masters);
+    drop(pair);
     assert_no_leftovers(root.path());
 }

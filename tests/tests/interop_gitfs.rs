@@ -17,13 +17,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
-};
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
-use serde_json::{Value, json};
+use salt_integration_tests::interop_pair::{Pair, PairSide, UNTIMED};
+use salt_integration_tests::interop_support::{Side, assert_no_leftovers, serial, venv_for};
+use salt_integration_tests::{TempRoot, Yaml, bins};
+use serde_json::json;
 
 const VERSION: &str = "3007.17";
 
@@ -92,63 +91,6 @@ fn make_repos(base: &Path, out: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (work, states, other)
 }
 
-struct Run {
-    id: &'static str,
-    cli: SaltCli,
-    run_bin: PathBuf,
-    conf_dir: PathBuf,
-}
-
-impl Run {
-    fn salt(&self, args: &[&str], timeout: u32) -> Value {
-        let mut full = vec![self.id];
-        full.extend_from_slice(args);
-        let (v, out) = self.cli.salt_json(&full, timeout).unwrap();
-        let ret = v.get(self.id).cloned().unwrap_or(Value::Null);
-        assert!(
-            !ret.is_null(),
-            "{} {args:?}: no answer\n{}\n{}",
-            self.cli.side.label(),
-            out.stdout,
-            out.stderr
-        );
-        ret
-    }
-
-    fn salt_run(&self, args: &[&str]) -> Value {
-        let out = Command::new(&self.run_bin)
-            .arg("-c")
-            .arg(&self.conf_dir)
-            .args(args)
-            .args(["--out", "json"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-            panic!(
-                "{} salt-run {args:?}: not JSON ({e}): {text}\n{}",
-                self.cli.side.label(),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    }
-}
-
-/// A state return without durations and times, the minion id replaced by `ID`.
-fn normalize(v: &Value, id: &str) -> Value {
-    match v {
-        Value::String(s) => Value::String(s.replace(id, "ID")),
-        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, id)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "start_time"))
-                .map(|(k, x)| (k.replace(id, "ID"), normalize(x, id)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 #[test]
 fn gitfs_3007() {
     if Command::new("git").arg("--version").output().is_err() {
@@ -178,64 +120,24 @@ fn gitfs_3007() {
     let py_master = Side::Salt(master_venv.clone());
     let py_minion = Side::Salt(venv.clone());
     let ours = Side::Ours(bins().unwrap());
-    let mut started = Vec::new();
-    for (side, id) in [(&ours, "git-ours"), (&py_master, "git-salt")] {
-        let ports = free_port_pair().unwrap();
-        let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
-            .ports(ports.0, ports.1)
-            .auto_accept(true)
-            .set("worker_threads", 2u32)
-            .set("fileserver_backend", Yaml::Raw("[gitfs]".into()))
-            .set("gitfs_remotes", remotes.clone());
-        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
-    }
-    let mut masters = Vec::new();
-    let mut minions = Vec::new();
-    for (side, id, ports, mut m) in started {
-        m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
-        let n = MinionConf::new(root.path().join(id), id)
-            .ports(ports.0, ports.1)
-            .set("auth_timeout", 10u32);
-        minions.push(Daemon::start_minion(&py_minion, &n).unwrap());
-        let run_bin = match side {
-            Side::Ours(b) => b.salt.with_file_name("salt-run"),
-            Side::Salt(v) => v.bin("salt-run"),
-        };
-        let cli = SaltCli::new(side, &m.conf_dir);
-        let conf_dir = m.conf_dir.clone();
-        masters.push((
-            m,
-            Run {
-                id,
-                cli,
-                run_bin,
-                conf_dir,
-            },
-        ));
-    }
-    for m in &minions {
-        m.wait_minion_ready().unwrap();
-    }
-    for (_, r) in &masters {
-        r.cli
-            .until_answer(r.id, &[r.id, "test.ping"], Duration::from_secs(60))
-            .unwrap();
-    }
+    let pair = Pair::start(
+        root.path(),
+        &ours,
+        &py_master,
+        &py_minion,
+        ["git-ours", "git-salt"],
+        |c| {
+            c.set("fileserver_backend", Yaml::Raw("[gitfs]".into()))
+                .set("gitfs_remotes", remotes.clone())
+        },
+    );
     step("both masters and minions up");
-    let (ours_run, salt_run) = (&masters[0].1, &masters[1].1);
+    let (ours_run, salt_run) = (&pair.ours, &pair.salt);
     // Both masters fetch at start; make sure, then compare.
     for r in [ours_run, salt_run] {
         r.salt_run(&["fileserver.update"]);
     }
-    let both = |args: &[&str], timeout: u32| {
-        let a = normalize(&ours_run.salt(args, timeout), ours_run.id);
-        let b = normalize(&salt_run.salt(args, timeout), salt_run.id);
-        assert_eq!(
-            a, b,
-            "{args:?}: ours (left) and Salt's master (right) differ"
-        );
-        a
-    };
+    let both = |args: &[&str], timeout: u32| pair.both(args, timeout, UNTIMED);
 
     // 1. Listings and hashes per saltenv.
     let base = both(&["cp.list_master"], 60);
@@ -274,7 +176,7 @@ fn gitfs_3007() {
     both(&["cp.hash_file", "salt://mnt/other.txt"], 60);
     both(&["cp.hash_file", "salt://files/link.html"], 60);
     both(&["cp.hash_file", "salt://missing.txt"], 60);
-    let envs = |r: &Run| {
+    let envs = |r: &PairSide| {
         let mut e = r.salt_run(&["fileserver.envs"]);
         e.as_array_mut().unwrap().sort_by_key(ToString::to_string);
         e
@@ -311,18 +213,7 @@ fn gitfs_3007() {
     git(&work, &["push", "-q", states.to_str().unwrap(), "master"]);
     assert_eq!(ours_run.salt_run(&["fileserver.update"]), json!(true));
     assert_eq!(salt_run.salt_run(&["fileserver.update"]), json!(true));
-    let listed = |r: &Run| {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            let l = r.salt(&["cp.list_master"], 60);
-            if l.as_array().unwrap().contains(&json!("files/new.txt")) || Instant::now() > deadline
-            {
-                return l;
-            }
-            // Salt's master keeps a file list up to fileserver_list_cache_time (20 s).
-            std::thread::sleep(Duration::from_secs(2));
-        }
-    };
+    let listed = |r: &PairSide| r.list_master_until("files/new.txt");
     let (a, b) = (listed(ours_run), listed(salt_run));
     assert_eq!(a, b, "after the update: ours (left), Salt's (right)");
     assert!(
@@ -347,7 +238,7 @@ fn gitfs_3007() {
     let after = both(&["cp.list_master"], 60);
     assert_eq!(after, a, "the last good tree is served");
     both(&["cp.hash_file", "salt://files/new.txt"], 60);
-    assert!(masters[0].0.count("serving the last good fetch") >= 1);
+    assert!(pair.ours.master.count("serving the last good fetch") >= 1);
     step("failing remote keeps the last good tree");
 
     // cache.clear_git_lock: no lock left behind on either side.
@@ -355,8 +246,7 @@ fn gitfs_3007() {
         ours_run.salt_run(&["cache.clear_git_lock", "gitfs"]),
         salt_run.salt_run(&["cache.clear_git_lock", "gitfs"])
     );
-    drop(minions);
-    drop(masters);
+    drop(pair);
     assert_no_leftovers(root.path());
     let _ = other;
 }

@@ -5,75 +5,16 @@
 //! mapping, with `environment`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use salt_integration_tests::interop_support::{
-    Daemon, SaltCli, Side, assert_no_leftovers, serial, venv_for,
-};
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::interop_pair::Pair;
+use salt_integration_tests::interop_support::{Side, assert_no_leftovers, serial, venv_for};
+use salt_integration_tests::{TempRoot, Yaml, bins};
 use salt_testkit::write_file as write;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const VERSION: &str = "3007.17";
-
-struct Run {
-    id: &'static str,
-    cli: SaltCli,
-    run_bin: PathBuf,
-    conf_dir: PathBuf,
-}
-
-impl Run {
-    fn salt(&self, args: &[&str]) -> Value {
-        let mut full = vec![self.id];
-        full.extend_from_slice(args);
-        let (v, out) = self.cli.salt_json(&full, 60).unwrap();
-        let ret = v.get(self.id).cloned().unwrap_or(Value::Null);
-        assert!(
-            !ret.is_null(),
-            "{} {args:?}: no answer\n{}\n{}",
-            self.cli.side.label(),
-            out.stdout,
-            out.stderr
-        );
-        normalize(&ret, self.id)
-    }
-
-    #[allow(dead_code)]
-    fn salt_run(&self, args: &[&str]) -> Value {
-        let out = Command::new(&self.run_bin)
-            .arg("-c")
-            .arg(&self.conf_dir)
-            .args(args)
-            .args(["--out", "json"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-            panic!(
-                "{} salt-run {args:?}: not JSON ({e}): {text}\n{}",
-                self.cli.side.label(),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    }
-}
-
-/// The minion id replaced by `ID`.
-fn normalize(v: &Value, id: &str) -> Value {
-    match v {
-        Value::String(s) => Value::String(s.replace(id, "ID")),
-        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, id)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.replace(id, "ID"), normalize(x, id)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
 
 #[test]
 fn master_tops_ext_nodes_3007() {
@@ -111,17 +52,16 @@ fn master_tops_ext_nodes_3007() {
         .arg(&script)
         .status()
         .unwrap();
-    let py_master = Side::Salt(venv.clone());
-    let py_minion = Side::Salt(venv.clone());
+    let py = Side::Salt(venv.clone());
     let ours = Side::Ours(bins().unwrap());
-    let mut started = Vec::new();
-    for (side, id) in [(&ours, "tops-ours"), (&py_master, "tops-salt")] {
-        let ports = free_port_pair().unwrap();
-        let conf = MasterConf::new(root.path().join(format!("m-{}", side.label())))
-            .ports(ports.0, ports.1)
-            .auto_accept(true)
-            .set("worker_threads", 2u32)
-            .set(
+    let pair = Pair::start(
+        root.path(),
+        &ours,
+        &py,
+        &py,
+        ["tops-ours", "tops-salt"],
+        |c| {
+            c.set(
                 "file_roots",
                 Yaml::Raw(format!(
                     "{{base: ['{}'], prod: ['{}']}}",
@@ -132,51 +72,11 @@ fn master_tops_ext_nodes_3007() {
             .set(
                 "master_tops",
                 Yaml::Raw(format!("{{ext_nodes: '{}'}}", script.display())),
-            );
-        started.push((side, id, ports, Daemon::start_master(side, &conf).unwrap()));
-    }
-    let mut masters = Vec::new();
-    let mut minions = Vec::new();
-    for (side, id, ports, mut m) in started {
-        m.wait_master_ready("127.0.0.1", ports.0, ports.1).unwrap();
-        let n = MinionConf::new(root.path().join(id), id)
-            .ports(ports.0, ports.1)
-            .set("auth_timeout", 10u32);
-        minions.push(Daemon::start_minion(&py_minion, &n).unwrap());
-        let run_bin = match side {
-            Side::Ours(b) => b.salt.with_file_name("salt-run"),
-            Side::Salt(v) => v.bin("salt-run"),
-        };
-        let cli = SaltCli::new(side, &m.conf_dir);
-        let conf_dir = m.conf_dir.clone();
-        masters.push((
-            m,
-            Run {
-                id,
-                cli,
-                run_bin,
-                conf_dir,
-            },
-        ));
-    }
-    for m in &minions {
-        m.wait_minion_ready().unwrap();
-    }
-    for (_, r) in &masters {
-        r.cli
-            .until_answer(r.id, &[r.id, "test.ping"], Duration::from_secs(60))
-            .unwrap();
-    }
+            )
+        },
+    );
     step("both masters and minions up");
-    let (o, s) = (&masters[0].1, &masters[1].1);
-    let both = |args: &[&str]| {
-        let (a, b) = (o.salt(args), s.salt(args));
-        assert_eq!(
-            a, b,
-            "{args:?}: ours (left) and Salt's master (right) differ"
-        );
-        a
-    };
+    let both = |args: &[&str]| pair.both(args, 60, &[]);
 
     let top = both(&["state.show_top"]);
     assert_eq!(top["base"], json!(["common", "web", "db"]), "{top:#}");
@@ -195,7 +95,6 @@ fn master_tops_ext_nodes_3007() {
     both(&["state.show_lowstate"]);
     step("state.show_top, state.show_lowstate (prod)");
 
-    drop(minions);
-    drop(masters);
+    drop(pair);
     assert_no_leftovers(root.path());
 }

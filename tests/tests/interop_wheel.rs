@@ -187,6 +187,10 @@ fn wheel_3007() {
     assert_eq!(sc, oc, "calls");
     assert_eq!(salts["files"], ourss["files"], "key files afterwards");
     assert_eq!(salts["jobs"], ourss["jobs"], "wheel jobs in the job cache");
+    assert_eq!(
+        salts["lookup_jid wheel.key.list_all"], ourss["lookup_jid wheel.key.list_all"],
+        "a wheel job looked up"
+    );
     let (se, oe) = (
         event_summary(&salts["events"]),
         event_summary(&ourss["events"]),
@@ -310,6 +314,38 @@ fn scenario(venv: &SaltVenv, side: &Side, salt_run: &std::path::Path) -> Value {
     let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
     assert!(o.success(), "{label}: {o:?}");
     let jobs: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    let rows = job_rows(&jobs);
+    assert!(rows.as_array().unwrap().len() > 60, "{label}: {rows:?}");
+    result["jobs"] = rows;
+    // One wheel job looked up: its whole return, as Salt stores it.
+    let mut first: Vec<&String> = jobs
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, j)| j["Function"] == "wheel.key.list_all")
+        .map(|(jid, _)| jid)
+        .collect();
+    first.sort();
+    let first = first.first().expect("a wheel.key.list_all job").to_string();
+    let mut c = std::process::Command::new(salt_run);
+    c.arg("-c")
+        .arg(&master.conf_dir)
+        .args(["jobs.lookup_jid", &first, "--out", "json"]);
+    let o = run_with_timeout(c, Duration::from_secs(120)).unwrap();
+    assert!(o.success(), "{label}: {o:?}");
+    result["lookup_jid wheel.key.list_all"] =
+        no_jids(serde_json::from_str(o.stdout.trim()).unwrap());
+    println!(
+        "{label}: {}",
+        serde_json::to_string_pretty(&result).unwrap()
+    );
+    master.proc.stop(Duration::from_secs(15));
+    result
+}
+
+/// The jobs `jobs.list_jobs` listed, each as its function, target, target type, user and
+/// arguments, sorted.
+fn job_rows(jobs: &Value) -> Value {
     let mut rows: Vec<String> = jobs
         .as_object()
         .unwrap()
@@ -322,14 +358,30 @@ fn scenario(venv: &SaltVenv, side: &Side, salt_run: &std::path::Path) -> Value {
         })
         .collect();
     rows.sort();
-    assert!(rows.len() > 60, "{label}: {rows:?}");
-    result["jobs"] = serde_json::json!(rows);
-    println!(
-        "{label}: {}",
-        serde_json::to_string_pretty(&result).unwrap()
-    );
-    master.proc.stop(Duration::from_secs(15));
-    result
+    serde_json::json!(rows)
+}
+
+/// `v` with every jid (20 digits) and event stamp replaced, which differ by run.
+fn no_jids(v: Value) -> Value {
+    match v {
+        Value::String(s) if s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit()) => {
+            "<jid>".into()
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(no_jids).collect()),
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "_stamp" {
+                        "<stamp>".into()
+                    } else {
+                        no_jids(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// A key per id, the same for both runs of the test process.
@@ -504,6 +556,40 @@ fn runners(venv: &SaltVenv, side: &Side, minion_side: &Side, salt_run: &std::pat
         a.extend(args);
         out.insert(format!("list_jobs {name}"), funs(run(&a)));
     }
+
+    // Each runner call so far is a job of the master (Salt's `RunnerClient.low` stores it):
+    // listed as Salt lists them, and one looked up.
+    let runs = run(&["jobs.list_jobs", "search_function=runner.*"]);
+    out.insert("list_jobs runner.*".into(), job_rows(&runs));
+    let first = |v: &Value, fun: &str| -> String {
+        let mut jids: Vec<&String> = v
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, j)| j["Function"] == fun)
+            .map(|(jid, _)| jid)
+            .collect();
+        jids.sort();
+        jids.first()
+            .unwrap_or_else(|| panic!("{label}: no {fun} job: {v:#}"))
+            .to_string()
+    };
+    let jid = first(&runs, "runner.event.send");
+    let mut looked = no_jids(run(&["jobs.lookup_jid", &jid]));
+    // Salt's `event.send` stamps the mapping it fires in place, and that mapping is the one
+    // in the job's `fun_args` (Python aliasing): not a field of the job, left out.
+    for job in looked
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        for a in job["fun_args"].as_array_mut().into_iter().flatten() {
+            if let Some(m) = a.as_object_mut() {
+                m.remove("_stamp");
+            }
+        }
+    }
+    out.insert("lookup_jid runner.event.send".into(), looked);
 
     // Runners the UIs call (issue #34 item 3): the shapes.
     out.insert("manage.status".into(), run(&["manage.status"]));

@@ -147,8 +147,8 @@ fn python_salt_run_reads_our_master_history() {
             want_lookup,
             "{v}: lookup_jid"
         );
-        // Python's salt-run also records its own runner jobs in the cache (ours does not):
-        // the job our master ran is compared.
+        // Each salt-run records its own runner jobs in the cache, so the lists differ by
+        // those: the job our master ran is compared.
         assert_eq!(
             python(&["jobs.list_jobs"])[&jid],
             want_list[&jid],

@@ -134,8 +134,12 @@ fn lab_suggestions_work_and_ctrl_c_leaves_nothing_behind() {
         .to_owned();
     let (ok, out) = sh(&format!("kill -TERM {stop}"));
     assert!(ok, "{out}");
+    // Stopped: its port closed and the process gone (it holds its pid file until it exits).
     wait_until("m1 to stop", Duration::from_secs(30), || {
         std::net::TcpStream::connect(("127.0.0.1", ret)).is_err()
+            && std::fs::read_to_string(format!("/proc/{stop}/stat")).map_or(true, |st| {
+                st.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'))
+            })
     })
     .unwrap();
     let restart = text

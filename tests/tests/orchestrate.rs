@@ -20,8 +20,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
+use salt_integration_tests::orch_support::{
+    drop_run_keys_and, files_under, json_of, salt_run, strip_times,
+};
+use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
-use salt_integration_tests::{cli::CmdOutput, require};
+use salt_testkit::write_file;
 use serde_json::Value;
 
 const MINIONS: [&str; 2] = ["orch-a", "orch-b"];
@@ -30,18 +34,12 @@ fn step(t0: Instant, what: &str) {
     println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
 }
 
-fn write(root: &Path, rel: &str, data: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, data).unwrap();
-}
-
 /// The master's trees: orchestrations under `orch/`, the minions' `web` state; files go
 /// under `<root>/out/<minion id>/`.
 fn make_tree(root: &Path) {
     let srv = root.join("srv");
     let o = root.join("out").display().to_string();
-    write(
+    write_file(
         &srv,
         "orch/main.sls",
         &format!(
@@ -53,20 +51,20 @@ fn make_tree(root: &Path) {
              not-needed:\n  salt.function:\n    - name: test.ping\n    - tgt: orch-a\n    - onfail:\n      - salt: ping-all\n"
         ),
     );
-    write(
+    write_file(
         &srv,
         "orch/ok.sls",
         "hello:\n  test.succeed_without_changes: []\n\n\
          ping-b:\n  salt.function:\n    - name: test.echo\n    - tgt: orch-b\n    - timeout: 60\n    - arg:\n      - hi\n    - require:\n      - test: hello\n",
     );
-    write(
+    write_file(
         &srv,
         "web.sls",
         &format!(
             "web-conf:\n  file.managed:\n    - name: {o}/{{{{ grains['id'] }}}}/web.conf\n    - contents: color={{{{ pillar.get('color', 'unset') }}}}\n    - makedirs: True\n"
         ),
     );
-    write(root, "pillar/top.sls", "base: {}\n");
+    write_file(root, "pillar/top.sls", "base: {}\n");
 }
 
 fn master_conf(root: &Path, name: &str, ports: (u16, u16)) -> MasterConf {
@@ -85,65 +83,6 @@ fn master_conf(root: &Path, name: &str, ports: (u16, u16)) -> MasterConf {
             "pillar_roots",
             Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
         )
-}
-
-/// A return without what differs per run (times, jids, pids; Salt lists the minions of a
-/// comment in arrival or set order).
-fn normalize(v: &Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(s.replace("orch-b, orch-a", "orch-a, orch-b")),
-        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(
-                        k.as_str(),
-                        "duration" | "start_time" | "__jid__" | "jid" | "pid"
-                    )
-                })
-                .map(|(k, x)| (k.clone(), normalize(x)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// Every file under `dir`: relative path -> content.
-fn files_under(dir: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, std::fs::read_to_string(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
-/// `--out highstate` text without times.
-fn strip_times(text: &str) -> String {
-    text.lines()
-        .map(|l| {
-            let t = l.trim_start();
-            match ["Started:", "Duration:", "Total run time:"]
-                .iter()
-                .find(|k| t.starts_with(**k))
-            {
-                Some(k) => format!("{k} X"),
-                None => l.to_owned(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// What one master answered.
@@ -165,36 +104,18 @@ struct Seen {
     bad_pillar_code: Option<i32>,
 }
 
-fn salt_run(side: &Side, conf_dir: &Path, args: &[&str]) -> CmdOutput {
-    let bin = side.salt_bin().with_file_name("salt-run");
-    // Salt's Python side gets more time on a loaded box.
-    let limit = match side {
-        Side::Ours(_) => Duration::from_secs(240),
-        Side::Salt(_) => Duration::from_secs(480),
-    };
-    salt_integration_tests::cli::salt(&bin, None, conf_dir, args, limit).unwrap()
-}
-
-/// The last JSON document `salt-run --out json` printed (Salt's prints the progress events
-/// of `orchestrate_single`/`orchestrate_high` before the return).
-fn json_of(out: &CmdOutput) -> Value {
-    let docs: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(out.stdout.trim())
-        .into_iter()
-        .collect();
-    match docs {
-        Ok(mut d) if !d.is_empty() => d.pop().unwrap(),
-        other => panic!(
-            "{}: not JSON ({other:?}):\n{}\n{}",
-            out.cmd, out.stdout, out.stderr
-        ),
-    }
+/// An empty `out/`, made before the minions write under it: two Python minions making
+/// `out/<id>/` at once race on `out` itself (`[Errno 17] File exists`, seen in CI).
+fn fresh_out(out: &Path) {
+    let _ = std::fs::remove_dir_all(out);
+    std::fs::create_dir_all(out).expect("make out/");
 }
 
 /// Start `master_side`'s master with two Python minions, run the orchestrations, stop.
 fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant) -> Seen {
     let ports = free_port_pair().unwrap();
     let out = root.join("out");
-    let _ = std::fs::remove_dir_all(&out);
+    fresh_out(&out);
     let mut master = Daemon::start_master(master_side, &master_conf(root, name, ports)).unwrap();
     master
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
@@ -226,12 +147,12 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
         &conf,
         &["--out", "json", "state.orchestrate", "orch.main", pillar],
     );
-    seen.main = normalize(&json_of(&r));
+    seen.main = normalize_orch(&json_of(&r));
     seen.main_code = r.status.and_then(|s| s.code());
     seen.files = files_under(&out);
     step(t0, &format!("{name}: state.orchestrate orch.main"));
 
-    let _ = std::fs::remove_dir_all(&out);
+    fresh_out(&out);
     let r = salt_run(
         master_side,
         &conf,
@@ -244,7 +165,7 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
             pillar,
         ],
     );
-    seen.dry = normalize(&json_of(&r));
+    seen.dry = normalize_orch(&json_of(&r));
     seen.dry_code = r.status.and_then(|s| s.code());
     seen.dry_files = files_under(&out).len();
 
@@ -253,7 +174,7 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
         &conf,
         &["--out", "json", "state.orch", "orch.ok"],
     );
-    seen.ok = normalize(&json_of(&r));
+    seen.ok = normalize_orch(&json_of(&r));
     seen.ok_code = r.status.and_then(|s| s.code());
     let r = salt_run(master_side, &conf, &["state.orch", "orch.ok", "--no-color"]);
     seen.ok_text = strip_times(&r.stdout);
@@ -283,7 +204,7 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
             "arg=[single]",
         ],
     );
-    seen.single = normalize(&json_of(&r));
+    seen.single = normalize_orch(&json_of(&r));
     let r = salt_run(
         master_side,
         &conf,
@@ -432,4 +353,10 @@ fn orchestrate_same_as_salt() {
         format!("{:?} {:?}", salt.missing_code, salt.bad_pillar_code),
     );
     assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
+}
+
+/// A return without what differs per run (times, jids, pids; Salt lists the minions of a
+/// comment in arrival or set order).
+fn normalize_orch(v: &Value) -> Value {
+    drop_run_keys_and(v, &|s| s.replace("orch-b, orch-a", "orch-a, orch-b"))
 }

@@ -22,28 +22,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use salt_integration_tests::bus_listener;
 use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
 use salt_integration_tests::{
-    MasterConf, MinionConf, Proc, ProcSpec, SaltVenv, TempRoot, Yaml, bins, free_port_pair,
-    run_with_timeout, wait_until,
+    MasterConf, MinionConf, SaltVenv, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
+    wait_until,
 };
 use serde_json::{Value, json};
-
-/// Prints `READY` once connected, then `EV {"tag":..., "data":...}` per event.
-const LISTENER: &str = r#"
-import json, sys, time
-import salt.config, salt.utils.event
-opts = salt.config.master_config(sys.argv[1])
-ev = salt.utils.event.get_master_event(opts, opts["sock_dir"], listen=True)
-while not ev.cpub:
-    ev.connect_pub(timeout=1)
-print("READY", flush=True)
-end = time.time() + float(sys.argv[2])
-while time.time() < end:
-    e = ev.get_event(wait=1, full=True)
-    if e:
-        print("EV " + json.dumps({"tag": e["tag"], "data": e["data"]}, default=repr), flush=True)
-"#;
 
 const START_SLS: &str = "touch_on_start:
   local.cmd.run:
@@ -85,32 +70,6 @@ fn reactor_3007() {
     let salt_runs = scenario(&venv, &py);
     let our_runs = scenario(&venv, &ours);
     assert_eq!(our_runs, salt_runs, "salt-run reactor.* answers differ");
-}
-
-/// Every `EV` line of the listener so far.
-fn events(listener: &Proc) -> Vec<Value> {
-    listener
-        .output()
-        .lines()
-        .filter_map(|l| l.strip_prefix("EV "))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn seen(listener: &Proc, what: &str, f: impl Fn(&str, &Value) -> bool) -> Value {
-    let mut found = None;
-    wait_until(
-        &format!("the bus shows {what}"),
-        Duration::from_secs(90),
-        || {
-            found = events(listener)
-                .into_iter()
-                .find(|e| f(e["tag"].as_str().unwrap_or(""), &e["data"]));
-            found.is_some()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}\nevents:\n{}", listener.tail(80)));
-    found.unwrap()["data"].clone()
 }
 
 fn wait_file(label: &str, path: &Path, master: &Daemon) {
@@ -179,19 +138,7 @@ fn scenario(venv: &SaltVenv, side: &Side) -> Vec<Value> {
     let conf_dir = master.conf_dir.clone();
     let conf_file = conf_dir.join("master");
     let work = root.dir("work").unwrap();
-    let script = work.join("listener.py");
-    std::fs::write(&script, LISTENER).unwrap();
-    let mut listener = ProcSpec::new("listener", venv.bin("python"), &work)
-        .args([script.as_os_str(), conf_file.as_os_str()])
-        .args(["900"])
-        .spawn()
-        .unwrap();
-    wait_until(
-        "the event reader connected",
-        Duration::from_secs(60),
-        || listener.output().contains("READY"),
-    )
-    .unwrap_or_else(|e| panic!("{label}: {e}\n{}", listener.tail(30)));
+    let mut listener = bus_listener::start(venv, &work, &conf_file, 900, &label);
     let py = Side::Salt(venv.clone());
     let cli = SaltCli::new(side, &conf_dir).with_key_side(&py);
 
@@ -229,7 +176,7 @@ fn scenario(venv: &SaltVenv, side: &Side) -> Vec<Value> {
     };
     assert_eq!(send("shop"), Value::Bool(true), "{label}");
     wait_file(&label, &out.join("app-shop"), &master);
-    let ret = seen(&listener, "runner.test.arg's ret", |t, d| {
+    let ret = bus_listener::seen(&listener, "runner.test.arg's ret", |t, d| {
         t.starts_with("salt/run/") && t.ends_with("/ret") && d["fun"] == "runner.test.arg"
     });
     assert_eq!(
@@ -282,14 +229,14 @@ fn scenario(venv: &SaltVenv, side: &Side) -> Vec<Value> {
             fminion.wait_minion_ready().unwrap();
         }
         Side::Ours(_) => {
-            let new = seen(&listener, "wheel.key.accept's new", |t, d| {
+            let new = bus_listener::seen(&listener, "wheel.key.accept's new", |t, d| {
                 t.starts_with("salt/wheel/")
                     && t.ends_with("/new")
                     && d["fun"] == "wheel.key.accept"
             });
             assert_eq!(new["fun_args"], json!([{"match": fm}]), "{label}: {new}");
             assert_eq!(new["user"], "Reactor", "{label}: {new}");
-            let ret = seen(&listener, "wheel.key.accept's ret", |t, d| {
+            let ret = bus_listener::seen(&listener, "wheel.key.accept's ret", |t, d| {
                 t.starts_with("salt/wheel/")
                     && t.ends_with("/ret")
                     && d["fun"] == "wheel.key.accept"

@@ -28,24 +28,19 @@ use salt_integration_tests::require;
 use salt_integration_tests::{
     MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
 };
+use salt_testkit::write_file;
 use serde_json::{Value, json};
 
 fn step(t0: Instant, what: &str) {
     println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
 }
 
-fn write(root: &Path, rel: &str, data: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, data).unwrap();
-}
-
 /// The state tree and pillar; states write under `<out>/<minion id>/`.
 fn make_tree(root: &Path) {
     let srv = root.join("srv");
     let o = root.join("out").display().to_string();
-    write(&srv, "top.sls", "base:\n  '*':\n    - web\n");
-    write(
+    write_file(&srv, "top.sls", "base:\n  '*':\n    - web\n");
+    write_file(
         &srv,
         "web/init.sls",
         &format!(
@@ -56,7 +51,7 @@ fn make_tree(root: &Path) {
              web-reload:\n  cmd.run:\n    - name: echo reloaded\n    - onchanges:\n      - file: web-conf\n"
         ),
     );
-    write(
+    write_file(
         &srv,
         "extra.sls",
         &format!(
@@ -65,7 +60,7 @@ fn make_tree(root: &Path) {
     );
     // A template calling execution modules (`salt[...]` once panicked "Cannot start a
     // runtime from within a runtime" outside the daemon's blocking threads).
-    write(
+    write_file(
         &srv,
         "tmpl.sls",
         &format!(
@@ -75,19 +70,19 @@ fn make_tree(root: &Path) {
             s = srv.display()
         ),
     );
-    write(
+    write_file(
         &srv,
         "slow.sls",
         "slow-sleep:\n  cmd.run:\n    - name: sleep 5\n",
     );
-    write(&srv, "files/index.html", "<h1>hello</h1>\n");
-    write(
+    write_file(&srv, "files/index.html", "<h1>hello</h1>\n");
+    write_file(
         &srv,
         "files/web.conf.j2",
         "port={{ port }}\ncolor={{ pillar['color'] }}\necho={{ salt['test.echo']('hi') }}\n",
     );
-    write(root, "pillar/top.sls", "base:\n  '*':\n    - common\n");
-    write(
+    write_file(root, "pillar/top.sls", "base:\n  '*':\n    - common\n");
+    write_file(
         root,
         "pillar/common.sls",
         "color: blue\napp:\n  name: demo\n",

@@ -8,6 +8,12 @@
 //! apply again (nothing to do), `--out highstate` of a `test=True` run, then the `remove`
 //! SLS (`pkg.removed`, `pkg.purged`). Each step: same `--out json` (times, pids and roots
 //! blanked), same retcode, same installed packages.
+//!
+//! Holds (`pkg_holds_same_as_python_3007`): alpha installed with `dpkg -i`, then the `holds`
+//! SLS (`pkg.held`, `pkg.installed` with `version` and `hold`) and `unholds` (`pkg.unheld`,
+//! `hold: False`), each `test=True`, applied, applied
+//! again; each step compared as above plus `apt-mark showhold`. Holds are released and the
+//! packages purged at the end (also when an assertion fails).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -91,6 +97,24 @@ fn repo(root: &Path) -> String {
     )
     .unwrap();
     conf.display().to_string()
+}
+
+/// Releases the test packages' holds (dpkg keeps a held package on purge).
+fn unhold() {
+    let held: Vec<String> = showhold().lines().map(str::to_owned).collect();
+    if held.is_empty() {
+        return;
+    }
+    let out = Command::new("apt-mark")
+        .arg("unhold")
+        .args(&held)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn purge() {
@@ -197,4 +221,99 @@ fn pkg_states_same_as_python_3007() {
             rs.1
         );
     }
+}
+
+/// The test packages on hold.
+fn showhold() -> String {
+    let out = Command::new("apt-mark").arg("showhold").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("saltrs-e2e-"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Unholds and purges the test packages when dropped.
+struct Cleanup;
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        // Not asserting: a panic while unwinding would abort the test binary.
+        let held: Vec<String> = showhold().lines().map(str::to_owned).collect();
+        if !held.is_empty() {
+            let _ = Command::new("apt-mark").arg("unhold").args(&held).status();
+        }
+        let _ = Command::new("dpkg")
+            .arg("--purge")
+            .args(PKGS.iter().map(|(n, _)| *n))
+            .status();
+    }
+}
+
+#[test]
+fn pkg_holds_same_as_python_3007() {
+    let Some(venv) = require(venv_for("3007.17")) else {
+        return;
+    };
+    let Some(_) = require(both(root(), both(command("dpkg-deb"), command("apt-mark")))) else {
+        return;
+    };
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    let apt = repo(tmp.path());
+    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
+    conf(&py_root);
+    conf(&rs_root);
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["state.apply", "holds", "test=True"],
+        vec!["state.apply", "holds"],
+        vec!["state.apply", "holds"],
+        vec!["state.apply", "unholds", "test=True"],
+        vec!["state.apply", "unholds"],
+        vec!["state.apply", "unholds"],
+    ];
+    let _cleanup = Cleanup;
+    let mut outs: Vec<Vec<(String, Option<i32>, String)>> = Vec::new();
+    for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours, &rs_root)] {
+        unhold();
+        purge();
+        let debs: Vec<_> = std::fs::read_dir(tmp.path().join("repo"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with("alpha_1.0-1_all.deb"))
+            .collect();
+        sh(Command::new("dpkg").arg("-i").args(&debs));
+        // Each side starts with apt's lists unfetched (a `test=True` run does not fetch them).
+        let lists = tmp.path().join("apt/lists");
+        std::fs::remove_dir_all(&lists).unwrap();
+        std::fs::create_dir_all(lists.join("partial")).unwrap();
+        let mut mine = Vec::new();
+        for args in &steps {
+            let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            let (text, rc) = salt_call(&bin, root, &apt, "json", &a);
+            mine.push((normalize(&text, root), rc, showhold()));
+        }
+        outs.push(mine);
+    }
+    for (i, ((py, rs), args)) in outs[0].iter().zip(&outs[1]).zip(&steps).enumerate() {
+        assert!(
+            !py.0.is_empty() && !py.0.contains("is not available"),
+            "step {i}: Salt's run: {}",
+            py.0
+        );
+        assert_eq!(
+            rs.0, py.0,
+            "step {i} {args:?}: our output differs from Salt 3007.17's"
+        );
+        assert_eq!(rs.1, py.1, "step {i}: retcode");
+        assert_eq!(rs.2, py.2, "step {i}: apt-mark showhold");
+        println!("step {} {args:?}: same output, retcode {:?}", i + 1, rs.1);
+    }
+    assert_eq!(
+        outs[1][1].2, "saltrs-e2e-alpha\nsaltrs-e2e-beta\n",
+        "held after `holds`"
+    );
+    assert_eq!(outs[1][4].2, "", "released after `unholds`");
 }

@@ -209,6 +209,13 @@ async fn ask(sock: &std::path::Path, req: RunnerRequest) -> Result<LocalEvent, E
                 }
                 continue;
             }
+            // A line the runner printed (Salt's runner prints in `salt-run`'s process).
+            Ok(Some(LocalEvent::Print { text })) => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+                continue;
+            }
             Ok(Some(LocalEvent::Done { .. })) => return Err(ExitCode::SUCCESS),
             // The runner started; its return follows (the master answers pings meanwhile).
             Ok(Some(LocalEvent::Published { .. })) => continue,

@@ -166,15 +166,6 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let args = Args::parse();
-    if !args.returner.is_empty() {
-        // Salt's minions load the named returner module; ours have none yet.
-        eprintln!(
-            "salt: --return={}: returner '{}' is not available: salt-rs minions have no returners yet",
-            args.returner,
-            args.returner.split(',').next().unwrap_or_default()
-        );
-        return ExitCode::from(2);
-    }
     let format = match args.out.as_deref().map(OutputFormat::from_name) {
         None => None,
         Some(Some(f)) => Some(f),

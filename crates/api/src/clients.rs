@@ -1,5 +1,6 @@
 //! `salt.netapi.NetapiClient.run`: one lowstate chunk through the client it names, as a
-//! client of the master (clear `publish`, `runner`, `wheel`) and its event bus.
+//! client of the master (clear `publish`, `runner`, `wheel`) and its event bus
+//! (`local_batch`, `local_subset`: [`crate::batch`]).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -64,6 +65,8 @@ pub async fn run(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> 
         "local" => local(api, low).await,
         "local_async" => local_async(api, low).await,
         "runner" => runner(api, low).await,
+        "local_batch" => crate::batch::local_batch(api, low).await,
+        "local_subset" => crate::batch::local_subset(api, low).await,
         "runner_async" => {
             let mut load = reformat_low(low)?;
             load.insert("cmd".into(), json!("runner"));
@@ -87,16 +90,55 @@ pub async fn run(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> 
     }
 }
 
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
+/// `LowDataAdapter.exec_lowstate`.
+pub(crate) async fn exec_lowstate(
+    api: &Api,
+    lowstate: Option<Value>,
+    client: Option<&str>,
+    token: Option<&str>,
+) -> Result<Vec<Value>, ApiError> {
+    let Some(Value::Array(chunks)) = lowstate else {
+        return Err(ApiError::bad_request("Lowstates must be a list"));
+    };
+    let mut out = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let Value::Object(mut chunk) = chunk else {
+            return Err(ApiError::internal());
+        };
+        if let Some(t) = token {
+            chunk.insert("token".into(), json!(t));
+        }
+        if let Some(t) = chunk.get("token") {
+            let hex = t.as_str().is_some_and(|s| {
+                !s.is_empty()
+                    && s.trim_start_matches("0x")
+                        .chars()
+                        .all(|c| c.is_ascii_hexdigit())
+            });
+            if !hex {
+                return Err(ApiError::unauthorized("Invalid token"));
+            }
+        }
+        if let Some(c) = client {
+            chunk.insert("client".into(), json!(c));
+        }
+        if let Some(arg) = chunk.get_mut("arg")
+            && !arg.is_array()
+        {
+            let one = arg.take();
+            *arg = Value::Array(vec![one]);
+        }
+        // A `local_batch` answer is Salt's generator: each of its items is one of `return`'s.
+        let batch = chunk.get("client").and_then(Value::as_str) == Some("local_batch");
+        match run(api, chunk).await? {
+            Value::Array(items) if batch => out.extend(items),
+            other => out.push(other),
+        }
     }
+    Ok(out)
 }
+
+pub(crate) use salt_compat::py_truthy_json as truthy;
 
 /// `salt.utils.args.condition_input(arg, kwarg)`: the keyword arguments appended to `arg`
 /// as one `__kwarg__` mapping.
@@ -134,7 +176,7 @@ const LOCAL_PARAMS: [&str; 10] = [
 
 /// `LocalClient._prep_pub` + `pub`: the publish, answered `{jid, minions}` (empty when
 /// nothing was sent, as `_check_pub_data`).
-async fn publish(api: &Api, low: &Map<String, Value>) -> Result<Value, ApiError> {
+pub(crate) async fn publish(api: &Api, low: &Map<String, Value>) -> Result<Value, ApiError> {
     let tgt = low.get("tgt").cloned().unwrap_or(json!(""));
     let Some(fun) = low.get("fun").cloned() else {
         return Err(ApiError::bad_request("Missing required argument 'fun'"));
@@ -192,10 +234,33 @@ async fn local_async(api: &Api, low: Map<String, Value>) -> Result<Value, ApiErr
     publish(api, &low).await
 }
 
+/// A chunk's `timeout` (seconds), else the master's default.
+pub(crate) fn timeout_of(low: &Map<String, Value>) -> Duration {
+    low.get("timeout")
+        .and_then(|t| t.as_f64().or_else(|| t.as_str()?.parse().ok()))
+        .filter(|t| *t > 0.0)
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+}
+
 /// `NetapiClient.local`: `LocalClient.cmd`: the returns of the targeted minions that answer
 /// within `timeout` (the master's default 5 s), `{minion: return}` (`full_return`: the whole
-/// return event data).
-async fn local(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
+/// return event data), and `False` for each targeted minion that did not.
+pub(crate) async fn local(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
+    gather(api, low, true).await
+}
+
+/// `LocalClient.cmd_iter` gathered: the returns of the minions that answer only (a batch's
+/// `gather_minions`).
+pub(crate) async fn local_answered(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
+    gather(api, low, false).await
+}
+
+/// [`local`] (`missing_false`) and [`local_answered`].
+async fn gather(
+    api: &Api,
+    low: Map<String, Value>,
+    missing_false: bool,
+) -> Result<Value, ApiError> {
     let mut events = api.bus.subscribe();
     let pub_data = publish(api, &low).await?;
     let (Some(jid), Some(minions)) = (
@@ -204,11 +269,7 @@ async fn local(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
     ) else {
         return Ok(json!({}));
     };
-    let timeout = low
-        .get("timeout")
-        .and_then(|t| t.as_f64().or_else(|| t.as_str()?.parse().ok()))
-        .filter(|t| *t > 0.0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
+    let timeout = timeout_of(&low);
     let full = low.get("full_return").is_some_and(truthy);
     let mut waiting: HashSet<&str> = minions.iter().filter_map(Value::as_str).collect();
     let prefix = format!("salt/job/{jid}/ret/");
@@ -246,6 +307,13 @@ async fn local(api: &Api, low: Map<String, Value>) -> Result<Value, ApiError> {
         };
         out.insert(id.to_owned(), value);
     }
+    // `LocalClient.cmd`: a targeted minion that did not return (a key with no minion
+    // running) is `False`.
+    for m in minions.iter().filter_map(Value::as_str) {
+        if missing_false && !out.contains_key(m) {
+            out.insert(m.to_owned(), Value::Bool(false));
+        }
+    }
     Ok(Value::Object(out))
 }
 
@@ -254,13 +322,17 @@ const RUNNER_CREDS: [&str; 7] = [
     "username", "password", "eauth", "token", "client", "user", "key",
 ];
 
-/// `RunnerClient._reformat_low`: the credentials and `fun` stay on top; `arg` is positional
+/// `RunnerClient._reformat_low`: an unknown runner refused as `verify_fun` refuses it; the credentials and `fun` stay on top; `arg` is positional
 /// and `kwarg` with every other key are the keyword arguments, sent as the load's
 /// `kwarg: {arg, kwarg}`.
 fn reformat_low(mut low: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
     let Some(fun) = low.remove("fun") else {
         return Err(ApiError::bad_request("Missing required argument 'fun'"));
     };
+    // `verify_fun(self.functions, fun)`: a `CommandExecutionError`, answered 500.
+    if !fun.as_str().is_some_and(salt_master_core::runner_exists) {
+        return Err(ApiError::internal());
+    }
     let mut out = Map::new();
     out.insert("fun".into(), fun);
     for k in RUNNER_CREDS {
@@ -290,7 +362,6 @@ async fn runner(api: &Api, mut low: Map<String, Value>) -> Result<Value, ApiErro
         .and_then(|t| t.as_f64().or_else(|| t.as_str()?.parse().ok()))
         .map_or(api.rest_timeout, Duration::from_secs_f64);
     let full = low.remove("full_return").is_some_and(|v| truthy(&v));
-    let fun = text(low.get("fun")).unwrap_or_default();
     let mut low = reformat_low(low)?;
     low.insert("cmd".into(), json!("runner"));
     let mut events = api.bus.subscribe();
@@ -307,13 +378,6 @@ async fn runner(api: &Api, mut low: Map<String, Value>) -> Result<Value, ApiErro
             }
             Ok(Err(RecvError::Lagged(_))) => {}
             Ok(Ok(ev)) if ev.tag == ret_tag => {
-                // Salt's `verify_fun` refuses an unknown runner before it is sent
-                // (`CommandExecutionError`, a 500); the master answers it by this text.
-                if ev.data.get("return") == Some(&json!(format!("'{fun}' is not available."))) {
-                    return Err(ApiError::status(
-                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    ));
-                }
                 return Ok(if full {
                     json!({"tag": ev.tag, "data": ev.data})
                 } else {

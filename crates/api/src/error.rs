@@ -15,6 +15,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// The message (CherryPy's default text for the status when Salt gives none).
     pub message: String,
+    /// `Retry-After` seconds (a 429 of salt-rs's per-token rate limit).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -23,6 +25,7 @@ impl ApiError {
         Self {
             status,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -83,6 +86,8 @@ fn default_text(status: StatusCode) -> &'static str {
         405 => "Specified method is invalid for this resource",
         406 => "URI not available in preferred format",
         413 => "Entity is too large",
+        // Python's `http.server` text, which CherryPy uses for codes it has none of its own.
+        429 => "The user has sent too many requests in a given amount of time (\"rate limiting\").",
         503 => {
             "The server is currently unable to handle the request due to a temporary \
              overloading or maintenance of the server."
@@ -131,6 +136,10 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/html;charset=utf-8"),
         );
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         resp
     }
 }

@@ -5,24 +5,27 @@
 //! eauth credentials or token (every authorization is the master's); job returns and
 //! `/events` come from the master's event bus ([`events`]).
 //!
-//! * [`routes`]: the URL map and handlers; [`stream`]: `/events`;
-//! * [`clients`]: `NetapiClient.run` (local, local_async, runner, runner_async, wheel,
-//!   wheel_async; others refused by name);
+//! * [`routes`]: the URL map and handlers; [`stream`]: `/events`; [`ws`]: `/ws`;
+//! * [`clients`]: `NetapiClient.run` (local, local_async, local_batch, local_subset, runner,
+//!   runner_async, wheel, wheel_async; others refused by name);
 //! * [`body`]: request bodies and `Accept`; [`sessions`]: CherryPy's sessions;
 //! * [`error`]: CherryPy's error pages with Salt's statuses.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod batch;
 pub mod body;
 pub mod clients;
 pub mod error;
 pub mod events;
 pub mod listener;
 pub mod master;
+pub mod ratelimit;
 pub mod routes;
 pub mod sessions;
 mod stream;
 mod tarball;
+mod ws;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,8 +79,12 @@ pub struct Api {
     pub rest_timeout: Duration,
     /// `external_auth` as written (for the login's `perms`).
     external_auth: Value,
-    /// The master's `cachedir` (`tokens/`, for `/logout` as Salt's `LoadAuth.rm_token`).
-    token_dir: std::path::PathBuf,
+    /// The master's token store (`eauth_tokens`: Salt's `localfs`, or the group's
+    /// database), for `/logout` as Salt's `LoadAuth.rm_token`.
+    tokens: Box<dyn salt_eauth::TokenStore>,
+    /// The master is in a group (`cluster_id`): sessions are named by their eauth token,
+    /// so a login through one member's salt-api works on every member's.
+    pub group: bool,
     /// Clear requests to the master.
     pub master: master::MasterLink,
     /// The master's event bus.
@@ -86,6 +93,8 @@ pub struct Api {
     pub sessions: sessions::Sessions,
     /// Counters.
     pub stats: Stats,
+    /// salt-rs's per-token rate limit (`token_rate_limit`; `None`: none, as Salt).
+    pub rate_limit: Option<ratelimit::RateLimit>,
 }
 
 impl Api {
@@ -99,11 +108,20 @@ impl Api {
             .rest_cherrypy
             .clone()
             .ok_or("the master's config has no rest_cherrypy block: nothing to serve")?;
+        let eauth_opts = salt_compat::json::json_to_msgpack(&Value::Object(cfg.eauth_opts.clone()));
+        let eauth = salt_eauth::EauthConfig::from_opts(&eauth_opts, cfg.cachedir.clone()).map_err(
+            |errs| {
+                errs.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        )?;
+        let tokens = salt_pgstore::token_store(cfg, &eauth).map_err(|e| e.to_string())?;
         let master = master::MasterLink::connect(cfg).map_err(|e| e.to_string())?;
         let stats = Stats::default();
         let _ = stats.started.set(std::time::SystemTime::now());
         Ok(Self {
-            rc,
             enabled_clients: cfg.api.netapi_enable_clients.clone(),
             rest_timeout: cfg.api.rest_timeout,
             external_auth: cfg
@@ -111,12 +129,23 @@ impl Api {
                 .get("external_auth")
                 .cloned()
                 .unwrap_or(json!({})),
-            token_dir: cfg.cachedir.join("tokens"),
+            tokens,
+            group: cfg.cluster_id.is_some(),
             master,
             bus: events::EventBus::start(cfg, stop),
             sessions: sessions::Sessions::default(),
             stats,
+            rate_limit: ratelimit::RateLimit::from_options(
+                rc.token_rate_limit,
+                rc.token_rate_burst,
+            ),
+            rc,
         })
+    }
+
+    /// One request of session `id` against `token_rate_limit` (429 past it).
+    fn throttle(&self, id: &str) -> Result<(), ApiError> {
+        self.rate_limit.as_ref().map_or(Ok(()), |rl| rl.take(id))
     }
 
     /// `max_request_body_size` (413 past it).
@@ -178,11 +207,10 @@ impl Api {
         Value::Array(strs.into_iter().map(Value::from).chain(others).collect())
     }
 
-    /// `LoadAuth.rm_token` on the master's `localfs` token store.
+    /// `LoadAuth.rm_token` on the master's token store (blocking: a database call in a
+    /// group; the caller runs it on a blocking thread).
     fn rm_token(&self, token: &str) {
-        use salt_eauth::token::TokenStore as _;
-        let store = salt_eauth::token::LocalFsStore::new(self.token_dir.clone(), "sha256");
-        if let Err(e) = store.rm_token(token) {
+        if let Err(e) = self.tokens.rm_token(token) {
             tracing::error!(
                 "Logout: failed to revoke Salt eauth token; the cookie has been expired but \
                  the token may still be valid in the eauth_tokens backend until its expiry: {e}"

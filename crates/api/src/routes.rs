@@ -31,6 +31,8 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/keys", get(keys).post(keys_post))
         .route("/keys/{mid}", get(keys_one))
         .route("/events", get(crate::stream::events))
+        .route("/ws", get(crate::ws::ws))
+        .route("/ws/{session}", get(crate::ws::ws_token))
         .route("/stats", get(stats));
     if rc.enable_sessions {
         r = r
@@ -71,6 +73,7 @@ pub fn router(api: Arc<Api>) -> Router {
     }
     let r = r
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND) })
+        .layer(body_limit(rc.max_request_body_size))
         .layer(middleware::from_fn_with_state(api.clone(), tools))
         .with_state(api.clone());
     let prefix = api.rc.root_prefix.trim_end_matches('/');
@@ -78,6 +81,16 @@ pub fn router(api: Arc<Api>) -> Router {
         r
     } else {
         Router::new().nest(prefix, r)
+    }
+}
+
+/// `max_request_body_size` for every body read (0: none); a larger body is a 413 before it
+/// is read whole.
+fn body_limit(max: u64) -> axum::extract::DefaultBodyLimit {
+    match usize::try_from(max) {
+        Ok(0) => axum::extract::DefaultBodyLimit::disable(),
+        Ok(n) => axum::extract::DefaultBodyLimit::max(n),
+        Err(_) => axum::extract::DefaultBodyLimit::disable(),
     }
 }
 
@@ -164,12 +177,21 @@ pub(crate) fn reply(format: Format, status: StatusCode, value: &Value) -> Respon
     r
 }
 
-/// `salt_auth`: the session's eauth token, else 401.
-fn session_token(api: &Api, headers: &HeaderMap) -> Result<String, ApiError> {
-    requested_id(headers)
-        .and_then(|id| api.sessions.token(&id))
-        .map(|t| t.as_str().to_owned())
-        .ok_or_else(|| ApiError::status(StatusCode::UNAUTHORIZED))
+/// `salt_auth`: the session's eauth token, else 401 (429 past `token_rate_limit`). In a group
+/// a session is named by its eauth token (`/login`): one this process does not know, made
+/// through another member's salt-api, is adopted when the master knows the token.
+async fn session_token(api: &Api, headers: &HeaderMap) -> Result<String, ApiError> {
+    let unauthorized = || ApiError::status(StatusCode::UNAUTHORIZED);
+    let id = requested_id(headers).ok_or_else(unauthorized)?;
+    let token = match api.sessions.token(&id) {
+        Some(t) => t.as_str().to_owned(),
+        None if api.group && crate::stream::valid(api, &id).await => {
+            api.sessions.adopt(&id);
+            id.clone()
+        }
+        None => return Err(unauthorized()),
+    };
+    api.throttle(&id).map(|()| token)
 }
 
 /// The lowstate of a POST body (`hypermedia_in` + `lowdata_fmt`), bounded by
@@ -177,49 +199,6 @@ fn session_token(api: &Api, headers: &HeaderMap) -> Result<String, ApiError> {
 fn lowstate_of(api: &Api, headers: &HeaderMap, bytes: &Bytes) -> Result<Option<Value>, ApiError> {
     api.check_size(bytes)?;
     Ok(body::lowstate(body::read(headers, bytes)?.data))
-}
-
-/// `LowDataAdapter.exec_lowstate`.
-async fn exec_lowstate(
-    api: &Api,
-    lowstate: Option<Value>,
-    client: Option<&str>,
-    token: Option<&str>,
-) -> Result<Vec<Value>, ApiError> {
-    let Some(Value::Array(chunks)) = lowstate else {
-        return Err(ApiError::bad_request("Lowstates must be a list"));
-    };
-    let mut out = Vec::with_capacity(chunks.len());
-    for chunk in chunks {
-        let Value::Object(mut chunk) = chunk else {
-            return Err(ApiError::internal());
-        };
-        if let Some(t) = token {
-            chunk.insert("token".into(), json!(t));
-        }
-        if let Some(t) = chunk.get("token") {
-            let hex = t.as_str().is_some_and(|s| {
-                !s.is_empty()
-                    && s.trim_start_matches("0x")
-                        .chars()
-                        .all(|c| c.is_ascii_hexdigit())
-            });
-            if !hex {
-                return Err(ApiError::unauthorized("Invalid token"));
-            }
-        }
-        if let Some(c) = client {
-            chunk.insert("client".into(), json!(c));
-        }
-        if let Some(arg) = chunk.get_mut("arg")
-            && !arg.is_array()
-        {
-            let one = arg.take();
-            *arg = Value::Array(vec![one]);
-        }
-        out.push(crate::clients::run(api, chunk).await?);
-    }
-    Ok(out)
 }
 
 macro_rules! try_fmt {
@@ -249,19 +228,36 @@ async fn index(headers: HeaderMap) -> Response {
     )
 }
 
+/// `hypermedia_handler`'s answer to an error: Salt's unexpected exception is a 500 with
+/// `{status, return}` in the negotiated format; the others are CherryPy's error pages.
+fn failed(f: Format, e: ApiError) -> Response {
+    if e == ApiError::internal() {
+        return reply(
+            f,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({"status": 500, "return": e.message}),
+        );
+    }
+    e.into_response()
+}
+
 async fn index_post(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response {
     let f = try_fmt!(headers);
-    let token = tri!(session_token(&api, &headers));
+    let token = tri!(session_token(&api, &headers).await);
     let low = tri!(lowstate_of(&api, &headers, &bytes));
-    let ret = tri!(exec_lowstate(&api, low, None, Some(&token)).await);
-    reply(f, StatusCode::OK, &json!({"return": ret}))
+    match crate::clients::exec_lowstate(&api, low, None, Some(&token)).await {
+        Ok(ret) => reply(f, StatusCode::OK, &json!({"return": ret})),
+        Err(e) => failed(f, e),
+    }
 }
 
 async fn run(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response {
     let f = try_fmt!(headers);
     let low = tri!(lowstate_of(&api, &headers, &bytes));
-    let ret = tri!(exec_lowstate(&api, low, None, None).await);
-    reply(f, StatusCode::OK, &json!({"return": ret}))
+    match crate::clients::exec_lowstate(&api, low, None, None).await {
+        Ok(ret) => reply(f, StatusCode::OK, &json!({"return": ret})),
+        Err(e) => failed(f, e),
+    }
 }
 
 /// `Token.POST`: each chunk's credentials through the runner `auth.mk_token` (so the user
@@ -288,7 +284,8 @@ async fn token(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response
         c.insert("fun".into(), json!("auth.mk_token"));
         c.insert("kwarg".into(), kwarg);
     }
-    let ret = tri!(exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await);
+    let ret =
+        tri!(crate::clients::exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await);
     reply(f, StatusCode::OK, &Value::Array(ret))
 }
 
@@ -323,7 +320,14 @@ async fn login(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response
         return ApiError::unauthorized("Could not authenticate using provided credentials")
             .into_response();
     };
-    let id = api.sessions.create(salt_token);
+    // In a group the session is named by the eauth token, so every member's salt-api
+    // knows it (`session_token`).
+    let id = if api.group {
+        api.sessions.adopt(salt_token);
+        salt_token.to_owned()
+    } else {
+        api.sessions.create(salt_token)
+    };
     let perms = api.perms(&token);
     let body = json!({"return": [{
         "token": id,
@@ -345,10 +349,11 @@ async fn login(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response
 
 async fn logout(State(api): Shared, headers: HeaderMap) -> Response {
     let f = try_fmt!(headers);
-    tri!(session_token(&api, &headers));
+    tri!(session_token(&api, &headers).await);
     let id = requested_id(&headers).unwrap_or_default();
     if let Some(token) = api.sessions.remove(&id) {
-        api.rm_token(&token);
+        let api = api.clone();
+        let _ = tokio::task::spawn_blocking(move || api.rm_token(&token)).await;
     }
     let mut r = reply(
         f,
@@ -363,9 +368,9 @@ async fn logout(State(api): Shared, headers: HeaderMap) -> Response {
 
 async fn minions_for(api: &Api, headers: &HeaderMap, mid: Option<String>) -> Response {
     let f = try_fmt!(headers);
-    let token = tri!(session_token(api, headers));
+    let token = tri!(session_token(api, headers).await);
     let low = json!([{"client": "local", "tgt": mid.unwrap_or_else(|| "*".into()), "fun": "grains.items"}]);
-    let ret = tri!(exec_lowstate(api, Some(low), None, Some(&token)).await);
+    let ret = tri!(crate::clients::exec_lowstate(api, Some(low), None, Some(&token)).await);
     reply(f, StatusCode::OK, &json!({"return": ret}))
 }
 
@@ -379,9 +384,10 @@ async fn minions_one(State(api): Shared, headers: HeaderMap, Path(mid): Path<Str
 
 async fn minions_post(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Response {
     let f = try_fmt!(headers);
-    let token = tri!(session_token(&api, &headers));
+    let token = tri!(session_token(&api, &headers).await);
     let low = tri!(lowstate_of(&api, &headers, &bytes));
-    let ret = tri!(exec_lowstate(&api, low, Some("local_async"), Some(&token)).await);
+    let ret =
+        tri!(crate::clients::exec_lowstate(&api, low, Some("local_async"), Some(&token)).await);
     let links: Vec<Value> = ret
         .iter()
         .filter_map(|r| r.get("jid"))
@@ -396,12 +402,12 @@ async fn minions_post(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> R
 
 async fn jobs_for(api: &Api, headers: &HeaderMap, jid: Option<String>) -> Response {
     let f = try_fmt!(headers);
-    let token = tri!(session_token(api, headers));
+    let token = tri!(session_token(api, headers).await);
     let low = match &jid {
         Some(j) => json!([{"client": "runner", "fun": "jobs.list_job", "jid": j}]),
         None => json!([{"client": "runner", "fun": "jobs.list_jobs"}]),
     };
-    let mut ret = tri!(exec_lowstate(api, Some(low), None, Some(&token)).await);
+    let mut ret = tri!(crate::clients::exec_lowstate(api, Some(low), None, Some(&token)).await);
     let first = if ret.is_empty() {
         Value::Null
     } else {
@@ -435,12 +441,12 @@ async fn jobs_one(State(api): Shared, headers: HeaderMap, Path(jid): Path<String
 
 async fn keys_for(api: &Api, headers: &HeaderMap, mid: Option<String>) -> Response {
     let f = try_fmt!(headers);
-    let token = tri!(session_token(api, headers));
+    let token = tri!(session_token(api, headers).await);
     let low = match mid {
         Some(m) => json!([{"client": "wheel", "fun": "key.finger", "match": m}]),
         None => json!([{"client": "wheel", "fun": "key.list_all"}]),
     };
-    let ret = tri!(exec_lowstate(api, Some(low), None, Some(&token)).await);
+    let ret = tri!(crate::clients::exec_lowstate(api, Some(low), None, Some(&token)).await);
     let inner = ret
         .first()
         .and_then(|r| r.pointer("/data/return"))
@@ -479,20 +485,21 @@ async fn keys_post(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Resp
         .to_owned();
     // `hypermedia_out` is off for this handler: Salt's exceptions are not mapped to their
     // statuses but answered 500 by CherryPy (its own HTTP errors keep theirs).
-    let ret = match exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await {
-        Ok(r) => r,
-        Err(e)
-            if matches!(
-                e.message.as_str(),
-                "Lowstates must be a list" | "Invalid token"
-            ) =>
-        {
-            return e.into_response();
-        }
-        Err(_) => {
-            return ApiError::status(StatusCode::INTERNAL_SERVER_ERROR).into_response();
-        }
-    };
+    let ret =
+        match crate::clients::exec_lowstate(&api, Some(Value::Array(chunks)), None, None).await {
+            Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.message.as_str(),
+                    "Lowstates must be a list" | "Invalid token"
+                ) =>
+            {
+                return e.into_response();
+            }
+            Err(_) => {
+                return ApiError::status(StatusCode::INTERNAL_SERVER_ERROR).into_response();
+            }
+        };
     let inner = ret.first().and_then(|r| r.pointer("/data/return"));
     let field = |k: &str| {
         inner
@@ -526,7 +533,7 @@ async fn hook_post(
 ) -> Response {
     let f = try_fmt!(headers);
     if !api.rc.webhook_disable_auth {
-        tri!(session_token(&api, &headers));
+        tri!(session_token(&api, &headers).await);
     }
     tri!(api.check_size(&bytes));
     let b = tri!(body::read(&headers, &bytes));
@@ -577,7 +584,7 @@ fn title_case(name: &str) -> String {
 async fn stats(State(api): Shared, headers: HeaderMap) -> Response {
     let f = try_fmt!(headers);
     if !api.rc.stats_disable_auth {
-        tri!(session_token(&api, &headers));
+        tri!(session_token(&api, &headers).await);
     }
     reply(f, StatusCode::OK, &api.stats.report(api.rc.collect_stats))
 }

@@ -70,6 +70,17 @@ impl Sessions {
     /// A new session holding `token`; its id.
     pub fn create(&self, token: &str) -> String {
         let id = new_id();
+        self.insert(&id, token);
+        id
+    }
+
+    /// A session named by the eauth token it holds (a master group's salt-api: every
+    /// member knows the token, so every member can serve the session).
+    pub fn adopt(&self, token: &str) {
+        self.insert(token, token);
+    }
+
+    fn insert(&self, id: &str, token: &str) {
         let mut map = self
             .map
             .lock()
@@ -77,13 +88,12 @@ impl Sessions {
         let now = Instant::now();
         map.retain(|_, s| now.duration_since(s.seen) < IDLE);
         map.insert(
-            id.clone(),
+            id.to_owned(),
             Session {
                 token: Zeroizing::new(token.to_owned()),
                 seen: now,
             },
         );
-        id
     }
 
     /// The eauth token of session `id` (touching it).

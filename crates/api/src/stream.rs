@@ -25,7 +25,7 @@ const QUERY_REFUSED: &str = "The /events endpoint takes no query parameters; in 
 
 /// `Events._is_valid_token`: a session's token (or the value itself as an eauth token) the
 /// master knows and that has not expired.
-async fn valid(api: &Api, auth: &str) -> bool {
+pub(crate) async fn valid(api: &Api, auth: &str) -> bool {
     let hex = !auth.is_empty() && auth.chars().all(|c| c.is_ascii_hexdigit());
     if !hex {
         return false;
@@ -34,6 +34,11 @@ async fn valid(api: &Api, auth: &str) -> bool {
         .sessions
         .token(auth)
         .map_or_else(|| auth.to_owned(), |t| t.as_str().to_owned());
+    alive(api, &token).await
+}
+
+/// `LoadAuth.get_tok`: an eauth token the master knows and that has not expired.
+pub(crate) async fn alive(api: &Api, token: &str) -> bool {
     let mut load = serde_json::Map::new();
     load.insert("cmd".into(), json!("get_token"));
     load.insert("token".into(), json!(token));

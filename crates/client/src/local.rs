@@ -191,6 +191,13 @@ pub enum LocalEvent {
         /// The payload (with `_stamp`).
         data: serde_json::Value,
     },
+    /// A line the runner printed for its caller: Salt's runners run in `salt-run`'s own
+    /// process, where `LocalClient` `print()`s e.g. "No minions matched the target. ..." to
+    /// its stdout; `salt-run` writes it to its stdout as it comes.
+    Print {
+        /// The line, without its newline.
+        text: String,
+    },
     /// A runner's return value.
     RunnerReturn {
         /// What the runner returned.

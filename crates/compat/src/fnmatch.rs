@@ -60,10 +60,37 @@ pub fn fnmatch(name: &str, pattern: &str) -> bool {
 /// # Errors
 /// A bad character range (Python raises `re.error`), or a pattern too large to compile.
 pub fn try_fnmatch(name: &str, pattern: &str) -> Result<bool, FnmatchError> {
-    Ok(match translate(pattern)? {
-        None => false,
-        Some(re) => compile(&[re], pattern)?.is_match(name),
-    })
+    // A pattern without `*`, `?` or `[` is its own text (its regex is the escaped literal,
+    // matched whole): grain targets mostly compare such values, once per cached minion.
+    if !pattern.contains(['*', '?', '[']) {
+        return Ok(name == pattern);
+    }
+    if let Some(hit) = COMPILED.with(|c| c.borrow().get(pattern).map(|re| re.is_match(name))) {
+        return Ok(hit);
+    }
+    let re = match translate(pattern)? {
+        None => return Ok(false),
+        Some(re) => compile(&[re], pattern)?,
+    };
+    let hit = re.is_match(name);
+    COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= COMPILED_MAX {
+            c.clear();
+        }
+        c.insert(pattern.to_owned(), re);
+    });
+    Ok(hit)
+}
+
+/// How many compiled globs a thread keeps ([`try_fnmatch`] is called once per cached
+/// minion with the same pattern when the master matches a grain target; compiling it each
+/// time cost more than the match).
+const COMPILED_MAX: usize = 256;
+
+thread_local! {
+    static COMPILED: std::cell::RefCell<std::collections::HashMap<String, Regex>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// The anchored regex source text of `pattern` (Python's `fnmatch.translate`, as the

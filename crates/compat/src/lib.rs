@@ -10,7 +10,8 @@
 //! * [`time`]: proleptic Gregorian dates and `time.asctime`;
 //! * [`id`]: `salt.utils.verify.valid_id` / `clean_path` (the one minion-id rule);
 //! * [`json`]: JSON values to msgpack values and back, key order kept;
-//! * [`map_get`]: `dict.get` on a decoded msgpack map.
+//! * [`map_get`]: `dict.get` on a decoded msgpack map;
+//! * [`py_truthy`], [`py_truthy_json`]: Python's `bool(x)`.
 
 pub mod fnmatch;
 pub mod id;
@@ -18,8 +19,10 @@ pub mod json;
 mod map;
 mod repr;
 pub mod time;
+mod truth;
 
 pub use fnmatch::fnmatch;
 pub use id::valid_id;
 pub use map::map_get;
 pub use repr::{py_float_repr, py_json_repr, py_json_str, py_repr, py_str, py_str_repr};
+pub use truth::{py_truthy, py_truthy_json};

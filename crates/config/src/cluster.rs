@@ -27,6 +27,9 @@ pub enum JobDriver {
     Files,
     /// `pgjsonb`: Salt's `pgjsonb` tables in the group's database.
     Pgjsonb,
+    /// `postgres`: Salt's `postgres` returner tables (`returner.postgres.*`,
+    /// [`crate::MasterReturners`]).
+    Postgres,
 }
 
 /// The PostgreSQL connection (Salt's `postgres.*` keys; defaults of Salt's `pgjsonb`
@@ -132,10 +135,11 @@ fn job_cache(node: &crate::node::Node) -> Result<JobDriver, Problem> {
     match string(node)?.as_str() {
         "local_cache" => Ok(JobDriver::Files),
         "pgjsonb" => Ok(JobDriver::Pgjsonb),
+        "postgres" => Ok(JobDriver::Postgres),
         other => Err(invalid(
             other,
-            "salt-rs supports `local_cache` (files, the default) and `pgjsonb` (the group's \
-             PostgreSQL, docs/group.md)",
+            "salt-rs supports `local_cache` (files, the default), `pgjsonb` (the group's \
+             PostgreSQL, docs/group.md) and `postgres` (Salt's postgres returner tables)",
         )),
     }
 }
@@ -326,8 +330,9 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
         OptionDoc {
             name: "master_job_cache",
             default: "local_cache",
-            doc: "`local_cache` (the files of `cachedir/jobs`) or `pgjsonb` (Salt's pgjsonb \
-                  tables in the group's database, needs `cluster_id`; docs/group.md)."
+            doc: "`local_cache` (the files of `cachedir/jobs`), `pgjsonb` (Salt's pgjsonb \
+                  tables in the group's database, needs `cluster_id`; docs/group.md) or \
+                  `postgres` (Salt's postgres returner tables, `returner.postgres.*`)."
                 .to_owned(),
         },
     ];

@@ -20,6 +20,7 @@ pub const EXT_PILLAR_MODULES: &[&str] = &[
     "http_json",
     "http_yaml",
     "postgres",
+    "stack",
 ];
 
 /// One `ext_pillar` item: the module's name and its argument as written.
@@ -123,10 +124,7 @@ pub fn check_module(module: &str) -> Result<(), Problem> {
     if EXT_PILLAR_MODULES.contains(&module) {
         return Ok(());
     }
-    let what = match module {
-        "stack" => "pillar_stack is not implemented by salt-rs yet",
-        _ => "not implemented by salt-rs",
-    };
+    let what = "not implemented by salt-rs";
     Err(Problem::Invalid {
         value: module.to_owned(),
         reason: format!(

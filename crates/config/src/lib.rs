@@ -41,6 +41,7 @@ mod netapi;
 mod node;
 mod reactor;
 mod reader;
+mod returners;
 mod salt3008;
 mod source;
 mod types;
@@ -60,6 +61,9 @@ pub use master::MasterConfig;
 pub use minion::MinionConfig;
 pub use netapi::{ApiOptions, NETAPI_CLIENTS, RestCherrypy};
 pub use reactor::{ReactorConfig, ReactorMap};
+pub use returners::{EVENT_RETURNERS, MasterReturners, PgReturnerConn};
+/// Python's `glob.glob` (`*`, `?`, `[...]`; no leading-dot matches).
+pub use source::glob as py_glob;
 pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,

@@ -225,6 +225,14 @@ salt_options! {
         /// returns still reach a waiting `salt` command but are not written.
         #[salt_default = "True"]
         pub job_cache: bool,
+        /// Store each runner call as a job of the master (Salt's `RunnerClient` reads this
+        /// gate, `<client class>_returns`, though it is not in Salt's option list).
+        #[salt_default = "True"]
+        pub runnerclient_returns: bool,
+        /// Store each wheel call as a job of the master (`WheelClient`'s gate, as
+        /// `runnerclient_returns`).
+        #[salt_default = "True"]
+        pub wheelclient_returns: bool,
         /// Time-to-live of a request in the request server (`None`: no limit; Salt's `0`).
         #[salt_default = "0"]
         pub request_server_ttl: Option<Duration>,
@@ -253,6 +261,11 @@ salt_options! {
         /// and the `postgres.*` connection; docs/group.md). `None`: a single master.
         #[salt_default = "None"]
         pub cluster_id: Option<crate::cluster::ClusterConfig>,
+        /// Event returners (`event_return`: `postgres` only; any other name stops the
+        /// master), with `master_job_cache: postgres` and the `returner.postgres.*`
+        /// connection of Salt's postgres returner.
+        #[salt_default = "\"\""]
+        pub event_return: crate::MasterReturners,
         /// Pillar environments and their directories (`__env__` maps any other name).
         #[salt_default = "{base: [/srv/pillar, /srv/spm/pillar]}"]
         pub pillar_roots: BTreeMap<String, Vec<String>>,
@@ -275,7 +288,7 @@ salt_options! {
         #[salt_default = "None"]
         pub pillarenv: Option<String>,
         /// External pillars, in order: `{module: argument}` items (implemented: `cmd_json`,
-        /// `cmd_yaml`, `cmd_yamlex`, `file_tree`, `git`, `http_json`, `http_yaml`, `postgres`;
+        /// `cmd_yaml`, `cmd_yamlex`, `file_tree`, `git`, `http_json`, `http_yaml`, `postgres`, `stack`;
         /// any other module stops the master at start by name). docs/pillar.md.
         #[salt_default = "[]"]
         pub ext_pillar: Vec<crate::ExtPillar>,
@@ -434,6 +447,8 @@ impl crate::load::Role for MasterConfig {
                 permissive_pki_access: r.get("permissive_pki_access", false, boolean),
                 preserve_minion_cache: r.get("preserve_minion_cache", false, boolean),
                 job_cache: r.get("job_cache", true, boolean),
+                runnerclient_returns: r.get("runnerclient_returns", true, boolean),
+                wheelclient_returns: r.get("wheelclient_returns", true, boolean),
                 gather_job_timeout: r.get(
                     "gather_job_timeout",
                     Duration::from_secs(10),
@@ -448,6 +463,7 @@ impl crate::load::Role for MasterConfig {
                     zero_disables(MS),
                 ),
                 cluster_id: crate::cluster::read(r),
+                event_return: crate::returners::read(r),
                 fileserver: FileServerConfig::read(r),
                 reactor: crate::ReactorConfig::read(r),
                 api: crate::netapi::read(r, &paths.root_dir),
@@ -497,6 +513,7 @@ impl crate::load::Role for MasterConfig {
 /// Options read by the loader that are not fields of [`MasterConfig`].
 fn extra_docs() -> Vec<OptionDoc> {
     let mut v = crate::cluster::docs();
+    v.extend(crate::returners::docs());
     v.extend(crate::salt3008::docs("master"));
     v.extend([
         OptionDoc {

@@ -51,7 +51,7 @@ pub(crate) fn eauth_docs() -> Vec<OptionDoc> {
         ("keep_acl_in_token", "False", "Store the user's ACL in the token when it is made."),
         ("permissive_acl", "False", "Salt's `permissive_acl`."),
         ("eauth_acl_module", "''", "Salt's ACL module; only the default is implemented (others stop the master by name)."),
-        ("eauth_tokens", "localfs", "Where tokens are kept; only `localfs` is implemented (others stop the master by name)."),
+        ("eauth_tokens", "localfs", "Where tokens are kept: `localfs` (Salt's), or `postgres` (the master group's database, the default with `cluster_id`; docs/group.md); others stop the master by name."),
         ("sharedsecret", "None", "The secret of the `sharedsecret` eauth backend."),
     ]
     .into_iter()

@@ -10,7 +10,7 @@ use crate::OptionDoc;
 use crate::common::read_log_file;
 use crate::error::Problem;
 use crate::node::{Kind, Node};
-use crate::reader::{Reader, boolean, count, duration, path, port, string, string_list};
+use crate::reader::{Reader, boolean, count, duration, int_in, path, port, string, string_list};
 use crate::types::{LogFile, invalid};
 
 /// `rest_cherrypy:` as Salt's `rest_cherrypy` reads it.
@@ -38,7 +38,9 @@ pub struct RestCherrypy {
     pub collect_stats: bool,
     /// `expire_responses` (CherryPy < 12 only; accepted, no effect, as with Salt's CherryPy).
     pub expire_responses: bool,
-    /// `max_request_body_size` in bytes (default 1 MiB; 0: no limit).
+    /// `max_request_body_size` in bytes (0: no limit). Salt documents 1 MiB, but its
+    /// rest_cherrypy hands the option to CherryPy under a key CherryPy does not read, so Salt's
+    /// limit is CherryPy's server default, 100 MiB: ours too, unless the option is set.
     pub max_request_body_size: u64,
     /// `debug`: tracebacks in 500 answers (ours: the error text).
     pub debug: bool,
@@ -54,6 +56,12 @@ pub struct RestCherrypy {
     pub static_path: String,
     /// `authorized_ips`: when set, only these client addresses are answered (else 403).
     pub authorized_ips: Vec<String>,
+    /// salt-rs only (Salt's salt-api has no limit): `token_rate_limit`, the requests per
+    /// second each session token may make (`None`: no limit). Over it: 429.
+    pub token_rate_limit: Option<u32>,
+    /// salt-rs only: `token_rate_burst`, how many requests a token may make at once
+    /// (default: `token_rate_limit`). Only with `token_rate_limit`.
+    pub token_rate_burst: Option<u32>,
 }
 
 /// What salt-api reads from the master's config.
@@ -118,7 +126,7 @@ fn rest_cherrypy(node: &Node) -> Result<RestCherrypy, Problem> {
         stats_disable_auth: false,
         collect_stats: false,
         expire_responses: true,
-        max_request_body_size: 1_048_576,
+        max_request_body_size: 104_857_600,
         debug: false,
         enable_sessions: true,
         app: None,
@@ -126,6 +134,8 @@ fn rest_cherrypy(node: &Node) -> Result<RestCherrypy, Problem> {
         static_dir: None,
         static_path: "/static".to_owned(),
         authorized_ips: Vec::new(),
+        token_rate_limit: None,
+        token_rate_burst: None,
     };
     let mut has_port = false;
     for (k, v) in items {
@@ -162,6 +172,8 @@ fn rest_cherrypy(node: &Node) -> Result<RestCherrypy, Problem> {
             "static" => rc.static_dir = Some(path(v).map_err(at)?),
             "static_path" => rc.static_path = text(v, "static_path").map_err(at)?,
             "authorized_ips" => rc.authorized_ips = string_list(v).map_err(at)?,
+            "token_rate_limit" => rc.token_rate_limit = Some(int_in(1, 1_000_000)(v).map_err(at)?),
+            "token_rate_burst" => rc.token_rate_burst = Some(int_in(1, 1_000_000)(v).map_err(at)?),
             k if TUNING.contains(&k) => {
                 count(v).map_err(at)?;
             }
@@ -175,7 +187,8 @@ fn rest_cherrypy(node: &Node) -> Result<RestCherrypy, Problem> {
                      disable_ssl, root_prefix, webhook_url, webhook_disable_auth, \
                      stats_disable_auth, collect_stats, expire_responses, \
                      max_request_body_size, debug, enable_sessions, app, app_path, static, \
-                     static_path, authorized_ips, thread_pool, socket_queue_size)",
+                     static_path, authorized_ips, thread_pool, socket_queue_size; salt-rs \
+                     only: token_rate_limit, token_rate_burst)",
                 ));
             }
         }
@@ -184,6 +197,12 @@ fn rest_cherrypy(node: &Node) -> Result<RestCherrypy, Problem> {
         return Err(invalid(
             "rest_cherrypy",
             "'port' not specified (Salt's rest_cherrypy does not load without it)",
+        ));
+    }
+    if rc.token_rate_burst.is_some() && rc.token_rate_limit.is_none() {
+        return Err(invalid(
+            "rest_cherrypy:token_rate_burst",
+            "only with token_rate_limit (the requests per second it bounds)",
         ));
     }
     if !rc.disable_ssl && (rc.ssl_crt.is_none() || rc.ssl_key.is_none()) {
@@ -247,10 +266,14 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
             doc: "salt-api's HTTP API (`salt-api`, docs/api.md): `port` (required), `host`, \
                   `ssl_crt`/`ssl_key` or `disable_ssl`, `root_prefix`, `webhook_url`, \
                   `webhook_disable_auth`, `stats_disable_auth`, `collect_stats`, \
-                  `expire_responses`, `max_request_body_size`, `debug`, `enable_sessions`, \
+                  `expire_responses`, `max_request_body_size` (default 100 MiB, the limit \
+                  Salt's CherryPy applies), `debug`, `enable_sessions`, \
                   `app`, `app_path`, `static`, `static_path`, `authorized_ips` (`thread_pool` \
                   and `socket_queue_size` accepted, unused). `api_acl`, `ssl_chain`, \
                   `log_access_file`, `log_error_file` and `favicon` are refused by name. \
+                  salt-rs only (Salt's salt-api has no such limit): `token_rate_limit` \
+                  (requests per second per session token, default none; over it a 429) and \
+                  `token_rate_burst` (requests at once, default the rate). \
                   The master ignores it."
                 .to_owned(),
         },
@@ -258,7 +281,8 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
             name: "netapi_enable_clients",
             default: "[]",
             doc: "The salt-api clients that may be used (`local`, `local_async`, \
-                  `local_batch`, `runner`, `runner_async`, `wheel`, `wheel_async`, ...); \
+                  `local_batch`, `local_subset`, `runner`, `runner_async`, `wheel`, \
+                  `wheel_async`, ...); \
                   others are refused as Salt 3006+ refuses them."
                 .to_owned(),
         },
@@ -304,6 +328,37 @@ mod tests {
         );
         assert_eq!(c.api.netapi_enable_clients, ["local", "runner"]);
         assert_eq!(c.api.api_pidfile, std::path::Path::new("/run/a.pid"));
+        assert_eq!((rc.token_rate_limit, rc.token_rate_burst), (None, None));
+    }
+
+    /// salt-rs's per-token rate limit is read under `rest_cherrypy` only; at the top level it
+    /// is no option (a warning naming it, and ignored).
+    #[test]
+    fn token_rate_limit_is_a_rest_cherrypy_option() {
+        let c = load(
+            "rest_cherrypy:\n  port: 8000\n  disable_ssl: True\n  token_rate_limit: 20\n  \
+             token_rate_burst: 40\n",
+        )
+        .unwrap();
+        let rc = c.api.rest_cherrypy.unwrap();
+        assert_eq!(
+            (rc.token_rate_limit, rc.token_rate_burst),
+            (Some(20), Some(40))
+        );
+        let loaded = MasterConfig::from_yaml_str(
+            "token_rate_limit: 20\n",
+            &LoadOptions::new("/nonexistent"),
+        )
+        .unwrap();
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.to_string().contains("token_rate_limit")),
+            "{:?}",
+            loaded.warnings
+        );
+        assert_eq!(loaded.config.api.rest_cherrypy, None);
     }
 
     #[test]
@@ -315,6 +370,12 @@ mod tests {
         assert!(e.contains("rest_cherrypy:prot"), "{e}");
         let e = load("rest_cherrypy:\n  port: 8000\n").unwrap_err();
         assert!(e.contains("ssl_crt"), "{e}");
+        let e = load("rest_cherrypy:\n  port: 8000\n  disable_ssl: True\n  token_rate_burst: 5\n")
+            .unwrap_err();
+        assert!(e.contains("token_rate_burst"), "{e}");
+        let e = load("rest_cherrypy:\n  port: 8000\n  disable_ssl: True\n  token_rate_limit: 0\n")
+            .unwrap_err();
+        assert!(e.contains("token_rate_limit"), "{e}");
         let e = load("netapi_enable_clients: [locl]\n").unwrap_err();
         assert!(e.contains("locl"), "{e}");
     }

@@ -245,7 +245,7 @@ pub(crate) fn expand_user(path: &str, home: Option<&Path>) -> String {
 
 /// Python's `glob.glob` for `*`, `?` and `[...]`: matches path components one by one; a
 /// wildcard does not match a leading `.` unless the pattern component starts with one.
-pub(crate) fn glob(pattern: &Path) -> Vec<PathBuf> {
+pub fn glob(pattern: &Path) -> Vec<PathBuf> {
     let mut current: Vec<PathBuf> = vec![PathBuf::new()];
     for component in pattern.components() {
         let part = component.as_os_str().to_string_lossy();

@@ -705,7 +705,7 @@ fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("ext_pillar module `postgres`"), "{err}");
-    for module in ["stack", "mongo"] {
+    for module in ["mongo", "mysql"] {
         let text = format!("ext_pillar:\n  - cmd_json: echo {{}}\n  - {module}: x\n");
         let err = MasterConfig::from_yaml_str(&text, &o)
             .unwrap_err()
@@ -870,4 +870,31 @@ fn reactor_options() {
             .to_string();
         assert!(err.contains(&format!("`{named}`")), "{yaml}: {err}");
     }
+}
+
+#[test]
+fn postgres_returner_options_and_other_event_returners_refused_by_name() {
+    let o = opts(Path::new("/nonexistent"));
+    let text = "master_job_cache: postgres\nevent_return: [postgres]\nevent_return_queue: 5\n\
+                event_return_blacklist: 'salt/auth'\nreturner.postgres.host: /run/pg\n\
+                returner.postgres.port: 5433\n";
+    let c = MasterConfig::from_yaml_str(text, &o).unwrap().config;
+    assert!(c.cluster_id.is_none());
+    let r = &c.event_return;
+    assert!(r.job_cache_postgres && r.uses_postgres());
+    assert_eq!(r.event_return, vec!["postgres".to_owned()]);
+    assert_eq!(r.queue, 5);
+    assert_eq!(r.blacklist, vec!["salt/auth".to_owned()]);
+    assert_eq!(
+        (r.postgres.host.as_str(), r.postgres.port),
+        ("/run/pg", 5433)
+    );
+    assert_eq!(r.postgres.db, "salt");
+    let err = MasterConfig::from_yaml_str("event_return: mysql\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("mysql") && err.contains("event_return"),
+        "{err}"
+    );
 }

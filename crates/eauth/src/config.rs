@@ -5,7 +5,7 @@
 //! it), every problem reported, then one failure ([`ConfigError`] list). Options of Salt's
 //! that this engine does not implement are refused by name when they would change who may
 //! do what (fail closed): `eauth_acl_module`, `auth.enable_expanded_auth_matching`, an
-//! `eauth_tokens` other than `localfs`, an `external_auth` backend other than `pam`, `file`,
+//! `eauth_tokens` other than `localfs` or our `postgres` (a master group's), an `external_auth` backend other than `pam`, `file`,
 //! `auto`, `sharedsecret`.
 
 use std::path::PathBuf;
@@ -86,6 +86,16 @@ impl BackendConfig {
     }
 }
 
+/// `eauth_tokens`: where tokens are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenBackend {
+    /// Salt's `localfs`: files in `cachedir/tokens`.
+    LocalFs,
+    /// salt-rs's `postgres`: the master group's database, so a token made on one master
+    /// works on every master (Salt's shared store is `rediscluster`).
+    Postgres,
+}
+
 /// `token_expire_user_override`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum ExpireOverride {
@@ -136,6 +146,9 @@ pub struct EauthConfig {
     pub token_dir: PathBuf,
     /// `user`: the user the master runs as.
     pub user: String,
+    /// `eauth_tokens` as written; unset: `postgres` in a master group (`cluster_id`),
+    /// else `localfs` (decided where the group is known: `salt_pgstore::token_store`).
+    pub eauth_tokens: Option<TokenBackend>,
 }
 
 /// A master option this engine cannot honour, or a value of the wrong shape.
@@ -176,6 +189,7 @@ impl EauthConfig {
             hash_type: DEFAULT_HASH_TYPE.to_owned(),
             token_dir: cachedir.join("tokens"),
             user: "root".to_owned(),
+            eauth_tokens: None,
         }
     }
 
@@ -297,13 +311,15 @@ impl EauthConfig {
         if present("auth.enable_expanded_auth_matching").is_some_and(ValueExt::is_truthy) {
             errors.push(refuse("auth.enable_expanded_auth_matching", "True".into()));
         }
-        if let Some(v) = present("eauth_tokens")
-            && v.as_text() != Some("localfs")
-        {
-            errors.push(refuse(
-                "eauth_tokens",
-                format!("'{}'", v.as_text().unwrap_or("<non-text>")),
-            ));
+        if let Some(v) = present("eauth_tokens") {
+            match v.as_text() {
+                Some("localfs") => cfg.eauth_tokens = Some(TokenBackend::LocalFs),
+                Some("postgres") => cfg.eauth_tokens = Some(TokenBackend::Postgres),
+                other => errors.push(refuse(
+                    "eauth_tokens",
+                    format!("'{}'", other.unwrap_or("<non-text>")),
+                )),
+            }
         }
         if errors.is_empty() {
             if cfg.backend(Backend::Auto).is_some() {

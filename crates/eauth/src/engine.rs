@@ -257,7 +257,7 @@ impl Eauth {
                 let auth_list = self.get_auth_list(f, Some(&tdata));
                 Ok(Authenticated {
                     kind,
-                    username: tdata.name,
+                    username: tdata.name.clone(),
                     auth_list,
                 })
             }
@@ -462,15 +462,14 @@ impl Eauth {
             }
             Ok(t) => t,
             Err(StoreError::Corrupt) => {
-                tracing::warn!(
-                    "Token '{token}' could not be deserialized; removing it from the store."
-                );
+                // Salt names the token here; a token is never logged.
+                tracing::warn!("A token could not be deserialized; removing it from the store.");
                 self.rm_token(token);
                 None
             }
             Err(StoreError::Io(e)) => {
                 tracing::warn!(
-                    "Token store transient error reading '{token}' ({e}); treating as not-authenticated for this request without removing the token from the store."
+                    "Token store transient error reading a token ({e}); treating as not-authenticated for this request without removing the token from the store."
                 );
                 None
             }
@@ -485,11 +484,13 @@ impl Eauth {
     /// `salt.daemons.masterapi.clean_expired_tokens` (the master's maintenance loop): every
     /// expired or unreadable token is removed. Returns how many were removed.
     pub fn clean_expired_tokens(&self) -> usize {
-        let before = self.list_tokens();
-        for token in &before {
-            let _ = self.get_tok(token);
+        match self.store.clean_expired(now()) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!("clean_expired_tokens: {e}");
+                0
+            }
         }
-        before.len().saturating_sub(self.list_tokens().len())
     }
 
     /// `LoadAuth.list_tokens`.

@@ -70,7 +70,7 @@ pub mod pyre;
 pub mod token;
 
 pub use acl::{AclEntry, AuthList, MinionResolver};
-pub use config::{Backend, ConfigError, EauthConfig};
+pub use config::{Backend, ConfigError, EauthConfig, TokenBackend};
 pub use engine::{Authenticated, Eauth, KeyAuth};
 pub use error::Refusal;
-pub use token::{LocalFsStore, TokenData, TokenStore};
+pub use token::{LocalFsStore, StoreError, TokenData, TokenStore};

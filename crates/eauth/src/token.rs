@@ -5,8 +5,11 @@
 //! [`TokenStore`] is the storage seam (Salt's `eauth_tokens` loader): [`LocalFsStore`] is
 //! Salt 3006/3007's `localfs` (`salt/tokens/localfs.py`): one file per token under
 //! `cachedir/tokens/`, named by the token, holding `salt.payload.dumps(tdata)`, written with
-//! umask 0177 through `<token>.tmp` and a rename. A store shared by a master group
-//! (PostgreSQL) implements the same trait.
+//! umask 0177 through `<token>.tmp` and a rename. The master group's store
+//! (`eauth_tokens: postgres`, `salt_pgstore::PgTokens`) implements the same trait.
+//!
+//! A token is a bearer secret: no log line names one (nor a token file's path), a
+//! [`TokenData`] prints it redacted and wipes it from memory when dropped.
 //!
 //! A token is the hex digest (`hash_type`, sha256 by default) of 512 random bytes from the
 //! OS. Lookups only ever open a file named by lowercase hex, so a guessed or hostile token
@@ -24,8 +27,8 @@ use salt_proto::{ValueExt, decode, encode};
 use sha1::Sha1;
 use sha2::{Digest, Sha224, Sha256, Sha384, Sha512};
 
-/// Salt's `tdata`.
-#[derive(Clone, Debug, PartialEq)]
+/// Salt's `tdata`. Its `Debug` hides the token; dropping it zeroizes the token.
+#[derive(Clone, PartialEq)]
 pub struct TokenData {
     /// `start`: `time.time()` at creation.
     pub start: f64,
@@ -44,6 +47,25 @@ pub struct TokenData {
     pub token: String,
     /// Keys of a token written by another writer, kept in order.
     pub extra: Vec<(Value, Value)>,
+}
+
+impl std::fmt::Debug for TokenData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenData")
+            .field("start", &self.start)
+            .field("expire", &self.expire)
+            .field("name", &self.name)
+            .field("eauth", &self.eauth)
+            .field("token", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for TokenData {
+    fn drop(&mut self) {
+        use zeroize::Zeroize as _;
+        self.token.zeroize();
+    }
 }
 
 impl TokenData {
@@ -124,15 +146,40 @@ pub enum StoreError {
 }
 
 /// Where tokens live (Salt's `eauth_tokens` modules).
-pub trait TokenStore: Send + Sync {
+pub trait TokenStore: Send + Sync + std::fmt::Debug {
     /// Store `tdata` under a new token and return it with `token` set.
     fn mk_token(&self, tdata: TokenData) -> Result<TokenData, StoreError>;
     /// The token's data; `Ok(None)` when there is no such token.
     fn get_token(&self, token: &str) -> Result<Option<TokenData>, StoreError>;
     /// Remove a token (absent is not an error to the caller; it is logged).
     fn rm_token(&self, token: &str) -> Result<(), StoreError>;
-    /// Every stored token.
+    /// Every stored token (a store that keeps only digests lists none).
     fn list_tokens(&self) -> Result<Vec<String>, StoreError>;
+    /// Salt's `clean_expired_tokens`: remove every token expired before `now` (and every
+    /// unreadable one); how many went. The default walks [`Self::list_tokens`].
+    fn clean_expired(&self, now: f64) -> Result<usize, StoreError> {
+        let mut removed = 0;
+        for token in self.list_tokens()? {
+            let gone = match self.get_token(&token) {
+                Ok(Some(t)) => t.expire < now,
+                Ok(None) => false,
+                Err(StoreError::Corrupt) => true,
+                Err(StoreError::Io(_)) => false,
+            };
+            if gone && self.rm_token(&token).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// A new token: the hex digest (`hash_type`; sha256 for a name we do not know) of 512
+/// random bytes from the OS, as Salt's `localfs.mk_token`.
+pub fn new_token(hash_type: &str) -> String {
+    let mut random = zeroize::Zeroizing::new(vec![0u8; 512]);
+    rand::rngs::OsRng.fill_bytes(&mut random);
+    hex_digest(hash_type, &random).unwrap_or_else(|| hex::encode(Sha256::digest(&*random)))
 }
 
 /// Salt's `localfs` token store: `cachedir/tokens/<token>`.
@@ -149,12 +196,6 @@ impl LocalFsStore {
             dir,
             hash_type: hash_type.to_owned(),
         }
-    }
-
-    fn new_token(&self) -> String {
-        let mut random = vec![0u8; 512];
-        rand::rngs::OsRng.fill_bytes(&mut random);
-        hex_digest(&self.hash_type, &random).unwrap_or_else(|| hex::encode(Sha256::digest(&random)))
     }
 
     fn path(&self, token: &str) -> Option<PathBuf> {
@@ -179,9 +220,9 @@ impl TokenStore for LocalFsStore {
                 .mode(0o700)
                 .create(&self.dir)?;
         }
-        let mut token = self.new_token();
+        let mut token = new_token(&self.hash_type);
         while self.dir.join(&token).is_file() {
-            token = self.new_token();
+            token = new_token(&self.hash_type);
         }
         tdata.token = token.clone();
         let path = self.dir.join(&token);
@@ -198,9 +239,10 @@ impl TokenStore for LocalFsStore {
             fs::rename(&tmp, &path)
         };
         if let Err(e) = write() {
+            // Salt names the file; its name is the token.
             tracing::warn!(
-                "Authentication failure: can not write token file \"{}\".",
-                path.display()
+                "Authentication failure: can not write a token file in \"{}\": {e}",
+                self.dir.display()
             );
             let _ = fs::remove_file(&tmp);
             return Err(e.into());
@@ -217,8 +259,8 @@ impl TokenStore for LocalFsStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
                 tracing::warn!(
-                    "Authentication failure: can not read token file \"{}\".",
-                    path.display()
+                    "Authentication failure: can not read a token file in \"{}\": {e}",
+                    self.dir.display()
                 );
                 return Err(e.into());
             }
@@ -234,7 +276,10 @@ impl TokenStore for LocalFsStore {
             return Ok(());
         };
         fs::remove_file(path).map_err(|e| {
-            tracing::warn!("Could not remove token {token}");
+            tracing::warn!(
+                "Could not remove a token file in \"{}\": {e}",
+                self.dir.display()
+            );
             e.into()
         })
     }

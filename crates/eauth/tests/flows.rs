@@ -283,16 +283,14 @@ fn engine_is_shared_across_threads_and_cleans_expired_tokens() {
     // No override configured: token_expire from the load is ignored (12 h).
     let keep = eauth.mk_token(&login(-10.0)).unwrap();
     let dir = eauth.config().token_dir.clone();
-    let old = salt_eauth::TokenData {
-        expire: 1.0,
-        token: "ab".repeat(32),
-        ..keep.clone()
-    };
+    let mut old = keep.clone();
+    old.expire = 1.0;
+    old.token = "ab".repeat(32);
     std::fs::write(dir.join(&old.token), salt_proto::encode(&old.to_value())).unwrap();
     std::fs::write(dir.join("cd".repeat(32)), b"\xc1 not msgpack").unwrap();
     assert_eq!(eauth.list_tokens().len(), 3);
     assert_eq!(eauth.clean_expired_tokens(), 2);
-    assert_eq!(eauth.list_tokens(), vec![keep.token]);
+    assert_eq!(eauth.list_tokens(), vec![keep.token.clone()]);
 }
 
 /// The loads Salt 3007.17's own clients send (`crates/proto/tests/golden/clear_loads.json`),

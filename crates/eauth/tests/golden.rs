@@ -247,10 +247,8 @@ fn load_auth_answers_match_salt() {
     // Authenticate with it (made valid again: the golden's expire has passed by now).
     let token_dir = eauth.config().token_dir.clone();
     std::fs::create_dir_all(&token_dir).unwrap();
-    let fresh = TokenData {
-        expire: tdata.start + 1e9,
-        ..tdata.clone()
-    };
+    let mut fresh = tdata.clone();
+    fresh.expire = tdata.start + 1e9;
     std::fs::write(
         token_dir.join(&tdata.token),
         salt_proto::encode(&fresh.to_value()),
@@ -267,10 +265,8 @@ fn load_auth_answers_match_salt() {
     };
     assert_same(&eauth, &unknown, &tok["unknown"], "unknown token");
     // An expired token is refused as an unknown one, and removed.
-    let expired = TokenData {
-        expire: 1.0,
-        ..tdata.clone()
-    };
+    let mut expired = tdata.clone();
+    expired.expire = 1.0;
     let store = LocalFsStore::new(token_dir.clone(), "sha256");
     std::fs::write(
         token_dir.join(&tdata.token),

@@ -7,7 +7,8 @@ use rmpv::Value;
 
 use crate::{Args, Ret, is_true, text};
 
-/// Python's `difflib.unified_diff` of two texts, as Salt's `get_diff` joins it.
+/// Python's `difflib.unified_diff` of two texts, as Salt's `get_diff` joins it: a last
+/// line without a newline runs into the next one (no `\ No newline at end of file`).
 pub fn unified_diff(old: &str, new: &str) -> String {
     if old == new {
         return String::new();
@@ -17,6 +18,7 @@ pub fn unified_diff(old: &str, new: &str) -> String {
         .context_radius(3)
         .header("", "")
         .to_string()
+        .replace("\n\\ No newline at end of file\n", "")
 }
 
 fn flags(v: Option<&Value>) -> Result<String, String> {

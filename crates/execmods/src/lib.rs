@@ -1,6 +1,7 @@
 //! Execution modules with the return shapes of Salt 3007's Python modules: `pkg`
 //! (`aptpkg`/`dpkg_lowpkg`), `service` (`systemd_service`), `user` (`useradd`), `group`
-//! (`groupadd`), `cron`, `hosts`, `file`, `sysctl` (`linux_sysctl`), `network`, `disk`, `status`.
+//! (`groupadd`), `cron`, `hosts`, `ini` (`ini_manage`), `file`, `sysctl` (`linux_sysctl`),
+//! `network`, `disk`, `status`.
 //!
 //! One entry point, [`call`], used by the state modules (`salt-states`) and by the minion's
 //! function registry: `None` means the function is not one of this crate's, `Some(Err(msg))`
@@ -8,13 +9,19 @@
 //! Functions shell out to the same tools Salt runs (`dpkg-query`, `apt-get`, `systemctl`,
 //! `useradd`, `crontab`...), found on `PATH`, with the same arguments.
 
+pub mod apt_repo;
+pub mod apt_sources;
 mod args;
 pub mod cron;
 pub mod file;
 pub mod file_edit;
 pub mod hosts;
+pub mod ini;
+pub mod ini_call;
 pub mod locale;
 pub mod pkg;
+pub mod pkg_hold;
+pub mod pkg_match;
 pub mod run;
 pub mod service;
 pub mod sysctl;
@@ -95,6 +102,12 @@ pub const FUNCTIONS: &[&str] = &[
     "hosts.rm_host",
     "hosts.set_comment",
     "hosts.set_host",
+    "ini.get_ini",
+    "ini.get_option",
+    "ini.get_section",
+    "ini.remove_option",
+    "ini.remove_section",
+    "ini.set_option",
     "network.hw_addr",
     "network.interfaces",
     "network.ip_addrs",
@@ -158,6 +171,7 @@ pub fn call(fun: &str, args: &[Value], kwargs: &[(String, Value)], ctx: &Ctx<'_>
         "hosts" => hosts::call(f, &a, ctx),
         "file" => file::call(f, &a),
         "sysctl" => sysctl::call(f, &a),
+        "ini" => ini_call::call(f, &a),
         _ => sysinfo::call(fun, &a),
     })
 }

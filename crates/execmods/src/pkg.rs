@@ -3,6 +3,7 @@
 
 use rmpv::Value;
 
+use crate::pkg_match;
 use crate::run::{DPKG_ENV, Out, run, run_env, which};
 use crate::{Args, Ctx, Ret, compare_dicts, map, text};
 use salt_compat::map_get;
@@ -261,31 +262,80 @@ pub fn install(ctx: &Ctx<'_>, a: &Args<'_>) -> Ret {
         argv.extend(["-t".into(), r]);
     }
     argv.push("install".into());
-    let mut any = false;
+    let (mut tgts, mut downgrade, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     for (n, v) in &params {
-        match v {
-            Some(v) if v.starts_with('<') || v.starts_with('>') => {
-                return Err(format!(
-                    "pkg.install: version comparisons ('{n}{v}') are not supported by salt-rs"
-                ));
+        let Some(v) = v else {
+            tgts.push(n.clone());
+            continue;
+        };
+        let mut ver = v.trim_start_matches('=').to_owned();
+        if v.starts_with(['<', '>']) {
+            let cands = pkg_match::repo_versions(n);
+            match pkg_match::match_version(&ver, &cands) {
+                Some(t) => ver = t.clone(),
+                None => {
+                    let avail = if cands.is_empty() {
+                        "None".to_owned()
+                    } else {
+                        cands.join(", ")
+                    };
+                    errors.push(format!(
+                        "No version matching '{n}{ver}' could be found (available: {avail})"
+                    ));
+                    continue;
+                }
             }
-            Some(v) => argv.push(format!("{n}={}", v.trim_start_matches('='))),
-            None => argv.push(n.clone()),
         }
-        any = true;
+        let cver = lookup(&old, n);
+        if cver.is_empty() || pkg_match::compare(&ver, ">=", &cver, false) {
+            tgts.push(format!("{n}={ver}"));
+        } else {
+            downgrade.push(format!("{n}={ver}"));
+        }
     }
-    if !any {
-        return Ok(Value::Map(vec![]));
+    let mut cmds: Vec<Vec<String>> = Vec::new();
+    if !tgts.is_empty() {
+        cmds.push(argv.iter().cloned().chain(tgts.iter().cloned()).collect());
     }
-    if a.flag("refresh", false) {
-        refresh_db()?;
+    if !downgrade.is_empty() {
+        // Downgrading requires --force-yes, before `install`.
+        let mut cmd = argv.clone();
+        cmd.insert(cmd.len() - 1, "--force-yes".into());
+        cmd.extend(downgrade);
+        cmds.push(cmd);
     }
-    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let out = call_apt(&refs, DPKG_ENV)?;
-    let new = list(ctx)?;
-    let changes = compare_dicts(&old, &new);
-    if out.retcode != 0 && !out.stderr.is_empty() {
-        return Err(with_info(INSTALL_PROBLEM, &[out.stderr]));
+    let mut changes = Value::Map(vec![]);
+    if !cmds.is_empty() {
+        if a.flag("refresh", false) {
+            refresh_db()?;
+        }
+        let held: Vec<String> = crate::pkg_hold::get_selections(None)?
+            .into_iter()
+            .filter(|(s, _)| s == "hold")
+            .flat_map(|(_, l)| l)
+            .collect();
+        let to_unhold: Vec<String> = held
+            .into_iter()
+            .filter(|h| tgts.iter().any(|t| t.split('=').next() == Some(h.as_str())))
+            .collect();
+        if !to_unhold.is_empty() {
+            crate::pkg_hold::hold(&to_unhold, false, false)?;
+        }
+        for cmd in &cmds {
+            let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let out = call_apt(&refs, DPKG_ENV)?;
+            if out.retcode != 0 && !out.stderr.is_empty() {
+                errors.push(out.stderr);
+            }
+        }
+        let new = list(ctx)?;
+        changes = compare_dicts(&old, &new);
+        if !to_unhold.is_empty() {
+            crate::pkg_hold::hold(&to_unhold, true, false)?;
+        }
+    }
+    if !errors.is_empty() {
+        return Err(with_info(INSTALL_PROBLEM, &errors));
     }
     Ok(changes)
 }

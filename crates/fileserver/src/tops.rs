@@ -53,13 +53,4 @@ pub(crate) fn ext_nodes(command: &str, id: &str) -> Value {
     Value::Map(vec![(env, classes)])
 }
 
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Map(m) => !m.is_empty(),
-        _ => true,
-    }
-}
+use salt_compat::py_truthy as truthy;

@@ -26,7 +26,8 @@
 //! The file server is its own crate, `salt-fileserver`; the outputters are `salt-output`; the
 //! local socket protocol is `salt-client`. This crate parses no command line and sets up no
 //! logging (the `salt-master` binary does).
-#![forbid(unsafe_code)]
+// `unsafe` only in server/trim.rs (glibc's `malloc_trim`, FFI with a SAFETY note).
+#![deny(unsafe_code)]
 #![warn(unreachable_pub)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -46,12 +47,14 @@ pub mod shared;
 mod wheel;
 
 pub use error::MasterError;
+pub use runners::exists as runner_exists;
 /// The job cache as tools and tests reach it: Salt's `local_cache` layout and its files
 /// driver, the store trait, the clean-up, and Salt's `jid_to_time`.
 pub mod job_cache {
     pub use crate::jobs::clean::{CleanReport, clean_old_jobs};
     pub use crate::jobs::files::FileJobs;
     pub use crate::jobs::local_cache;
+    pub use crate::jobs::pg_returner::{PostgresJobs, return_row, salt_json};
     pub use crate::jobs::store::{JobError, JobStore};
     pub use crate::runners::jobs::jid_to_time;
 }

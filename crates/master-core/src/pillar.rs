@@ -1,5 +1,6 @@
 //! The master's answer to `_pillar` (Salt's `AESFuncs._pillar`): the pillar compiled by
-//! `salt-pillar`, grains and pillar kept in the minion data cache.
+//! `salt-pillar`, its templates' `salt[...]` reaching the minion's execution modules run on
+//! the master (`salt-minion-core`), grains and pillar kept in the minion data cache.
 
 use rmpv::Value;
 
@@ -18,14 +19,18 @@ pub fn answer(
         Some(slot) => slot.1 = Value::from(id),
         None => grains.push((Value::from("id"), Value::from(id))),
     }
+    let grains = Value::Map(grains);
+    // Salt's master renders pillar with its minion modules loaded for this minion
+    // (`Pillar.__gen_opts`: its grains, its id): ours are salt-minion-core's registry.
+    let opts = Value::Map(vec![(Value::from("id"), Value::from(id))]);
     let req = salt_pillar::Request {
         id: id.to_owned(),
-        grains: Value::Map(grains),
+        grains: grains.clone(),
         saltenv: load.saltenv_or_env().map(str::to_owned),
         pillarenv: load.pillarenv.clone(),
         pillar_override: load.pillar_override.clone(),
         ext: load.ext.clone(),
-        salt: salt_render::SaltHook::default(),
+        salt: salt_minion_core::modules::state::master_salt_hook(id, grains, opts),
     };
     let mut opts = salt_pillar::Options::from(&shared.cfg);
     opts.git_pillars = shared

@@ -28,6 +28,8 @@ pub struct Shared {
     pub keys: MasterKeys,
     /// Minion keys (with a group: the local mirror of the group's keys).
     pub store: Arc<KeyStore>,
+    /// When a publish re-reads the key directories (`keys/dirwatch.rs`).
+    pub(crate) key_dirs: crate::keys::dirwatch::KeyDirWatch,
     /// The master group on PostgreSQL (`keys.cache_driver: postgres`), if any.
     pub group: Option<Arc<salt_pgstore::Group>>,
     /// The publish AES key.
@@ -122,6 +124,14 @@ impl Shared {
             salt_compat::json::json_to_msgpack(&serde_json::Value::Object(cfg.eauth_opts.clone()));
         let eauth_cfg = salt_eauth::EauthConfig::from_opts(&eauth_opts, cfg.cachedir.clone())
             .map_err(MasterError::Eauth)?;
+        // `eauth_tokens`: Salt's `localfs`, or (in a group) the group's database.
+        let token_store = salt_pgstore::token_store(&cfg, &eauth_cfg).map_err(|e| match e {
+            salt_pgstore::TokenStoreError::Config(c) => MasterError::Eauth(vec![c]),
+            e => MasterError::Io {
+                what: "eauth token store".into(),
+                source: std::io::Error::other(e),
+            },
+        })?;
         let access_keys = crate::keys::access::access_keys(&cfg);
         Ok(Self {
             group,
@@ -134,7 +144,7 @@ impl Shared {
             log_limit: LogLimiter::new(Duration::from_secs(10)),
             fd_ceiling: crate::server::fdlimit::FdCeiling::default(),
             tokens: TokenCache::default(),
-            eauth: salt_eauth::Eauth::with_localfs(eauth_cfg),
+            eauth: salt_eauth::Eauth::new(eauth_cfg, token_store),
             access_keys,
             host: std::sync::OnceLock::new(),
             metrics: Arc::default(),
@@ -148,6 +158,7 @@ impl Shared {
             reactor: Arc::new(crate::reactor::Reactors::new(&cfg.reactor)),
             resources: crate::minions::resources::Resources::open(&cfg.cachedir),
             git_pillars: git_pillars(&cfg),
+            key_dirs: Default::default(),
             store,
             keys,
             cfg,

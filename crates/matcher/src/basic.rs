@@ -19,10 +19,32 @@ pub use salt_compat::fnmatch::{fnmatch, fnmatch_to_regex};
 /// Python `re.match(pattern, text)`: anchored at the start only. An invalid
 /// pattern matches nothing.
 pub fn pcre_match(pattern: &str, text: &str) -> bool {
-    match Regex::new(&format!("\\A(?:{pattern})")) {
-        Ok(re) => re.is_match(text),
-        Err(_) => false,
+    if let Some(hit) = PCRE.with(|c| {
+        c.borrow()
+            .get(pattern)
+            .map(|re| re.as_ref().is_some_and(|re| re.is_match(text)))
+    }) {
+        return hit;
     }
+    let re = Regex::new(&format!("\\A(?:{pattern})")).ok();
+    let hit = re.as_ref().is_some_and(|re| re.is_match(text));
+    PCRE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= PCRE_MAX {
+            c.clear();
+        }
+        c.insert(pattern.to_owned(), re);
+    });
+    hit
+}
+
+/// How many compiled patterns (or invalid ones, `None`) a thread keeps for [`pcre_match`]:
+/// a `grain_pcre` target is matched once per cached minion with the same pattern.
+const PCRE_MAX: usize = 256;
+
+thread_local! {
+    static PCRE: std::cell::RefCell<std::collections::HashMap<String, Option<Regex>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// Salt's `list_match`.

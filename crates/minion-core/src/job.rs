@@ -75,6 +75,24 @@ impl Job {
         })
     }
 
+    /// The returners the publish names (`salt --return a,b`: its `ret`), each once.
+    pub fn returners(&self) -> Vec<String> {
+        let Some(Value::String(s)) = self.load.as_map().and_then(|m| {
+            m.iter()
+                .find(|(k, _)| k.as_str() == Some("ret"))
+                .map(|(_, v)| v)
+        }) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = Vec::new();
+        for r in s.as_str().unwrap_or_default().split(',') {
+            if !r.is_empty() && !out.iter().any(|o| o == r) {
+                out.push(r.to_owned());
+            }
+        }
+        out
+    }
+
     /// Does this job target the minion (with its pillar, once received)?
     pub fn targets(&self, id: &str, grains: &Value, pillar: Option<&Value>) -> bool {
         matches(

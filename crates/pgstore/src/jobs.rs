@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::handle::{text_opt, text_pairs};
 use crate::spool::{Item, Spool};
 use crate::{Error, Settings, schema};
 
@@ -80,14 +81,13 @@ pub(crate) struct JobInner {
 
 /// The job cache on PostgreSQL: see the module docs.
 pub struct JobDb {
-    rt: Option<tokio::runtime::Runtime>,
-    inner: Arc<JobInner>,
+    h: crate::handle::Handle<JobInner>,
 }
 
 impl std::fmt::Debug for JobDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobDb")
-            .field("cluster_id", &self.inner.settings.cluster_id)
+            .field("cluster_id", &self.h.inner.settings.cluster_id)
             .finish_non_exhaustive()
     }
 }
@@ -189,24 +189,18 @@ impl JobInner {
 impl JobDb {
     /// Set up the pool (no connection yet); the spool in `spool_dir`.
     pub fn new(settings: Settings, spool_dir: std::path::PathBuf) -> Result<Self, Error> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("salt-jobdb")
-            .enable_all()
-            .build()?;
         let connector = settings.connector()?;
         let pool = connector.pool(8, crate::CONNECT_TIMEOUT)?;
-        Ok(Self {
-            rt: Some(rt),
-            inner: Arc::new(JobInner {
-                settings,
-                connector,
-                pool,
-                spool: Spool::new(spool_dir),
-                up: AtomicBool::new(true),
-                migrated: AtomicBool::new(false),
-            }),
-        })
+        let inner = Arc::new(JobInner {
+            settings,
+            connector,
+            pool,
+            spool: Spool::new(spool_dir),
+            up: AtomicBool::new(true),
+            migrated: AtomicBool::new(false),
+        });
+        let h = crate::handle::Handle::new("salt-jobdb", 2, "job cache", inner)?;
+        Ok(Self { h })
     }
 
     fn call<T, F>(&self, f: impl FnOnce(Arc<JobInner>) -> F) -> Result<T, Error>
@@ -214,7 +208,7 @@ impl JobDb {
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: Send + 'static,
     {
-        crate::run_on(self.rt.as_ref(), "job cache", f(self.inner.clone()))
+        self.h.call(f)
     }
 
     /// Connect and apply the migrations (at start; an error is not fatal: the spool).
@@ -224,32 +218,32 @@ impl JobDb {
 
     /// Whether writes currently reach the database.
     pub fn is_up(&self) -> bool {
-        self.inner.up.load(Ordering::Relaxed)
+        self.h.inner.up.load(Ordering::Relaxed)
     }
 
     /// Items waiting in the spool.
     pub fn spooled(&self) -> usize {
-        self.inner.spool.len()
+        self.h.inner.spool.len()
     }
 
     fn store(&self, item: Item) -> Result<Stored, Error> {
-        if self.inner.up.load(Ordering::Relaxed) {
+        if self.h.inner.up.load(Ordering::Relaxed) {
             let it = item.clone();
             match self.call(|i| async move { i.write(&it).await }) {
                 Ok(()) => return Ok(Stored::Db),
                 Err(e) if refused(&e) => return Err(e),
                 Err(e) => {
-                    if self.inner.up.swap(false, Ordering::Relaxed) {
+                    if self.h.inner.up.swap(false, Ordering::Relaxed) {
                         tracing::warn!(
                             "job cache: the database is unreachable ({e}); spooling to {} \
                              until it returns",
-                            self.inner.spool.dir().display()
+                            self.h.inner.spool.dir().display()
                         );
                     }
                 }
             }
         }
-        self.inner.spool.put(&item)?;
+        self.h.inner.spool.put(&item)?;
         Ok(Stored::Spooled)
     }
 
@@ -271,10 +265,7 @@ impl JobDb {
         let jid = jid.to_owned();
         self.call(|i| async move {
             let c = i.client().await?;
-            let row = c
-                .query_opt("SELECT load::text FROM jids WHERE jid = $1", &[&jid])
-                .await?;
-            Ok(row.map(|r| r.get(0)))
+            text_opt(&c, "SELECT load::text FROM jids WHERE jid = $1", &[&jid]).await
         })
     }
 
@@ -283,13 +274,8 @@ impl JobDb {
         let jid = jid.to_owned();
         self.call(|i| async move {
             let c = i.client().await?;
-            let rows = c
-                .query(
-                    "SELECT id, full_ret::text FROM salt_returns WHERE jid = $1 ORDER BY id",
-                    &[&jid],
-                )
-                .await?;
-            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            let sql = "SELECT id, full_ret::text FROM salt_returns WHERE jid = $1 ORDER BY id";
+            text_pairs(&c, sql, &[&jid]).await
         })
     }
 
@@ -297,10 +283,7 @@ impl JobDb {
     pub fn jobs(&self) -> Result<Vec<(String, String)>, Error> {
         self.call(|i| async move {
             let c = i.client().await?;
-            let rows = c
-                .query("SELECT jid, load::text FROM jids ORDER BY jid", &[])
-                .await?;
-            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            text_pairs(&c, "SELECT jid, load::text FROM jids ORDER BY jid", &[]).await
         })
     }
 
@@ -368,9 +351,8 @@ impl JobDb {
     /// Record that this master holds `minion` now (in the background; a failure is only
     /// logged at debug level: presence is advisory).
     pub fn seen(&self, minion: &str) {
-        let Some(rt) = &self.rt else { return };
-        let (inner, minion) = (self.inner.clone(), minion.to_owned());
-        rt.spawn(async move {
+        let minion = minion.to_owned();
+        self.h.spawn(|inner| async move {
             let r = async {
                 let c = inner.client().await?;
                 c.execute(
@@ -443,17 +425,8 @@ impl JobDb {
     /// Start the background work: the listener of other masters' returns, the spool
     /// replay, this master's heartbeat.
     pub fn start(&self, hooks: Arc<dyn ReturnHooks>) {
-        if let Some(rt) = &self.rt {
-            rt.spawn(crate::jobs_follow::listen(self.inner.clone(), hooks));
-            rt.spawn(crate::jobs_follow::replay_and_beat(self.inner.clone()));
-        }
-    }
-}
-
-impl Drop for JobDb {
-    fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
+        self.h
+            .spawn(|inner| crate::jobs_follow::listen(inner, hooks));
+        self.h.spawn(crate::jobs_follow::replay_and_beat);
     }
 }

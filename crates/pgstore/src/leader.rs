@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::{Error, Settings, run_on};
+use crate::{Error, Settings};
 
 /// How often a member that does not lead tries to take the lock (and the leader checks its
 /// connection).
@@ -34,14 +34,13 @@ struct Inner {
 
 /// One master's part in the group's reactor election: see the module docs.
 pub struct Leader {
-    rt: Option<tokio::runtime::Runtime>,
-    inner: Arc<Inner>,
+    h: crate::handle::Handle<Inner>,
 }
 
 impl std::fmt::Debug for Leader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Leader")
-            .field("cluster_id", &self.inner.settings.cluster_id)
+            .field("cluster_id", &self.h.inner.settings.cluster_id)
             .field("leads", &self.leads())
             .finish_non_exhaustive()
     }
@@ -58,41 +57,24 @@ impl Leader {
             willing: AtomicBool::new(true),
             client: tokio::sync::Mutex::new(None),
         });
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("salt-leader")
-            .enable_all()
-            .build()?;
-        rt.spawn(run(inner.clone()));
-        Ok(Self {
-            rt: Some(rt),
-            inner,
-        })
+        let h = crate::handle::Handle::new("salt-leader", 1, "reactor leader", inner)?;
+        h.spawn(run);
+        Ok(Self { h })
     }
 
     /// Whether this master leads the group's reactor now.
     pub fn leads(&self) -> bool {
-        self.inner.leads.load(Ordering::Acquire)
+        self.h.inner.leads.load(Ordering::Acquire)
     }
 
     /// `reactor.set_leader`: take part (`true`: lead when no other member does) or step down
     /// and stay out (`false`). Returns whether this master leads after one attempt.
     pub fn set_willing(&self, willing: bool) -> Result<bool, Error> {
-        self.inner.willing.store(willing, Ordering::Release);
-        let inner = self.inner.clone();
-        run_on(self.rt.as_ref(), "reactor leader", async move {
+        self.h.inner.willing.store(willing, Ordering::Release);
+        self.h.call(|inner| async move {
             round(&inner).await;
             Ok(inner.leads.load(Ordering::Acquire))
         })
-    }
-}
-
-impl Drop for Leader {
-    fn drop(&mut self) {
-        // The connection goes with the runtime: the lock is free for the others.
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
     }
 }
 

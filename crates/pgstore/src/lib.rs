@@ -11,21 +11,25 @@
 //! Changes ([`Group`] implements [`salt_keystore::KeyChanges`]) are one transaction each,
 //! then applied to the local mirror before returning. With the database down they fail
 //! with [`salt_keystore::KeyStoreError::Backend`] naming the database; the mirror keeps
-//! serving the keys it has.
+//! serving the keys it has. Eauth tokens of the group live in the same database
+//! ([`PgTokens`], `eauth_tokens: postgres`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod db;
 mod follow;
+mod handle;
 mod jobs;
 mod jobs_follow;
 mod leader;
 mod mirror;
 mod plan;
+mod returner;
 mod schema;
 mod spool;
 mod tls;
+mod tokens;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -40,8 +44,10 @@ use salt_keystore::{
 pub use jobs::{JobDb, MasterPresence, ReturnHooks, ReturnRow, Stored};
 pub use jobs_follow::BEAT;
 pub use leader::Leader;
+pub use returner::{DDL as RETURNER_DDL, PgReturn, PgReturner};
 pub use schema::SCHEMA_VERSION;
 pub use tls::{SslMode, Tls};
+pub use tokens::{PgTokens, TokenStoreError, token_store};
 
 /// The follower's safety-net poll of the change counter.
 pub const POLL: Duration = Duration::from_secs(2);
@@ -50,27 +56,6 @@ pub const LOG_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a caller waits for the database before giving up.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Run `fut` on `rt` (a store's own runtime, `what` names it) and wait for it, from any
-/// thread, async or not, for at most [`CALL_TIMEOUT`].
-pub(crate) fn run_on<T, F>(
-    rt: Option<&tokio::runtime::Runtime>,
-    what: &str,
-    fut: F,
-) -> Result<T, Error>
-where
-    F: Future<Output = Result<T, Error>> + Send + 'static,
-    T: Send + 'static,
-{
-    let Some(rt) = rt else {
-        return Err(Error::Pool(format!("{what} runtime stopped")));
-    };
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    rt.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv_timeout(CALL_TIMEOUT)
-        .map_err(|_| Error::Timeout(CALL_TIMEOUT))?
-}
 /// Connect (and pool wait) timeout.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -198,14 +183,13 @@ pub(crate) struct Inner {
 
 /// A master group on PostgreSQL: see the crate docs.
 pub struct Group {
-    rt: Option<tokio::runtime::Runtime>,
-    inner: Arc<Inner>,
+    h: handle::Handle<Inner>,
 }
 
 impl std::fmt::Debug for Group {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Group")
-            .field("cluster_id", &self.inner.settings.cluster_id)
+            .field("cluster_id", &self.h.inner.settings.cluster_id)
             .finish_non_exhaustive()
     }
 }
@@ -213,31 +197,25 @@ impl std::fmt::Debug for Group {
 impl Group {
     /// Set up the pool (no connection yet) over the local mirror `mirror`.
     pub fn new(settings: Settings, mirror: Arc<KeyStore>) -> Result<Self, Error> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("salt-group")
-            .enable_all()
-            .build()?;
         let connector = settings.connector()?;
         let pool = connector.pool(4, CONNECT_TIMEOUT)?;
         let pki_dir = mirror.pki_dir().to_owned();
-        Ok(Self {
-            rt: Some(rt),
-            inner: Arc::new(Inner {
-                settings,
-                connector,
-                pool,
-                mirror,
-                pki_dir,
-                apply: tokio::sync::Mutex::new(()),
-                up: AtomicBool::new(false),
-                migrated: AtomicBool::new(false),
-                defer_copy: AtomicBool::new(false),
-                applied: Mutex::new(None),
-                aes: Mutex::new(None),
-                on_aes: Mutex::new(None),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            settings,
+            connector,
+            pool,
+            mirror,
+            pki_dir,
+            apply: tokio::sync::Mutex::new(()),
+            up: AtomicBool::new(false),
+            migrated: AtomicBool::new(false),
+            defer_copy: AtomicBool::new(false),
+            applied: Mutex::new(None),
+            aes: Mutex::new(None),
+            on_aes: Mutex::new(None),
+        });
+        let h = handle::Handle::new("salt-group", 1, "group", inner)?;
+        Ok(Self { h })
     }
 
     /// Run `f` on the group's runtime and wait (from any thread, async or not).
@@ -246,7 +224,7 @@ impl Group {
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: Send + 'static,
     {
-        run_on(self.rt.as_ref(), "group", f(self.inner.clone()))
+        self.h.call(f)
     }
 
     /// A first copy of the database (a new `pki_dir`) lists the keys in memory at once,
@@ -254,7 +232,7 @@ impl Group {
     /// master does this; without it the files are written before [`sync`](Self::sync)
     /// returns, as `salt-key` needs).
     pub fn defer_first_copy(&self) {
-        self.inner.defer_copy.store(true, Ordering::Relaxed);
+        self.h.inner.defer_copy.store(true, Ordering::Relaxed);
     }
 
     /// Connect, apply migrations, create the group's row, bring the mirror up to date.
@@ -265,12 +243,13 @@ impl Group {
 
     /// Whether the last contact with the database succeeded.
     pub fn is_up(&self) -> bool {
-        self.inner.up.load(Ordering::Relaxed)
+        self.h.inner.up.load(Ordering::Relaxed)
     }
 
     /// The group's publish key (generation, Crypticle key string), once known.
     pub fn aes(&self) -> Option<(i64, String)> {
-        self.inner
+        self.h
+            .inner
             .aes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -279,7 +258,12 @@ impl Group {
 
     /// Called with every new group publish key the follower sees.
     pub fn on_aes(&self, f: AesCallback) {
-        *self.inner.on_aes.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+        *self
+            .h
+            .inner
+            .on_aes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
 
     /// Make the group's publish key `key` if the group has none yet; return the one in
@@ -303,22 +287,12 @@ impl Group {
 
     /// Start the follower (LISTEN/NOTIFY, catch-up after every reconnect, [`POLL`]).
     pub fn start_follower(&self) {
-        if let Some(rt) = &self.rt {
-            rt.spawn(follow::run(self.inner.clone()));
-        }
+        self.h.spawn(follow::run);
     }
 
     fn change(&self, op: plan::Op) -> salt_keystore::Result<Report> {
         self.call(|inner| async move { inner.change(op).await })
             .map_err(backend)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
     }
 }
 
@@ -343,7 +317,7 @@ impl KeyChanges for Group {
             salt_keystore::KeyValidator::validate(&salt_keystore::PemArmorValidator, pem)
         {
             return Err(KeyStoreError::InvalidKey {
-                path: self.inner.mirror.state_dir(state).join(id),
+                path: self.h.inner.mirror.state_dir(state).join(id),
                 reason,
             });
         }

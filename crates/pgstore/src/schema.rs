@@ -7,13 +7,14 @@ use tokio_postgres::Client;
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_keys.sql")),
     (2, include_str!("../migrations/0002_jobs.sql")),
+    (3, include_str!("../migrations/0003_tokens.sql")),
 ];
 
 /// Arbitrary constant: the advisory lock of salt-rs migrations.
 const LOCK: i64 = 0x5a17_0001;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Apply the missing migrations. A database newer than this build is refused.
 pub(crate) async fn migrate(client: &mut Client) -> Result<(), crate::Error> {

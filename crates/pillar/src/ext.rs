@@ -125,6 +125,7 @@ fn call(
         "http_yaml" => return crate::http::ext_pillar(req, arg, true),
         "postgres" => return crate::postgres::ext_pillar(cfg, req, arg),
         "file_tree" => return crate::file_tree::ext_pillar(cfg, req, pillarenv, pillar, arg),
+        "stack" => return crate::stack::ext_pillar(req, pillarenv, pillar, arg),
         _ => {}
     }
     let command = bind_command(arg)?;
@@ -344,18 +345,4 @@ fn run_output(mut cmd: Command, merge_stderr: bool) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
 }
 
-/// Python truthiness of a returned value.
-pub(crate) fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::Integer(i) => i.as_i64() != Some(0) && i.as_u64() != Some(0),
-        Value::F32(f) => *f != 0.0,
-        Value::F64(f) => *f != 0.0,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Binary(b) => !b.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Map(m) => !m.is_empty(),
-        Value::Ext(..) => true,
-    }
-}
+pub(crate) use salt_compat::py_truthy as truthy;

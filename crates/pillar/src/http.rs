@@ -144,6 +144,4 @@ fn quote(s: &str) -> String {
     out
 }
 
-fn truthy(v: &Value) -> bool {
-    crate::ext::truthy(v)
-}
+use salt_compat::py_truthy as truthy;

@@ -21,6 +21,7 @@ mod git;
 mod http;
 mod postgres;
 pub mod roots;
+mod stack;
 
 use std::collections::BTreeMap;
 

@@ -61,18 +61,7 @@ impl ValueExt for Value {
     }
 
     fn is_truthy(&self) -> bool {
-        match self {
-            Value::Nil => false,
-            Value::Boolean(b) => *b,
-            Value::Integer(i) => i.as_u64() != Some(0),
-            Value::F32(f) => *f != 0.0,
-            Value::F64(f) => *f != 0.0,
-            Value::String(s) => !s.as_bytes().is_empty(),
-            Value::Binary(b) => !b.is_empty(),
-            Value::Array(a) => !a.is_empty(),
-            Value::Map(m) => !m.is_empty(),
-            Value::Ext(..) => true,
-        }
+        salt_compat::py_truthy(self)
     }
 
     fn cmd(&self) -> Option<&str> {

@@ -228,6 +228,20 @@ fn environment(ctx: &Context, loader: Arc<dyn Loader>) -> Environment<'static> {
                 env.add_global(name.to_owned(), to_jinja(v));
             }
         }
+        // PillarStack's `__stack__` (crates/pillar `stack`): its `traverse` is Salt's
+        // `traverse_dict_and_list`, as the `traverse` filter.
+        if let Some((_, Value::Map(m))) = vars.iter().find(|(k, _)| k.as_str() == Some("__stack__"))
+        {
+            let mut g: std::collections::BTreeMap<String, Mj> = m
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), to_jinja(v))))
+                .collect();
+            g.insert(
+                "traverse".to_owned(),
+                Mj::from_function(crate::salt_filters::traverse),
+            );
+            env.add_global("__stack__", Mj::from(g));
+        }
     }
     env
 }

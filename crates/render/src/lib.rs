@@ -81,6 +81,32 @@ pub trait SaltFunctions: Send + Sync {
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Option<Result<Value, String>>;
+
+    /// Whether the minion has `fun`, without calling it (none known by default).
+    fn has(&self, fun: &str) -> bool {
+        let _ = fun;
+        false
+    }
+
+    /// `fun`'s signature, where the minion knows it (`module.run`'s old syntax binds
+    /// arguments by it).
+    fn argspec(&self, fun: &str) -> Option<ArgSpec> {
+        let _ = fun;
+        None
+    }
+}
+
+/// An execution function's signature: `def f(p0, p1=..., *args, **kwargs)`.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgSpec {
+    /// Named parameters in order.
+    pub params: &'static [&'static str],
+    /// How many of them are required (the first ones).
+    pub required: usize,
+    /// `*args`.
+    pub varargs: bool,
+    /// `**kwargs`.
+    pub varkw: bool,
 }
 
 /// An optional [`SaltFunctions`] (none: only the renderer's built-in functions).

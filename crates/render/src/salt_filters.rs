@@ -62,7 +62,7 @@ pub fn add(env: &mut Environment<'_>) {
 }
 
 /// `traverse(data, key, default=None, delimiter=':')`: Salt's `traverse_dict_and_list`.
-fn traverse(
+pub(crate) fn traverse(
     data: Mj,
     key: Mj,
     default: Option<Mj>,

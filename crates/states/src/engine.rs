@@ -8,6 +8,7 @@ use std::time::Instant;
 use rmpv::Value;
 
 use crate::fileclient::FileClient;
+use crate::parallel::{self, Pending};
 pub use crate::requisite::requisite_in;
 use crate::requisite::{REQ_KINDS, chunk_matches, req_list};
 use crate::{Opts, empty, get_str, map, set, truthy};
@@ -33,6 +34,19 @@ impl Running {
     }
     fn contains(&self, tag: &str) -> bool {
         self.map.contains_key(tag)
+    }
+    /// Python's `running[tag].update(ret)`: present keys keep their place.
+    pub(crate) fn update(&mut self, tag: &str, ret: Value) {
+        match self.map.get_mut(tag) {
+            Some(cur) => {
+                if let Value::Map(entries) = ret {
+                    for (k, v) in entries {
+                        set(cur, k.as_str().unwrap_or(""), v);
+                    }
+                }
+            }
+            None => self.insert(tag.to_owned(), ret),
+        }
     }
     /// The returns as one map, in insertion order.
     pub fn into_value(mut self) -> Value {
@@ -95,6 +109,8 @@ pub struct Engine<'a> {
     run_num: i64,
     active: HashSet<String>,
     processed: Vec<String>,
+    /// States running on their own thread (`parallel: True`).
+    pending: Pending,
 }
 
 /// Requisite kind -> the chunks it names.
@@ -118,6 +134,7 @@ impl<'a> Engine<'a> {
             run_num: 0,
             active: HashSet::new(),
             processed,
+            pending: Pending::default(),
         }
     }
 
@@ -130,12 +147,29 @@ impl<'a> Engine<'a> {
             if !running.contains(&tag) {
                 let failhard = self.call_chunk(low, &mut running, chunks, 0);
                 if failhard || self.check_failhard(low, &running) {
-                    return running;
+                    break;
                 }
             }
             self.active.clear();
         }
+        self.pending.reconcile(&mut running, |_| true);
         running
+    }
+
+    /// Merge the parallel states `low`'s requisites name (waiting for them) and those
+    /// finished, before its requisites are checked (`check_requisite`'s `reconcile_procs`).
+    fn reconcile_required(&mut self, low: &Value, running: &mut Running, chunks: &[Value]) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut required = Vec::new();
+        for kind in REQ_KINDS {
+            for (rk, rv) in req_list(low, kind) {
+                self.find_required(chunks, &rk, &rv, &mut required);
+            }
+        }
+        let tags: HashSet<String> = required.iter().map(gen_tag).collect();
+        self.pending.reconcile(running, |t| tags.contains(t));
     }
 
     /// Whether state module `state` has `mod_watch` (ours or the host's).
@@ -312,6 +346,7 @@ impl<'a> Engine<'a> {
     ) -> bool {
         let tag = gen_tag(low);
         self.active.insert(tag.clone());
+        self.reconcile_required(low, running, chunks);
         let checked = self.check_requisite(low, running, chunks);
         match checked {
             Err(()) | Ok((Status::Unmet, _)) => {
@@ -428,8 +463,12 @@ impl<'a> Engine<'a> {
 
     /// `state.single`: one low chunk, no requisites.
     pub fn call_single(&mut self, low: &Value) -> Value {
-        let running = Running::default();
-        self.call(low, &running, None)
+        let mut running = Running::default();
+        let tag = gen_tag(low);
+        let ret = self.call(low, &running, None);
+        running.insert(tag.clone(), ret);
+        self.pending.reconcile(&mut running, |_| true);
+        running.map.remove(&tag).unwrap_or(Value::Nil)
     }
 
     /// Call one state function (`State.call`).
@@ -491,7 +530,18 @@ impl<'a> Engine<'a> {
                 client: self.client.clone(),
                 running,
             };
-            ret = retry::call_checked(&ctx, &full, low, watch);
+            ret = if parallel::wanted(low) {
+                let mut r = self.pending.start(gen_tag(low), &full, low, watch, &ctx);
+                if !retry::own_check_cmd(&full)
+                    && map_get(low, "check_cmd").is_some_and(|v| !matches!(v, Value::Nil))
+                {
+                    // Salt checks the placeholder at once; the thread's return replaces it.
+                    retry::check_cmd(low, &mut r);
+                }
+                r
+            } else {
+                retry::call_checked(&ctx, &full, low, watch)
+            };
         }
         set(
             &mut ret,
@@ -507,7 +557,8 @@ impl<'a> Engine<'a> {
             "__id__",
             map_get(low, "__id__").cloned().unwrap_or(Value::Nil),
         );
-        if let Some(r) = retry::verify(low) {
+        // Salt leaves `retry` to the parallel process whenever `parallel` is given at all.
+        if let Some(r) = retry::verify(low).filter(|_| map_get(low, "parallel").is_none()) {
             if self.opts.test {
                 retry::test_comment(&mut ret, &r);
             } else if retry::wants_retry(&r, &ret) && r.attempts > retries {

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod fileclient;
 pub mod lowstate;
 pub mod mods;
+mod parallel;
 mod requisite;
 
 use rmpv::Value;
@@ -118,21 +119,8 @@ pub fn get_str<'a>(m: &'a Value, key: &str) -> Option<&'a str> {
     salt_compat::map_get(m, key).and_then(Value::as_str)
 }
 
-/// Python truthiness.
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::Integer(i) => i.as_i64() != Some(0) && i.as_u64() != Some(0),
-        Value::F64(f) => *f != 0.0,
-        Value::F32(f) => *f != 0.0,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Binary(b) => !b.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Map(m) => !m.is_empty(),
-        Value::Ext(..) => true,
-    }
-}
+/// Python truthiness (`salt_compat::py_truthy`).
+pub use salt_compat::py_truthy as truthy;
 
 /// An ordered map literal.
 pub fn map(entries: Vec<(&str, Value)>) -> Value {

@@ -137,13 +137,8 @@ pub fn verify(high: &High) -> Vec<String> {
             for a in args {
                 if let Value::Map(m) = a {
                     direct_cycle(&mut reqs, &mut errors, (id, state, sls), m);
-                    for (ak, av) in m {
+                    for (ak, _) in m {
                         let ak = ak.as_str().unwrap_or("");
-                        if ak == "parallel" && crate::truthy(av) {
-                            errors.push(format!(
-                                "State '{id}' in SLS '{sls}' uses 'parallel', which salt-rs does not support"
-                            ));
-                        }
                         if matches!(
                             ak,
                             "prereq"

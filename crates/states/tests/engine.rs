@@ -246,3 +246,51 @@ fn file_managed_makedirs_dir_mode_as_salt() {
     assert_eq!(mode(&path), 0o640);
     assert!(dir.path().join("c").is_dir());
 }
+
+/// `parallel: True` (Salt's `call_parallel`/`reconcile_procs`): the state runs on its own,
+/// its return is merged (with `__parallel__`) before a requisite on it is checked, and the
+/// keys keep Salt's order (the placeholder's, then what the parallel return adds).
+#[test]
+fn parallel_states_merge_before_requisites() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let sls = format!(
+        "one:\n  cmd.run:\n    - name: 'sleep 0.3; echo one > {d}/one'\n    - parallel: True\n\
+         two:\n  cmd.run:\n    - name: 'cat {d}/one > {d}/two'\n    - require:\n      - cmd: one\n\
+         bad:\n  test.fail_without_changes:\n    - parallel: True\n\
+         rescue:\n  test.succeed_with_changes:\n    - onfail:\n      - test: bad\n"
+    );
+    let ret = run(vec![("p.sls", sls)], &["p"], false);
+    let one = match &ret {
+        Value::Map(m) => m
+            .iter()
+            .find(|(k, _)| k.as_str().unwrap().starts_with("cmd_|-one_|-"))
+            .map(|(_, v)| v.clone())
+            .unwrap(),
+        _ => panic!("{ret:?}"),
+    };
+    assert_eq!(map_get(&one, "result"), Some(&Value::Boolean(true)));
+    assert_eq!(map_get(&one, "__parallel__"), Some(&Value::Boolean(true)));
+    assert_eq!(
+        keys(&one),
+        [
+            "name",
+            "result",
+            "changes",
+            "comment",
+            "__sls__",
+            "__run_num__",
+            "start_time",
+            "duration",
+            "__id__",
+            "__parallel__"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("two")).unwrap(),
+        "one\n"
+    );
+    let rescue = map_get(&ret, "test_|-rescue_|-rescue_|-succeed_with_changes").unwrap();
+    assert_eq!(map_get(rescue, "result"), Some(&Value::Boolean(true)));
+    assert!(map_get(rescue, "__state_ran__").is_none(), "{rescue:?}");
+}

@@ -31,7 +31,7 @@ mod venv;
 
 use std::path::{Path, PathBuf};
 
-pub use git::{git, write_file};
+pub use git::{bare, commit, git, write_file};
 pub use rerun::rerun_as_nobody;
 pub use skip::{SKIP_LOG_ENV, current_test, in_ci, require};
 pub use venv::{DEFAULT_SALT_VERSION, SALT_VERSIONS, any_salt_venv, salt_venv, salt_venvs};

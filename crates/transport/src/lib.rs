@@ -30,6 +30,7 @@
 mod draft;
 mod endpoint;
 mod error;
+mod lanes;
 mod options;
 mod pool;
 mod publisher;
@@ -40,6 +41,7 @@ mod worker;
 
 pub use endpoint::{ip_bracket, tcp_endpoint, tcp_endpoint_from};
 pub use error::{TransportError, ZmqError};
+pub use lanes::{Deferrable, Dropped};
 pub use options::{
     Heartbeat, IoBatch, Keepalive, PublisherOptions, ReqOptions, ServerOptions, SubOptions,
 };

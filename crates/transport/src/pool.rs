@@ -11,16 +11,18 @@
 //! socket thread first answers them there (its reply is sent at once) and declines the rest,
 //! which go to the pool. The queue is bounded (`ServerOptions::queue_capacity`); when it is full the socket thread
 //! stops reading, so backpressure reaches libzmq's queues and then the peers, as with
-//! [`RouterServer::bind`]. Replies of one wake-up are sent in one batch (the doorbell
-//! coalesces rings).
+//! [`RouterServer::bind`]. With [`PoolServer::bind_with`] requests a [`Deferrable`] matches
+//! (the master's sign-ins) wait in a lane of their own behind all others, bounded by count
+//! and age, on at most some of the workers (`lanes.rs`). Replies of one wake-up are sent in
+//! one batch (the doorbell coalesces rings).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::router::{Intake, Offered, Request, RouterServer};
+use crate::lanes::{Deferrable, Dropped, Lanes};
+use crate::router::{Intake, Offered, RouterServer};
 use crate::{ServerOptions, TransportError};
 
 /// A request handler: request body in, reply body out. Called on the pool's threads,
@@ -35,19 +37,14 @@ pub type Handler = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
 /// and the request goes to the pool).
 pub type Inline = Arc<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync>;
 
-enum Job {
-    Request(Request),
-    Stop,
-}
-
 struct PoolIntake {
-    queue: SyncSender<Job>,
+    lanes: Arc<Lanes>,
     inline: Option<Inline>,
     handled: Arc<AtomicUsize>,
 }
 
 impl Intake for PoolIntake {
-    fn offer(&self, req: Request) -> Offered {
+    fn offer(&self, req: crate::router::Request) -> Offered {
         if let Some(inline) = &self.inline {
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inline(&req.body))) {
                 Ok(Some(reply)) => {
@@ -58,14 +55,9 @@ impl Intake for PoolIntake {
                 Err(_) => tracing::error!(peer = ?req.peer, "inline request handler panicked"),
             }
         }
-        match self.queue.try_send(Job::Request(req)) {
+        match self.lanes.offer(req) {
             Ok(()) => Offered::Taken,
-            Err(TrySendError::Full(Job::Request(req))) => Offered::Full(req),
-            Err(TrySendError::Disconnected(Job::Request(req))) => {
-                tracing::debug!(peer = ?req.peer, "request dropped: worker pool gone");
-                Offered::Taken
-            }
-            Err(_) => Offered::Taken,
+            Err(req) => Offered::Full(req),
         }
     }
 }
@@ -83,7 +75,7 @@ struct InFlight {
 /// running finish and their replies go out, then closes the socket.
 pub struct PoolServer {
     router: RouterServer,
-    queue: SyncSender<Job>,
+    lanes: Arc<Lanes>,
     stopping: Arc<AtomicBool>,
     in_flight: Arc<InFlight>,
     workers: Mutex<Vec<JoinHandle<()>>>,
@@ -119,21 +111,33 @@ impl PoolServer {
         handler: Handler,
         inline: Option<Inline>,
     ) -> Result<Self, TransportError> {
-        let (queue, jobs) = sync_channel(opts.queue_capacity.max(1));
+        Self::bind_with(endpoint, opts, threads, handler, inline, None)
+    }
+
+    /// [`bind_inline`](Self::bind_inline) with a [`Deferrable`] lane: the requests it
+    /// matches wait behind all others (see `lanes.rs`).
+    pub fn bind_with(
+        endpoint: &str,
+        opts: &ServerOptions,
+        threads: usize,
+        handler: Handler,
+        inline: Option<Inline>,
+        deferrable: Option<Deferrable>,
+    ) -> Result<Self, TransportError> {
+        let lanes = Arc::new(Lanes::new(opts.queue_capacity, deferrable));
         let handled = Arc::new(AtomicUsize::new(0));
         let intake = PoolIntake {
-            queue: queue.clone(),
+            lanes: Arc::clone(&lanes),
             inline,
             handled: Arc::clone(&handled),
         };
         let router = RouterServer::bind_to(endpoint, opts, intake)?;
-        let jobs = Arc::new(Mutex::new(jobs));
         let stopping = Arc::new(AtomicBool::new(false));
         let in_flight = Arc::new(InFlight::default());
         let mut workers = Vec::new();
         for i in 0..threads.max(1) {
             let ctx = WorkerCtx {
-                jobs: Arc::clone(&jobs),
+                lanes: Arc::clone(&lanes),
                 replier: router.replier(),
                 handler: Arc::clone(&handler),
                 stopping: Arc::clone(&stopping),
@@ -148,7 +152,7 @@ impl PoolServer {
                 Err(e) => {
                     let pool = Self {
                         router,
-                        queue,
+                        lanes,
                         stopping,
                         in_flight,
                         workers: Mutex::new(workers),
@@ -161,12 +165,17 @@ impl PoolServer {
         }
         Ok(Self {
             router,
-            queue,
+            lanes,
             stopping,
             in_flight,
             workers: Mutex::new(workers),
             handled,
         })
+    }
+
+    /// Deferrable requests dropped unanswered so far ([`Deferrable`]).
+    pub fn dropped(&self) -> Dropped {
+        self.lanes.dropped()
     }
 
     /// The bound endpoint with the real port.
@@ -192,11 +201,8 @@ impl PoolServer {
         self.stopping.store(true, Ordering::Release);
         let workers =
             std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
-        // Wake every worker blocked on the queue; with `stopping` set they drop whatever
-        // they take, so the queue drains and these sends do not block for long.
-        for _ in &workers {
-            let _ = self.queue.send(Job::Stop);
-        }
+        // Drop what waits and wake every worker blocked on the queue: they stop.
+        self.lanes.close();
         let deadline = Instant::now() + grace;
         let mut n = self
             .in_flight
@@ -235,7 +241,7 @@ impl Drop for PoolServer {
 }
 
 struct WorkerCtx {
-    jobs: Arc<Mutex<Receiver<Job>>>,
+    lanes: Arc<Lanes>,
     replier: crate::Replier,
     handler: Handler,
     stopping: Arc<AtomicBool>,
@@ -245,16 +251,11 @@ struct WorkerCtx {
 
 impl WorkerCtx {
     fn run(self) {
-        loop {
-            let job = {
-                let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-                jobs.recv()
-            };
-            let req = match job {
-                Ok(Job::Request(req)) => req,
-                Ok(Job::Stop) | Err(_) => return,
-            };
+        while let Some(taken) = self.lanes.take() {
+            let deferred = taken.deferred;
+            let req = taken.req;
             if self.stopping.load(Ordering::Acquire) {
+                self.lanes.done(deferred);
                 continue;
             }
             *self
@@ -273,6 +274,7 @@ impl WorkerCtx {
                 }
                 Err(_) => tracing::error!(peer = ?req.peer, "request handler panicked"),
             }
+            self.lanes.done(deferred);
             let mut n = self
                 .in_flight
                 .n

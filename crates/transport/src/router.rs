@@ -22,6 +22,11 @@ impl PeerId {
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
+
+    #[cfg(test)]
+    pub(crate) fn from_bytes(b: &[u8]) -> Self {
+        Self(b.to_vec())
+    }
 }
 
 impl fmt::Debug for PeerId {

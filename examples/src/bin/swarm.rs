@@ -91,6 +91,10 @@ struct Args {
     /// Seconds between retries of a pending sign-in.
     #[arg(long, default_value_t = 1.0)]
     retry_wait: f64,
+    /// Seconds to wait for a sign-in's answer before sending it again (a Salt minion's
+    /// `auth_timeout` is 5).
+    #[arg(long, default_value_t = 60.0)]
+    auth_timeout: f64,
     /// After a publish that no longer decrypts (AES rotation), wait a random delay in
     /// [0, min(S, 2)] seconds before signing in again, as our salt-minion does with
     /// `random_reauth_delay: S`; 0 (default): at once, as a Python minion.
@@ -136,6 +140,7 @@ fn main() -> anyhow::Result<()> {
     cfg.exit_after_signin = a.exit_after_signin;
     cfg.report_every = Duration::from_secs_f64(a.interval.max(0.05));
     cfg.retry_wait = Duration::from_secs_f64(a.retry_wait.max(0.01));
+    cfg.auth_timeout = Duration::from_secs_f64(a.auth_timeout.max(0.1));
     cfg.reauth_spread = Duration::from_secs_f64(a.reauth_spread.max(0.0));
     if let Some(list) = &a.highstate {
         let plan =

@@ -1,15 +1,17 @@
 //! The `git` command, as Salt 3008's `gitcli` provider uses it: one bare repository per
-//! remote (`git init --bare`, `git fetch --prune origin <refspecs>`), refs read with
-//! `for-each-ref`, trees with `ls-tree -r -t -z`, blobs with `cat-file`. Every call has a
-//! deadline, never prompts, and runs with `LC_ALL=C`; secrets reach `git` only through the
-//! environment of the child (never its arguments, never the log).
+//! remote (`git init --bare`, `git fetch --prune origin <refspecs>` for ssh and https
+//! remotes; a local remote is fetched in-process, [`super::libgit`], which also reads refs,
+//! trees and blobs), `git archive` for git_pillar's export. Every call has a deadline, never
+//! prompts, and runs with `LC_ALL=C`; secrets reach `git` only through the environment of the
+//! child (never its arguments, never the log).
 
-use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::libgit;
 use super::remote::Remote;
 
 /// Longest a fetch may take.
@@ -34,30 +36,6 @@ impl GitError {
     }
 }
 
-/// One tree entry of `ls-tree`.
-#[derive(Clone, Debug, Eq, PartialEq)]
-pub(crate) struct TreeEntry {
-    /// The mode, as git writes it (octal `100644`, `120000`, `040000`, `160000`).
-    pub(crate) mode: u32,
-    /// `blob`, `tree` or `commit` (a submodule).
-    pub(crate) kind: EntryKind,
-    /// Object id (hex).
-    pub(crate) oid: String,
-    /// Full path from the repository root.
-    pub(crate) path: String,
-}
-
-/// The kinds of tree entries.
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
-pub(crate) enum EntryKind {
-    /// A file or a symlink.
-    Blob,
-    /// A directory.
-    Tree,
-    /// A submodule (not served, as GitPython's `traverse` does not descend into it).
-    Commit,
-}
-
 /// Runs `git` with `args` in `dir` for `remote` (its TLS and credential settings), `input`
 /// on stdin; stdout on success.
 fn run(
@@ -67,7 +45,12 @@ fn run(
     input: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<Vec<u8>, GitError> {
-    let what = args.first().copied().unwrap_or("git");
+    // The subcommand (past any leading `-c name=value`).
+    let what = args
+        .iter()
+        .enumerate()
+        .find(|&(i, a)| *a != "-c" && (i == 0 || args[i - 1] != "-c"))
+        .map_or("git", |(_, a)| *a);
     let mut cmd = Command::new("git");
     cmd.arg("-c")
         .arg("core.quotepath=false")
@@ -84,12 +67,7 @@ fn run(
             cmd.env("GIT_SSL_NO_VERIFY", "true");
         }
         if let Some(key) = &r.privkey {
-            // BatchMode: no prompt; host keys are checked as ssh always does.
-            let quoted = key.to_string_lossy().replace('\'', "'\\''");
-            cmd.env(
-                "GIT_SSH_COMMAND",
-                format!("ssh -i '{quoted}' -o IdentitiesOnly=yes -o BatchMode=yes"),
-            );
+            cmd.env("GIT_SSH_COMMAND", ssh_command(key));
         }
         if let (Some(user), Some(password)) = (&r.user, &r.password) {
             cmd.arg("-c").arg("credential.helper=").arg("-c").arg(
@@ -132,6 +110,8 @@ fn run(
         let _ = stdin.write_all(data);
     }
     let deadline = Instant::now() + timeout;
+    // Most commands end within a few ms: poll often at first, then every 2 ms.
+    let mut pause = Duration::from_micros(50);
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
@@ -143,7 +123,10 @@ fn run(
                     format!("timed out after {} s", timeout.as_secs()),
                 ));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(2));
+            }
             Err(e) => return Err(GitError::new(what, e.to_string())),
         }
     };
@@ -164,10 +147,27 @@ fn run(
     Ok(stdout)
 }
 
-/// Makes `dir` a bare repository whose `origin` is `remote.url` (kept up to date).
+/// The ssh command for a remote's `privkey`: the master's own `GIT_SSH_COMMAND` (else
+/// `ssh`) with the key, `IdentitiesOnly` and `BatchMode` (no prompt; host keys are checked as
+/// that ssh command checks them).
+fn ssh_command(key: &Path) -> String {
+    let base = std::env::var("GIT_SSH_COMMAND")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| "ssh".to_owned());
+    let quoted = key.to_string_lossy().replace('\'', "'\\''");
+    format!("{base} -i '{quoted}' -o IdentitiesOnly=yes -o BatchMode=yes")
+}
+
+/// Makes `dir` a bare repository whose `origin` is `remote.url` (kept up to date; checked
+/// once per process while the repository stays).
 pub(crate) fn init(dir: &Path, remote: &Remote) -> Result<(), GitError> {
+    let exists = dir.join("HEAD").exists();
+    if exists && remote.origin_checked.load(Ordering::Acquire) {
+        return Ok(());
+    }
     std::fs::create_dir_all(dir).map_err(|e| GitError::new("init", e.to_string()))?;
-    if !dir.join("HEAD").exists() {
+    if !exists {
         run(
             dir,
             &["init", "--bare", "--quiet"],
@@ -197,12 +197,58 @@ pub(crate) fn init(dir: &Path, remote: &Remote) -> Result<(), GitError> {
             LOCAL_TIMEOUT,
         )?;
     }
+    remote.origin_checked.store(true, Ordering::Release);
     Ok(())
 }
 
-/// `git fetch --prune origin <refspecs>`.
+/// git's auto maintenance (`git maintenance run --auto`: gc when loose objects or packs pile
+/// up) runs after every this many fetches of a remote, not after each (a process per fetch).
+pub(crate) const MAINTENANCE_EVERY: u32 = 16;
+
+/// `git fetch --prune origin <refspecs>` (in-process for a local remote, [`libgit::fetch`]; by
+/// the `git` command if that fails, which then says why); every [`MAINTENANCE_EVERY`]th fetch
+/// of the remote (the first included) is followed by `git maintenance run --auto`.
 pub(crate) fn fetch(dir: &Path, remote: &Remote) -> Result<(), GitError> {
+    let in_process = libgit::is_local(&remote.url)
+        && libgit::fetch(dir, &remote.url, &remote.refspecs)
+            .inspect_err(|e| {
+                tracing::debug!(
+                    "gitfs remote '{}': in-process fetch failed ({e}); running git fetch",
+                    remote.id
+                );
+            })
+            .is_ok();
+    if !in_process {
+        fetch_command(dir, remote)?;
+    }
+    let due = remote
+        .fetches
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(MAINTENANCE_EVERY);
+    if due
+        && let Err(e) = run(
+            dir,
+            &["maintenance", "run", "--auto", "--quiet"],
+            None,
+            None,
+            FETCH_TIMEOUT,
+        )
+    {
+        tracing::warn!("gitfs remote '{}': {e}", remote.id);
+    }
+    Ok(())
+}
+
+/// `git fetch --prune origin <refspecs>` by the `git` command.
+fn fetch_command(dir: &Path, remote: &Remote) -> Result<(), GitError> {
+    // `fetch.unpackLimit=1`: the fetched pack is kept as it came (`index-pack`), not
+    // exploded into loose objects (`unpack-objects`, ~5 ms more per small fetch); gc's
+    // `autoPackLimit` repacks them in the maintenance below.
     let mut args = vec![
+        "-c",
+        "maintenance.auto=false",
+        "-c",
+        "fetch.unpackLimit=1",
         "fetch",
         "--prune",
         "--quiet",
@@ -210,50 +256,7 @@ pub(crate) fn fetch(dir: &Path, remote: &Remote) -> Result<(), GitError> {
         "origin",
     ];
     args.extend(remote.refspecs.iter().map(String::as_str));
-    run(dir, &args, Some(remote), None, FETCH_TIMEOUT).map(|_| ())
-}
-
-/// The branches (`refs/remotes/origin/*`) and tags (`refs/tags/*`) as name → commit id
-/// (annotated tags peeled).
-pub(crate) fn refs(dir: &Path) -> Result<Refs, GitError> {
-    let out = run(
-        dir,
-        &[
-            "for-each-ref",
-            "--format=%(objectname) %(*objectname) %(refname)",
-            "refs/remotes/origin/",
-            "refs/tags/",
-        ],
-        None,
-        None,
-        LOCAL_TIMEOUT,
-    )?;
-    let mut refs = Refs::default();
-    for line in String::from_utf8_lossy(&out).lines() {
-        let mut parts = line.splitn(3, ' ');
-        let (Some(oid), Some(peeled), Some(name)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let commit = if peeled.is_empty() { oid } else { peeled }.to_owned();
-        if let Some(b) = name.strip_prefix("refs/remotes/origin/") {
-            if b != "HEAD" {
-                refs.branches.insert(b.to_owned(), commit);
-            }
-        } else if let Some(t) = name.strip_prefix("refs/tags/") {
-            refs.tags.insert(t.to_owned(), commit);
-        }
-    }
-    Ok(refs)
-}
-
-/// A remote's refs.
-#[derive(Clone, Debug, Default, Eq, PartialEq)]
-pub(crate) struct Refs {
-    /// Branch name → commit.
-    pub(crate) branches: HashMap<String, String>,
-    /// Tag name → commit.
-    pub(crate) tags: HashMap<String, String>,
+    run(dir, &args, Some(remote), None, FETCH_TIMEOUT).map(drop)
 }
 
 /// The commit a hex prefix names, if it names one.
@@ -269,88 +272,6 @@ pub(crate) fn resolve_commit(dir: &Path, sha: &str) -> Option<String> {
     .ok()?;
     let s = String::from_utf8_lossy(&out).trim().to_owned();
     (!s.is_empty()).then_some(s)
-}
-
-/// Every entry of `commit`'s tree, recursively (`ls-tree -r -t -z --full-tree`).
-pub(crate) fn ls_tree(dir: &Path, commit: &str) -> Result<Vec<TreeEntry>, GitError> {
-    let out = run(
-        dir,
-        &["ls-tree", "-r", "-t", "-z", "--full-tree", commit],
-        None,
-        None,
-        LOCAL_TIMEOUT,
-    )?;
-    let mut entries = Vec::new();
-    for rec in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let Some(tab) = rec.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        let Ok(path) = std::str::from_utf8(&rec[tab + 1..]) else {
-            tracing::debug!("gitfs: skipping a non-UTF-8 path in {commit}");
-            continue;
-        };
-        let head = String::from_utf8_lossy(&rec[..tab]);
-        let mut f = head.split(' ');
-        let (Some(mode), Some(kind), Some(oid)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let kind = match kind {
-            "blob" => EntryKind::Blob,
-            "tree" => EntryKind::Tree,
-            _ => EntryKind::Commit,
-        };
-        entries.push(TreeEntry {
-            mode: u32::from_str_radix(mode, 8).unwrap_or(0),
-            kind,
-            oid: oid.to_owned(),
-            path: path.to_owned(),
-        });
-    }
-    Ok(entries)
-}
-
-/// The contents of the blobs `oids`, in order (`cat-file --batch`).
-pub(crate) fn read_blobs(dir: &Path, oids: &[&str]) -> Result<Vec<Vec<u8>>, GitError> {
-    if oids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut input = oids.join("\n").into_bytes();
-    input.push(b'\n');
-    let out = run(
-        dir,
-        &["cat-file", "--batch"],
-        None,
-        Some(&input),
-        LOCAL_TIMEOUT,
-    )?;
-    let mut blobs = Vec::with_capacity(oids.len());
-    let mut at = 0;
-    for oid in oids {
-        let nl = out[at..]
-            .iter()
-            .position(|b| *b == b'\n')
-            .ok_or_else(|| GitError::new("cat-file", "short output"))?;
-        let header = String::from_utf8_lossy(&out[at..at + nl]).into_owned();
-        at += nl + 1;
-        let size: usize = header
-            .rsplit(' ')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .filter(|_| header.contains(" blob "))
-            .ok_or_else(|| GitError::new("cat-file", format!("{oid}: {header}")))?;
-        let end = at
-            .checked_add(size)
-            .filter(|e| *e <= out.len())
-            .ok_or_else(|| GitError::new("cat-file", "short output"))?;
-        blobs.push(out[at..end].to_vec());
-        at = end + 1;
-    }
-    Ok(blobs)
-}
-
-/// The contents of one blob.
-pub(crate) fn read_blob(dir: &Path, oid: &str) -> Result<Vec<u8>, GitError> {
-    run(dir, &["cat-file", "blob", oid], None, None, LOCAL_TIMEOUT)
 }
 
 /// `<cachedir>/gitfs/work/<hash>/_/<type>.lk`: Salt's lock files, `pid\nmachine_id\n`.

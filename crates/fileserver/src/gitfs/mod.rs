@@ -15,6 +15,7 @@
 //! path Salt would), and there is no `envs.p` env cache.
 
 mod git;
+mod libgit;
 mod pillar;
 mod remote;
 mod tree;
@@ -28,7 +29,7 @@ use std::time::SystemTime;
 
 use salt_config::GitfsConfig;
 
-use self::git::Refs;
+use self::libgit::Refs;
 pub use self::pillar::GitPillar;
 use self::remote::Remote;
 pub(crate) use self::remote::is_hex;
@@ -402,7 +403,7 @@ impl Inner {
         if budget.decline() {
             return None;
         }
-        let data: Arc<[u8]> = match git::read_blob(&self.remotes.get(i)?.repo_dir, oid) {
+        let data: Arc<[u8]> = match libgit::read_blob(&self.remotes.get(i)?.repo_dir, oid) {
             Ok(d) => d.into(),
             Err(e) => {
                 tracing::error!("gitfs: cannot read blob {oid}: {e}");

@@ -15,7 +15,8 @@ use std::time::Duration;
 use salt_config::{GitPillarConfig, GitPillarRemote};
 use salt_pillar::{GitPillarSource, PillarDir};
 
-use super::git::{self, Refs};
+use super::git;
+use super::libgit::{self, Refs};
 use super::remote::Remote;
 
 /// The checkouts of one `ext_pillar: - git: [...]` item.
@@ -215,7 +216,7 @@ impl Inner {
             Ok(git::Lock::Busy(msg)) => tracing::warn!("{msg}"),
             Err(e) => return fail(format!("cannot set the update lock: {e}")),
         }
-        git::refs(&r.repo_dir).map_or_else(|e| fail(format!("cannot read refs: {e}")), Some)
+        libgit::refs(&r.repo_dir).map_or_else(|e| fail(format!("cannot read refs: {e}")), Some)
     }
 
     /// `get_checkout_target`.

@@ -5,13 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::time::Duration;
 
 use base64::Engine as _;
 use salt_config::{GitfsConfig, GitfsRemote, GitfsSaltenv, Secret};
 use salt_keystore::GlobList;
 
-use super::git::Refs;
+use super::libgit::Refs;
 
 /// A remote, ready to fetch and serve.
 #[derive(Debug)]
@@ -47,6 +48,12 @@ pub(crate) struct Remote {
     pub(crate) basehash: String,
     /// Why this remote is not fetched (a refused setting), if so.
     pub(crate) refused: Option<String>,
+    /// The cache's `remote.origin.url` is known to be `url` (set or checked once by this
+    /// process: a `git config` process per fetch is spared).
+    pub(crate) origin_checked: AtomicBool,
+    /// Fetches of this remote by this process (git's auto maintenance runs every
+    /// [`super::git::MAINTENANCE_EVERY`]th, not after each).
+    pub(crate) fetches: AtomicU32,
 }
 
 impl Remote {
@@ -104,13 +111,19 @@ impl Remote {
             .filter(|u| !u.is_empty());
         let password = r.password.clone().or_else(|| g.gitfs_password.clone());
         let insecure = r.insecure_auth.unwrap_or(g.gitfs_insecure_auth);
-        let refused =
-            (password.is_some() && r.url.starts_with("http://") && !insecure).then(|| {
+        let pubkey = r.pubkey.clone().or_else(|| g.gitfs_pubkey.clone());
+        let privkey = r.privkey.clone().or_else(|| g.gitfs_privkey.clone());
+        let refused = (password.is_some() && r.url.starts_with("http://") && !insecure)
+            .then(|| {
                 format!(
                     "Invalid configuration for gitfs remote '{}': a password over plain \
                      http:// needs insecure_auth",
                     r.url
                 )
+            })
+            .or_else(|| {
+                let any_auth = user.is_some() || password.is_some() || insecure;
+                ssh_keypair_refusal(&r.url, any_auth, pubkey.as_deref(), privkey.as_deref())
             });
         Self {
             id: r.url.clone(),
@@ -150,11 +163,13 @@ impl Remote {
             revmap,
             user: user.filter(|_| password.is_some()),
             password,
-            privkey: r.privkey.clone().or_else(|| g.gitfs_privkey.clone()),
+            privkey,
             repo_dir: hash_dir.join("_"),
             work_dir: cache_root.join("work").join(&basehash).join("_"),
             basehash,
             refused,
+            origin_checked: AtomicBool::new(false),
+            fetches: AtomicU32::new(0),
         }
     }
 
@@ -249,6 +264,54 @@ impl Remote {
 }
 
 /// `salt.utils.url.strip_proto`: drops a leading `salt://`.
+/// Salt's `verify_auth` for an ssh remote (its pygit2 provider's `Keypair`): with any
+/// authentication parameter set, the URL must name the user, and `pubkey` and `privkey`
+/// must both be given and exist. `None`: fine (or not ssh).
+fn ssh_keypair_refusal(
+    url: &str,
+    any_auth: bool,
+    pubkey: Option<&std::path::Path>,
+    privkey: Option<&std::path::Path>,
+) -> Option<String> {
+    if std::path::Path::new(url).is_absolute()
+        || !(any_auth || pubkey.is_some() || privkey.is_some())
+    {
+        return None;
+    }
+    let (transport, address) = url.split_once("://").unwrap_or(("ssh", url));
+    if !transport.to_ascii_lowercase().contains("ssh") {
+        return None;
+    }
+    if !address.contains('@') {
+        return Some(format!(
+            "Keypair specified for gitfs remote '{url}', but remote URL is missing a username"
+        ));
+    }
+    let missing: Vec<&str> = [("pubkey", pubkey), ("privkey", privkey)]
+        .iter()
+        .filter(|(_, p)| p.is_none())
+        .map(|(n, _)| *n)
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "Incomplete authentication information for gitfs remote '{url}'. Missing \
+             parameters: {}",
+            missing.join(", ")
+        ));
+    }
+    [("pubkey", pubkey), ("privkey", privkey)]
+        .into_iter()
+        .find_map(|(kind, p)| {
+            let p = p?;
+            (!p.is_file()).then(|| {
+                format!(
+                    "SSH {kind} ({}) for gitfs remote '{url}' could not be found",
+                    p.display()
+                )
+            })
+        })
+}
+
 fn strip_proto(s: &str) -> &str {
     s.strip_prefix("salt://").unwrap_or(s)
 }
@@ -279,6 +342,36 @@ fn expr_match(line: &str, expr: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ssh_keypair_checked_as_salt() {
+        use super::ssh_keypair_refusal as refusal;
+        let key = std::env::temp_dir().join(format!("gitfs-key-{}", std::process::id()));
+        std::fs::write(&key, "k").unwrap();
+        let k = Some(key.as_path());
+        assert_eq!(refusal("ssh://git@h/r.git", false, None, None), None);
+        assert_eq!(refusal("file:///srv/r.git", true, k, None), None);
+        assert_eq!(refusal("https://h/r.git", true, None, None), None);
+        assert_eq!(refusal("ssh://git@h/r.git", false, k, k), None);
+        assert_eq!(refusal("git@h:r.git", false, k, k), None);
+        assert!(
+            refusal("ssh://h/r.git", false, k, k)
+                .unwrap()
+                .contains("missing a username")
+        );
+        assert!(
+            refusal("git@h:r.git", false, None, k)
+                .unwrap()
+                .ends_with("Missing parameters: pubkey")
+        );
+        let gone = key.with_extension("gone");
+        assert!(
+            refusal("ssh://git@h/r.git", false, k, Some(&gone))
+                .unwrap()
+                .starts_with("SSH privkey")
+        );
+        let _ = std::fs::remove_file(&key);
+    }
 
     #[test]
     fn hex_like_python_int16() {

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use super::git::{self, EntryKind, GitError};
+use super::git::GitError;
+use super::libgit::{self, EntryKind};
 use crate::paths::normpath;
 
 /// Salt's `SYMLINK_RECURSE_DEPTH`.
@@ -46,7 +47,7 @@ impl Tree {
     pub(crate) fn load(dir: &Path, commit: &str) -> Result<Self, GitError> {
         let mut t = Self::default();
         let mut link_oids = Vec::new();
-        for e in git::ls_tree(dir, commit)? {
+        for e in libgit::ls_tree(dir, commit)? {
             match e.kind {
                 EntryKind::Tree => {
                     t.dirs.insert(e.path);
@@ -67,7 +68,7 @@ impl Tree {
             }
         }
         let oids: Vec<&str> = link_oids.iter().map(|(_, o)| o.as_str()).collect();
-        for ((path, _), data) in link_oids.iter().zip(git::read_blobs(dir, &oids)?) {
+        for ((path, _), data) in link_oids.iter().zip(libgit::read_blobs(dir, &oids)?) {
             t.links
                 .insert(path.clone(), String::from_utf8_lossy(&data).into_owned());
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::tree::Tree;
-use super::{Inner, PARALLEL_FETCHES, RemoteState, State, UpdateReport, git};
+use super::{Inner, PARALLEL_FETCHES, RemoteState, State, UpdateReport, git, libgit};
 
 impl Inner {
     /// The updater thread: serve the cache as it is, fetch all, then each remote when due.
@@ -145,7 +145,7 @@ impl Inner {
                 return fail(format!("fetch failed: {e}"));
             }
         }
-        let refs = match git::refs(&r.repo_dir) {
+        let refs = match libgit::refs(&r.repo_dir) {
             Ok(refs) => refs,
             Err(e) => return fail(format!("cannot read refs: {e}")),
         };

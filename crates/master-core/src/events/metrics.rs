@@ -26,7 +26,8 @@ pub struct Label {
 pub struct Metrics {
     registry: Registry,
     /// `salt_master_signins_total{kind}`: accepted, pending, rejected, denied, full,
-    /// refused (bad id/key), error.
+    /// refused (bad id/key), error; dropped_full, dropped_stale (unanswered under
+    /// overload, `server/signin_lane.rs`).
     pub signins: Family<Label, Counter>,
     /// `salt_master_limit_hits_total{kind}`: new minions refused at a limit, by limit
     /// (`max_open_files`, `max_minions`).
@@ -112,6 +113,15 @@ impl Metrics {
                 kind: outcome.to_owned(),
             })
             .inc();
+    }
+
+    /// Count `n` sign-ins dropped unanswered (`outcome`: `dropped_full`, `dropped_stale`).
+    pub fn signins_dropped(&self, outcome: &str, n: u64) {
+        self.signins
+            .get_or_create(&Label {
+                kind: outcome.to_owned(),
+            })
+            .inc_by(n);
     }
 
     /// Count one new minion refused at `limit`.

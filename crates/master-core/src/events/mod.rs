@@ -4,3 +4,4 @@
 pub mod bus;
 pub mod ipc;
 pub mod metrics;
+pub(crate) mod returner;

@@ -437,9 +437,9 @@ impl JobStore for FileJobs {
 
     fn jobs(&self) -> Result<Vec<(String, Value)>, JobError> {
         // Returns of a job another master published have no load here: not listed.
-        Ok(lc::walk(&self.dir)
+        Ok(lc::walk_loads(&self.dir)
             .into_iter()
-            .filter_map(|(jid, dir)| Some((jid, lc::read_mp(&dir.join(lc::LOAD_P))?)))
+            .map(|(jid, _, load)| (jid, load))
             .collect())
     }
 

@@ -100,6 +100,14 @@ pub fn read_load(job: &Path) -> Option<Value> {
 /// Salt's `_walk_through`: every job directory with a `.load.p` that decodes to a non-empty
 /// map holding `jid`, as (jid, job directory), by jid.
 pub fn walk(jobs: &Path) -> Vec<(String, PathBuf)> {
+    walk_loads(jobs)
+        .into_iter()
+        .map(|(jid, dir, _)| (jid, dir))
+        .collect()
+}
+
+/// [`walk`] with each job's load as read there (one read of each `.load.p`).
+pub fn walk_loads(jobs: &Path) -> Vec<(String, PathBuf, Value)> {
     let mut found = Vec::new();
     let Ok(tops) = std::fs::read_dir(jobs) else {
         return found;
@@ -110,19 +118,20 @@ pub fn walk(jobs: &Path) -> Vec<(String, PathBuf)> {
         };
         for f in finals.flatten() {
             let path = f.path();
-            let Some(Value::Map(load)) = read_mp(&path.join(LOAD_P)) else {
+            let Some(load @ Value::Map(_)) = read_mp(&path.join(LOAD_P)) else {
                 continue;
             };
-            let jid = load
+            let Value::Map(m) = &load else { continue };
+            let jid = m
                 .iter()
                 .find(|(k, _)| k.as_str() == Some("jid"))
                 .and_then(|(_, v)| v.as_str());
             if let Some(jid) = jid {
-                found.push((jid.to_owned(), path));
+                found.push((jid.to_owned(), path, load));
             }
         }
     }
-    found.sort();
+    found.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     found
 }
 

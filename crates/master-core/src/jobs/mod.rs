@@ -18,6 +18,7 @@ pub(crate) mod gather;
 pub(crate) mod jid;
 pub mod local_cache;
 mod pg;
+pub(crate) mod pg_returner;
 pub(crate) mod publish;
 pub(crate) mod run;
 mod sink;
@@ -34,11 +35,39 @@ use tokio::sync::mpsc;
 pub(crate) use files::write_unsynced;
 pub(crate) use files::{FileJobs, sweep_stale_dot_temps};
 pub(crate) use pg::PgJobs;
+pub(crate) use pg_returner::PostgresJobs;
 
 use clean::CleanReport;
 use jid::safe_jid;
 use store::{JobError, JobStore};
 use waiters::{ReturnEvent, Waiters};
+
+/// Salt's `store_job` of a runner or wheel call (`SyncClientMixin.low`): a job of the master
+/// (`id` and `tgt` its id) whose return is the call's event data (`fun` `runner.<fun>` or
+/// `wheel.<fun>`, `jid`, `user`, `fun_args`, `return`, `success`), its load keeping `fun` and
+/// `user` from that data as `salt.utils.job.store_job` does; `jobs.list_jobs` lists it as
+/// Salt's. A failed write is logged, as Salt logs it.
+pub(crate) fn store_master_job(
+    shared: &crate::shared::Shared,
+    jid: &str,
+    data: &serde_json::Map<String, serde_json::Value>,
+) {
+    let id = shared.cfg.id.as_str();
+    let load = serde_json::json!({"id": id, "tgt": id, "jid": jid, "return": data,
+                                  "fun": data.get("fun"), "user": data.get("user")});
+    let load = salt_compat::json::json_to_msgpack(&load);
+    let stored = shared
+        .jobs
+        .prep_jid(jid, false)
+        .and_then(|()| shared.jobs.store_job(jid, &load, None))
+        .and_then(|()| shared.jobs.store_return(jid, id, &load));
+    if let Err(e) = stored {
+        tracing::error!(
+            "Could not store job cache info. Job details for this run may be unavailable. \
+             ({jid}: {e})"
+        );
+    }
+}
 
 /// The job cache in use and the registry of waiting `salt` commands.
 #[derive(Debug)]

@@ -205,8 +205,8 @@ pub(crate) fn target_minions(
     let groups = crate::minions::target::nodegroups(&shared.cfg);
     let target =
         crate::minions::target::resolve(tgt, tgt_type, &groups).map_err(|e| e.to_string())?;
-    // salt-key runs in another process: re-read the key directories.
-    if let Err(e) = shared.store.refresh() {
+    // salt-key runs in another process: re-read the key directories when they changed.
+    if let Err(e) = shared.key_dirs.refresh(&shared.store) {
         tracing::warn!("cannot read the key directories: {e}");
     }
     let accepted = shared.store.list(KeyState::Accepted);

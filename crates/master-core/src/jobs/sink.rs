@@ -5,9 +5,10 @@
 //!
 //! Delivery never waits for the disk: as in Salt, where the master fires a return's event
 //! before its job-cache write (`salt.utils.job.store_job`), a `salt` command prints a return
-//! (and may exit) before it is written. The readers of the job cache in this master
-//! (`jobs.*` runners) call [`ReturnSink::flush`] first, so they see every return delivered
-//! before they were called.
+//! (and may exit) before it is written. The readers of returns in this master's job
+//! cache (the `jobs.*` runners but `jobs.list_jobs`, which reads only the job loads, written
+//! at publish) call [`ReturnSink::flush`] first, so they see every return delivered before
+//! they were called.
 //!
 //! The worker that decoded a return replies to the minion as soon as the return is queued,
 //! so a fan-out's returns are acknowledged at the rate the workers decrypt them, not at the

@@ -1,11 +1,16 @@
 //! The minion data cache (`minion_data_cache`, Salt's `cache: localfs`):
 //! `{cachedir}/minions/<id>/data.p` holds `{"grains": ..., "pillar": ...}` (written on each
 //! `_pillar`), `mine.p` the minion's mine; both msgpack as `salt.payload.dumps` writes them.
+//! The grains and pillar of `data.p` are also held in memory for targeting ([`index`]).
+//!
+//! [`index`]: super::index
 
 use std::path::{Path, PathBuf};
 
 use rmpv::Value;
 use salt_proto::{decode, encode};
+
+use super::index::{self, Facts};
 
 /// The `minions` bank of the cache.
 #[derive(Clone, Debug)]
@@ -33,7 +38,11 @@ impl MinionCache {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        salt_pki::files::atomic_write(&path, &encode(value), 0o600).map_err(|e| e.to_string())
+        salt_pki::files::atomic_write(&path, &encode(value), 0o600).map_err(|e| e.to_string())?;
+        if key == "data" {
+            index::for_dir(&self.dir).put(id, Some(index::facts_of(value)));
+        }
+        Ok(())
     }
 
     /// The value under `minions/<id>/<key>.p`, if readable.
@@ -44,6 +53,9 @@ impl MinionCache {
 
     /// Remove `minions/<id>/<key>.p`; true when it is gone.
     pub(crate) fn flush(&self, id: &str, key: &str) -> bool {
+        if key == "data" && self.file(id, key).is_some() {
+            index::for_dir(&self.dir).put(id, None);
+        }
         match self.file(id, key) {
             Some(p) => match std::fs::remove_file(p) {
                 Ok(()) => true,
@@ -62,5 +74,14 @@ impl MinionCache {
             ),
             None => (None, None),
         }
+    }
+
+    /// Cached grains and pillar of each of `ids` (`None`: nothing cached), from the
+    /// in-memory index (the same answers as [`facts`](Self::facts) for each id).
+    pub(crate) fn facts_many<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<Option<Facts>> {
+        index::for_dir(&self.dir).get_many(ids)
     }
 }

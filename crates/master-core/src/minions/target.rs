@@ -125,16 +125,19 @@ impl Target {
             out.dedup();
             return Ok(out);
         }
-        for id in accepted {
-            let (grains, pillar) = if needs_data {
-                cache.facts(id)
-            } else {
-                (None, None)
-            };
+        let ids: Vec<&str> = accepted.into_iter().collect();
+        // The cached grains and pillar come from the in-memory index (`minions::index`), not
+        // one `data.p` read per accepted minion.
+        let cached = if needs_data {
+            cache.facts_many(ids.iter().copied())
+        } else {
+            vec![None; ids.len()]
+        };
+        for (id, data) in ids.into_iter().zip(cached) {
             let facts = Facts {
                 id,
-                grains: grains.as_ref(),
-                pillar: pillar.as_ref(),
+                grains: data.as_ref().and_then(|d| d.0.as_ref()),
+                pillar: data.as_ref().and_then(|d| d.1.as_ref()),
             };
             let hit = check(facts, &self.tgt, &self.tgt_type, None, nodegroups)?;
             if hit == Some(true) || (hit.is_none() && greedy) {
@@ -323,6 +326,98 @@ mod tests {
             ex("dummy-01,web-01", "list", None),
             vec!["dummy-01", "web-01"]
         );
+    }
+
+    /// The in-memory index of cached grains and pillar gives the answers a read of every
+    /// `data.p` gives (`check` over [`MinionCache::facts`]), also after another process
+    /// creates or removes minion directories (as `salt-key -d` does).
+    #[test]
+    fn indexed_facts_answer_like_file_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MinionCache::new(dir.path());
+        let data = |os: &str, role: &str, n: i64| {
+            let map = |kv: Vec<(&str, Value)>| {
+                Value::Map(kv.into_iter().map(|(k, v)| (Value::from(k), v)).collect())
+            };
+            map(vec![
+                (
+                    "grains",
+                    map(vec![
+                        ("os", Value::from(os)),
+                        ("num_cpus", Value::from(n)),
+                        (
+                            "roles",
+                            Value::Array(vec![Value::from(role), "base".into()]),
+                        ),
+                    ]),
+                ),
+                ("pillar", map(vec![("tier", Value::from(role))])),
+            ])
+        };
+        let oses = ["Debian", "RedHat", "Ubuntu"];
+        let roles = ["web", "db", "cache", "Web"];
+        let mut ids: Vec<String> = (0..60).map(|i| format!("m{i}")).collect();
+        for (i, id) in ids.iter().enumerate().take(50) {
+            let d = data(oses[i % 3], roles[i % 4], i as i64 % 5);
+            cache.store(id, "data", &d).unwrap();
+        }
+        let targets = [
+            ("os:Debian", "grain"),
+            ("os:deb*", "grain"),
+            ("roles:web", "grain"),
+            ("num_cpus:3", "grain"),
+            ("os:^(Red|Ubu)", "grain_pcre"),
+            ("tier:w?b", "pillar"),
+            ("tier:^c", "pillar_pcre"),
+            ("G@os:Ubuntu and I@tier:db", "compound"),
+            ("G@roles:cache or m1*", "compound"),
+            ("not G@os:Debian and m*", "compound"),
+        ];
+        let groups = Vec::new();
+        let check_all = |ids: &[String], label: &str| {
+            for (tgt, ty) in targets {
+                for greedy in [true, false] {
+                    let t = resolve(tgt, ty, &groups).unwrap();
+                    let mut want: Vec<String> = ids
+                        .iter()
+                        .filter(|id| {
+                            let (g, p) = cache.facts(id);
+                            let f = Facts {
+                                id,
+                                grains: g.as_ref(),
+                                pillar: p.as_ref(),
+                            };
+                            let hit = check(f, &t.tgt, &t.tgt_type, None, &groups).unwrap();
+                            hit == Some(true) || (hit.is_none() && greedy)
+                        })
+                        .cloned()
+                        .collect();
+                    want.sort();
+                    let got = t
+                        .expected(ids.iter().map(String::as_str), &cache, &groups, greedy)
+                        .unwrap();
+                    assert_eq!(got, want, "{label}: {ty} {tgt} greedy={greedy}");
+                }
+            }
+        };
+        check_all(&ids, "stored through the cache");
+        // Another process writes two new minions and removes one (salt-key -d), then the
+        // master rewrites one.
+        let minions = dir.path().join("minions");
+        for (id, os) in [("m50", "Debian"), ("m51", "Ubuntu")] {
+            std::fs::create_dir_all(minions.join(id)).unwrap();
+            std::fs::write(
+                minions.join(id).join("data.p"),
+                salt_proto::encode(&data(os, "db", 3)),
+            )
+            .unwrap();
+        }
+        std::fs::remove_dir_all(minions.join("m3")).unwrap();
+        cache.store("m4", "data", &data("Ubuntu", "db", 3)).unwrap();
+        assert!(cache.flush("m5", "data"));
+        check_all(&ids, "after changes by another process");
+        ids.retain(|id| id != "m7");
+        check_all(&ids, "fewer accepted");
     }
 
     /// Globs and regexes compiled once per target give `check`'s answer for every id.

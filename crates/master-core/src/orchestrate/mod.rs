@@ -13,8 +13,11 @@
 //! the grains are `{id}` only (Salt's master minion loads every grain). `pillar_enc` is
 //! refused by name; the `salt/run/<jid>/args` and progress events are not fired.
 
+mod batch;
+mod parallel;
 mod salt_state;
 pub(crate) mod saltmod;
+mod templates;
 
 use std::sync::Arc;
 
@@ -63,6 +66,7 @@ pub(crate) async fn call(
         rt: tokio::runtime::Handle::current(),
         jid,
         user: user.to_owned(),
+        console: ctx.console.clone(),
     };
     let (fun, a, extra) = (fun.to_owned(), a.clone(), extra_kwargs(raw));
     let work = tokio::task::spawn_blocking(move || run(hook, &fun, &a, &extra));
@@ -108,6 +112,7 @@ fn extra_kwargs(raw: &[Value]) -> Vec<(String, Value)> {
 
 /// The master minion's state options for this call.
 fn opts(hook: saltmod::SaltMod, a: &Args, test: bool) -> salt_states::Opts {
+    let hook = Arc::new(hook);
     let cfg = &hook.shared.cfg;
     let id = cfg.id.clone();
     let saltenv = a.text("saltenv").unwrap_or_else(|| "base".into());
@@ -142,8 +147,8 @@ fn opts(hook: saltmod::SaltMod, a: &Args, test: bool) -> salt_states::Opts {
         ]),
         saltenv,
         exclude,
-        salt: salt_render::SaltHook::default(),
-        extra: salt_states::ExtraHook(Some(Arc::new(hook))),
+        salt: salt_render::SaltHook(Some(Arc::new(templates::MasterFuns(hook.clone())))),
+        extra: salt_states::ExtraHook(Some(hook)),
     }
 }
 

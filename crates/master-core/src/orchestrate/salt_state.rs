@@ -36,7 +36,13 @@ fn failure_detail(minion: &str, m_ret: &Value, no_return: bool) -> String {
 
 impl SaltMod {
     /// `salt.state`.
-    pub(super) fn state(&self, low: &Map<String, Value>, test: bool, refuse: &[&str]) -> Value {
+    pub(super) fn state(
+        &self,
+        low: &Map<String, Value>,
+        test: bool,
+        failhard: bool,
+        refuse: &[&str],
+    ) -> Value {
         if let Some(r) = refuse_any(low, "salt.state", refuse) {
             return r;
         }
@@ -111,11 +117,11 @@ impl SaltMod {
             ..Default::default()
         };
         let expect = low.get("expect_minions").is_none_or(|v| truthy(Some(v)));
-        let (jid, cmd_ret) = match self.cmd(&req, expect) {
+        let (jid, cmd_ret) = match self.cmd_or_batch(low, &req, expect, failhard) {
             Ok(r) => r,
             Err(e) => return refused(low, &e),
         };
-        if !cmd_ret.is_empty() {
+        if !cmd_ret.is_empty() && !jid.is_empty() {
             ret.insert("__jid__".into(), json!(jid));
         }
         let fail_minions = fail_minions(low, &mut ret);

@@ -3,9 +3,10 @@
 //! as [`salt_states::ExtraStates`], so orchestrate runs with the minion's requisite rules.
 //!
 //! Jobs are published as the master and waited for as Salt's `saltutil.cmd` does
-//! ([`crate::jobs::run::run_job`]). What salt-rs does not implement (`ssh`, `batch`,
-//! `subset`, `roster`, `ret_config`, `ret_kwargs`, `fail_function`, `salt.parallel_runners`)
-//! fails the state, named in its comment.
+//! ([`crate::jobs::run::run_job`]), or in batches (`batch`, [`super::batch`]);
+//! `salt.parallel_runners` is in [`super::parallel`]. What salt-rs does not implement (`ssh`,
+//! `subset`, `roster`, `ret_config`, `ret_kwargs`, `fail_function`) fails the state, named in
+//! its comment.
 
 use std::sync::Arc;
 
@@ -27,17 +28,9 @@ const REFUSED_FUNCTION: &[&str] = &[
     "ret_config",
     "ret_kwargs",
     "fail_function",
-    "batch",
     "subset",
 ];
-const REFUSED_STATE: &[&str] = &[
-    "ssh",
-    "roster",
-    "ret_config",
-    "ret_kwargs",
-    "batch",
-    "subset",
-];
+const REFUSED_STATE: &[&str] = &["ssh", "roster", "ret_config", "ret_kwargs", "subset"];
 
 /// Salt's default `timeout` for jobs the master publishes (seconds).
 const DEFAULT_TIMEOUT: u64 = 5;
@@ -54,6 +47,8 @@ pub(crate) struct SaltMod {
     /// Who runs the orchestration (Salt's `__user__` of `state.orchestrate`): `salt.runner`
     /// runs its runner as this user (Salt's `saltmod.runner` passes it as `__pub_user`).
     pub user: String,
+    /// The caller's console (`salt-run`'s stdout), for what Salt's `LocalClient` prints.
+    pub console: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 impl salt_states::ExtraStates for SaltMod {
@@ -68,11 +63,11 @@ impl salt_states::ExtraStates for SaltMod {
         let low = msgpack_to_json(low);
         let low = low.as_object().cloned().unwrap_or_default();
         let ret = match full {
-            "salt.function" => self.function(&low, opts.test),
-            "salt.state" => self.state(&low, opts.test, REFUSED_STATE),
+            "salt.function" => self.function(&low, opts.test, opts.failhard),
+            "salt.state" => self.state(&low, opts.test, opts.failhard, REFUSED_STATE),
             "salt.runner" => self.runner(&low, opts.test),
             "salt.wheel" => self.wheel(&low, opts.test),
-            _ => refused(&low, "salt.parallel_runners is not supported by salt-rs"),
+            _ => self.parallel_runners(&low),
         };
         json_to_msgpack(&ret)
     }
@@ -99,14 +94,7 @@ pub(super) fn refused(low: &Map<String, Value>, why: &str) -> Value {
 }
 
 pub(super) fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-    }
+    v.is_some_and(salt_compat::py_truthy_json)
 }
 
 /// The first parameter of `params` given a true value, refused by name.
@@ -185,7 +173,7 @@ pub(crate) fn check_result(running: &Value, recurse: bool) -> bool {
 }
 
 /// One minion's answer as `saltutil.cmd` gives it: `{ret, retcode, jid, ...}` or `{failed}`.
-type CmdRet = Vec<(String, Map<String, Value>)>;
+pub(super) type CmdRet = Vec<(String, Map<String, Value>)>;
 
 impl SaltMod {
     /// Publish like `saltutil.cmd` and wait; `expect_minions` adds `{"failed": true}` for the
@@ -198,7 +186,13 @@ impl SaltMod {
         let run = crate::jobs::run::run_job(&self.shared, &self.publisher, &self.stop, req);
         let (jid, got, missing) = match self.rt.block_on(run) {
             Ok(r) => r,
-            Err(e) if e.starts_with("No minions matched") => return Ok((String::new(), vec![])),
+            Err(e) if e.starts_with("No minions matched") => {
+                // Salt's `LocalClient.run_job` prints it where the runner runs (`salt-run`).
+                if let Some(c) = &self.console {
+                    let _ = c.send(e);
+                }
+                return Ok((String::new(), vec![]));
+            }
             Err(e) => return Err(e),
         };
         let mut out: CmdRet = Vec::new();
@@ -225,6 +219,26 @@ impl SaltMod {
         Ok((jid, out))
     }
 
+    /// [`Self::cmd`], or with `batch` given [`Self::cmd_batch`] (no jid), as Salt's
+    /// `saltutil.cmd` picks `cmd_iter` or `cmd_batch`; `failhard` is the step's `failhard:
+    /// True` or the run's.
+    pub(super) fn cmd_or_batch(
+        &self,
+        low: &Map<String, Value>,
+        req: &PublishRequest,
+        expect_minions: bool,
+        failhard: bool,
+    ) -> Result<(String, CmdRet), String> {
+        match low.get("batch").filter(|b| !b.is_null()) {
+            None => self.cmd(req, expect_minions),
+            Some(b) => {
+                let failhard = failhard || low.get("failhard") == Some(&Value::Bool(true));
+                let spec = salt_compat::py_json_str(b);
+                Ok((String::new(), self.cmd_batch(req, &spec, failhard)?))
+            }
+        }
+    }
+
     pub(super) fn timeout(&self, low: &Map<String, Value>) -> u64 {
         low.get("timeout")
             .and_then(Value::as_u64)
@@ -232,7 +246,7 @@ impl SaltMod {
     }
 
     /// `salt.function`: run an execution function on the target.
-    fn function(&self, low: &Map<String, Value>, test: bool) -> Value {
+    fn function(&self, low: &Map<String, Value>, test: bool, failhard: bool) -> Value {
         if let Some(r) = refuse_any(low, "salt.function", REFUSED_FUNCTION) {
             return r;
         }
@@ -278,7 +292,7 @@ impl SaltMod {
             ..Default::default()
         };
         let expect = truthy(low.get("expect_minions"));
-        let (jid, cmd_ret) = match self.cmd(&req, expect) {
+        let (jid, cmd_ret) = match self.cmd_or_batch(low, &req, expect, failhard) {
             Ok(r) => r,
             Err(e) => return refused(low, &e),
         };
@@ -343,22 +357,44 @@ pub(crate) fn kwargs(low: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
+/// The `name` of a `salt.runner`/`salt.wheel` step (`kind` "Runner"/"Wheel"), or with
+/// `test` Salt's answer that it would be executed.
+fn step_name(low: &Map<String, Value>, test: bool, kind: &str) -> Result<String, Value> {
+    let name = low
+        .get("name")
+        .map(salt_compat::py_json_str)
+        .unwrap_or_default();
+    if !test {
+        return Ok(name);
+    }
+    let mut r = new_ret(low);
+    r.insert("result".into(), Value::Null);
+    r.insert(
+        "comment".into(),
+        json!(format!("{kind} function '{name}' would be executed.")),
+    );
+    Err(Value::Object(r))
+}
+
+/// The state return of a `salt.runner`/`salt.wheel` step that ran.
+fn step_ret(kind: &str, name: &str, value: Value, success: bool, jid: String) -> Value {
+    let verb = if success { "executed" } else { "failed" };
+    json!({
+        "name": name,
+        "changes": {"return": value},
+        "result": success,
+        "comment": format!("{kind} function '{name}' {verb}."),
+        "__jid__": jid,
+    })
+}
+
 impl SaltMod {
     /// `salt.runner`: a runner on this master, as `saltutil.runner(full_return=True)`.
     fn runner(&self, low: &Map<String, Value>, test: bool) -> Value {
-        let name = low
-            .get("name")
-            .map(salt_compat::py_json_str)
-            .unwrap_or_default();
-        if test {
-            let mut r = new_ret(low);
-            r.insert("result".into(), Value::Null);
-            r.insert(
-                "comment".into(),
-                json!(format!("Runner function '{name}' would be executed.")),
-            );
-            return Value::Object(r);
-        }
+        let name = match step_name(low, test, "Runner") {
+            Ok(name) => name,
+            Err(would) => return would,
+        };
         let mut kw = kwargs(low);
         if matches!(
             name.as_str(),
@@ -377,10 +413,11 @@ impl SaltMod {
             shared: self.shared.clone(),
             publisher: self.publisher.clone(),
             stop: self.stop.clone(),
+            console: self.console.clone(),
         };
-        let out = self
-            .rt
-            .block_on(Box::pin(crate::runners::call(&ctx, &req, &self.user, true)));
+        let out = self.rt.block_on(Box::pin(crate::runners::call(
+            &ctx, &req, &self.user, true, None,
+        )));
         let (value, mut success) = match out {
             Ok(v) => {
                 let ok = match &v {
@@ -394,41 +431,18 @@ impl SaltMod {
         if matches!(&value, Value::Object(m) if m.contains_key("Error")) {
             success = false;
         }
-        let verb = if success { "executed" } else { "failed" };
-        json!({
-            "name": name,
-            "changes": {"return": value},
-            "result": success,
-            "comment": format!("Runner function '{name}' {verb}."),
-            "__jid__": self.shared.jids.next(),
-        })
+        step_ret("Runner", &name, value, success, self.shared.jids.next())
     }
 
     /// `salt.wheel`: the master's wheel modules (`crate::wheel::call`), with the state's
     /// keyword arguments as Salt's `saltutil.wheel` passes them.
     fn wheel(&self, low: &Map<String, Value>, test: bool) -> Value {
-        let name = low
-            .get("name")
-            .map(salt_compat::py_json_str)
-            .unwrap_or_default();
-        if test {
-            let mut r = new_ret(low);
-            r.insert("result".into(), Value::Null);
-            r.insert(
-                "comment".into(),
-                json!(format!("Wheel function '{name}' would be executed.")),
-            );
-            return Value::Object(r);
-        }
+        let name = match step_name(low, test, "Wheel") {
+            Ok(name) => name,
+            Err(would) => return would,
+        };
         let (value, success) = wheel_call(&self.shared, &name, &kwargs(low));
-        let verb = if success { "executed" } else { "failed" };
-        json!({
-            "name": name,
-            "changes": {"return": value},
-            "result": success,
-            "comment": format!("Wheel function '{name}' {verb}."),
-            "__jid__": self.shared.jids.next(),
-        })
+        step_ret("Wheel", &name, value, success, self.shared.jids.next())
     }
 }
 

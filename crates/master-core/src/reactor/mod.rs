@@ -5,13 +5,15 @@
 //! ```text
 //!  EventBus::fire ──tap (in the firing thread)──▶ offer: skip the Reactor's own events,
 //!     not leader → skip, fnmatch the tag against the map ──try_send──▶ queue (reactor_worker_hwm)
-//!  queue ──▶ reactor_worker_threads workers: render (compile.rs) → each reaction (react.rs)
+//!  queue ──▶ reactor_worker_threads workers: render (compile.rs) → each reaction (react.rs):
+//!     local. published at once; runner./wheel. try_send ──▶ pool queue (reactor_worker_hwm)
+//!     ──▶ reactor_worker_threads pool workers (Salt's ReactWrap thread pool)
 //! ```
 //!
 //! The reactor sees every event: it is the bus's tap, not a subscriber that can fall behind
 //! (a lagging subscriber lost 13% of a 10,000-event burst). It never waits: when the queue
-//! is full the event's reactions are dropped with an error naming the tag (Salt: "TaskPool
-//! queue is full!"). A render error is logged with the sls and the tag and
+//! is full the event's reactions are dropped with an error naming the tag; when the pool's
+//! queue is full a runner or wheel reaction is dropped with Salt's "TaskPool queue is full!". A render error is logged with the sls and the tag and
 //! the reactor goes on. `salt-run reactor.list/add/delete/is_leader/set_leader` act on
 //! [`Reactors`] directly (Salt sends them to its reactor process as `salt/reactors/manage/*`
 //! events; salt-rs's reactor lives in the master's process). docs/reactor.md.
@@ -206,13 +208,15 @@ pub(crate) fn start(
     r.running.store(true, Ordering::Release);
     let (tx, rx) = mpsc::channel::<Work>(r.hwm);
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    let pool = react::Pool::start(r.threads, r.hwm, stop);
     for _ in 0..r.threads {
         let ctx = Ctx {
             shared: shared.clone(),
             publisher: publisher.clone(),
             stop: stop.clone(),
+            console: None,
         };
-        tokio::spawn(worker(ctx, rx.clone()));
+        tokio::spawn(worker(ctx, rx.clone(), pool.clone()));
     }
     let reactors = r.clone();
     if !shared
@@ -294,7 +298,11 @@ fn offer(r: &Reactors, tx: &mpsc::Sender<Work>, ev: &Event) {
     }
 }
 
-async fn worker(ctx: Ctx, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>) {
+async fn worker(
+    ctx: Ctx,
+    rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>,
+    pool: Arc<react::Pool>,
+) {
     loop {
         let work = {
             let mut rx = rx.lock().await;
@@ -306,7 +314,7 @@ async fn worker(ctx: Ctx, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>) {
         let Some(w) = work else { return };
         tracing::debug!("Compiling reactions for tag {}", w.tag);
         for low in compile::reactions(&ctx.shared, &w.tag, &w.data, &w.reactors) {
-            react::react(&ctx, low).await;
+            react::react(&ctx, &pool, low).await;
         }
     }
 }

@@ -7,13 +7,19 @@
 //!   `tgt_type`, `ret`; `timeout` only bounds Salt's wait for the publish, which salt-rs does
 //!   not have), no wait for the returns;
 //! * `runner.<fun>`: the runner registry, with `salt/run/<jid>/new` and `/ret` for the user
-//!   `Reactor` (whose events the reactor never reacts to);
+//!   `Reactor` (whose events the reactor never reacts to), handed to the [`Pool`];
 //! * `wheel.<fun>`: [`super::wheel`];
 //! * `caller.<fun>`: refused by name (salt-rs's master has no local minion).
 //!
 //! A failure is logged with the reaction's id, kind and function, as Salt logs it.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::compile::Low;
 use crate::runners::ctx::Ctx;
@@ -25,8 +31,57 @@ pub(crate) const EVENT_USER: &str = "Reactor";
 /// `REACTOR_INTERNAL_KEYWORDS`).
 const INTERNAL: [&str; 7] = ["__id__", "__sls__", "name", "order", "fun", "key", "state"];
 
-/// Run one reaction (errors are logged).
-pub(crate) async fn react(ctx: &Ctx, low: Low) {
+/// A runner or wheel reaction waiting for a worker of the [`Pool`].
+type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Salt's `ReactWrap` pool (`salt.utils.process.ThreadPool`): `reactor_worker_threads`
+/// workers take runner and wheel reactions from a queue of `reactor_worker_hwm`; a reaction
+/// that finds the queue full is dropped (Salt's `fire_async` answers False) and logged.
+pub(crate) struct Pool {
+    tx: mpsc::Sender<Job>,
+}
+
+/// What a reaction dropped for a full queue is logged with (Salt's words).
+const QUEUE_FULL: &str =
+    "TaskPool queue is full! Consider tuning reactor_worker_threads and/or reactor_worker_hwm";
+
+impl Pool {
+    /// `threads` workers (at least one) on a queue of `hwm` (at least one), until `stop`.
+    pub(crate) fn start(threads: usize, hwm: usize, stop: &CancellationToken) -> Arc<Self> {
+        let (tx, rx) = mpsc::channel::<Job>(hwm.max(1));
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..threads.max(1) {
+            let (rx, stop) = (rx.clone(), stop.clone());
+            tokio::spawn(async move {
+                loop {
+                    let job = {
+                        let mut rx = rx.lock().await;
+                        tokio::select! {
+                            () = stop.cancelled() => return,
+                            j = rx.recv() => j,
+                        }
+                    };
+                    let Some(job) = job else { return };
+                    job.await;
+                }
+            });
+        }
+        Arc::new(Self { tx })
+    }
+
+    /// Queue `job`; `Err` when the queue is full (the job is dropped).
+    fn fire_async(&self, job: impl Future<Output = ()> + Send + 'static) -> Result<(), String> {
+        self.tx
+            .try_send(Box::pin(job))
+            .map_err(|_| QUEUE_FULL.to_owned())
+    }
+}
+
+/// Run one reaction (errors are logged). `local.` reactions are published before this
+/// returns; `runner.` and `wheel.` reactions are queued for the [`Pool`], where a runner's
+/// `salt/run/<jid>/new` is fired when it starts (as Salt's pool thread runs
+/// `RunnerClient.low`), so a long runner does not hold up the reactions after it.
+pub(crate) async fn react(ctx: &Ctx, pool: &Pool, low: Low) {
     let text = |k: &str| {
         low.get(k)
             .and_then(Value::as_str)
@@ -34,12 +89,19 @@ pub(crate) async fn react(ctx: &Ctx, low: Low) {
             .to_owned()
     };
     let (state, fun, id) = (text("state"), text("fun"), text("__id__"));
-    if let Err(e) = run(ctx, &state, &fun, &id, low).await {
+    if let Err(e) = run(ctx, pool, &state, &fun, &id, low).await {
         tracing::error!("Reactor '{id}' failed to execute {state} '{fun}': {e}");
     }
 }
 
-async fn run(ctx: &Ctx, state: &str, fun: &str, id: &str, low: Low) -> Result<(), String> {
+async fn run(
+    ctx: &Ctx,
+    pool: &Pool,
+    state: &str,
+    fun: &str,
+    id: &str,
+    low: Low,
+) -> Result<(), String> {
     if !matches!(state, "local" | "runner" | "wheel" | "caller") {
         return Err(format!(
             "ReactWrap is missing a wrapper function for '{state}'"
@@ -62,13 +124,17 @@ async fn run(ctx: &Ctx, state: &str, fun: &str, id: &str, low: Low) -> Result<()
                 kw.insert("__kwarg__".into(), Value::Bool(true));
                 raw.push(Value::Object(kw));
             }
-            let (jid, _) = crate::runners::announce(&ctx.shared, fun, &raw, EVENT_USER);
-            crate::runners::run_announced(ctx, &jid, fun, raw, EVENT_USER).await;
-            Ok(())
+            let (ctx, fun) = (ctx.clone(), fun.to_owned());
+            pool.fire_async(async move {
+                let (jid, _) = crate::runners::announce(&ctx.shared, &fun, &raw, EVENT_USER);
+                crate::runners::run_announced(&ctx, &jid, &fun, raw, EVENT_USER).await;
+            })
         }
         _ => {
-            super::wheel::run(ctx, fun, arg, kwarg, EVENT_USER).await;
-            Ok(())
+            let (ctx, fun) = (ctx.clone(), fun.to_owned());
+            pool.fire_async(async move {
+                super::wheel::run(&ctx, &fun, arg, kwarg, EVENT_USER).await;
+            })
         }
     }
 }

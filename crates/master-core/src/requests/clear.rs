@@ -262,6 +262,7 @@ fn runner(shared: &Shared, call: &MasterCall) -> Value {
         shared: arc,
         publisher: host.publisher.clone(),
         stop: host.stop.clone(),
+        console: None,
     };
     let jid2 = jid.clone();
     host.runtime.spawn(async move {

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::shared::Shared;
 
 /// What a runner may use.
+#[derive(Clone)]
 pub(crate) struct Ctx {
     /// The master's state.
     pub shared: Arc<Shared>,
@@ -16,6 +17,17 @@ pub(crate) struct Ctx {
     pub publisher: Publisher,
     /// The master is stopping.
     pub stop: CancellationToken,
+    /// The caller's console (`salt-run`'s stdout), when there is one.
+    pub console: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+}
+
+impl Ctx {
+    /// Print `line` on the caller's console (nowhere without one).
+    pub(crate) fn print(&self, line: &str) {
+        if let Some(c) = &self.console {
+            let _ = c.send(line.to_owned());
+        }
+    }
 }
 
 /// A runner's arguments, bound to its Salt signature.

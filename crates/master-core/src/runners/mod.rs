@@ -6,6 +6,7 @@
 //!   `alived`, `versions` (they publish `test.ping` / `test.version` as the master and wait as
 //!   `salt` does);
 //! * [`cache`]: `grains`, `pillar`, `mine` from the minion data cache (`cachedir/minions`);
+//! * [`mine`]: `get` (the mine as a minion's `mine.get` reads it), `update`;
 //! * [`fileserver`]: `update`, `envs`, `file_list`, `dir_list`, `empty_dir_list`,
 //!   `symlink_list` over the roots file server;
 //! * [`saltutil`]: `sync_all` and every `sync_*`, copying `salt://_<form>/` into
@@ -31,6 +32,7 @@ pub(crate) mod fileserver;
 pub(crate) mod gitfs;
 pub(crate) mod jobs;
 pub(crate) mod manage;
+pub(crate) mod mine;
 pub(crate) mod resource;
 pub(crate) mod saltutil;
 
@@ -188,6 +190,14 @@ const RUNNERS: &[Runner] = &[
     runner("cache.grains", &["tgt", "tgt_type"], 1, true, &[]),
     runner("cache.pillar", &["tgt", "tgt_type"], 0, true, &[]),
     runner("cache.mine", &["tgt", "tgt_type"], 0, true, &[]),
+    runner("mine.get", &["tgt", "fun", "tgt_type"], 2, false, &[]),
+    runner(
+        "mine.update",
+        &["tgt", "tgt_type", "clear", "mine_functions"],
+        1,
+        false,
+        &[],
+    ),
     runner("fileserver.update", &["backend"], 0, true, &[]),
     runner("resource.show_grains", &["type", "id"], 2, false, &[]),
     runner("batch.status", &["jid"], 1, false, &[]),
@@ -209,6 +219,7 @@ const RUNNERS: &[Runner] = &[
     runner("fileserver.empty_dir_list", LISTING, 0, false, &[]),
     runner("fileserver.symlink_list", LISTING, 0, false, &[]),
     runner("event.send", &["tag", "data"], 1, false, &[]),
+    runner("test.sleep", &["s_time"], 0, false, &[]),
     runner("reactor.list", &["saltenv", "test"], 0, false, &[]),
     runner(
         "reactor.add",
@@ -245,6 +256,12 @@ pub(crate) fn params(fun: &str) -> Option<(&'static [&'static str], bool)> {
         .map(|r| (r.sig.params, r.sig.var_kw))
 }
 
+/// Whether salt-rs has runner `fun`: Salt's `verify_fun` over its runner loader, with which
+/// salt-api's `RunnerClient` refuses an unknown runner before sending it to the master.
+pub fn exists(fun: &str) -> bool {
+    params(fun).is_some()
+}
+
 /// The signature of `saltutil.sync_all` or one `saltutil.sync_*` (`None`: not one of them).
 fn sync_sig(fun: &str) -> Option<Sig> {
     let short = fun.strip_prefix("saltutil.")?;
@@ -275,6 +292,25 @@ fn test_arg(raw: &[Value]) -> Value {
         }
     }
     json!({"args": args, "kwargs": kwargs})
+}
+
+/// Salt's `test.sleep(s_time=10)`: prints `s_time`, sleeps that long (or until the master
+/// stops), answers True.
+async fn test_sleep(ctx: &Ctx, a: &Args) -> Result<Value, String> {
+    let secs = a.get("s_time").map_or(Some(10.0), |v| {
+        v.as_f64().or_else(|| v.as_str()?.trim().parse().ok())
+    });
+    let Some(secs) = secs.filter(|s| s.is_finite() && *s >= 0.0) else {
+        return Err("test.sleep: s_time must be a number of seconds".into());
+    };
+    ctx.print(&salt_compat::py_json_str(
+        a.get("s_time").unwrap_or(&json!(10)),
+    ));
+    tokio::select! {
+        () = tokio::time::sleep(std::time::Duration::from_secs_f64(secs)) => {}
+        () = ctx.stop.cancelled() => {}
+    }
+    Ok(Value::Bool(true))
 }
 
 /// Salt's `auth.mk_token(**load)` (`salt.auth.Resolver.mk_token`): a token for the eauth
@@ -313,12 +349,17 @@ fn bind(fun: &str, raw: &[Value]) -> Option<Result<Args, String>> {
     }))
 }
 
-/// Run runner `req.fun` for `user`.
+/// Run runner `req.fun` for `user`: the one entry of every runner call (`salt-run`, the clear
+/// `runner` command and so salt-api, orchestrate's `salt.runner`, the reactor). As Salt's
+/// `RunnerClient.low`, a call allowed to run is stored in the job cache as a job of the
+/// master under `jid` (a new one when `None`; `runnerclient_returns: False` turns that off).
+/// `auth.mk_token` is not stored: its return is a token.
 pub(crate) async fn call(
     ctx: &Ctx,
     req: &RunnerRequest,
     user: &str,
     privileged: bool,
+    jid: Option<&str>,
 ) -> Result<Value, String> {
     if !privileged {
         tracing::error!(
@@ -330,6 +371,43 @@ pub(crate) async fn call(
     }
     let fun = req.fun.as_str();
     tracing::info!("Runner {fun} called by {user}");
+    // Salt's `new` event stamps its data (in place) once the runner is found.
+    let stamp = exists(fun).then(salt_compat::time::event_stamp_now);
+    let out = dispatch(ctx, req, user).await;
+    if ctx.shared.cfg.runnerclient_returns && fun != "auth.mk_token" {
+        let jid = jid.map_or_else(|| ctx.shared.jids.next(), str::to_owned);
+        let mut data = serde_json::Map::new();
+        data.insert("fun".into(), json!(format!("runner.{fun}")));
+        data.insert("jid".into(), json!(jid));
+        data.insert("user".into(), json!(user));
+        data.insert("fun_args".into(), json!(fun_args(&req.arg)));
+        if let Some(stamp) = stamp {
+            data.insert("_stamp".into(), json!(stamp));
+        }
+        let (ret, success) = match &out {
+            Ok(v) => (v.clone(), true),
+            Err(m) => (json!(m), false),
+        };
+        data.insert("return".into(), ret);
+        data.insert("success".into(), json!(success));
+        if !success {
+            data.insert("retcode".into(), json!(1));
+        }
+        let shared = ctx.shared.clone();
+        let stored = tokio::task::spawn_blocking(move || {
+            crate::jobs::store_master_job(&shared, &jid, &data);
+        })
+        .await;
+        if let Err(e) = stored {
+            tracing::error!("Could not store job cache info for runner {fun}: {e}");
+        }
+    }
+    out
+}
+
+/// What runner `req.fun` answers.
+async fn dispatch(ctx: &Ctx, req: &RunnerRequest, user: &str) -> Result<Value, String> {
+    let fun = req.fun.as_str();
     if fun == "test.arg" {
         return Ok(test_arg(&req.arg));
     }
@@ -393,7 +471,7 @@ pub(crate) async fn run_announced(ctx: &Ctx, jid: &str, fun: &str, args: Vec<Val
         timeout: None,
         auth: None,
     };
-    let (ret, success) = match call(ctx, &req, user, true).await {
+    let (ret, success) = match call(ctx, &req, user, true, Some(jid)).await {
         Ok(v) => (v, true),
         Err(m) => (json!(m), false),
     };
@@ -411,6 +489,7 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         "manage.up" | "manage.down" | "manage.status" | "manage.present" | "manage.not_present"
         | "manage.alived" | "manage.versions" => manage::call(ctx, fun, args, timeout).await,
         "cache.grains" | "cache.pillar" | "cache.mine" => cache::call(ctx, fun, args),
+        "mine.get" | "mine.update" => mine::call(ctx, fun, args).await,
         "cache.clear_git_lock" => gitfs::clear_git_lock(ctx, args),
         "reactor.list" | "reactor.add" | "reactor.delete" | "reactor.is_leader"
         | "reactor.set_leader" => crate::reactor::runner(&ctx.shared, fun, args).await,
@@ -436,15 +515,21 @@ async fn run(ctx: &Ctx, fun: &str, args: &Args, timeout: Option<u64>) -> Result<
         | "fileserver.empty_dir_list"
         | "fileserver.symlink_list" => fileserver::call(ctx, fun, args),
         "event.send" => send(ctx, args),
+        "test.sleep" => test_sleep(ctx, args).await,
         f if f.starts_with("saltutil.") => {
-            let (shared, publisher, stop) =
-                (ctx.shared.clone(), ctx.publisher.clone(), ctx.stop.clone());
+            let (shared, publisher, stop, console) = (
+                ctx.shared.clone(),
+                ctx.publisher.clone(),
+                ctx.stop.clone(),
+                ctx.console.clone(),
+            );
             let (name, args) = (fun.to_owned(), args.clone());
             tokio::task::spawn_blocking(move || {
                 let ctx = Ctx {
                     shared,
                     publisher,
                     stop,
+                    console,
                 };
                 saltutil::call(&ctx, &name, &args)
             })

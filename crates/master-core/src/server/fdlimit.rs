@@ -21,7 +21,7 @@ pub(crate) fn raise_max_open_files(max_open_files: u32) {
         return;
     };
     // Salt: an unlimited hard limit is treated as the soft one (macOS refuses more).
-    let hard = if hard == nix::libc::RLIM_INFINITY {
+    let hard = if hard == libc::RLIM_INFINITY {
         soft
     } else {
         hard
@@ -154,9 +154,6 @@ fn socket_reserve(soft: u64) -> u64 {
     (soft / 20).clamp(32, 512)
 }
 
-/// How often the listening sockets' refusals are looked at.
-const WATCH_EVERY: Duration = Duration::from_secs(1);
-
 /// Watch the connections the publish and request ports refused at the descriptor limit
 /// (the patched libzmq closes a connection accepted into the last twentieth of the soft
 /// limit, or fails to accept one, and stops accepting for 100 ms: no spin): count them in
@@ -168,16 +165,7 @@ pub(crate) async fn watch_refusals(
     stop: tokio_util::sync::CancellationToken,
 ) {
     let mut seen = [0u64; 2];
-    let mut last = Instant::now();
-    let mut tick = tokio::time::interval(WATCH_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let secs = last.elapsed().as_secs_f64();
-        last = Instant::now();
+    super::watch_every_second(stop, |secs| {
         for ((port, refused), seen) in ports.iter().zip(seen.iter_mut()) {
             let now = refused.count();
             let new = now.saturating_sub(*seen);
@@ -197,7 +185,8 @@ pub(crate) async fn watch_refusals(
                 );
             }
         }
-    }
+    })
+    .await;
 }
 
 /// Descriptors open in this process (Linux's `/proc/self/fd`).

@@ -71,6 +71,9 @@ pub(crate) fn open(
 /// The job cache of `master_job_cache`: the files of `{cachedir}/jobs`, or (`pgjsonb`) the
 /// group's database, connected now when it can be (else writes spool until it returns).
 pub(crate) fn jobs(cfg: &MasterConfig, dir: PathBuf) -> Result<crate::jobs::Jobs, MasterError> {
+    if cfg.event_return.job_cache_postgres {
+        return postgres_jobs(cfg, dir);
+    }
     let Some(c) = cfg
         .cluster_id
         .as_ref()
@@ -101,6 +104,33 @@ pub(crate) fn jobs(cfg: &MasterConfig, dir: PathBuf) -> Result<crate::jobs::Jobs
     }
     Ok(crate::jobs::Jobs::with_store(
         Box::new(crate::jobs::PgJobs::new(db)),
+        dir,
+    ))
+}
+
+/// `master_job_cache: postgres`: Salt's `postgres` returner tables (`returner.postgres.*`),
+/// connected now when it can be (else each write tries again and logs its failure).
+fn postgres_jobs(cfg: &MasterConfig, dir: PathBuf) -> Result<crate::jobs::Jobs, MasterError> {
+    let settings = crate::events::returner::settings(&cfg.event_return, &cfg.id);
+    let db = salt_pgstore::PgReturner::new(settings).map_err(|e| MasterError::Io {
+        what: "postgres job cache".into(),
+        source: std::io::Error::other(e),
+    })?;
+    let c = &cfg.event_return.postgres;
+    match db.connect() {
+        Ok(()) => tracing::info!(
+            "job cache: Salt's postgres returner tables in database {} on {}",
+            c.db,
+            c.host
+        ),
+        Err(e) => tracing::warn!(
+            "job cache: postgres returner database {} on {} unreachable at start: {e}",
+            c.db,
+            c.host
+        ),
+    }
+    Ok(crate::jobs::Jobs::with_store(
+        Box::new(crate::jobs::PostgresJobs::new(Arc::new(db))),
         dir,
     ))
 }

@@ -154,19 +154,42 @@ async fn client(
             // A runner may take longer than the client's first-answer patience
             // (orchestrate): say it started, so the client then waits while the master
             // answers pings.
-            if privileged {
+            // The runner's job is stored under the jid announced.
+            let jid = privileged.then(|| shared.jids.next());
+            if let Some(jid) = &jid {
                 let started = LocalEvent::Published {
-                    jid: shared.jids.next(),
+                    jid: jid.clone(),
                     minions: None,
                 };
                 write_frame(&mut stream, &started).await?;
             }
+            let (console, mut printed) = tokio::sync::mpsc::unbounded_channel();
             let ctx = crate::runners::ctx::Ctx {
                 shared: shared.clone(),
                 publisher,
                 stop,
+                console: Some(console),
             };
-            let ev = match crate::runners::call(&ctx, &r, &user, privileged).await {
+            let call = crate::runners::call(&ctx, &r, &user, privileged, jid.as_deref());
+            tokio::pin!(call);
+            // What the runner prints reaches `salt-run` as it runs, before its return. A
+            // client gone away does not stop the runner (as before it printed anything).
+            let mut open = true;
+            let out = loop {
+                tokio::select! {
+                    biased;
+                    Some(text) = printed.recv(), if open => {
+                        open = write_frame(&mut stream, &LocalEvent::Print { text }).await.is_ok();
+                    }
+                    out = &mut call => break out,
+                }
+            };
+            while open && let Ok(text) = printed.try_recv() {
+                open = write_frame(&mut stream, &LocalEvent::Print { text })
+                    .await
+                    .is_ok();
+            }
+            let ev = match out {
                 Ok(data) => LocalEvent::RunnerReturn { data },
                 Err(message) => err(message),
             };
@@ -248,7 +271,9 @@ async fn mk_token(shared: &Arc<Shared>, auth: LocalAuth) -> LocalEvent {
     .ok()
     .flatten();
     match made {
-        Some(t) => LocalEvent::Token { token: t.token },
+        Some(t) => LocalEvent::Token {
+            token: t.token.clone(),
+        },
         None => LocalEvent::Error {
             message: "Authentication failure of type \"eauth\" occurred.".into(),
         },

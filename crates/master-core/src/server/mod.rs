@@ -17,6 +17,8 @@ pub(crate) mod fdlimit;
 pub(crate) mod group;
 pub(crate) mod local;
 pub(crate) mod publish_pull;
+pub(crate) mod signin_lane;
+pub(crate) mod trim;
 pub(crate) mod workers;
 
 use std::future::Future;
@@ -110,9 +112,12 @@ pub async fn run_with_ready(
     // The request path: the ROUTER's socket thread hands each request straight to one of
     // `worker_threads` OS threads, which runs the handler and queues the reply back (no
     // per-request task, permit or blocking-pool hop; docs/benchmarks.md).
+    let activity = trim::Activity::default();
     let handler: salt_transport::Handler = {
         let shared = shared.clone();
+        let activity = activity.clone();
         Arc::new(move |body: &[u8]| {
+            activity.bump();
             let t0 = std::time::Instant::now();
             let r = crate::requests::handle(&shared, body);
             shared.metrics.request(t0.elapsed());
@@ -124,7 +129,9 @@ pub async fn run_with_ready(
     // returns, big chunks, an index to build) is declined there and goes to the pool.
     let inline: salt_transport::Inline = {
         let shared = shared.clone();
+        let activity = activity.clone();
         Arc::new(move |body: &[u8]| {
+            activity.bump();
             // A sign-in (`"enc": "clear"` near the start of the envelope) goes to the pool
             // without being decoded here first.
             if looks_clear(body) {
@@ -169,18 +176,21 @@ pub async fn run_with_ready(
         cfg.sock_dir.display()
     )))?;
     let workers_socket = workers::bind(cfg, &srv_opts, handler.clone())?;
-    let router = PoolServer::bind_inline(
+    // Sign-ins wait behind the signed-in minions' requests, bounded (signin_lane.rs).
+    let router = PoolServer::bind_with(
         &tcp_endpoint(&host, cfg.ret_port),
         &srv_opts,
         cfg.worker_threads.max(1) as usize,
         handler,
         Some(inline),
+        Some(signin_lane::deferrable(cfg.worker_threads)),
     )?;
     tracing::info!(
         "Setting up the master communication server on {}",
         router.endpoint()
     );
 
+    let event_returner = crate::events::returner::start(&shared, &stop);
     let maintenance = tokio::spawn(maintenance(shared.clone(), stop.clone()));
     let refusals = tokio::spawn(fdlimit::watch_refusals(
         shared.clone(),
@@ -190,6 +200,12 @@ pub async fn run_with_ready(
         ],
         stop.clone(),
     ));
+    let dropped = tokio::spawn(signin_lane::watch_dropped(
+        shared.clone(),
+        router.dropped(),
+        stop.clone(),
+    ));
+    let trimmer = tokio::spawn(trim::trim_when_idle(activity, stop.clone()));
     crate::reactor::start(&shared, &publisher, &stop);
     crate::batch::start(&shared, &publisher, &stop);
     // The metrics text for the opt-in endpoint, which the binary serves (salt_daemon).
@@ -225,6 +241,11 @@ pub async fn run_with_ready(
     publish_pull::remove(publish_pull.as_deref());
     let _ = maintenance.await;
     let _ = refusals.await;
+    let _ = dropped.await;
+    let _ = trimmer.await;
+    if let Some(r) = event_returner {
+        let _ = r.await; // the queued events get written
+    }
     // Running handlers finish (returns get written) and their replies go out.
     let _ = tokio::task::spawn_blocking(move || {
         if !router.close(Duration::from_secs(10)) {
@@ -395,6 +416,25 @@ fn clean_jobs(s: &Shared) {
                 tracing::warn!("Job cache: cannot clean {}: {e}", s.jobs.dir().display());
             }
         }
+    }
+}
+
+/// How often the counters of refused connections and dropped sign-ins are looked at.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The one loop of the counter watchers: `on_tick(seconds since the last tick)` every
+/// [`WATCH_EVERY`] until `stop`.
+pub(crate) async fn watch_every_second(stop: CancellationToken, mut on_tick: impl FnMut(f64)) {
+    let mut last = std::time::Instant::now();
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        on_tick(last.elapsed().as_secs_f64());
+        last = std::time::Instant::now();
     }
 }
 

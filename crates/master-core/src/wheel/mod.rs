@@ -15,7 +15,8 @@
 //! (`Exception occurred in wheel <fun>: ...`, `success: False`), the Python traceback
 //! replaced by one line saying so. Functions salt-rs does not implement (`config.values`,
 //! `config.apply`, `config.update_config`, `key.gen_keys`, `key.gen_signature`) are refused
-//! by name. Each call is stored in the job cache as Salt stores it (a job of the master).
+//! by name. Each call is stored in the job cache as Salt stores it (a job of the master,
+//! [`crate::jobs::store_master_job`]; `wheelclient_returns: False` turns that off).
 
 pub(crate) mod key;
 pub(crate) mod roots;
@@ -259,6 +260,8 @@ fn run(
                 shared
                     .events
                     .fire(format!("{tag}/new"), Value::Object(data.clone()));
+                // Salt's `fire_event` stamps the data in place: the job stored keeps it.
+                data.insert("_stamp".into(), json!(salt_compat::time::event_stamp_now()));
                 tracing::info!("Wheel {fun} called by {user}");
             }
             match bound.and_then(|args| {
@@ -287,25 +290,10 @@ fn run(
     shared
         .events
         .fire(format!("{tag}/ret"), Value::Object(data.clone()));
-    store_job(shared, &jid, &data);
-    (ret, success)
-}
-
-/// Salt's `store_job` of a wheel call: a job of the master (`id` and `tgt` its id) whose
-/// return is the call's data, listed by `jobs.list_jobs` as `wheel.<fun>`.
-fn store_job(shared: &Shared, jid: &str, data: &Map<String, Value>) {
-    let id = shared.cfg.id.as_str();
-    let load = json!({"id": id, "tgt": id, "jid": jid, "return": data,
-                      "fun": data.get("fun"), "user": data.get("user")});
-    let load = salt_compat::json::json_to_msgpack(&load);
-    let stored = shared
-        .jobs
-        .prep_jid(jid, false)
-        .and_then(|()| shared.jobs.store_job(jid, &load, None))
-        .and_then(|()| shared.jobs.store_return(jid, id, &load));
-    if let Err(e) = stored {
-        tracing::error!("Could not store job cache info for wheel job {jid}: {e}");
+    if shared.cfg.wheelclient_returns {
+        crate::jobs::store_master_job(shared, &jid, &data);
     }
+    (ret, success)
 }
 
 /// Salt's `(return, success)` for a failure: a `TypeError` calling the function is reported

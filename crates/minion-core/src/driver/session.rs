@@ -182,6 +182,11 @@ impl Driver {
             job.fun,
             job.jid
         );
+        // Salt's minion with a returner it cannot load (`salt --return`): the return goes to
+        // the master only, and the minion says so. salt-rs minions have no returners.
+        for r in job.returners() {
+            error!("Returner {r}.returner could not be loaded: '{r}.returner' is not available.");
+        }
         let tok = self.tok.clone();
         if let Some(ev) = crate::job::start_event(&job, &self.s.id, &tok) {
             self.send_request(ev, true);

@@ -278,6 +278,12 @@ fn lookup(fun: &str) -> Option<&'static Func> {
     builtin().find(|f| f.name == fun)
 }
 
+/// The signature of a built-in function (`Spec::ANY` where its handler binds what it
+/// needs); `None` for the provider's functions and unknown ones.
+pub fn spec_of(fun: &str) -> Option<Spec> {
+    lookup(fun).map(|f| f.spec)
+}
+
 /// Every function this minion provides, sorted (the `sys.list_functions` answer).
 pub fn function_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = builtin().map(|f| f.name).collect();

@@ -58,8 +58,12 @@ const KNOWN: &[&str] = &[
     "name",
 ];
 
-/// The templates' `salt[...]`: this minion's execution modules.
-struct MinionSalt(super::ExecContext);
+/// The templates' `salt[...]`: this minion's execution modules (less the modules of
+/// `refused`, which answer as absent).
+struct MinionSalt {
+    ctx: super::ExecContext,
+    refused: &'static [&'static str],
+}
 
 impl salt_render::SaltFunctions for MinionSalt {
     fn call(
@@ -68,18 +72,57 @@ impl salt_render::SaltFunctions for MinionSalt {
         args: &[Value],
         kwargs: &[(String, Value)],
     ) -> Option<Result<Value, String>> {
-        let out = super::call_blocking(fun, args, kwargs, &self.0)?;
+        let module = fun.split_once('.').map_or(fun, |(m, _)| m);
+        if self.refused.contains(&module) {
+            return None;
+        }
+        let out = super::call_blocking(fun, args, kwargs, &self.ctx)?;
         Some(if out.success() {
             Ok(out.ret)
         } else {
             Err(text(&out.ret))
         })
     }
+
+    fn has(&self, fun: &str) -> bool {
+        let module = fun.split_once('.').map_or(fun, |(m, _)| m);
+        !self.refused.contains(&module) && super::is_known(fun)
+    }
+
+    fn argspec(&self, fun: &str) -> Option<salt_render::ArgSpec> {
+        super::spec_of(fun).map(|s| salt_render::ArgSpec {
+            params: s.params,
+            required: s.required,
+            varargs: s.varargs,
+            varkw: s.varkw,
+        })
+    }
 }
 
 /// The hook that gives templates this minion's modules.
 pub fn salt_hook(ctx: &super::ExecContext) -> salt_render::SaltHook {
-    salt_render::SaltHook(Some(Arc::new(MinionSalt(ctx.clone()))))
+    salt_render::SaltHook(Some(Arc::new(MinionSalt {
+        ctx: ctx.clone(),
+        refused: &[],
+    })))
+}
+
+/// The modules a master's pillar renderer does not offer: they act on a minion's jobs, state
+/// system, file client or pillar (a master has none of these; Salt's would recurse or reach
+/// for a master of its own).
+pub const NOT_ON_MASTER: &[&str] = &["saltutil", "state", "cp", "pillar"];
+
+/// The hook of a master's pillar renderer: this crate's execution modules run on the
+/// master host, as Salt's master loads its minion modules (`salt.loader.minion_mods`) with
+/// its options, `grains` set to the grains of the minion whose pillar is compiled and `id`
+/// to its id (`Pillar.__gen_opts`). The modules of [`NOT_ON_MASTER`] answer as absent.
+pub fn master_salt_hook(id: &str, grains: Value, opts: Value) -> salt_render::SaltHook {
+    let mut ctx = super::ExecContext::new(id, Arc::new(grains));
+    ctx.opts = Arc::new(opts);
+    salt_render::SaltHook(Some(Arc::new(MinionSalt {
+        ctx,
+        refused: NOT_ON_MASTER,
+    })))
 }
 
 /// The remote file client of a call (`None`: not connected to a master).

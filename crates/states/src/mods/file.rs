@@ -29,6 +29,10 @@ pub fn call(ctx: &Ctx<'_>, fun: &str, low: &Value) -> Value {
         "touch" => super::file_edit::touch(ctx, low),
         "line" => super::file_edit::line(ctx, low),
         "recurse" => super::file_recurse::recurse(ctx, low),
+        "blockreplace" => super::file_block::blockreplace(ctx, low),
+        "comment" => super::file_block::comment_state(ctx, low),
+        "uncomment" => super::file_block::uncomment_state(ctx, low),
+        "serialize" => super::file_serialize::serialize_state(ctx, low),
         other => {
             let mut r = super::base_ret(low);
             ret::comment(&mut r, format!("'file.{other}' is not available."));
@@ -230,13 +234,10 @@ fn make_parents(parent: &Path, mode: Option<u32>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
+pub(super) fn managed(ctx: &Ctx<'_>, low: &Value) -> Value {
     let name_v = map_get(low, "name").cloned().unwrap_or(Value::Nil);
     let name = py_str(&name_v);
     let mut r = managed_ret(&name_v);
-    if let Some(refused) = super::file_args::refused(low, ctx.opts.test) {
-        return fail(r, refused);
-    }
     if !name.starts_with('/') {
         return fail(r, format!("Specified file {name} is not an absolute path"));
     }

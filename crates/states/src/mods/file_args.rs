@@ -1,9 +1,11 @@
 //! `file.managed`'s arguments (`salt/states/file.py`): which salt-rs honours, which it takes
 //! as Salt does on Linux (the Windows-only ones), and which it refuses by name unless given
-//! Salt's default; and the `contents`/`contents_pillar`/`contents_grains` text.
+//! Salt's default (its entry of `mods::REGISTRY`, checked by `args::refused`); and the
+//! `contents`/`contents_pillar`/`contents_grains` text.
 
 use rmpv::Value;
 
+use super::args::Default;
 use crate::compile::STATE_INTERNAL_KEYWORDS;
 use crate::engine::Ctx;
 use crate::{get_str, truthy};
@@ -65,27 +67,6 @@ pub const REFUSED: &[(&str, Default)] = &[
     ("gnupghome", Default::None),
 ];
 
-/// Salt's default of an argument.
-#[derive(Clone, Copy, Debug)]
-pub enum Default {
-    /// `None`.
-    None,
-    /// `True`/`False`.
-    Bool(bool),
-    /// A string.
-    Str(&'static str),
-}
-
-impl Default {
-    fn matches(self, v: &Value) -> bool {
-        match self {
-            Default::None => matches!(v, Value::Nil),
-            Default::Bool(b) => matches!(v, Value::Boolean(x) if *x == b),
-            Default::Str(s) => v.as_str() == Some(s) || (s.is_empty() && matches!(v, Value::Nil)),
-        }
-    }
-}
-
 /// The extra keyword arguments of a `file.managed` (none of its own, none of the state
 /// system's): Salt passes them through `file.get_managed` into the template's variables.
 pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
@@ -105,26 +86,6 @@ pub fn template_kwargs(low: &Value) -> Vec<(String, Value)> {
 /// Arguments Salt's `file.managed` reads only after its `test=True` return (the check of
 /// the new file): unused, hence not refused, under `test`.
 pub const APPLY_ONLY: &[&str] = &["check_cmd", "tmp_dir", "tmp_ext"];
-
-/// The first argument given that salt-rs does not honour, as the comment refusing it.
-pub fn refused(low: &Value, test: bool) -> Option<String> {
-    REFUSED.iter().find_map(|(arg, default)| {
-        if test && APPLY_ONLY.contains(arg) {
-            return None;
-        }
-        let v = map_get(low, arg)?;
-        (!default.matches(v)).then(|| {
-            format!(
-                "file.managed argument '{arg}' is not supported by salt-rs (only its default, {})",
-                match default {
-                    Default::None => "None".to_owned(),
-                    Default::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
-                    Default::Str(s) => format!("{s:?}"),
-                }
-            )
-        })
-    })
-}
 
 /// The file text of `contents`, `contents_pillar` or `contents_grains` (Salt's checks and
 /// messages, each line ended by a newline; `contents_newline: False` strips the last), or

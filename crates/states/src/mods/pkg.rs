@@ -1,15 +1,15 @@
 //! `pkg.installed`, `pkg.latest`, `pkg.removed`, `pkg.purged` (`salt/states/pkg.py`) on
 //! Debian, through `salt-execmods`' `pkg` module. Options salt-rs does not have are
-//! refused by name: `sources`, `reinstall`, `hold`, `pkg_verify`, `resolve_capabilities`,
-//! version comparisons (`>=1.0`), `downloadonly`.
+//! refused by name: `sources`, `reinstall`, `pkg_verify`, `resolve_capabilities`,
+//! `downloadonly`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmpv::Value;
 use salt_execmods::{Args, pkg as ex};
 
-use super::ret;
 use super::{base_ret, name_of};
+use super::{pkg_hold, pkg_version, ret};
 use crate::engine::Ctx;
 use crate::{empty, map, set, truthy};
 use salt_compat::map_get;
@@ -79,7 +79,7 @@ fn has_version(list: &ex::PkgList, name: &str, version: Option<&str>) -> bool {
         .map(|(_, v)| v.as_str());
     match version {
         None => have.next().is_some(),
-        Some(v) => have.any(|h| h == v.trim_start_matches('=')),
+        Some(v) => pkg_version::fulfills(&have.collect::<Vec<_>>(), v),
     }
 }
 
@@ -102,7 +102,6 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
     for k in [
         "sources",
         "reinstall",
-        "hold",
         "pkg_verify",
         "resolve_capabilities",
         "downloadonly",
@@ -120,17 +119,10 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         return Ok(fail(r, "No packages to install provided".into()));
     }
     let want = desired(low)?;
-    if want
-        .iter()
-        .any(|(_, v)| v.as_deref().is_some_and(|v| v.starts_with(['<', '>'])))
-    {
-        return Ok(fail(
-            r,
-            "pkg.installed: version comparisons are not supported by salt-rs".into(),
-        ));
-    }
     let cur = ex::list(&exctx(ctx))?;
-    refresh(low)?;
+    if !ctx.opts.test {
+        refresh(low)?; // Under test, only `latest_version` refreshes (below).
+    }
     let mut targets: Vec<(String, Option<String>)> = Vec::new();
     for (n, v) in &want {
         let ok = has_version(&cur, n, v.as_deref());
@@ -142,7 +134,7 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
     if targets.is_empty() {
         let spec = want.iter().any(|(_, v)| v.is_some());
         set(&mut r, "result", Value::Boolean(true));
-        return Ok(fail(
+        let r = fail(
             r,
             format!(
                 "All specified packages are already installed{}",
@@ -152,7 +144,14 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
                     ""
                 }
             ),
-        ));
+        );
+        let names: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
+        return Ok(
+            match pkg_hold::installed_hold(low, &names, ctx.opts.test)? {
+                Some(h) => pkg_hold::noop_with_holds(r, &h),
+                None => r,
+            },
+        );
     }
     if ctx.opts.test {
         let mut changes = Vec::new();
@@ -163,15 +162,17 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
             .collect();
         if !latest.is_empty() {
             // `_get_installable_versions`: no candidate version reads "installed".
+            RTAG.store(false, Ordering::SeqCst);
             for (n, v) in ex::latest(&exctx(ctx), &latest, true)? {
                 let v = if v.is_empty() { "installed".into() } else { v };
                 changes.push((n, new_old(Value::from(v), "")));
             }
         }
         for (n, v) in targets.iter().filter(|(_, v)| v.is_some()) {
+            let new = pkg_version::repo_version(&desired_str(n, v));
             changes.push((
-                desired_str(n, v),
-                Value::from(v.clone().unwrap_or_default()),
+                n.clone(),
+                new_old(Value::from(new.unwrap_or("installed".into())), ""),
             ));
         }
         changes.sort_by(|a, b| a.0.cmp(&b.0));
@@ -202,16 +203,22 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         .collect();
     let mut kw: Vec<(String, Value)> = kwargs(low)
         .into_iter()
-        .filter(|(k, _)| !["name", "pkgs", "version", "refresh"].contains(&k.as_str()))
+        .filter(|(k, _)| !["name", "pkgs", "version", "refresh", "hold"].contains(&k.as_str()))
         .collect();
     kw.push(("pkgs".into(), Value::Array(pkgs)));
     let changes = match ex::install(&exctx(ctx), &Args::new("pkg.install", &[], &kw)) {
         Ok(c) => c,
         Err(e) => {
+            // Salt's error return: {name, result, changes, comment}.
             crate::pop(&mut r, "comment");
+            let ch = crate::pop(&mut r, "changes").unwrap_or_else(empty);
+            set(&mut r, "changes", ch);
             return Ok(fail(r, install_error(e)));
         }
     };
+    let names: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
+    let holds = pkg_hold::installed_hold(low, &names, false)?.unwrap_or_default();
+    let mut changes = changes;
     let new = ex::list(&exctx(ctx))?;
     let mut modified = Vec::new();
     let mut not_modified = Vec::new();
@@ -242,12 +249,14 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
             ));
         }
     }
+    pkg_hold::merge_modified(&mut changes, &mut comment, &holds);
     if !not_modified.is_empty() {
         comment.push(format!(
             "The following packages were already installed: {}",
             not_modified.join(", ")
         ));
     }
+    let holds_ok = pkg_hold::rest_comments(&holds, &mut comment);
     if !failed.is_empty() {
         comment.insert(
             0,
@@ -258,7 +267,11 @@ fn installed(ctx: &Ctx<'_>, low: &Value) -> Result<Value, String> {
         );
     }
     set(&mut r, "changes", changes);
-    set(&mut r, "result", Value::Boolean(failed.is_empty()));
+    set(
+        &mut r,
+        "result",
+        Value::Boolean(failed.is_empty() && holds_ok),
+    );
     Ok(fail(r, comment.join("\n")))
 }
 
@@ -534,6 +547,11 @@ fn uninstall(ctx: &Ctx<'_>, low: &Value, action: &str) -> Result<Value, String> 
     };
     set(&mut r, "result", Value::Boolean(true));
     Ok(fail(r, c))
+}
+
+/// `refresh_db` ran (e.g. from `pkgrepo`): Salt's `clear_rtag`.
+pub(crate) fn clear_rtag() {
+    RTAG.store(false, Ordering::SeqCst);
 }
 
 /// A new state run: its first pkg state writes the rtag again (Salt's `mod_init`).

@@ -1,0 +1,72 @@
+//! Re-reading the key directories only when they changed: `salt-key` (another process)
+//! accepts, rejects and deletes keys by renaming files in `pki_dir`, which changes the
+//! modification time of the directories involved. A publish resolves its target against
+//! the accepted keys; instead of listing four directories per publish
+//! ([`salt_keystore::KeyStore::refresh`]) it compares their modification times with those
+//! seen at the last listing, and lists them again when one differs, or when one is within
+//! [`RACY`] of now (a file system's clock ticks coarsely: two changes in one tick leave one
+//! time, so a time that recent proves nothing, as git's "racy index").
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use salt_keystore::{KeyState, KeyStore};
+
+/// How recent a directory time must be for it to be distrusted.
+pub(crate) const RACY: Duration = Duration::from_secs(2);
+
+/// The directory times of the last listing.
+#[derive(Debug, Default)]
+pub(crate) struct KeyDirWatch {
+    seen: Mutex<Option<Vec<Option<SystemTime>>>>,
+}
+
+impl KeyDirWatch {
+    /// [`KeyStore::refresh`] when a key directory changed since the last call (or may have).
+    pub(crate) fn refresh(&self, store: &KeyStore) -> salt_keystore::Result<()> {
+        let now = SystemTime::now();
+        let times: Vec<Option<SystemTime>> = KeyState::ALL
+            .iter()
+            .map(|s| {
+                std::fs::metadata(store.state_dir(*s))
+                    .and_then(|m| m.modified())
+                    .ok()
+            })
+            .collect();
+        let racy = times
+            .iter()
+            .flatten()
+            .any(|t| now.duration_since(*t).map_or(true, |age| age < RACY));
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if !racy && seen.as_ref() == Some(&times) {
+            return Ok(());
+        }
+        // Times read before the listing: a change during it shows at the next call.
+        store.refresh()?;
+        *seen = Some(times);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_moved_by_another_process_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = KeyStore::open(dir.path()).unwrap();
+        let watch = KeyDirWatch::default();
+        watch.refresh(&store).unwrap();
+        assert!(store.list(KeyState::Accepted).is_empty());
+        // As salt-key in another process: a file appears in `minions/`.
+        let other = KeyStore::open(dir.path()).unwrap();
+        let pem = salt_pki::PrivateKey::generate(2048)
+            .unwrap()
+            .public_key()
+            .to_pem();
+        salt_keystore::KeyChanges::put(&other, KeyState::Accepted, "m1", &pem).unwrap();
+        watch.refresh(&store).unwrap();
+        assert_eq!(store.list(KeyState::Accepted), vec!["m1".to_owned()]);
+    }
+}

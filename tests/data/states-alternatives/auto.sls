@@ -1,0 +1,3 @@
+back-to-auto:
+  alternatives.auto:
+    - name: saltrs-e2e-alt
