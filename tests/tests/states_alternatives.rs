@@ -13,8 +13,10 @@ use std::path::Path;
 use std::process::Command;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
-use salt_integration_tests::{TempRoot, bins, both, command, require, root, workspace_root};
+use salt_integration_tests::states_support::{
+    Pair, assert_same, local_minion, normalize, salt_call,
+};
+use salt_integration_tests::{both, command, require, root, workspace_root};
 
 const NAMES: &[&str] = &["saltrs-e2e-alt", "saltrs-e2e-alt2", "saltrs-e2e-never"];
 
@@ -85,11 +87,7 @@ fn alternatives_states_same_as_python_3007() {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
     let steps: Vec<Vec<&str>> = vec![
         vec!["state.apply", "test=True"],
         vec!["state.apply"],
@@ -102,32 +100,26 @@ fn alternatives_states_same_as_python_3007() {
         vec!["state.apply", "gone"],
     ];
     let mut outs = Vec::new();
-    for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours, &rs_root)] {
+    for (bin, root) in pair.sides() {
         let mut mine = Vec::new();
         for args in &steps {
             let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
             args.push(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
             let mut wrapper = Command::new("unshare");
             wrapper.args(["-m", "--propagation", "private", "sh", "-c", WRAP, "sh"]);
-            wrapper.arg(root).arg(&bin);
+            wrapper.arg(root).arg(bin);
             let (o, rc) = salt_call(wrapper, root, "json", &args).unwrap();
             mine.push((normalize(&o, root), rc, files(root)));
         }
         outs.push(mine);
     }
     for (i, ((py, rs), args)) in outs[0].iter().zip(&outs[1]).zip(&steps).enumerate() {
-        assert!(
-            py.0.contains("alternatives_|-"),
-            "step {i}: Salt's run: {}",
-            py.0
+        assert_same(
+            &format!("step {} {args:?}", i + 1),
+            py,
+            rs,
+            "alternatives_|-",
         );
-        assert_eq!(
-            rs.0, py.0,
-            "step {i} {args:?}: our --out json differs from Salt 3007.17's"
-        );
-        assert_eq!(rs.1, py.1, "step {i}: retcode");
-        assert_eq!(rs.2, py.2, "step {i}: files");
-        println!("step {} {args:?}: same output, retcode {:?}", i + 1, rs.1);
     }
     assert!(
         !Path::new("/etc/alternatives/saltrs-e2e-alt").exists(),

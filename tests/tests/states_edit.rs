@@ -10,8 +10,10 @@ use std::process::Command;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::require;
-use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
-use salt_integration_tests::{TempRoot, bins, workspace_root};
+use salt_integration_tests::states_support::{
+    Pair, assert_same, local_minion, out_files, salt_call,
+};
+use salt_integration_tests::workspace_root;
 
 fn setup(root: &Path) {
     let tree = workspace_root().join("tests/data/states-edit");
@@ -29,36 +31,13 @@ fn setup(root: &Path) {
     .unwrap();
 }
 
-fn files(root: &Path) -> Vec<String> {
-    use std::os::unix::fs::MetadataExt;
-    let mut v: Vec<String> = std::fs::read_dir(root.join("out"))
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let m = std::fs::metadata(&p).unwrap();
-            format!(
-                "{} {:o} {:?}",
-                p.file_name().unwrap().to_string_lossy(),
-                m.mode() & 0o7777,
-                std::fs::read_to_string(&p).unwrap_or_default()
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn edit_states_same_as_python_3007() {
     let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
     let steps: [(&str, bool, u32); 6] = [
         ("json", true, 8080),
         ("json", false, 8080),
@@ -68,8 +47,7 @@ fn edit_states_same_as_python_3007() {
         ("highstate", true, 7070),
     ];
     for (i, (out, test, port)) in steps.iter().enumerate() {
-        let mut res = Vec::new();
-        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+        let args = |root: &Path| {
             let mut args = vec!["state.apply".to_owned()];
             if *test {
                 args.push("test=True".into());
@@ -78,25 +56,11 @@ fn edit_states_same_as_python_3007() {
                 "pillar={{\"outdir\": \"{}/out\", \"port\": {port}}}",
                 root.display()
             ));
-            let (o, rc) = salt_call(Command::new(bin), root, out, &args).unwrap();
-            res.push((normalize(&o, root), rc, files(root)));
-        }
-        assert!(
-            res[0].0.contains("append-lines"),
-            "step {i}: Salt's run: {}",
-            res[0].0
-        );
-        assert_eq!(
-            res[1].0, res[0].0,
-            "step {i}: --out {out} test={test} differs from Salt 3007.17's"
-        );
-        assert_eq!(res[1].1, res[0].1, "step {i}: retcode");
-        assert_eq!(res[1].2, res[0].2, "step {i}: files");
-        println!(
-            "step {} test={test} port={port} --out {out}: same output, retcode {:?}, files",
-            i + 1,
-            res[1].1
-        );
+            args
+        };
+        let seen = pair.run(out, args, out_files).unwrap();
+        let step = format!("step {} test={test} port={port} --out {out}", i + 1);
+        assert_same(&step, &seen[0], &seen[1], "append-lines");
     }
 }
 
@@ -109,14 +73,10 @@ fn recurse_same_as_python_3007() {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
     for (i, test) in [false, false, true, false].into_iter().enumerate() {
         let mut res = Vec::new();
-        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+        for (bin, root) in pair.sides() {
             if i == 2 {
                 std::fs::write(root.join("out/tree/sub/b.conf"), "changed\n").unwrap();
             }

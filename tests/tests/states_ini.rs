@@ -13,8 +13,10 @@ use std::process::Command;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
 use salt_integration_tests::require;
-use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
-use salt_integration_tests::{TempRoot, bins, workspace_root};
+use salt_integration_tests::states_support::{
+    Pair, assert_same, local_minion, out_files, salt_call,
+};
+use salt_integration_tests::workspace_root;
 
 fn tree() -> std::path::PathBuf {
     workspace_root().join("tests/data/states-ini")
@@ -33,37 +35,13 @@ fn setup(root: &Path) {
     .unwrap();
 }
 
-/// Every file under `out/`: name, mode, exact bytes.
-fn files(root: &Path) -> Vec<String> {
-    use std::os::unix::fs::MetadataExt;
-    let mut v: Vec<String> = std::fs::read_dir(root.join("out"))
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let m = std::fs::metadata(&p).unwrap();
-            format!(
-                "{} {:o} {:?}",
-                p.file_name().unwrap().to_string_lossy(),
-                m.mode() & 0o7777,
-                String::from_utf8_lossy(&std::fs::read(&p).unwrap())
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn ini_states_same_as_python_3007() {
     let Some(venv) = require(venv_for("3007.17")) else {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
     let steps: [(&str, bool, &str); 6] = [
         ("json", true, "one"),
         ("json", false, "one"),
@@ -73,8 +51,7 @@ fn ini_states_same_as_python_3007() {
         ("highstate", true, "three"),
     ];
     for (i, (out, test, val)) in steps.iter().enumerate() {
-        let mut res = Vec::new();
-        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+        let args = |root: &Path| {
             let mut args = vec!["state.apply".to_owned(), "ini".into()];
             if *test {
                 args.push("test=True".into());
@@ -83,25 +60,11 @@ fn ini_states_same_as_python_3007() {
                 "pillar={{\"outdir\": \"{}/out\", \"val\": \"{val}\"}}",
                 root.display()
             ));
-            let (o, rc) = salt_call(Command::new(bin), root, out, &args).unwrap();
-            res.push((normalize(&o, root), rc, files(root)));
-        }
-        assert!(
-            res[0].0.contains("main-options"),
-            "step {i}: Salt's run: {}",
-            res[0].0
-        );
-        assert_eq!(
-            res[1].0, res[0].0,
-            "step {i}: --out {out} test={test} differs from Salt 3007.17's"
-        );
-        assert_eq!(res[1].1, res[0].1, "step {i}: retcode");
-        assert_eq!(res[1].2, res[0].2, "step {i}: files");
-        println!(
-            "step {} test={test} val={val} --out {out}: same output, retcode {:?}, files",
-            i + 1,
-            res[1].1
-        );
+            args
+        };
+        let seen = pair.run(out, args, out_files).unwrap();
+        let step = format!("step {} test={test} val={val} --out {out}", i + 1);
+        assert_same(&step, &seen[0], &seen[1], "main-options");
     }
 }
 
@@ -114,33 +77,25 @@ fn sections_present_same_as_python_3007() {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
     for test in [true, false] {
-        let mut res = Vec::new();
-        for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours.clone(), &rs_root)] {
+        let args = |root: &Path| {
             let mut args = vec!["state.apply".to_owned(), "sections".into()];
             if test {
                 args.push("test=True".into());
             }
             args.push(format!("pillar={{\"outdir\": \"{}/out\"}}", root.display()));
-            let (o, rc) = salt_call(Command::new(bin), root, "json", &args).unwrap();
-            res.push((
-                traceback_to_last_line(&normalize(&o, root)),
-                rc,
-                files(root),
-            ));
+            args
+        };
+        let mut seen = pair.run("json", args, out_files).unwrap();
+        for side in &mut seen {
+            side.0 = traceback_to_last_line(&side.0);
         }
-        assert!(res[0].0.contains("sections-present"), "{}", res[0].0);
-        assert_eq!(res[1].0, res[0].0, "test={test}: differs from Salt's");
-        assert_eq!(res[1].1, res[0].1, "test={test}: retcode");
-        assert_eq!(res[1].2, res[0].2, "test={test}: files");
-        println!(
-            "sections_present test={test}: same output, retcode {:?}",
-            res[1].1
+        assert_same(
+            &format!("sections_present test={test}"),
+            &seen[0],
+            &seen[1],
+            "sections-present",
         );
     }
 }
@@ -180,11 +135,8 @@ fn ini_functions_same_as_python_3007() {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
+    let [(_, py_root), (ours, rs_root)] = pair.sides();
     let calls = serde_json::json!([
         ["get_ini", [], {}],
         ["get_option", ["s", "multi"], {}],
@@ -232,7 +184,7 @@ fn ini_functions_same_as_python_3007() {
                 };
                 args.push(format!("{k}={v}"));
             }
-            let (o, rc) = salt_call(Command::new(&ours), &rs_root, "json", &args).unwrap();
+            let (o, rc) = salt_call(Command::new(ours), rs_root, "json", &args).unwrap();
             let w = want.next().unwrap();
             assert_eq!(
                 (w["call"].as_str(), w["file"].as_str()),

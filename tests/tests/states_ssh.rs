@@ -13,8 +13,10 @@ use std::path::Path;
 use std::process::Command;
 
 use salt_integration_tests::interop_support::{serial, venv_for};
-use salt_integration_tests::states_support::{local_minion, normalize, salt_call};
-use salt_integration_tests::{TempRoot, bins, both, command, require, root, workspace_root};
+use salt_integration_tests::states_support::{
+    Pair, assert_same, local_minion, normalize, salt_call,
+};
+use salt_integration_tests::{both, command, require, root, workspace_root};
 
 const USER: &str = "saltrs-e2e-ssh";
 
@@ -110,11 +112,7 @@ fn ssh_states_same_as_python_3007() {
         return;
     };
     let _guard = serial();
-    let ours = bins().unwrap().minion.with_file_name("salt-call");
-    let tmp = TempRoot::new().unwrap();
-    let (py_root, rs_root) = (tmp.path().join("py"), tmp.path().join("rs"));
-    setup(&py_root);
-    setup(&rs_root);
+    let pair = Pair::new(&venv, setup).unwrap();
     let changed = r#""comment": "other@host", "options": ["no-pty"], "hostkey": "AAAAC3NzaC1lZDI1NTE5AAAAIFfTs9eMPy7zyyQaibwYAqz0RBz1z7eoRSLFlqUMnnDC""#;
     let steps: Vec<(Vec<&str>, &str)> = vec![
         (vec!["state.apply", "test=True"], ""),
@@ -127,7 +125,7 @@ fn ssh_states_same_as_python_3007() {
         (vec!["state.apply", "gone"], ""),
     ];
     let mut outs = Vec::new();
-    for (bin, root) in [(venv.bin("salt-call"), &py_root), (ours, &rs_root)] {
+    for (bin, root) in pair.sides() {
         cleanup();
         create_user(root);
         let mut mine = Vec::new();
@@ -138,29 +136,14 @@ fn ssh_states_same_as_python_3007() {
                 "pillar={{\"outdir\": \"{}/out\"{sep}{extra}}}",
                 root.display()
             ));
-            let (o, rc) = salt_call(Command::new(&bin), root, "json", &args).unwrap();
+            let (o, rc) = salt_call(Command::new(bin), root, "json", &args).unwrap();
             mine.push((unsalt(&normalize(&o, root)), rc, files(root)));
         }
         outs.push(mine);
     }
     cleanup();
     for (i, ((py, rs), (args, extra))) in outs[0].iter().zip(&outs[1]).zip(&steps).enumerate() {
-        assert!(
-            py.0.contains("ssh_auth_|-"),
-            "step {i}: Salt's run: {}",
-            py.0
-        );
-        assert_eq!(
-            rs.0, py.0,
-            "step {i} {args:?} {extra}: our --out json differs from Salt 3007.17's"
-        );
-        assert_eq!(rs.1, py.1, "step {i}: retcode");
-        assert_eq!(rs.2, py.2, "step {i}: files");
-        println!(
-            "step {} {args:?} {extra}: same output, retcode {:?}, {} files",
-            i + 1,
-            rs.1,
-            rs.2.len()
-        );
+        let step = format!("step {} {args:?} {extra}", i + 1);
+        assert_same(&step, py, rs, "ssh_auth_|-");
     }
 }

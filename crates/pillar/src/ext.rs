@@ -283,27 +283,14 @@ fn cmd_yaml(command: &str) -> Value {
 }
 
 /// Runs `cmd` as Salt's `cmd._run` does for these modules: in the home directory, stdin
-/// closed, the C locale unless the environment sets one; stdout with trailing whitespace
+/// closed, the C locale unless the environment sets one (`LANGUAGE` too, as `cmd.run`); stdout with trailing whitespace
 /// stripped (with stderr in the same pipe when `merge_stderr`, as `cmd.run`'s). A non-zero
 /// exit is logged; its output still counts.
 fn run_output(mut cmd: Command, merge_stderr: bool) -> Result<String, String> {
     if let Some(home) = std::env::var_os("HOME") {
         cmd.current_dir(home);
     }
-    for var in [
-        "LC_CTYPE",
-        "LC_NUMERIC",
-        "LC_TIME",
-        "LC_COLLATE",
-        "LC_MONETARY",
-        "LC_MESSAGES",
-        "LC_PAPER",
-        "LC_NAME",
-        "LC_ADDRESS",
-        "LC_TELEPHONE",
-        "LC_MEASUREMENT",
-        "LC_IDENTIFICATION",
-    ] {
+    for var in salt_compat::LOCALE_VARS {
         if std::env::var_os(var).is_none() {
             cmd.env(var, "C");
         }

@@ -25,10 +25,18 @@ fn db_err(e: salt_pgstore::Error) -> JobError {
     JobError::Db(e.to_string())
 }
 
-fn parse(text: &str) -> Option<Value> {
+/// A stored JSON document as Salt's value (`None`: not JSON).
+pub(super) fn parse(text: &str) -> Option<Value> {
     serde_json::from_str::<serde_json::Value>(text)
         .ok()
         .map(|j| salt_compat::json::json_to_msgpack(&j))
+}
+
+/// Rows of a key and its JSON document as Salt's values; a row that is not JSON is left out.
+pub(super) fn parse_rows(rows: Vec<(String, String)>) -> Vec<(String, Value)> {
+    rows.into_iter()
+        .filter_map(|(k, t)| parse(&t).map(|v| (k, v)))
+        .collect()
 }
 
 impl PgJobs {
@@ -103,23 +111,11 @@ impl JobStore for PgJobs {
     }
 
     fn returns(&self, jid: &str) -> Result<Vec<(String, Value)>, JobError> {
-        Ok(self
-            .db
-            .returns(jid)
-            .map_err(db_err)?
-            .into_iter()
-            .filter_map(|(id, t)| parse(&t).map(|v| (id, v)))
-            .collect())
+        Ok(parse_rows(self.db.returns(jid).map_err(db_err)?))
     }
 
     fn jobs(&self) -> Result<Vec<(String, Value)>, JobError> {
-        Ok(self
-            .db
-            .jobs()
-            .map_err(db_err)?
-            .into_iter()
-            .filter_map(|(jid, t)| parse(&t).map(|v| (jid, v)))
-            .collect())
+        Ok(parse_rows(self.db.jobs().map_err(db_err)?))
     }
 
     fn clean(

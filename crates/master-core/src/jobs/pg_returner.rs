@@ -12,6 +12,7 @@ use salt_render::{JsonOpts, py_json};
 
 use super::clean::CleanReport;
 use super::jid::safe_jid;
+use super::pg::{parse, parse_rows};
 use super::store::{JobError, JobStore};
 
 /// Salt's `postgres` returner as the job cache.
@@ -29,12 +30,6 @@ impl PostgresJobs {
 
 fn db_err(e: salt_pgstore::Error) -> JobError {
     JobError::Db(format!("postgres returner: {e}"))
-}
-
-fn parse(text: &str) -> Option<Value> {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .map(|j| salt_compat::json::json_to_msgpack(&j))
 }
 
 fn get<'a>(load: &'a Value, key: &str) -> Option<&'a Value> {
@@ -105,13 +100,7 @@ impl JobStore for PostgresJobs {
     }
 
     fn jobs(&self) -> Result<Vec<(String, Value)>, JobError> {
-        Ok(self
-            .db
-            .jobs()
-            .map_err(db_err)?
-            .into_iter()
-            .filter_map(|(jid, t)| parse(&t).map(|v| (jid, v)))
-            .collect())
+        Ok(parse_rows(self.db.jobs().map_err(db_err)?))
     }
 
     /// Salt's `postgres` returner has no `clean_old_jobs`: its rows stay (`keep_jobs` does

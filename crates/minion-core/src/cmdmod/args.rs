@@ -41,13 +41,6 @@ pub fn params(fun: &str) -> &'static [&'static str] {
     }
 }
 
-/// Salt's `LC_*` defaults under `reset_system_locale: True`.
-#[rustfmt::skip]
-pub(super) const LOCALE_VARS: &[&str] = &[
-    "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES", "LC_PAPER",
-    "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION", "LANGUAGE",
-];
-
 /// A failure Salt reports as `ERROR: …` (`CommandExecutionError`) or
 /// `ERROR executing 'fun': …` (`SaltInvocationError`), or a Python `TypeError` on binding.
 pub(super) enum Refusal {

@@ -24,7 +24,8 @@ use crate::modules::{Args, CallOutcome, text};
 mod args;
 
 pub use args::params;
-use args::{Bound, LOCALE_VARS, Refusal, parse_env, split_input};
+use args::{Bound, Refusal, parse_env, split_input};
+use salt_compat::LOCALE_VARS;
 
 /// What to run and how, after every check `_run` makes.
 struct Plan {

@@ -40,23 +40,6 @@ pub const AUTO: Args = Args {
 /// Salt's `__virtual__`: the module loads where `/etc/alternatives` is.
 const ALT_DIR: &str = "/etc/alternatives";
 
-/// The locale variables Salt's `cmd.run_all` sets to `C` unless the environment has them.
-const LOCALE_VARS: &[&str] = &[
-    "LC_CTYPE",
-    "LC_NUMERIC",
-    "LC_TIME",
-    "LC_COLLATE",
-    "LC_MONETARY",
-    "LC_MESSAGES",
-    "LC_PAPER",
-    "LC_NAME",
-    "LC_ADDRESS",
-    "LC_TELEPHONE",
-    "LC_MEASUREMENT",
-    "LC_IDENTIFICATION",
-    "LANGUAGE",
-];
-
 struct Module<'a> {
     cmd: &'a str,
 }
@@ -80,7 +63,7 @@ impl Module<'_> {
     fn run_all(&self, args: &[&str]) -> RunAll {
         let mut argv = vec![self.cmd];
         argv.extend_from_slice(args);
-        let env: Vec<(&str, &str)> = LOCALE_VARS
+        let env: Vec<(&str, &str)> = salt_compat::LOCALE_VARS
             .iter()
             .filter(|v| std::env::var_os(v).is_none())
             .map(|v| (*v, "C"))
