@@ -1,5 +1,15 @@
 //! Runs low chunks with Salt's requisite rules (`State.call_chunks`/`call_chunk`/
 //! `check_requisite`/`call`), building each return as Salt does, key order included.
+//!
+//! `prereq`: Salt marks a pre-required chunk (`__prereq__`) when the chunk that names it
+//! finds it not yet run, runs it in test mode into `self.pre` (not into `running`), and
+//! clears the mark after that test call; a chunk that some `prereq` names carries
+//! `prerequired` (added by [`crate::prereq`]) and runs for real only when its
+//! pre-requiring chunks did not fail. Salt keeps both marks on the chunk dicts themselves;
+//! here they are sets of tags ([`Engine::prereq_mark`], [`Engine::prerequired_mark`]).
+
+mod check;
+mod unmet;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -10,8 +20,9 @@ use rmpv::Value;
 use crate::fileclient::FileClient;
 use crate::parallel::{self, Pending};
 pub use crate::requisite::requisite_in;
-use crate::requisite::{REQ_KINDS, chunk_matches, req_list};
+use crate::requisite::{chunk_matches, req_list};
 use crate::{Opts, empty, get_str, map, set, truthy};
+use check::Status;
 use salt_compat::map_get;
 use salt_compat::py_str;
 
@@ -111,18 +122,12 @@ pub struct Engine<'a> {
     processed: Vec<String>,
     /// States running on their own thread (`parallel: True`).
     pending: Pending,
-}
-
-/// Requisite kind -> the chunks it names.
-type Reqs = Vec<(String, Vec<Value>)>;
-
-enum Status {
-    Met,
-    Unmet,
-    Fail,
-    Change,
-    OnFail,
-    OnChanges,
+    /// `self.pre`: the test runs of pre-required chunks (and what Salt also files there).
+    pre: HashMap<String, Value>,
+    /// Tags of the chunks marked `__prereq__` (their next call is a test run into `pre`).
+    prereq_mark: HashSet<String>,
+    /// Tags of the chunks marked `__prerequired__` (never cleared, as in Salt).
+    prerequired_mark: HashSet<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -135,6 +140,9 @@ impl<'a> Engine<'a> {
             active: HashSet::new(),
             processed,
             pending: Pending::default(),
+            pre: HashMap::new(),
+            prereq_mark: HashSet::new(),
+            prerequired_mark: HashSet::new(),
         }
     }
 
@@ -163,7 +171,7 @@ impl<'a> Engine<'a> {
             return;
         }
         let mut required = Vec::new();
-        for kind in REQ_KINDS {
+        for kind in check::kinds(true) {
             for (rk, rv) in req_list(low, kind) {
                 self.find_required(chunks, &rk, &rv, &mut required);
             }
@@ -223,108 +231,6 @@ impl<'a> Engine<'a> {
         ])
     }
 
-    fn check_requisite(
-        &self,
-        low: &Value,
-        running: &Running,
-        chunks: &[Value],
-    ) -> Result<(Status, Reqs), ()> {
-        let mut low = low.clone();
-        // watch without mod_watch becomes require
-        if map_get(&low, "watch").is_some()
-            && !self.has_mod_watch(get_str(&low, "state").unwrap_or(""))
-        {
-            let w = crate::pop(&mut low, "watch");
-            if let Some(Value::Array(w)) = w {
-                let mut r = match map_get(&low, "require") {
-                    Some(Value::Array(a)) => a.clone(),
-                    _ => Vec::new(),
-                };
-                r.extend(w);
-                set(&mut low, "require", Value::Array(r));
-            }
-        }
-        if !REQ_KINDS.iter().any(|k| map_get(&low, k).is_some()) {
-            return Ok((Status::Met, Vec::new()));
-        }
-        let mut reqs: Vec<(String, Vec<Value>)> = Vec::new();
-        for kind in REQ_KINDS {
-            let mut found_chunks = Vec::new();
-            for (rk, rv) in req_list(&low, kind) {
-                if !self.find_required(chunks, &rk, &rv, &mut found_chunks) {
-                    return Err(());
-                }
-            }
-            reqs.push(((*kind).to_owned(), found_chunks));
-        }
-        let mut stats: HashSet<&str> = HashSet::new();
-        for (kind, rchunks) in &reqs {
-            let mut req_stats: HashSet<&str> = HashSet::new();
-            for c in rchunks {
-                let Some(r) = running.get(&gen_tag(c)) else {
-                    req_stats.insert("unmet");
-                    continue;
-                };
-                let result = map_get(r, "result");
-                let changed = map_get(r, "changes").is_some_and(truthy);
-                if kind == "onfail" {
-                    if result == Some(&Value::Boolean(true)) {
-                        req_stats.insert("onfail");
-                        continue;
-                    }
-                } else if kind == "onchanges" {
-                    if result == Some(&Value::Boolean(false)) || !changed {
-                        req_stats.insert("onchanges");
-                    } else {
-                        req_stats.insert("onchangesmet");
-                    }
-                    continue;
-                } else if result == Some(&Value::Boolean(false)) {
-                    req_stats.insert("fail");
-                    continue;
-                }
-                if kind == "watch" && changed {
-                    req_stats.insert("change");
-                    continue;
-                }
-                if map_get(r, "__state_ran__") != Some(&Value::Boolean(false)) {
-                    req_stats.insert("met");
-                }
-            }
-            if kind == "onfail" {
-                if (req_stats.contains("met") || req_stats.contains("change"))
-                    && req_stats.contains("fail")
-                {
-                    req_stats.remove("fail");
-                }
-                if req_stats.contains("onchangesmet") {
-                    req_stats.remove("onchanges");
-                    req_stats.remove("fail");
-                }
-                if req_stats.contains("onfail") && req_stats.contains("met") {
-                    req_stats.remove("onfail");
-                }
-            }
-            stats.extend(req_stats);
-        }
-        let status = if stats.contains("unmet") {
-            Status::Unmet
-        } else if stats.contains("fail") {
-            Status::Fail
-        } else if stats.contains("onfail") && !stats.contains("onchangesmet") {
-            Status::OnFail
-        } else if stats.contains("onchanges") && !stats.contains("onchangesmet") {
-            Status::OnChanges
-        } else if stats.contains("change") {
-            Status::Change
-        } else if stats.contains("onfail") {
-            Status::OnFail
-        } else {
-            Status::Met
-        };
-        Ok((status, reqs))
-    }
-
     fn tail(&self, mut v: Value, low: &Value) -> Value {
         for key in ["__sls__", "__id__", "name"] {
             set(
@@ -345,87 +251,21 @@ impl<'a> Engine<'a> {
         depth: usize,
     ) -> bool {
         let tag = gen_tag(low);
-        self.active.insert(tag.clone());
+        if !map_get(low, "prerequired").is_some_and(truthy) {
+            self.active.insert(tag.clone());
+        }
+        let is_pre = self.prereq_mark.contains(&tag);
         self.reconcile_required(low, running, chunks);
-        let checked = self.check_requisite(low, running, chunks);
-        match checked {
-            Err(()) | Ok((Status::Unmet, _)) => {
-                // find what is missing, else run what is required first
-                let mut lost: Vec<(String, String, String)> = Vec::new();
-                let mut to_run: Vec<Value> = Vec::new();
-                for kind in ["require", "watch", "onfail", "onchanges"] {
-                    for (rk, rv) in req_list(low, kind) {
-                        if !self.find_required(chunks, &rk, &rv, &mut to_run) {
-                            lost.push((kind.to_owned(), rk, rv));
-                        }
-                    }
-                }
-                if !lost.is_empty() {
-                    let mut comment = String::from("The following requisites were not found:\n");
-                    let mut last = String::new();
-                    for (kind, rk, rv) in &lost {
-                        if *kind != last {
-                            comment.push_str(&format!("{}{kind}:\n", " ".repeat(19)));
-                            last.clone_from(kind);
-                        }
-                        comment.push_str(&format!("{}{rk}: {rv}\n", " ".repeat(23)));
-                    }
-                    let v = self.not_run(false, comment, None);
-                    running.insert(tag, self.tail(v, low));
-                    self.run_num += 1;
-                    return false;
-                }
-                for c in &to_run {
-                    let ctag = gen_tag(c);
-                    if running.contains(&ctag) {
-                        continue;
-                    }
-                    if self.active.contains(&ctag) {
-                        let v = self.recursive();
-                        running.insert(tag.clone(), self.tail(v, low));
-                        self.run_num += 1;
-                        return false;
-                    }
-                    if self.call_chunk(c, running, chunks, 0) || self.check_failhard(c, running) {
-                        return true;
-                    }
-                }
-                if depth + 1 >= 20 {
-                    let v = self.recursive();
-                    running.insert(tag.clone(), self.tail(v, low));
-                } else if self.call_chunk(low, running, chunks, depth + 1) {
-                    return true;
-                }
-                return self.check_failhard(low, running);
-            }
-            Ok((Status::Met, _)) => {
+        let checked = self.check_requisite(low, running, chunks, !is_pre);
+        let (status, reqs) = checked.unwrap_or((Status::Unmet, Vec::new()));
+        match status {
+            Status::Unmet => return self.unmet(low, running, chunks, depth),
+            Status::Met => {
                 let r = self.call(low, running, None);
-                running.insert(tag, r);
+                self.file(&tag, is_pre, r, running);
             }
-            Ok((Status::Fail, reqs)) => {
-                let mut failed: Vec<String> = Vec::new();
-                for (_, rl) in &reqs {
-                    for rlow in rl {
-                        if let Some(r) = running.get(&gen_tag(rlow))
-                            && map_get(r, "result") == Some(&Value::Boolean(false))
-                        {
-                            let k = format!(
-                                "{}.{}",
-                                get_str(rlow, "__sls__").unwrap_or("None"),
-                                py_str(map_get(rlow, "__id__").unwrap_or(&Value::Nil))
-                            );
-                            if !failed.contains(&k) {
-                                failed.push(k);
-                            }
-                        }
-                    }
-                }
-                let comment = format!("One or more requisite failed: {}", failed.join(", "));
-                let v = self.not_run(false, comment, None);
-                running.insert(tag, self.tail(v, low));
-                self.run_num += 1;
-            }
-            Ok((Status::Change, reqs)) => {
+            Status::Fail => self.failed(low, &reqs, running),
+            Status::Change if !is_pre => {
                 let ret = self.call(low, running, None);
                 let skip = map_get(&ret, "skip_watch").is_some_and(truthy);
                 if !map_get(&ret, "changes").is_some_and(truthy) && !skip {
@@ -447,8 +287,20 @@ impl<'a> Engine<'a> {
                     running.insert(tag, ret);
                 }
             }
-            Ok((Status::OnFail, _)) | Ok((Status::OnChanges, _)) => {
-                let comment = if matches!(checked, Ok((Status::OnFail, _))) {
+            Status::Change => {
+                // A pre-required chunk's test run (Salt's final `else`).
+                let r = self.call(low, running, None);
+                self.file(&tag, is_pre, r, running);
+            }
+            Status::Pre => {
+                let v = self.not_run(true, "No changes detected", None);
+                let v = self.tail(v, low);
+                self.pre.insert(tag.clone(), v.clone());
+                running.insert(tag, v);
+                self.run_num += 1;
+            }
+            Status::OnFail | Status::OnChanges => {
+                let comment = if status == Status::OnFail {
                     "State was not run because onfail req did not change"
                 } else {
                     "State was not run because none of the onchanges reqs changed"
@@ -459,6 +311,16 @@ impl<'a> Engine<'a> {
             }
         }
         false
+    }
+
+    /// Put the return of a call of the chunk tagged `tag` where Salt does: into `self.pre`
+    /// when the chunk was marked `__prereq__` before the call (`is_pre`), else into `running`.
+    fn file(&mut self, tag: &str, is_pre: bool, ret: Value, running: &mut Running) {
+        if is_pre {
+            self.pre.insert(tag.to_owned(), ret);
+        } else {
+            running.insert(tag.to_owned(), ret);
+        }
     }
 
     /// `state.single`: one low chunk, no requisites.
@@ -524,13 +386,27 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        // A pre-required chunk's test run: `test=True` for the state function, never
+        // parallel, and its bare return (no `__run_num__`, times or `__sls__`).
+        let pre_tag = gen_tag(low);
+        let is_pre = self.prereq_mark.contains(&pre_tag);
+        let test_opts;
+        let opts = if is_pre {
+            test_opts = Opts {
+                test: true,
+                ..self.opts.clone()
+            };
+            &test_opts
+        } else {
+            self.opts
+        };
         if map_get(&ret, "result") == Some(&Value::Boolean(false)) {
             let ctx = Ctx {
-                opts: self.opts,
+                opts,
                 client: self.client.clone(),
                 running,
             };
-            ret = if parallel::wanted(low) {
+            ret = if parallel::wanted(low) && !is_pre {
                 let mut r = self.pending.start(gen_tag(low), &full, low, watch, &ctx);
                 if !retry::own_check_cmd(&full)
                     && map_get(low, "check_cmd").is_some_and(|v| !matches!(v, Value::Nil))
@@ -542,6 +418,10 @@ impl<'a> Engine<'a> {
             } else {
                 retry::call_checked(&ctx, &full, low, watch)
             };
+        }
+        if is_pre {
+            self.prereq_mark.remove(&pre_tag);
+            return ret;
         }
         set(
             &mut ret,

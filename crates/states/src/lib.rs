@@ -4,8 +4,10 @@
 //! into high data (`include`, `extend`, `exclude`, auto-order) and then into ordered low
 //! chunks, as `salt.state.BaseHighState`/`State.compile_high_data` do. [`engine`] runs the
 //! chunks with Salt's requisite rules (`require`, `watch` + `mod_watch`, `onchanges`,
-//! `onfail`, `prereq` refused, the `_in` forms, `listen`) and the `unless`/`onlyif`/`creates`
-//! checks, and builds the return dict key for key as Salt does (`file_|-id_|-name_|-managed`,
+//! `onfail`, `prereq` (the pre-required state run first in test mode; `prereq_in` and
+//! `prereq` add Salt's `prerequired` to the other side), the `_in` forms; `listen`, `use` and
+//! the `_any`/`_all` forms refused by name) and the `unless`/`onlyif`/`creates` checks, and
+//! builds the return dict key for key as Salt does (`file_|-id_|-name_|-managed`,
 //! `__run_num__`, `__sls__`, `start_time`, `duration`, `__id__`). [`mods`] holds the state
 //! functions; a state function salt-rs does not have answers `'x.y' is not available.`
 #![forbid(unsafe_code)]
@@ -17,6 +19,7 @@ pub mod fileclient;
 pub mod lowstate;
 pub mod mods;
 mod parallel;
+mod prereq;
 mod requisite;
 
 use rmpv::Value;
@@ -166,8 +169,9 @@ fn low_chunks(mut high: compile::High, mut errors: Vec<String>) -> Result<Vec<Va
     if !errors.is_empty() {
         return Err(errors);
     }
+    let mut errors = prereq::requisite_in(&mut high);
     let mut chunks = lowstate::compile_high_data(&high);
-    let errors = engine::requisite_in(&mut chunks);
+    errors.extend(engine::requisite_in(&mut chunks));
     if !errors.is_empty() {
         return Err(errors);
     }

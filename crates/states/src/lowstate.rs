@@ -137,13 +137,19 @@ pub fn verify(high: &High) -> Vec<String> {
             for a in args {
                 if let Value::Map(m) = a {
                     direct_cycle(&mut reqs, &mut errors, (id, state, sls), m);
+                    if let Some((k, v)) = m.first()
+                        && k.as_str() == Some("prereq")
+                        && !matches!(v, Value::Array(_))
+                    {
+                        errors.push(format!(
+                            "The prereq statement in state '{id}' in SLS '{sls}' needs to be formed as a list"
+                        ));
+                    }
                     for (ak, _) in m {
                         let ak = ak.as_str().unwrap_or("");
                         if matches!(
                             ak,
-                            "prereq"
-                                | "prereq_in"
-                                | "listen"
+                            "listen"
                                 | "listen_in"
                                 | "use"
                                 | "use_in"

@@ -143,7 +143,7 @@ fn failures_and_refusals() {
             .unwrap()
             .contains("'mycustom.installed' is not available.")
     );
-    let bad = "p:\n  test.nop:\n    - prereq:\n      - test: q\nq:\n  test.nop: []\n".to_owned();
+    let bad = "p:\n  test.nop:\n    - use:\n      - test: q\nq:\n  test.nop: []\n".to_owned();
     let errs = salt_states::sls(
         Arc::new(Mem(vec![("s.sls", bad)])),
         &opts(false),
@@ -151,7 +151,7 @@ fn failures_and_refusals() {
     )
     .unwrap_err();
     assert!(
-        errs[0].contains("'prereq' requisite, which salt-rs does not support"),
+        errs[0].contains("'use' requisite, which salt-rs does not support"),
         "{errs:?}"
     );
     let missing =

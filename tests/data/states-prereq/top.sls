@@ -1,0 +1,5 @@
+base:
+  '*':
+    - prereq
+    - prereq.more
+    - prereq.slsdeps
