@@ -83,7 +83,8 @@ run() {
 # host's kernel settings stay as they are), the command chrooted into the overlay. Prints
 # the command's stdout, then (into $LISTING) what changed in the overlay outside /tmp and
 # /work: type, mode, owner, path, and each regular file's text (sha256 if binary);
-# deletions show as 'c'.
+# deletions show as 'c'. apt's partial/ download directories are left out: with no network
+# (the namespace has none) what apt leaves there depends on timing, not on the formula.
 # shellcheck disable=SC2016
 throwaway='set -e
 ov=$1
@@ -98,9 +99,9 @@ mount -o remount,bind,ro "$ov/m/proc/sys"
 mount --rbind /dev "$ov/m/dev"
 chroot "$ov/m" "$@" || :
 cd "$ov/u"
-find . \( -path ./tmp -o -path ./work -o -path ./root/.cache \) -prune -o ! -path . -printf "%y %m %u:%g %p\n" \
+find . \( -path ./tmp -o -path ./work -o -path ./root/.cache -o -path "./var/lib/apt/lists/partial" -o -path "./var/cache/apt/archives/partial" \) -prune -o ! -path . -printf "%y %m %u:%g %p\n" \
     | sort >"$LISTING"
-find . \( -path ./tmp -o -path ./work -o -path ./root/.cache \) -prune -o -type f -print \
+find . \( -path ./tmp -o -path ./work -o -path ./root/.cache -o -path "./var/lib/apt/lists/partial" -o -path "./var/cache/apt/archives/partial" \) -prune -o -type f -print \
     | sort | while read -r f; do
         if grep -Iq . "$f" 2>/dev/null || [ ! -s "$f" ]; then
             echo "== $f"
