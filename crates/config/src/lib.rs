@@ -45,6 +45,7 @@ mod returners;
 mod salt3008;
 mod source;
 mod types;
+mod values;
 
 pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
@@ -64,6 +65,7 @@ pub use reactor::{ReactorConfig, ReactorMap};
 pub use returners::{EVENT_RETURNERS, MasterReturners, PgReturnerConn};
 /// Python's `glob.glob` (`*`, `?`, `[...]`; no leading-dot matches).
 pub use source::glob as py_glob;
+pub use values::{ValuesError, master_values};
 pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,
