@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Daemon, Side, serial, venv_for};
 use salt_integration_tests::{
-    MasterConf, ProcSpec, SaltVenv, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
+    MasterConf, SaltVenv, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
 };
 use serde_json::Value;
 
@@ -285,24 +285,16 @@ fn scenario(venv: &SaltVenv, side: &Side, salt_run: &std::path::Path) -> Value {
     master
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
         .unwrap();
-    let work = root.dir("work").unwrap();
-    let script = work.join("wheel.py");
-    std::fs::write(&script, WHEEL).unwrap();
     let conf = master.conf_dir.join("master");
-    let spec = ProcSpec::new("wheel", venv.bin("python"), &work).args([
-        script.as_os_str(),
-        conf.as_os_str(),
-        dir.as_os_str(),
-    ]);
-    let mut c = std::process::Command::new(&spec.program);
-    c.args(&spec.args);
-    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
-    let line = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", master.proc.tail(40)));
-    let mut result: Value = serde_json::from_str(line).unwrap();
+    let line = python_result(
+        venv,
+        &root,
+        WHEEL,
+        &[conf.as_os_str(), dir.as_os_str()],
+        &label,
+        &master,
+    );
+    let mut result: Value = serde_json::from_str(&line).unwrap();
     // Each call is a job of the master in the job cache: (function, target, user) listed.
     let mut c = std::process::Command::new(salt_run);
     c.arg("-c").arg(&master.conf_dir).args([
@@ -480,18 +472,15 @@ fn runners(venv: &SaltVenv, side: &Side, minion_side: &Side, salt_run: &std::pat
     let mut out = serde_json::Map::new();
 
     // event.send, seen on the bus.
-    let work = root.dir("work").unwrap();
-    let script = work.join("send.py");
-    std::fs::write(&script, SEND).unwrap();
-    let mut c = std::process::Command::new(venv.bin("python"));
-    c.arg(&script).arg(&conf_dir).arg(salt_run);
-    let got = run_with_timeout(c, Duration::from_secs(300)).unwrap();
-    let line = got
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("{label}: {got:?}\n{}", master.proc.tail(40)));
-    out.insert("event.send".into(), serde_json::from_str(line).unwrap());
+    let line = python_result(
+        venv,
+        &root,
+        SEND,
+        &[conf_dir.as_os_str(), salt_run.as_os_str()],
+        &label,
+        &master,
+    );
+    out.insert("event.send".into(), serde_json::from_str(&line).unwrap());
 
     // Two jobs, then the filters.
     let cli = SaltCli::new(side, &conf_dir);
@@ -687,7 +676,9 @@ fn config_values_3007() {
     let ours = config_values(&venv, &Side::Ours(bins().unwrap()));
     assert_eq!(salts["success"], Value::Bool(true), "Salt: {salts}");
     let (s, o) = (
-        salts["return"].as_object().expect("Salt's answer is a mapping"),
+        salts["return"]
+            .as_object()
+            .expect("Salt's answer is a mapping"),
         ours["return"].as_object().expect("our answer is a mapping"),
     );
     let mut keys: Vec<&String> = s.keys().chain(o.keys()).collect();
@@ -706,6 +697,15 @@ fn config_values_3007() {
         diffs.join("\n")
     );
     assert!(s.len() > 340, "{}", s.len());
+    println!(
+        "{} keys equal; e.g. {}",
+        s.len(),
+        serde_json::json!({"__cli": s["__cli"], "conf_file": s["conf_file"], "id": s["id"],
+                           "my_site_option": s["my_site_option"], "nodegroups": s["nodegroups"],
+                           "ssh_minion_opts": s["ssh_minion_opts"], "keep_jobs": s["keep_jobs"],
+                           "file_ignore_regex": s["file_ignore_regex"], "utils_dirs": s["utils_dirs"],
+                           "cluster_peers": s["cluster_peers"], "ssh_config_file": s["ssh_config_file"]})
+    );
 }
 
 /// One side's `config.values`, its temporary root and ports replaced by names.
@@ -740,10 +740,12 @@ fn config_values(venv: &SaltVenv, side: &Side) -> Value {
             Yaml::Raw(format!("{{base: ['{}']}}", srv.join("pillar").display())),
         )
         .set("include", "extra/*.conf")
-        .set("hash_type", "SHA256")
         .set("file_ignore_glob", "*.pyc")
         .set("cluster_peers", Yaml::Raw("[peer1]".into()))
-        .set("nodegroups", Yaml::Raw("{web: 'web*', db: 'L@db1,db2'}".into()));
+        .set(
+            "nodegroups",
+            Yaml::Raw("{web: 'web*', db: 'L@db1,db2'}".into()),
+        );
     let conf_dir = mconf.conf_dir();
     std::fs::create_dir_all(conf_dir.join("master.d")).unwrap();
     std::fs::create_dir_all(conf_dir.join("extra")).unwrap();
@@ -762,17 +764,15 @@ fn config_values(venv: &SaltVenv, side: &Side) -> Value {
     master
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
         .unwrap();
-    let work = root.dir("work").unwrap();
-    let script = work.join("values.py");
-    std::fs::write(&script, CONFIG_VALUES).unwrap();
-    let mut c = std::process::Command::new(venv.bin("python"));
-    c.arg(&script).arg(master.conf_dir.join("master"));
-    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
-    let line = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", master.proc.tail(40)));
+    let conf = master.conf_dir.join("master");
+    let line = python_result(
+        venv,
+        &root,
+        CONFIG_VALUES,
+        &[conf.as_os_str()],
+        &label,
+        &master,
+    );
     let text = line.replace(&root.path().display().to_string(), "<tmp>");
     let mut v: Value = serde_json::from_str(&text).unwrap();
     master.proc.stop(Duration::from_secs(15));
@@ -784,4 +784,27 @@ fn config_values(venv: &SaltVenv, side: &Side) -> Value {
         }
     }
     v
+}
+
+/// Runs `script` with the venv's python (in `root/work`) and `args`: the text after its
+/// `RESULT ` line (the master's log tail in the panic when there is none).
+fn python_result(
+    venv: &SaltVenv,
+    root: &TempRoot,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    label: &str,
+    master: &Daemon,
+) -> String {
+    let work = root.dir("work").unwrap();
+    let path = work.join("script.py");
+    std::fs::write(&path, script).unwrap();
+    let mut c = std::process::Command::new(venv.bin("python"));
+    c.arg(&path).args(args);
+    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", master.proc.tail(40)))
 }

@@ -65,11 +65,11 @@ pub use reactor::{ReactorConfig, ReactorMap};
 pub use returners::{EVENT_RETURNERS, MasterReturners, PgReturnerConn};
 /// Python's `glob.glob` (`*`, `?`, `[...]`; no leading-dot matches).
 pub use source::glob as py_glob;
-pub use values::{ValuesError, master_values};
 pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,
 };
+pub use values::{ValuesError, master_values};
 
 /// Salt's default configuration directory (`salt.syspaths.CONFIG_DIR`).
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/salt";

@@ -53,7 +53,10 @@ pub(super) fn update_ssl_config(opts: &mut Map<String, Value>) -> Result<(), Val
             )));
         }
     };
-    for (key, prefix, table) in [("cert_reqs", "CERT_", CERT), ("ssl_version", "PROTOCOL_", PROTOCOL)] {
+    for (key, prefix, table) in [
+        ("cert_reqs", "CERT_", CERT),
+        ("ssl_version", "PROTOCOL_", PROTOCOL),
+    ] {
         let Some(val) = ssl.get(key).filter(|v| !v.is_null()) else {
             continue;
         };
@@ -106,7 +109,10 @@ pub(super) fn update_discovery_config(opts: &mut Map<String, Value>) -> Result<(
     merged.insert("port".into(), json!(4520));
     merged.insert("mapping".into(), json!({}));
     for key in given.keys() {
-        if !matches!(key.as_str(), "attempts" | "pause" | "port" | "match" | "mapping") {
+        if !matches!(
+            key.as_str(),
+            "attempts" | "pause" | "port" | "match" | "mapping"
+        ) {
             return Err(unknown(key));
         }
     }

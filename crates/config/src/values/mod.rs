@@ -32,7 +32,7 @@ use crate::source::{Sources, glob_unsorted};
 use crate::{LoadOptions, common::default_id};
 
 /// `DEFAULT_MASTER_OPTS` of Salt 3007.17, with the machine's values as [`COMPUTED`].
-const DEFAULTS: &str = include_str!("../data/salt-master-defaults.json");
+const DEFAULTS: &str = include_str!("../../data/salt-master-defaults.json");
 /// The marker of a default computed at call time.
 const COMPUTED: &str = "<computed>";
 
@@ -68,7 +68,9 @@ impl Facts {
     /// From the process: `argv[0]`, the user and home `opts` recorded at start (else the
     /// effective user's entry in passwd), the working directory, `/proc/meminfo`.
     fn of_process(opts: &LoadOptions) -> Self {
-        let pw = nix::unistd::User::from_uid(nix::unistd::geteuid()).ok().flatten();
+        let pw = nix::unistd::User::from_uid(nix::unistd::geteuid())
+            .ok()
+            .flatten();
         let argv0 = std::env::args_os().next().unwrap_or_default();
         let memory = std::fs::read_to_string("/proc/meminfo")
             .ok()
@@ -102,7 +104,11 @@ impl Facts {
 }
 
 /// `int(max(memory * 0.05, 10 << 20) * 0.5)`, in Python's float arithmetic.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 fn ipc_write_buffer(memory: u64) -> u64 {
     let space = (memory as f64 * 0.05).max(f64::from(10u32 << 20));
     (space * 0.5) as u64
@@ -399,11 +405,16 @@ const PREPEND_ROOT_DIRS: &[&str] = &[
 fn prepend_root_dirs(opts: &mut Map<String, Value>, cwd: &str) -> Result<(), ValuesError> {
     let root_dir = abspath(&text(opts, "root_dir")?, cwd);
     let logs = ["log_file", "key_logfile", "ssh_log_file"];
-    let keys = PREPEND_ROOT_DIRS
+    let keys: Vec<&str> = PREPEND_ROOT_DIRS
         .iter()
-        .chain(logs.iter().filter(|k| should_prepend_root_dir(opts, k)));
+        .copied()
+        .chain(
+            logs.into_iter()
+                .filter(|k| should_prepend_root_dir(opts, k)),
+        )
+        .collect();
     for key in keys {
-        let Some(value) = opts.get(*key) else {
+        let Some(value) = opts.get(key) else {
             continue;
         };
         let path = match value {
@@ -416,7 +427,7 @@ fn prepend_root_dirs(opts: &mut Map<String, Value>, cwd: &str) -> Result<(), Val
             }
         };
         if let Some(p) = prepend_root_dir(&root_dir, &path) {
-            opts.insert((*key).into(), json!(p));
+            opts.insert(key.into(), json!(p));
         }
     }
     Ok(())
@@ -530,7 +541,9 @@ fn file_ignore(opts: &mut Map<String, Value>) -> Result<(), ValuesError> {
             other => {
                 return Err(ValuesError::Invalid(format!(
                     "file_ignore_regex: expected a string or a list, found {}",
-                    other.as_ref().map_or_else(String::new, salt_compat::py_json_repr)
+                    other
+                        .as_ref()
+                        .map_or_else(String::new, salt_compat::py_json_repr)
                 )));
             }
         };
@@ -576,9 +589,9 @@ fn finish(opts: &mut Map<String, Value>) {
         match v {
             Value::Object(m) => m.retain(|name, _| {
                 let lower = name.to_ascii_lowercase();
-                let fs = lower
-                    .split_once("fs_")
-                    .is_some_and(|(head, _)| !head.is_empty() && head.bytes().all(|b| b.is_ascii_alphanumeric()));
+                let fs = lower.split_once("fs_").is_some_and(|(head, _)| {
+                    !head.is_empty() && head.bytes().all(|b| b.is_ascii_alphanumeric())
+                });
                 !(fs || (name.contains("pillar") && name != "ssh_merge_pillar")
                     || name == "fileserver_backend")
             }),

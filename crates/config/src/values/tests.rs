@@ -18,17 +18,21 @@ fn facts() -> Facts {
 /// text sets it.
 fn values_of(text: &str) -> (tempfile::TempDir, Result<Value, ValuesError>) {
     let dir = tempfile::tempdir().unwrap();
+    let text = if text.contains("root_dir:") {
+        text.to_owned()
+    } else {
+        format!("root_dir: {}\n{text}", dir.path().display())
+    };
+    let v = values_in(&dir, &text);
+    (dir, v)
+}
+
+/// `config.values` for `dir/conf/master` holding `text`, host name `box`.
+fn values_in(dir: &tempfile::TempDir, text: &str) -> Result<Value, ValuesError> {
     let conf = dir.path().join("conf");
     std::fs::create_dir_all(&conf).unwrap();
-    let root = if text.contains("root_dir:") {
-        String::new()
-    } else {
-        format!("root_dir: {}\n", dir.path().display())
-    };
-    std::fs::write(conf.join("master"), format!("{root}{text}")).unwrap();
-    let opts = LoadOptions::new(&conf).hostname("box");
-    let v = master_values_with(&opts, &facts());
-    (dir, v)
+    std::fs::write(conf.join("master"), text).unwrap();
+    master_values_with(&LoadOptions::new(&conf).hostname("box"), &facts())
 }
 
 fn ok(text: &str) -> (String, Value) {
@@ -54,15 +58,27 @@ fn defaults_paths_and_computed_values() {
     assert_eq!(v["cachedir"], format!("{r}/var/cache/salt/master"));
     // token_dir and syndic_dir come from cachedir before it is prefixed, then are prefixed.
     assert_eq!(v["token_dir"], format!("{r}/var/cache/salt/master/tokens"));
-    assert_eq!(v["syndic_dir"], format!("{r}/var/cache/salt/master/syndics"));
+    assert_eq!(
+        v["syndic_dir"],
+        format!("{r}/var/cache/salt/master/syndics")
+    );
     // utils_dirs is derived from extension_modules before the prefix, and never prefixed.
-    assert_eq!(v["extension_modules"], format!("{r}/var/cache/salt/master/extmods"));
-    assert_eq!(v["utils_dirs"], json!(["/var/cache/salt/master/extmods/utils"]));
+    assert_eq!(
+        v["extension_modules"],
+        format!("{r}/var/cache/salt/master/extmods")
+    );
+    assert_eq!(
+        v["utils_dirs"],
+        json!(["/var/cache/salt/master/extmods/utils"])
+    );
     assert_eq!(v["log_file"], format!("{r}/var/log/salt/master"));
     assert_eq!(v["ssh_log_file"], format!("{r}/var/log/salt/ssh"));
     // Not in Salt's list: unprefixed.
     assert_eq!(v["syndic_log_file"], "/var/log/salt/syndic");
-    assert_eq!(v["file_roots"], json!({"base": ["/srv/salt", "/srv/spm/salt"]}));
+    assert_eq!(
+        v["file_roots"],
+        json!({"base": ["/srv/salt", "/srv/spm/salt"]})
+    );
     assert_eq!(v["http_connect_timeout"], json!(20.0));
     assert_eq!(v["root_dir"], r);
 }
@@ -103,11 +119,17 @@ fn sock_dir_backends_and_bools() {
          open_mode: 1\nauto_accept: yes\n",
     );
     assert_eq!(v["sock_dir"], format!("{r}/c/.salt-unix"));
-    assert_eq!(v["fileserver_backend"], json!(["gitfs", "roots", "minionfs"]));
+    assert_eq!(
+        v["fileserver_backend"],
+        json!(["gitfs", "roots", "minionfs"])
+    );
     assert_eq!(v["open_mode"], false);
     assert_eq!(v["auto_accept"], true);
     // extension_modules keeps Salt's default: it does not follow cachedir.
-    assert_eq!(v["extension_modules"], format!("{r}/var/cache/salt/master/extmods"));
+    assert_eq!(
+        v["extension_modules"],
+        format!("{r}/var/cache/salt/master/extmods")
+    );
     let (r, v) = ok("cachedir: /c\nextension_modules: ''\n");
     assert_eq!(v["extension_modules"], format!("{r}/c/extmods"));
     assert_eq!(v["utils_dirs"], json!(["/c/extmods/utils"]));
@@ -140,17 +162,21 @@ fn ids() {
     assert_eq!(v["id"], "m1.example.com");
     let (_, v) = ok("id: m1.example.com\nappend_domain: example.com\n");
     assert_eq!(v["id"], "m1.example.com");
-    let (r, _) = ok("");
-    let cached = Path::new(&r).join("etc/salt");
-    std::fs::create_dir_all(&cached).unwrap();
-    std::fs::write(cached.join("minion_id"), "Cached.Example.Com\n").unwrap();
-    let opts = LoadOptions::new(Path::new(&r).join("conf")).hostname("box");
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display().to_string();
+    std::fs::create_dir_all(dir.path().join("etc/salt")).unwrap();
     std::fs::write(
-        Path::new(&r).join("conf/master"),
-        format!("root_dir: {r}\nminion_id_lowercase: true\nminion_id_remove_domain: example.com\n"),
+        dir.path().join("etc/salt/minion_id"),
+        "Cached.Example.Com\n",
     )
     .unwrap();
-    let v = master_values_with(&opts, &facts()).unwrap();
+    let v = values_in(
+        &dir,
+        &format!(
+            "root_dir: {r}\nminion_id_lowercase: true\nminion_id_remove_domain: example.com\n"
+        ),
+    )
+    .unwrap();
     assert_eq!(v["id"], "cached_master");
 }
 
@@ -176,7 +202,10 @@ fn ignore_lists_workers_hash_and_nodegroups() {
     assert_eq!(v["hash_type"], "sha512");
     assert_eq!(v["nodegroups"], json!({"g1": "L@a", "g2": "b*"}));
     assert_eq!(v["return"], "a,b");
-    assert_eq!(v["ssh_minion_opts"], json!({"ssh_merge_pillar": true, "x": 2}));
+    assert_eq!(
+        v["ssh_minion_opts"],
+        json!({"ssh_merge_pillar": true, "x": 2})
+    );
     let (_, v) = ok("nodegroups:\nipc_write_buffer: dynamic\n");
     assert_eq!(v["nodegroups"], json!({}));
     assert_eq!(v["ipc_write_buffer"], 12_345);
@@ -196,12 +225,18 @@ fn ssl_discovery_and_signing() {
     assert!(err("ssl: {cert_reqs: REQUIRED}\n").starts_with(
         "SSL option 'cert_reqs' must be set to one of the following values: 'CERT_NONE', "
     ));
-    assert_eq!(ok("discovery: true\n").1["discovery"], json!({"port": 4520, "mapping": {}}));
+    assert_eq!(
+        ok("discovery: true\n").1["discovery"],
+        json!({"port": 4520, "mapping": {}})
+    );
     assert_eq!(
         ok("discovery: {attempts: 2, mapping: {a: b}}\n").1["discovery"],
         json!({"port": 4520, "mapping": {"a": "b"}, "attempts": 2})
     );
-    assert_eq!(err("discovery: {nope: 1}\n"), "Unknown discovery option: nope");
+    assert_eq!(
+        err("discovery: {nope: 1}\n"),
+        "Unknown discovery option: nope"
+    );
     assert!(err("publish_signing_algorithm: MD5\n").contains("'MD5' is not valid"));
 }
 
@@ -216,22 +251,22 @@ fn keep_acl_in_token_with_rest_and_environment() {
 
 #[test]
 fn includes_and_conf_file() {
-    let (r, _) = ok("");
-    let conf = Path::new(&r).join("conf");
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display().to_string();
+    let conf = dir.path().join("conf");
     std::fs::create_dir_all(conf.join("master.d")).unwrap();
-    std::fs::write(conf.join("master.d/a.conf"), "keep_jobs: 5\nfile_roots: {dev: [/d]}\n").unwrap();
     std::fs::write(
-        conf.join("master"),
-        format!("root_dir: {r}\nconf_file: /ignored\nfile_roots: {{base: [/b]}}\n"),
+        conf.join("master.d/a.conf"),
+        "keep_jobs: 5\nfile_roots: {dev: [/d]}\n",
     )
     .unwrap();
-    let v = master_values_with(&LoadOptions::new(&conf).hostname("box"), &facts()).unwrap();
+    let main = format!("root_dir: {r}\nconf_file: /ignored\nfile_roots: {{base: [/b]}}\n");
+    let v = values_in(&dir, &main).unwrap();
     assert_eq!(v["conf_file"], format!("{r}/conf/master"));
     assert_eq!(v["keep_jobs"], 5);
     // default_include replaces top-level options (no deep merge with the main file).
     assert_eq!(v["file_roots"], json!({"dev": ["/d"]}));
-    std::fs::write(conf.join("master"), "{{").unwrap();
-    assert!(master_values_with(&LoadOptions::new(&conf), &facts()).is_err());
+    assert!(values_in(&dir, "{{").is_err());
 }
 
 #[test]
@@ -246,7 +281,11 @@ fn defaults_file_is_complete() {
         .collect();
     assert_eq!(computed, ["ipc_write_buffer", "ssh_config_file", "user"]);
     assert_eq!(
-        doc["computed"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        doc["computed"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
         computed
     );
     assert!(defaults.len() > 300);
