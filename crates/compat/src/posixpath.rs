@@ -58,6 +58,18 @@ pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// `os.path.dirname`: up to the last `/`, trailing slashes dropped unless it is all slashes.
+pub fn dirname(path: &str) -> &str {
+    match path.rfind('/') {
+        None => "",
+        Some(i) => {
+            let head = &path[..=i];
+            let trimmed = head.trim_end_matches('/');
+            if trimmed.is_empty() { head } else { trimmed }
+        }
+    }
+}
+
 /// `os.path.abspath`, the working directory given: `normpath(join(cwd, path))`.
 pub fn abspath(path: &str, cwd: &str) -> String {
     if isabs(path) {
@@ -115,6 +127,9 @@ mod tests {
         assert_eq!(salt_join("/", &["/var/log"]), "/var/log");
         assert_eq!(basename("/usr/bin/salt-master"), "salt-master");
         assert_eq!(basename("x/"), "");
+        assert_eq!(dirname("/a/b//c"), "/a/b");
+        assert_eq!(dirname("//x"), "//");
+        assert_eq!(dirname("x"), "");
         assert_eq!(abspath("a/../b", "/cwd"), "/cwd/b");
         assert_eq!(abspath("/x/", "/cwd"), "/x");
     }

@@ -270,7 +270,10 @@ fn generated_master_defaults_are_salts() {
     let salt = salt_defaults(&venv);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/salt-master-defaults.json");
     let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(data["salt"], salt["version"], "regenerate with the venv's Salt");
+    assert_eq!(
+        data["salt"], salt["version"],
+        "regenerate with the venv's Salt"
+    );
     let (ours, theirs) = (
         data["defaults"].as_object().unwrap(),
         salt["master"].as_object().unwrap(),
