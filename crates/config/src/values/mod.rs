@@ -19,10 +19,11 @@
 //! Nothing here logs the values: they hold the configuration's secrets.
 
 mod checks;
+mod root;
 
 use std::path::Path;
 
-use salt_compat::posixpath::{abspath, basename, isabs, join, salt_join};
+use salt_compat::posixpath::{abspath, basename, isabs, join};
 use salt_compat::{py_json_str, py_truthy_json};
 use serde_json::{Map, Value, json};
 
@@ -290,7 +291,7 @@ fn apply(
         opts.insert("ipc_write_buffer".into(), json!(0));
     }
     set_id(&mut opts, load);
-    prepend_root_dirs(&mut opts, &facts.cwd)?;
+    root::prepend_root_dirs(&mut opts, &facts.cwd)?;
     cluster(&mut opts);
     for key in ["open_mode", "auto_accept"] {
         let on = opts.get(key) == Some(&Value::Bool(true));
@@ -383,99 +384,6 @@ fn set_id(opts: &mut Map<String, Value>, load: &LoadOptions) {
     }
     if append_master && let Some(Value::String(id)) = opts.get_mut("id") {
         id.push_str("_master");
-    }
-}
-
-/// The options `apply_master_config` prefixes with `root_dir`.
-const PREPEND_ROOT_DIRS: &[&str] = &[
-    "pki_dir",
-    "cachedir",
-    "pidfile",
-    "sock_dir",
-    "extension_modules",
-    "autosign_file",
-    "autoreject_file",
-    "token_dir",
-    "syndic_dir",
-    "sqlite_queue_dir",
-    "autosign_grains_dir",
-];
-
-/// `prepend_root_dir(opts, PREPEND_ROOT_DIRS + the log files that are paths)`.
-fn prepend_root_dirs(opts: &mut Map<String, Value>, cwd: &str) -> Result<(), ValuesError> {
-    let root_dir = abspath(&text(opts, "root_dir")?, cwd);
-    let logs = ["log_file", "key_logfile", "ssh_log_file"];
-    let keys: Vec<&str> = PREPEND_ROOT_DIRS
-        .iter()
-        .copied()
-        .chain(
-            logs.into_iter()
-                .filter(|k| should_prepend_root_dir(opts, k)),
-        )
-        .collect();
-    for key in keys {
-        let Some(value) = opts.get(key) else {
-            continue;
-        };
-        let path = match value {
-            Value::String(p) => p.clone(),
-            other => {
-                return Err(ValuesError::Invalid(format!(
-                    "{key}: expected a path, found {}",
-                    salt_compat::py_json_repr(other)
-                )));
-            }
-        };
-        if let Some(p) = prepend_root_dir(&root_dir, &path) {
-            opts.insert(key.into(), json!(p));
-        }
-    }
-    Ok(())
-}
-
-/// Salt's `prepend_root_dir` for one path, Salt's `ROOT_DIR` being `/` (so its "default
-/// root" prefix is empty and every absolute path matches it): `None` when it is kept.
-fn prepend_root_dir(root_dir: &str, path: &str) -> Option<String> {
-    let def = path.is_empty() || path.starts_with('/');
-    let under_root = (!root_dir.is_empty()
-        && (path == root_dir || path.starts_with(&format!("{root_dir}/"))))
-    .then(|| &path[root_dir.len()..]);
-    // Python: `tmp_path_def_root_dir` is the whole path (truthy unless empty).
-    let tmp_def = def.then_some(path).filter(|p| !p.is_empty());
-    let tmp_root = under_root.filter(|p| !p.is_empty());
-    let rest = match (tmp_def, tmp_root) {
-        (Some(d), None) => d,
-        (None, Some(r)) | (Some(_), Some(r)) => r,
-        (None, None) if isabs(path) => return None,
-        (None, None) => path,
-    };
-    Some(salt_join(root_dir, &[rest]))
-}
-
-/// `should_prepend_root_dir`: set, not `None`, and not a URL (`syslog://`, `udp://`,
-/// `file://`...: `urllib.parse.urlparse(value).scheme` is empty).
-fn should_prepend_root_dir(opts: &Map<String, Value>, key: &str) -> bool {
-    match opts.get(key) {
-        Some(Value::String(v)) => url_scheme(v).is_empty(),
-        _ => false,
-    }
-}
-
-/// The scheme `urllib.parse.urlsplit` finds: the text before the first `:` when it starts
-/// with an ASCII letter and holds only letters, digits, `+`, `-` and `.`.
-fn url_scheme(url: &str) -> &str {
-    let url = url.trim_start_matches(|c: char| c <= ' ');
-    match url.find(':') {
-        Some(i)
-            if i > 0
-                && url.as_bytes()[0].is_ascii_alphabetic()
-                && url[..i]
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) =>
-        {
-            &url[..i]
-        }
-        _ => "",
     }
 }
 

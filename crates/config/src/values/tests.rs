@@ -2,6 +2,7 @@
 //! are what Salt 3007.17's `salt.config.master_config()` answers for the same file (checked
 //! by hand; tests/tests/interop_wheel.rs compares whole answers with Salt's).
 
+use super::root::{prepend_root_dir, url_scheme};
 use super::*;
 
 fn facts() -> Facts {
