@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Daemon, Side, serial, venv_for};
 use salt_integration_tests::{
-    MasterConf, ProcSpec, SaltVenv, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
+    MasterConf, SaltVenv, TempRoot, Yaml, bins, free_port_pair, run_with_timeout,
 };
 use serde_json::Value;
 
@@ -285,24 +285,16 @@ fn scenario(venv: &SaltVenv, side: &Side, salt_run: &std::path::Path) -> Value {
     master
         .wait_master_ready("127.0.0.1", ports.0, ports.1)
         .unwrap();
-    let work = root.dir("work").unwrap();
-    let script = work.join("wheel.py");
-    std::fs::write(&script, WHEEL).unwrap();
     let conf = master.conf_dir.join("master");
-    let spec = ProcSpec::new("wheel", venv.bin("python"), &work).args([
-        script.as_os_str(),
-        conf.as_os_str(),
-        dir.as_os_str(),
-    ]);
-    let mut c = std::process::Command::new(&spec.program);
-    c.args(&spec.args);
-    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
-    let line = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", master.proc.tail(40)));
-    let mut result: Value = serde_json::from_str(line).unwrap();
+    let line = python_result(
+        venv,
+        &root,
+        WHEEL,
+        &[conf.as_os_str(), dir.as_os_str()],
+        &label,
+        &master,
+    );
+    let mut result: Value = serde_json::from_str(&line).unwrap();
     // Each call is a job of the master in the job cache: (function, target, user) listed.
     let mut c = std::process::Command::new(salt_run);
     c.arg("-c").arg(&master.conf_dir).args([
@@ -480,18 +472,15 @@ fn runners(venv: &SaltVenv, side: &Side, minion_side: &Side, salt_run: &std::pat
     let mut out = serde_json::Map::new();
 
     // event.send, seen on the bus.
-    let work = root.dir("work").unwrap();
-    let script = work.join("send.py");
-    std::fs::write(&script, SEND).unwrap();
-    let mut c = std::process::Command::new(venv.bin("python"));
-    c.arg(&script).arg(&conf_dir).arg(salt_run);
-    let got = run_with_timeout(c, Duration::from_secs(300)).unwrap();
-    let line = got
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("{label}: {got:?}\n{}", master.proc.tail(40)));
-    out.insert("event.send".into(), serde_json::from_str(line).unwrap());
+    let line = python_result(
+        venv,
+        &root,
+        SEND,
+        &[conf_dir.as_os_str(), salt_run.as_os_str()],
+        &label,
+        &master,
+    );
+    out.insert("event.send".into(), serde_json::from_str(&line).unwrap());
 
     // Two jobs, then the filters.
     let cli = SaltCli::new(side, &conf_dir);
@@ -657,4 +646,165 @@ fn chrono_now() -> String {
         .output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// `config.values` through the clear `wheel` command with the root key, as `WheelClient`
+/// sends it: the whole answer (`json.dumps`, `repr` for what JSON has no type for).
+const CONFIG_VALUES: &str = r#"
+import json, sys
+import salt.config, salt.channel.client
+conf = sys.argv[1]
+opts = salt.config.client_config(conf)
+key = open(opts["cachedir"] + "/.root_key").read()
+chan = salt.channel.client.ReqChannel.factory(opts, crypt="clear")
+r = chan.send(dict(cmd="wheel", fun="config.values", key=key))
+chan.close()
+print("RESULT " + json.dumps({"success": r["data"]["success"], "return": r["data"]["return"]},
+                             sort_keys=True, default=repr), flush=True)
+"#;
+
+/// `config.values` (issue #34): Salt's master and ours, on the same files (a main file with
+/// Salt's quirks to replay, `master.d/*.conf`, `include:`), answer the same configuration,
+/// key by key. Normalised: each side's temporary root (`<tmp>`) and its two ports.
+#[test]
+fn config_values_3007() {
+    let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
+        return;
+    };
+    let _guard = serial();
+    let salts = config_values(&venv, &Side::Salt(venv.clone()));
+    let ours = config_values(&venv, &Side::Ours(bins().unwrap()));
+    assert_eq!(salts["success"], Value::Bool(true), "Salt: {salts}");
+    let (s, o) = (
+        salts["return"]
+            .as_object()
+            .expect("Salt's answer is a mapping"),
+        ours["return"].as_object().expect("our answer is a mapping"),
+    );
+    let mut keys: Vec<&String> = s.keys().chain(o.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter(|k| s.get(*k) != o.get(*k))
+        .map(|k| format!("{k}: Salt {:?}, ours {:?}", s.get(k), o.get(k)))
+        .collect();
+    assert!(
+        diffs.is_empty(),
+        "{} of {} keys differ:\n{}",
+        diffs.len(),
+        s.len(),
+        diffs.join("\n")
+    );
+    assert!(s.len() > 340, "{}", s.len());
+    println!(
+        "{} keys equal; e.g. {}",
+        s.len(),
+        serde_json::json!({"__cli": s["__cli"], "conf_file": s["conf_file"], "id": s["id"],
+                           "my_site_option": s["my_site_option"], "nodegroups": s["nodegroups"],
+                           "ssh_minion_opts": s["ssh_minion_opts"], "keep_jobs": s["keep_jobs"],
+                           "file_ignore_regex": s["file_ignore_regex"], "utils_dirs": s["utils_dirs"],
+                           "cluster_peers": s["cluster_peers"], "ssh_config_file": s["ssh_config_file"]})
+    );
+}
+
+/// One side's `config.values`, its temporary root and ports replaced by names.
+fn config_values(venv: &SaltVenv, side: &Side) -> Value {
+    let label = format!("Salt 3007.17, {} master", side.label());
+    println!("== {label}");
+    let root = TempRoot::new().unwrap();
+    let ports = free_port_pair().unwrap();
+    let dir = root.path().join("m");
+    let users = root.path().join("eauth_users");
+    std::fs::write(&users, "fred:secret\n").unwrap();
+    let srv = dir.join("srv");
+    std::fs::create_dir_all(srv.join("salt")).unwrap();
+    std::fs::create_dir_all(srv.join("pillar")).unwrap();
+    let mconf = MasterConf::new(&dir)
+        .id("cfgmaster")
+        .ports(ports.0, ports.1)
+        .set("worker_threads", 2u32)
+        .set(
+            "external_auth",
+            Yaml::Raw(format!(
+                "{{file: {{'^filename': '{}', fred: ['@wheel']}}}}",
+                users.display()
+            )),
+        )
+        .set(
+            "file_roots",
+            Yaml::Raw(format!("{{base: ['{}']}}", srv.join("salt").display())),
+        )
+        .set(
+            "pillar_roots",
+            Yaml::Raw(format!("{{base: ['{}']}}", srv.join("pillar").display())),
+        )
+        .set("include", "extra/*.conf")
+        .set("file_ignore_glob", "*.pyc")
+        .set("cluster_peers", Yaml::Raw("[peer1]".into()))
+        .set(
+            "nodegroups",
+            Yaml::Raw("{web: 'web*', db: 'L@db1,db2'}".into()),
+        );
+    let conf_dir = mconf.conf_dir();
+    std::fs::create_dir_all(conf_dir.join("master.d")).unwrap();
+    std::fs::create_dir_all(conf_dir.join("extra")).unwrap();
+    std::fs::write(
+        conf_dir.join("master.d/10-site.conf"),
+        "keep_jobs: 12\nmy_site_option: {nested: [1, 2], mode: 0750}\n\
+         ssh_minion_opts: {gitfs_remotes: [], pillar_opts: true, ssh_merge_pillar: true, x: 1}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        conf_dir.join("extra/a.conf"),
+        "keep_jobs_seconds: 7200\nfile_ignore_regex: '\\.bak$'\n",
+    )
+    .unwrap();
+    let mut master = Daemon::start_master(side, &mconf).unwrap();
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .unwrap();
+    let conf = master.conf_dir.join("master");
+    let line = python_result(
+        venv,
+        &root,
+        CONFIG_VALUES,
+        &[conf.as_os_str()],
+        &label,
+        &master,
+    );
+    let text = line.replace(&root.path().display().to_string(), "<tmp>");
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    master.proc.stop(Duration::from_secs(15));
+    if let Some(m) = v["return"].as_object_mut() {
+        for (key, port) in [("publish_port", ports.0), ("ret_port", ports.1)] {
+            if m.get(key) == Some(&Value::from(port)) {
+                m.insert(key.into(), format!("<{key}>").into());
+            }
+        }
+    }
+    v
+}
+
+/// Runs `script` with the venv's python (in `root/work`) and `args`: the text after its
+/// `RESULT ` line (the master's log tail in the panic when there is none).
+fn python_result(
+    venv: &SaltVenv,
+    root: &TempRoot,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    label: &str,
+    master: &Daemon,
+) -> String {
+    let work = root.dir("work").unwrap();
+    let path = work.join("script.py");
+    std::fs::write(&path, script).unwrap();
+    let mut c = std::process::Command::new(venv.bin("python"));
+    c.arg(&path).args(args);
+    let out = run_with_timeout(c, Duration::from_secs(300)).unwrap();
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("{label}: {out:?}\n{}", master.proc.tail(40)))
 }

@@ -12,12 +12,15 @@
 //! * [`json`]: JSON values to msgpack values and back, key order kept;
 //! * [`map_get`]: `dict.get` on a decoded msgpack map;
 //! * [`py_truthy`], [`py_truthy_json`]: Python's `bool(x)`;
+//! * [`posixpath`]: `os.path.normpath`/`join`/`abspath` on text and Salt's
+//!   `salt.utils.path.join`;
 //! * [`LOCALE_VARS`]: what `cmd.run` sets to `C` (Salt's `reset_system_locale`).
 
 pub mod fnmatch;
 pub mod id;
 pub mod json;
 mod map;
+pub mod posixpath;
 mod repr;
 pub mod time;
 mod truth;

@@ -45,6 +45,7 @@ mod returners;
 mod salt3008;
 mod source;
 mod types;
+mod values;
 
 pub use cli::{VERSION, check_config_file};
 pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
@@ -68,6 +69,7 @@ pub use types::{
     EncryptionAlgorithm, HashType, LogFile, LogLevel, MasterAddr, MasterType, Masters,
     PublisherAclBlacklist, Secret, SigningAlgorithm,
 };
+pub use values::{ValuesError, master_values};
 
 /// Salt's default configuration directory (`salt.syspaths.CONFIG_DIR`).
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/salt";

@@ -316,6 +316,9 @@ salt_options! {
         pub reactor: crate::ReactorConfig,
         /// salt-api's options (`rest_cherrypy`, `netapi_enable_clients`, ...).
         pub api: crate::netapi::ApiOptions,
+        /// Where this configuration was read from, and the process facts it was read with
+        /// (the wheel's `config.values` re-reads the files: [`crate::master_values`]).
+        pub load_options: LoadOptions,
     }
 }
 
@@ -467,6 +470,7 @@ impl crate::load::Role for MasterConfig {
                 fileserver: FileServerConfig::read(r),
                 reactor: crate::ReactorConfig::read(r),
                 api: crate::netapi::read(r, &paths.root_dir),
+                load_options: opts.clone(),
                 pillar_roots: r.get("pillar_roots", default_pillar_roots(), string_list_map),
                 pillar_source_merging_strategy: r.get(
                     "pillar_source_merging_strategy",

@@ -245,7 +245,18 @@ pub(crate) fn expand_user(path: &str, home: Option<&Path>) -> String {
 
 /// Python's `glob.glob` for `*`, `?` and `[...]`: matches path components one by one; a
 /// wildcard does not match a leading `.` unless the pattern component starts with one.
+/// The names matched in each directory are sorted (Salt sorts what `include:` matches).
 pub fn glob(pattern: &Path) -> Vec<PathBuf> {
+    glob_in(pattern, true)
+}
+
+/// [`glob`] with each directory's names in the order the directory lists them, as
+/// Python's `glob.glob` returns them (`os.scandir` order).
+pub(crate) fn glob_unsorted(pattern: &Path) -> Vec<PathBuf> {
+    glob_in(pattern, false)
+}
+
+fn glob_in(pattern: &Path, sort: bool) -> Vec<PathBuf> {
     let mut current: Vec<PathBuf> = vec![PathBuf::new()];
     for component in pattern.components() {
         let part = component.as_os_str().to_string_lossy();
@@ -270,7 +281,9 @@ pub fn glob(pattern: &Path) -> Vec<PathBuf> {
                     .filter(|name| !name.starts_with('.') || part.starts_with('.'))
                     .filter(|name| salt_compat::fnmatch(name, &part))
                     .collect();
-                names.sort();
+                if sort {
+                    names.sort();
+                }
                 next.extend(names.into_iter().map(|n| base.join(n)));
             }
         }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Value as Mj};
 use minijinja::{Error, ErrorKind, State};
 use rmpv::Value;
+use salt_compat::posixpath;
 
 use crate::Context;
 use crate::values::{from_jinja, mutable, to_jinja, update_in_place};
@@ -162,38 +163,6 @@ impl Args<'_> {
     }
 }
 
-/// Python's `os.path.join`.
-fn os_path_join(parts: &[String]) -> String {
-    let mut out = String::new();
-    for p in parts {
-        if p.starts_with('/') || out.is_empty() {
-            out = p.clone();
-        } else {
-            if !out.ends_with('/') {
-                out.push('/');
-            }
-            out.push_str(p);
-        }
-    }
-    out
-}
-
-/// Python's `os.path.dirname`.
-fn os_path_dirname(p: &str) -> String {
-    match p.rfind('/') {
-        None => String::new(),
-        Some(i) => {
-            let head = &p[..=i];
-            let trimmed = head.trim_end_matches('/');
-            if trimmed.is_empty() {
-                head.to_owned()
-            } else {
-                trimmed.to_owned()
-            }
-        }
-    }
-}
-
 fn log_to_tracing(fun: &str, msg: &str) {
     match fun {
         "debug" => tracing::debug!(target: "salt.loaded.int.module.logmod", "{msg}"),
@@ -281,12 +250,17 @@ pub(crate) fn call(ctx: &Context, name: &str, pos: &[Mj], kw: &Kwargs) -> Result
         ))),
         "file.join" => {
             let parts: Vec<String> = pos.iter().map(str_of).collect();
-            Ok(Mj::from(os_path_join(&parts)))
+            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let joined = parts
+                .split_first()
+                .map(|(first, rest)| posixpath::join(first, rest))
+                .unwrap_or_default();
+            Ok(Mj::from(joined))
         }
-        "file.dirname" => Ok(Mj::from(os_path_dirname(&a.text(0, "path", "")))),
+        "file.dirname" => Ok(Mj::from(posixpath::dirname(&a.text(0, "path", "")))),
         "file.basename" => {
             let p = a.text(0, "path", "");
-            Ok(Mj::from(p.rsplit('/').next().unwrap_or_default()))
+            Ok(Mj::from(posixpath::basename(&p)))
         }
         "slsutil.serialize" => serialize(&a),
         _ if name.starts_with("log.") => {

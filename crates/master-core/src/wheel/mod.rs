@@ -8,14 +8,14 @@
 //!   group: its database), firing Salt's `salt/key` events;
 //! * [`roots`]: `file_roots.*` and `pillar_roots.*` (`find`, `list_env`, `list_roots`,
 //!   `read`, `write`);
-//! * `minions.connected`, `error.error`.
+//! * `config.values` (the master's configuration as Salt's `master_config()` gives it:
+//!   `salt_config::master_values`), `minions.connected`, `error.error`.
 //!
 //! Return values have Salt 3007's shapes; a call that does not fit the function's Python
 //! signature answers Salt's texts; what Salt raises is answered as Salt's client does
 //! (`Exception occurred in wheel <fun>: ...`, `success: False`), the Python traceback
-//! replaced by one line saying so. Functions salt-rs does not implement (`config.values`,
-//! `config.apply`, `config.update_config`, `key.gen_keys`, `key.gen_signature`) are refused
-//! by name. Each call is stored in the job cache as Salt stores it (a job of the master,
+//! replaced by one line saying so. Functions salt-rs does not implement (`config.apply`,
+//! `config.update_config`, `key.gen_keys`, `key.gen_signature`) are refused by name. Each call is stored in the job cache as Salt stores it (a job of the master,
 //! [`crate::jobs::store_master_job`]; `wheelclient_returns: False` turns that off).
 
 pub(crate) mod key;
@@ -115,11 +115,11 @@ const WHEELS: &[Wheel] = &[
     wheel("pillar_roots.list_roots", "list_roots", &[], 0, &[]),
     wheel("pillar_roots.read", "read", FIND, 1, BASE),
     wheel("pillar_roots.write", "write", WRITE, 2, &["\"base\"", "0"]),
+    wheel("config.values", "values", &[], 0, &[]),
 ];
 
 /// Salt 3007 wheel functions salt-rs does not implement: refused by name.
 const NOT_IMPLEMENTED: &[&str] = &[
-    "config.values",
     "config.apply",
     "config.update_config",
     "key.gen_keys",
@@ -447,11 +447,24 @@ fn dispatch(shared: &Shared, fun: &str, a: &Args) -> Answer {
             Ok(json!(v))
         }
         Some(("error", "error")) => error(a),
+        Some(("config", "values")) => config_values(shared),
         _ => Err(Fail::Raise(
             "salt.exceptions.CommandExecutionError".into(),
             format!("'{fun}' is not available."),
         )),
     }
+}
+
+/// `config.values()`: `salt.config.master_config(conf_file)`, the files re-read now
+/// (`salt_config::master_values`). The answer holds the configuration's secrets, as Salt's
+/// does: it is never logged.
+fn config_values(shared: &Shared) -> Answer {
+    salt_config::master_values(&shared.cfg.load_options).map_err(|e| {
+        Fail::Raise(
+            "salt.exceptions.SaltConfigurationError".into(),
+            e.to_string(),
+        )
+    })
 }
 
 /// `error.error(name=None, message="")`: `{}`, or raise exception `name` (Salt's
