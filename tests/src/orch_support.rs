@@ -1,5 +1,5 @@
 //! What the orchestration tests share (`orchestrate*.rs`): running `salt-run` on either side,
-//! reading its JSON, and taking out what differs per run.
+//! reading its JSON, taking out what differs per run, and a master with its minions up.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cli::CmdOutput;
-use crate::interop_support::Side;
+use crate::interop_support::{Daemon, SaltCli, Side};
+use crate::{MasterConf, MinionConf};
 
 /// A return without what differs per run: times, jids, pids.
 pub fn drop_run_keys(v: &Value) -> Value {
@@ -101,4 +102,33 @@ pub fn json_of(out: &CmdOutput) -> Value {
         .filter_map(Result::ok)
         .last()
         .unwrap_or_else(|| panic!("{}: not JSON:\n{}\n{}", out.cmd, out.stdout, out.stderr))
+}
+
+/// `master_side`'s master started from `conf` (listening on `ports`) and one `py` minion per
+/// `(id, config)` in `minions`: both ready, and every minion answering `test.ping` through the
+/// master (90 s each) before the orchestration under test runs.
+pub fn master_with_minions(
+    master_side: &Side,
+    conf: &MasterConf,
+    ports: (u16, u16),
+    py: &Side,
+    minions: Vec<(&str, MinionConf)>,
+) -> (Daemon, Vec<Daemon>) {
+    let mut master = Daemon::start_master(master_side, conf).expect("start the master");
+    master
+        .wait_master_ready("127.0.0.1", ports.0, ports.1)
+        .expect("the master is ready");
+    let started: Vec<(&str, Daemon)> = minions
+        .into_iter()
+        .map(|(id, c)| (id, Daemon::start_minion(py, &c).expect("start a minion")))
+        .collect();
+    for (_, m) in &started {
+        m.wait_minion_ready().expect("the minion is ready");
+    }
+    let cli = SaltCli::new(master_side, &master.conf_dir);
+    for (id, _) in &started {
+        cli.until_answer(id, &[id, "test.ping"], Duration::from_secs(90))
+            .unwrap_or_else(|e| panic!("{id} answers test.ping: {e}"));
+    }
+    (master, started.into_iter().map(|(_, m)| m).collect())
 }

@@ -29,8 +29,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
-use salt_integration_tests::orch_support::{drop_run_keys_and, files_under, json_of, salt_run};
+use salt_integration_tests::interop_support::{Side, serial, venv_for};
+use salt_integration_tests::orch_support::{
+    drop_run_keys_and, files_under, json_of, master_with_minions, salt_run,
+};
 use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_testkit::write_file;
@@ -189,27 +191,22 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
     for id in MINIONS {
         std::fs::create_dir_all(out.join(id)).unwrap();
     }
-    let mut master = Daemon::start_master(master_side, &master_conf(root, name, ports)).unwrap();
-    master
-        .wait_master_ready("127.0.0.1", ports.0, ports.1)
-        .unwrap();
-    let minions: Vec<Daemon> = MINIONS
+    let minions = MINIONS
         .iter()
         .map(|id| {
             let conf = MinionConf::new(root.join(format!("{name}-{id}")), id)
                 .ports(ports.0, ports.1)
                 .set("auth_timeout", 10u32);
-            Daemon::start_minion(py, &conf).unwrap()
+            (*id, conf)
         })
         .collect();
-    for m in &minions {
-        m.wait_minion_ready().unwrap();
-    }
-    let cli = SaltCli::new(master_side, &master.conf_dir);
-    for id in MINIONS {
-        cli.until_answer(id, &[id, "test.ping"], Duration::from_secs(90))
-            .unwrap();
-    }
+    let (mut master, minions) = master_with_minions(
+        master_side,
+        &master_conf(root, name, ports),
+        ports,
+        py,
+        minions,
+    );
     step(t0, &format!("{name}: master and minions up"));
     let conf = master.conf_dir.clone();
     let mut seen = Seen::default();

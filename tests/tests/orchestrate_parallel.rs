@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
-use salt_integration_tests::orch_support::{drop_run_keys, files_under};
+use salt_integration_tests::interop_support::{Side, serial, venv_for};
+use salt_integration_tests::orch_support::{drop_run_keys, files_under, master_with_minions};
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_integration_tests::{cli::CmdOutput, require};
 use salt_testkit::write_file;
@@ -76,18 +76,11 @@ fn run_side(root: &Path, name: &str, side: &Side) -> Seen {
             "pillar_roots",
             Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
         );
-    let mut master = Daemon::start_master(side, &conf).unwrap();
-    master
-        .wait_master_ready("127.0.0.1", ports.0, ports.1)
-        .unwrap();
     let mconf = MinionConf::new(root.join(format!("{name}-{MINION}")), MINION)
         .ports(ports.0, ports.1)
         .set("auth_timeout", 10u32);
-    let minion = Daemon::start_minion(side, &mconf).unwrap();
-    minion.wait_minion_ready().unwrap();
-    let cli = SaltCli::new(side, &master.conf_dir);
-    cli.until_answer(MINION, &[MINION, "test.ping"], Duration::from_secs(90))
-        .unwrap();
+    let (mut master, minions) =
+        master_with_minions(side, &conf, ports, side, vec![(MINION, mconf)]);
     let bin = side.salt_bin().with_file_name("salt-run");
     let r: CmdOutput = salt_integration_tests::cli::salt(
         &bin,
@@ -106,7 +99,7 @@ fn run_side(root: &Path, name: &str, side: &Side) -> Seen {
         code: r.status.and_then(|s| s.code()),
         files: files_under(&out),
     };
-    drop(minion);
+    drop(minions);
     master.proc.stop(Duration::from_secs(20));
     seen
 }

@@ -32,8 +32,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use salt_integration_tests::interop_support::{Daemon, SaltCli, Side, serial, venv_for};
-use salt_integration_tests::orch_support::{drop_run_keys, json_of, salt_run, strip_times};
+use salt_integration_tests::interop_support::{Side, serial, venv_for};
+use salt_integration_tests::orch_support::{
+    drop_run_keys, json_of, master_with_minions, salt_run, strip_times,
+};
 use salt_integration_tests::require;
 use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_testkit::write_file;
@@ -146,19 +148,12 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side) -> (Seen, bo
             "pillar_roots",
             Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
         );
-    let mut master = Daemon::start_master(master_side, &conf).unwrap();
-    master
-        .wait_master_ready("127.0.0.1", ports.0, ports.1)
-        .unwrap();
     let mconf = MinionConf::new(root.join(format!("{name}-minion")), MINION)
         .ports(ports.0, ports.1)
         .set("auth_timeout", 10u32)
         .set("mine_functions", Yaml::Raw("{test.ping: []}".into()));
-    let minion = Daemon::start_minion(py, &mconf).unwrap();
-    minion.wait_minion_ready().unwrap();
-    let cli = SaltCli::new(master_side, &master.conf_dir);
-    cli.until_answer(MINION, &[MINION, "test.ping"], Duration::from_secs(90))
-        .unwrap();
+    let (mut master, minions) =
+        master_with_minions(master_side, &conf, ports, py, vec![(MINION, mconf)]);
     let conf = master.conf_dir.clone();
     let out = root.join("out");
     let mut seen = Seen::new();
@@ -208,7 +203,7 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side) -> (Seen, bo
     }
     // `nested.outer`'s failhard stops before the touch.
     let touched = out.join("ewu-2016-12-13").exists();
-    drop(minion);
+    drop(minions);
     master.proc.stop(Duration::from_secs(20));
     (seen, touched)
 }

@@ -524,63 +524,6 @@ async fn keys_post(State(api): Shared, headers: HeaderMap, bytes: Bytes) -> Resp
     r
 }
 
-/// `Webhook.POST`: fires `salt/netapi/hook/<tag>` with the body, its data and the headers.
-async fn hook_post(
-    State(api): Shared,
-    headers: HeaderMap,
-    tag: Option<Path<String>>,
-    bytes: Bytes,
-) -> Response {
-    let f = try_fmt!(headers);
-    if !api.rc.webhook_disable_auth {
-        tri!(session_token(&api, &headers).await);
-    }
-    tri!(api.check_size(&bytes));
-    let b = tri!(body::read(&headers, &bytes));
-    let data = body::lowstate(b.data.clone()).map_or(json!({}), |l| match b.data {
-        Some(Value::Object(_)) => l.get(0).cloned().unwrap_or(json!({})),
-        _ => l,
-    });
-    let data = if data.is_null() { json!({}) } else { data };
-    let mut tag_path = "salt/netapi/hook".to_owned();
-    if let Some(Path(t)) = tag {
-        tag_path.push('/');
-        tag_path.push_str(t.trim_matches('/'));
-    }
-    let hdrs: Map<String, Value> = headers
-        .iter()
-        .map(|(k, v)| {
-            (
-                title_case(k.as_str()),
-                json!(v.to_str().unwrap_or_default()),
-            )
-        })
-        .collect();
-    let ok = api
-        .bus
-        .fire(
-            &tag_path,
-            json!({"body": b.raw, "post": data, "headers": hdrs}),
-        )
-        .await
-        .inspect_err(|e| tracing::warn!("firing {tag_path}: {e}"))
-        .is_ok();
-    reply(f, StatusCode::OK, &json!({"success": ok}))
-}
-
-/// CherryPy's header names: `Content-Type`.
-fn title_case(name: &str) -> String {
-    name.split('-')
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                .unwrap_or_default()
-        })
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
 async fn stats(State(api): Shared, headers: HeaderMap) -> Response {
     let f = try_fmt!(headers);
     if !api.rc.stats_disable_auth {
@@ -599,3 +542,6 @@ where
 {
     HttpBody::from_stream(s)
 }
+
+mod hook;
+use hook::hook_post;
