@@ -36,9 +36,18 @@ pub(crate) fn bind(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let listener = UnixListener::bind(&path)?;
+    // Bound under a temporary name, given its mode, then renamed into place: a client (or a
+    // test) never finds the socket with the umask's mode.
+    let tmp = sock_dir.join(format!(
+        ".{}.{}.tmp",
+        salt_client::local::SOCKET_NAME,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    let listener = UnixListener::bind(&tmp)?;
     let mode = if open_to_acl_users { 0o666 } else { 0o600 };
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+    std::fs::rename(&tmp, &path)?;
     Ok((listener, path))
 }
 
