@@ -15,7 +15,8 @@
 //! signature answers Salt's texts; what Salt raises is answered as Salt's client does
 //! (`Exception occurred in wheel <fun>: ...`, `success: False`), the Python traceback
 //! replaced by one line saying so. Functions salt-rs does not implement (`config.apply`,
-//! `config.update_config`, `key.gen_keys`, `key.gen_signature`) are refused by name. Each call is stored in the job cache as Salt stores it (a job of the master,
+//! `config.update_config`, `key.gen_keys`, `key.gen_signature`) are refused by name. Each
+//! call is stored in the job cache as Salt stores it (a job of the master,
 //! [`crate::jobs::store_master_job`]; `wheelclient_returns: False` turns that off).
 
 pub(crate) mod key;
