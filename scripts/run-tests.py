@@ -6,7 +6,9 @@ Most of the suite waits on real daemons (Salt's masters and minions, PostgreSQL,
 so one binary at a time leaves the machine idle; two binaries at once, each with one test
 thread, keep the load what `--test-threads=2` made it while the whole suite's wall time falls.
 
-- Binaries are built first (`cargo test --no-run`, so a build error stops the run as before)
+- Binaries are built first (`cargo test --no-run`, so a build error stops the run as before;
+  then `cargo build --profile test --workspace --bins`, the daemons the tests start, which
+  they take from SALT_RS_BIN_DIR)
   and run longest first, by the weights in scripts/test-weights.txt (seconds per binary from
   an earlier run; unknown binaries count as DEFAULT_WEIGHT), so the long ones do not end last.
 - A binary of the integration package (`salt-integration-tests`, real daemons) runs with one
@@ -84,6 +86,19 @@ def build():
         found.append((name, package_name(pkg), manifest_dir, exe))
     if proc.wait() != 0:
         sys.exit(proc.returncode or 101)
+    # The daemons and tools the integration tests start (tests/src/bins.rs, the swarm), built
+    # here with the workspace's feature resolution, which the build above already compiled
+    # the dependencies for; the tests then take them from SALT_RS_BIN_DIR instead of running
+    # `cargo build -p ...` themselves, whose narrower package selection resolved features
+    # differently and rebuilt part of the dependency tree inside the first test binary.
+    if "SALT_RS_BIN_DIR" not in os.environ:
+        bins = subprocess.run(
+            ["cargo", "build", "--profile", "test", "--workspace", "--bins"], cwd=ROOT
+        )
+        if bins.returncode != 0:
+            sys.exit(bins.returncode or 101)
+        target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+        os.environ["SALT_RS_BIN_DIR"] = os.path.join(target, "debug")
     return found
 
 

@@ -11,6 +11,8 @@
 //!
 //! `SALT_RS_BIN_DIR=<dir>` skips the build and takes the binaries from `<dir>` (for example a
 //! release build: `SALT_RS_BIN_DIR=target/release`).
+//! `scripts/run-tests.py` (CI) builds them once with the workspace's feature resolution
+//! (`cargo build --profile test --workspace --bins`) and sets it to `target/debug`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

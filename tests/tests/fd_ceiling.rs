@@ -20,8 +20,12 @@ use salt_integration_tests::{ProcSpec, wait_for_log, wait_until, workspace_root}
 const SWARM: usize = 500;
 const LIMIT: u32 = 300;
 
-/// The swarm load generator (package salt-examples), built like the other binaries.
+/// The swarm load generator (package salt-examples), built like the other binaries
+/// (`SALT_RS_BIN_DIR` set: taken from there, as they are).
 fn swarm_bin() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SALT_RS_BIN_DIR") {
+        return PathBuf::from(dir).join("swarm");
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(workspace_root())
