@@ -54,7 +54,7 @@ mkdir -p "$logdir"
 # Real runs build as cargo-fuzz's docs do (-O, AddressSanitizer). The CI smoke builds the
 # fuzz workspace's dev profile (opt-level 1, fuzz/Cargo.toml) without AddressSanitizer
 # (libFuzzer's coverage guidance stays): the release + ASan build of every target took 13.6
-# of the CI run's minutes on 2 cores; a 5-second smoke proves the targets build and survive
+# minutes of a local CI run on 2 cores (2026-11-29); a 5-second smoke proves the targets build and survive
 # their corpora, which the dev build does too (with debug assertions and overflow checks).
 if [ -n "${FUZZ_SMOKE:-}" ]; then
     mode=(--dev -s none)

@@ -104,6 +104,24 @@ pub fn json_of(out: &CmdOutput) -> Value {
         .unwrap_or_else(|| panic!("{}: not JSON:\n{}\n{}", out.cmd, out.stdout, out.stderr))
 }
 
+/// One Python minion's config per id in `ids` (its directory `root/<name>-<id>`), for the
+/// master on `ports`, with Salt's `auth_timeout` at 10 s.
+pub fn minion_confs<'a>(
+    root: &Path,
+    name: &str,
+    ids: &[&'a str],
+    ports: (u16, u16),
+) -> Vec<(&'a str, MinionConf)> {
+    ids.iter()
+        .map(|id| {
+            let conf = MinionConf::new(root.join(format!("{name}-{id}")), id)
+                .ports(ports.0, ports.1)
+                .set("auth_timeout", 10u32);
+            (*id, conf)
+        })
+        .collect()
+}
+
 /// `master_side`'s master started from `conf` (listening on `ports`) and one `py` minion per
 /// `(id, config)` in `minions`: both ready, and every minion answering `test.ping` through the
 /// master (90 s each) before the orchestration under test runs.

@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_support::{Side, serial, venv_for};
 use salt_integration_tests::orch_support::{
-    drop_run_keys_and, files_under, json_of, master_with_minions, salt_run, strip_times,
+    drop_run_keys_and, files_under, json_of, master_with_minions, minion_confs, salt_run,
+    strip_times,
 };
 use salt_integration_tests::require;
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::{MasterConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_testkit::write_file;
 use serde_json::Value;
 
@@ -116,15 +117,7 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side, t0: Instant)
     let ports = free_port_pair().unwrap();
     let out = root.join("out");
     fresh_out(&out);
-    let minions = MINIONS
-        .iter()
-        .map(|id| {
-            let conf = MinionConf::new(root.join(format!("{name}-{id}")), id)
-                .ports(ports.0, ports.1)
-                .set("auth_timeout", 10u32);
-            (*id, conf)
-        })
-        .collect();
+    let minions = minion_confs(root, name, &MINIONS, ports);
     let (mut master, minions) = master_with_minions(
         master_side,
         &master_conf(root, name, ports),

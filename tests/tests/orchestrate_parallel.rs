@@ -19,8 +19,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Side, serial, venv_for};
-use salt_integration_tests::orch_support::{drop_run_keys, files_under, master_with_minions};
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::orch_support::{
+    drop_run_keys, files_under, master_with_minions, minion_confs,
+};
+use salt_integration_tests::{MasterConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_integration_tests::{cli::CmdOutput, require};
 use salt_testkit::write_file;
 use serde_json::Value;
@@ -76,11 +78,8 @@ fn run_side(root: &Path, name: &str, side: &Side) -> Seen {
             "pillar_roots",
             Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
         );
-    let mconf = MinionConf::new(root.join(format!("{name}-{MINION}")), MINION)
-        .ports(ports.0, ports.1)
-        .set("auth_timeout", 10u32);
-    let (mut master, minions) =
-        master_with_minions(side, &conf, ports, side, vec![(MINION, mconf)]);
+    let minions = minion_confs(root, name, &[MINION], ports);
+    let (mut master, minions) = master_with_minions(side, &conf, ports, side, minions);
     let bin = side.salt_bin().with_file_name("salt-run");
     let r: CmdOutput = salt_integration_tests::cli::salt(
         &bin,

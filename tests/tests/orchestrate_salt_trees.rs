@@ -34,10 +34,10 @@ use std::time::Duration;
 
 use salt_integration_tests::interop_support::{Side, serial, venv_for};
 use salt_integration_tests::orch_support::{
-    drop_run_keys, json_of, master_with_minions, salt_run, strip_times,
+    drop_run_keys, json_of, master_with_minions, minion_confs, salt_run, strip_times,
 };
 use salt_integration_tests::require;
-use salt_integration_tests::{MasterConf, MinionConf, TempRoot, Yaml, bins, free_port_pair};
+use salt_integration_tests::{MasterConf, TempRoot, Yaml, bins, free_port_pair};
 use salt_testkit::write_file;
 
 const MINION: &str = "trees-minion";
@@ -148,12 +148,16 @@ fn run_side(root: &Path, name: &str, master_side: &Side, py: &Side) -> (Seen, bo
             "pillar_roots",
             Yaml::Raw(format!("{{base: ['{}']}}", root.join("pillar").display())),
         );
-    let mconf = MinionConf::new(root.join(format!("{name}-minion")), MINION)
-        .ports(ports.0, ports.1)
-        .set("auth_timeout", 10u32)
-        .set("mine_functions", Yaml::Raw("{test.ping: []}".into()));
-    let (mut master, minions) =
-        master_with_minions(master_side, &conf, ports, py, vec![(MINION, mconf)]);
+    let minions = minion_confs(root, name, &[MINION], ports)
+        .into_iter()
+        .map(|(id, c)| {
+            (
+                id,
+                c.set("mine_functions", Yaml::Raw("{test.ping: []}".into())),
+            )
+        })
+        .collect();
+    let (mut master, minions) = master_with_minions(master_side, &conf, ports, py, minions);
     let conf = master.conf_dir.clone();
     let out = root.join("out");
     let mut seen = Seen::new();
