@@ -16,6 +16,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
@@ -34,11 +35,20 @@ const INTERNAL: [&str; 7] = ["__id__", "__sls__", "name", "order", "fun", "key",
 /// A runner or wheel reaction waiting for a worker of the [`Pool`].
 type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// A queued [`Job`], and whether it claimed an idle worker when it was queued
+/// ([`Pool::fire_async`]).
+struct Queued {
+    job: Job,
+    claimed: bool,
+}
+
 /// Salt's `ReactWrap` pool (`salt.utils.process.ThreadPool`): `reactor_worker_threads`
 /// workers take runner and wheel reactions from a queue of `reactor_worker_hwm`; a reaction
 /// that finds the queue full is dropped (Salt's `fire_async` answers False) and logged.
 pub(crate) struct Pool {
-    tx: mpsc::Sender<Job>,
+    tx: mpsc::Sender<Queued>,
+    /// Workers waiting for a job and not yet claimed by one ([`Pool::fire_async`]).
+    idle: Arc<AtomicUsize>,
 }
 
 /// What a reaction dropped for a full queue is logged with (Salt's words).
@@ -48,39 +58,67 @@ const QUEUE_FULL: &str =
 impl Pool {
     /// `threads` workers (at least one) on a queue of `hwm` (at least one), until `stop`.
     pub(crate) fn start(threads: usize, hwm: usize, stop: &CancellationToken) -> Arc<Self> {
-        let (tx, rx) = mpsc::channel::<Job>(hwm.max(1));
+        let (tx, rx) = mpsc::channel::<Queued>(hwm.max(1));
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let idle = Arc::new(AtomicUsize::new(0));
         for _ in 0..threads.max(1) {
-            let (rx, stop) = (rx.clone(), stop.clone());
+            let (rx, stop, idle) = (rx.clone(), stop.clone(), idle.clone());
             tokio::spawn(async move {
                 loop {
-                    let job = {
+                    idle.fetch_add(1, Ordering::AcqRel);
+                    let queued = {
                         let mut rx = rx.lock().await;
                         tokio::select! {
                             () = stop.cancelled() => return,
                             j = rx.recv() => j,
                         }
                     };
-                    let Some(job) = job else { return };
+                    let Some(Queued { job, claimed }) = queued else {
+                        return;
+                    };
+                    if !claimed {
+                        // Saturating: a claim may have taken this worker's count already.
+                        let _ = idle.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                            n.checked_sub(1)
+                        });
+                    }
                     job.await;
                 }
             });
         }
-        Arc::new(Self { tx })
+        Arc::new(Self { tx, idle })
     }
 
-    /// Queue `job`; `Err` when the queue is full (the job is dropped).
-    fn fire_async(&self, job: impl Future<Output = ()> + Send + 'static) -> Result<(), String> {
-        self.tx
-            .try_send(Box::pin(job))
-            .map_err(|_| QUEUE_FULL.to_owned())
+    /// Queue the job `start` makes; `Err` when the queue is full (the job is dropped and
+    /// `start` is not called). When a worker is idle, `start` runs here, at once: a runner
+    /// reaction's `salt/run/<jid>/new` (fired by `start`) is then not held up by the
+    /// scheduling of a pool task behind the reactions after it (Salt's pool thread fires it as
+    /// soon as it takes the job, which an idle thread does at once); when every worker is
+    /// busy, `start` runs when a worker takes the job, as Salt's thread does.
+    fn fire_async<F>(&self, start: impl FnOnce() -> F + Send + 'static) -> Result<(), String>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let permit = self.tx.try_reserve().map_err(|_| QUEUE_FULL.to_owned())?;
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        let job: Job = if claimed {
+            Box::pin(start())
+        } else {
+            Box::pin(async move { start().await })
+        };
+        permit.send(Queued { job, claimed });
+        Ok(())
     }
 }
 
 /// Run one reaction (errors are logged). `local.` reactions are published before this
 /// returns; `runner.` and `wheel.` reactions are queued for the [`Pool`], where a runner's
-/// `salt/run/<jid>/new` is fired when it starts (as Salt's pool thread runs
-/// `RunnerClient.low`), so a long runner does not hold up the reactions after it.
+/// `salt/run/<jid>/new` is fired when a worker takes it (as Salt's pool thread runs
+/// `RunnerClient.low`; at once when a worker is idle), so a long runner does not hold up the
+/// reactions after it.
 pub(crate) async fn react(ctx: &Ctx, pool: &Pool, low: Low) {
     let text = |k: &str| {
         low.get(k)
@@ -125,14 +163,14 @@ async fn run(
                 raw.push(Value::Object(kw));
             }
             let (ctx, fun) = (ctx.clone(), fun.to_owned());
-            pool.fire_async(async move {
+            pool.fire_async(move || {
                 let (jid, _) = crate::runners::announce(&ctx.shared, &fun, &raw, EVENT_USER);
-                crate::runners::run_announced(&ctx, &jid, &fun, raw, EVENT_USER).await;
+                async move { crate::runners::run_announced(&ctx, &jid, &fun, raw, EVENT_USER).await }
             })
         }
         _ => {
             let (ctx, fun) = (ctx.clone(), fun.to_owned());
-            pool.fire_async(async move {
+            pool.fire_async(move || async move {
                 super::wheel::run(&ctx, &fun, arg, kwarg, EVENT_USER).await;
             })
         }
