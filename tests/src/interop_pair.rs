@@ -23,6 +23,8 @@ pub struct PairSide {
     pub cli: SaltCli,
     /// The master itself (its log: [`Daemon::count`]).
     pub master: Daemon,
+    /// Its `(publish_port, ret_port)`, for more minions.
+    pub ports: (u16, u16),
     run_bin: PathBuf,
 }
 
@@ -167,6 +169,7 @@ impl Pair {
                 id,
                 cli,
                 master,
+                ports,
                 run_bin,
             });
         }
