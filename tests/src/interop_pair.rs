@@ -23,6 +23,8 @@ pub struct PairSide {
     pub cli: SaltCli,
     /// The master itself (its log: [`Daemon::count`]).
     pub master: Daemon,
+    /// Its `(publish_port, ret_port)`, for more minions.
+    pub ports: (u16, u16),
     run_bin: PathBuf,
 }
 
@@ -118,6 +120,19 @@ impl Pair {
         ids: [&'static str; 2],
         conf: impl Fn(&Side, MasterConf) -> MasterConf,
     ) -> Pair {
+        Self::start_with_minions(root, ours, py_master, py_minion, ids, conf, |_, c| c)
+    }
+
+    /// [`Pair::start_each`] with what `minion` adds to each minion's config (given its id).
+    pub fn start_with_minions(
+        root: &Path,
+        ours: &Side,
+        py_master: &Side,
+        py_minion: &Side,
+        ids: [&'static str; 2],
+        conf: impl Fn(&Side, MasterConf) -> MasterConf,
+        minion: impl Fn(&str, MinionConf) -> MinionConf,
+    ) -> Pair {
         let mut started = Vec::new();
         for (side, id) in [(ours, ids[0]), (py_master, ids[1])] {
             let ports = free_port_pair().expect("free ports");
@@ -138,9 +153,12 @@ impl Pair {
             master
                 .wait_master_ready("127.0.0.1", ports.0, ports.1)
                 .unwrap_or_else(|e| panic!("{} master not ready: {e}", side.label()));
-            let n = MinionConf::new(root.join(id), id)
-                .ports(ports.0, ports.1)
-                .set("auth_timeout", 10u32);
+            let n = minion(
+                id,
+                MinionConf::new(root.join(id), id)
+                    .ports(ports.0, ports.1)
+                    .set("auth_timeout", 10u32),
+            );
             minions.push(Daemon::start_minion(py_minion, &n).expect("minion"));
             let run_bin = match side {
                 Side::Ours(b) => b.salt.with_file_name("salt-run"),
@@ -151,6 +169,7 @@ impl Pair {
                 id,
                 cli,
                 master,
+                ports,
                 run_bin,
             });
         }

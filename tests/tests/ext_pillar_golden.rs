@@ -2,8 +2,9 @@
 //! and pillar tree, Salt's pillar compiler (`salt-call --local pillar.items` with the
 //! `ext_pillar` options in its config) against ours (`salt_pillar::compile` with the options
 //! read by the master's config loader), `ext_pillar_first` both ways, `pillar_merge_lists`,
-//! a module called with the wrong arguments (`_errors`) and commands whose output does not
-//! parse (nothing merged, no error).
+//! every `pillar_source_merging_strategy` (top-file SLS that overlap, then the external
+//! pillar over them), a module called with the wrong arguments (`_errors`) and commands whose
+//! output does not parse (nothing merged, no error).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -18,11 +19,15 @@ const VERSION: &str = "3007.17";
 /// `pillar` while rendering (with `ext_pillar_first` it sees the external pillar).
 fn write_tree(dir: &Path) {
     let files = [
-        ("top.sls", "base:\n  '*':\n    - common\n    - seen\n"),
+        (
+            "top.sls",
+            "base:\n  '*':\n    - common\n    - over\n    - seen\n",
+        ),
         (
             "common.sls",
             "app:\n  name: from-top\n  port: 80\nlist: [top]\nowner: top\n",
         ),
+        ("over.sls", "app:\n  tier: over\n  port: 81\nlist: [over]\n"),
         (
             "seen.sls",
             "seen_role: {{ pillar.get('cmdb', {}).get('role', 'none') }}\n",
@@ -129,7 +134,7 @@ fn ext_pillar_first_is_overridden_by_the_top_file_and_seen_by_it() {
     ) else {
         return;
     };
-    assert_eq!(p["app"]["port"], 80);
+    assert_eq!(p["app"]["port"], 81, "the last top-file SLS (over) wins");
     assert_eq!(p["owner"], "top");
 }
 
@@ -143,6 +148,25 @@ fn pillar_merge_lists_joins_the_sources() {
         return;
     };
     assert!(p["list"].as_array().is_some_and(|l| l.len() > 1), "{p:#}");
+}
+
+#[test]
+fn every_pillar_source_merging_strategy() {
+    let _guard = serial();
+    for strategy in ["recurse", "overwrite", "aggregate", "none", "smart"] {
+        for lists in [false, true] {
+            let case =
+                format!("pillar_source_merging_strategy: {strategy}, pillar_merge_lists: {lists}");
+            let conf = format!(
+                "{BOTH}pillar_source_merging_strategy: {strategy}\n\
+                 pillar_merge_lists: {}\n",
+                if lists { "True" } else { "False" }
+            );
+            if compare(&case, &conf).is_none() {
+                return;
+            }
+        }
+    }
 }
 
 #[test]

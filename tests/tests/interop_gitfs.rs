@@ -8,7 +8,9 @@
 //! 2. `state.apply` (top file and states from git): same return, same files written;
 //! 3. a new commit, then `salt-run fileserver.update` on both: the new file is listed;
 //! 4. the remote made unreachable, `fileserver.update` again: both keep serving the last good
-//!    tree (ours also names the failing remote in the runner's answer and the log).
+//!    tree (ours also names the failing remote in the runner's answer and the log);
+//! 5. `cache.clear_git_lock gitfs` with no lock, then with a stale update lock on each remote
+//!    (Salt's `<cachedir>/gitfs/work/<hash>/_/update.lk`): the same answers.
 //!
 //! Salt's master gets GitPython through `PYTHONPATH` (installed once with the venv's `pip
 //! install --target target/gitfs-gitpython GitPython`). Under `CI=true` a missing `git`,
@@ -245,6 +247,29 @@ fn gitfs_3007() {
     assert_eq!(
         ours_run.salt_run(&["cache.clear_git_lock", "gitfs"]),
         salt_run.salt_run(&["cache.clear_git_lock", "gitfs"])
+    );
+    // A stale update lock on every remote (a process gone): both clear it the same way.
+    for side in [ours_run, salt_run] {
+        let work = side.master.dir.join("cache/gitfs/work");
+        let mut n = 0;
+        for hash in std::fs::read_dir(&work).unwrap() {
+            let lock = hash.unwrap().path().join("_/update.lk");
+            std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+            std::fs::write(&lock, "999999999\nsomewhere-else\n").unwrap();
+            n += 1;
+        }
+        assert_eq!(n, 2, "{}", work.display());
+    }
+    let cleared = ours_run.salt_run(&["cache.clear_git_lock", "gitfs", "type=update"]);
+    assert_eq!(
+        cleared,
+        salt_run.salt_run(&["cache.clear_git_lock", "gitfs", "type=update"]),
+        "cache.clear_git_lock with a stale lock: ours (left), Salt's (right)"
+    );
+    assert_eq!(
+        cleared["cleared"].as_array().map(Vec::len),
+        Some(2),
+        "{cleared}"
     );
     drop(pair);
     assert_no_leftovers(root.path());

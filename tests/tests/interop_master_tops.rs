@@ -2,15 +2,18 @@
 //! script (classes and environment as YAML, per minion id) for a real Python 3007.17 minion;
 //! `state.show_top` (the top file merged with `_master_tops`) and `state.show_lowstate`
 //! must be identical, with the script's classes in `base` (as a list) and then in `prod` (as a
-//! mapping, with `environment`).
+//! mapping, with `environment`). One of our minions on each master asks `_master_tops` too:
+//! its `state.show_top` is the Python minion's on both.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use salt_integration_tests::interop_pair::Pair;
-use salt_integration_tests::interop_support::{Side, assert_no_leftovers, serial, venv_for};
-use salt_integration_tests::{TempRoot, Yaml, bins};
+use salt_integration_tests::interop_support::{
+    Daemon, Side, assert_no_leftovers, serial, venv_for,
+};
+use salt_integration_tests::{MinionConf, TempRoot, Yaml, bins};
 use salt_testkit::write_file as write;
 use serde_json::json;
 
@@ -77,9 +80,43 @@ fn master_tops_ext_nodes_3007() {
     );
     step("both masters and minions up");
     let both = |args: &[&str]| pair.both(args, 60, &[]);
+    // One of our minions on each master (Salt's reads the id from the load's `opts`).
+    let mut rs_minions = Vec::new();
+    for (side, rs_id) in [(&pair.ours, "tops-rs"), (&pair.salt, "tops-rs-on-salt")] {
+        let m = Daemon::start_minion(
+            &ours,
+            &MinionConf::new(root.path().join(rs_id), rs_id)
+                .ports(side.ports.0, side.ports.1)
+                .set("auth_timeout", 10u32),
+        )
+        .unwrap();
+        m.wait_minion_ready().unwrap();
+        side.cli
+            .until_answer(rs_id, &[rs_id, "test.ping"], Duration::from_secs(60))
+            .unwrap();
+        rs_minions.push(m);
+    }
+    let rs_top = || {
+        let mut tops = Vec::new();
+        for (side, rs_id) in [(&pair.ours, "tops-rs"), (&pair.salt, "tops-rs-on-salt")] {
+            let (v, out) = side.cli.salt_json(&[rs_id, "state.show_top"], 60).unwrap();
+            assert!(!v[rs_id].is_null(), "{}\n{}", out.stdout, out.stderr);
+            tops.push(v[rs_id].clone());
+        }
+        assert_eq!(
+            tops[0], tops[1],
+            "our minion: on our master (left), on Salt's"
+        );
+        tops.swap_remove(0)
+    };
 
     let top = both(&["state.show_top"]);
     assert_eq!(top["base"], json!(["common", "web", "db"]), "{top:#}");
+    assert_eq!(
+        rs_top(),
+        top,
+        "our minion's state.show_top (left), the Python minion's"
+    );
     let low = both(&["state.show_lowstate"]);
     assert_eq!(low.as_array().map(Vec::len), Some(3), "{low:#}");
     step("state.show_top, state.show_lowstate (base)");
@@ -92,9 +129,15 @@ fn master_tops_ext_nodes_3007() {
     );
     let top = both(&["state.show_top"]);
     assert_eq!(top["prod"], json!(["web"]), "{top:#}");
+    assert_eq!(
+        rs_top(),
+        top,
+        "our minion's state.show_top (left), the Python minion's"
+    );
     both(&["state.show_lowstate"]);
     step("state.show_top, state.show_lowstate (prod)");
 
+    drop(rs_minions);
     drop(pair);
     assert_no_leftovers(root.path());
 }

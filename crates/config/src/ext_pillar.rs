@@ -7,8 +7,9 @@
 //! `master_tops`: `ext_nodes` only; any other module is refused the same way.
 
 use crate::node::{Kind, Node};
+use crate::reader::Reader;
 use crate::types::invalid;
-use crate::{Problem, reader::string_list};
+use crate::{OptionDoc, Problem, reader::string_list};
 
 /// The `ext_pillar` modules salt-rs implements (crates/pillar `ext`).
 pub const EXT_PILLAR_MODULES: &[&str] = &[
@@ -113,7 +114,8 @@ pub(crate) fn masterless_list(node: &Node) -> Result<Vec<ExtPillar>, Problem> {
     if list.iter().any(|e| e.module == "git") {
         return Err(invalid(
             "git",
-            "ext_pillar module `git` (git_pillar) on a masterless minion is not implemented by              salt-rs (the master's is); refusing to start rather than serve a pillar without it",
+            "ext_pillar module `git` (git_pillar) on a masterless minion is not implemented by \
+             salt-rs (the master's is); refusing to start rather than serve a pillar without it",
         ));
     }
     Ok(list)
@@ -225,4 +227,62 @@ pub(crate) fn master_tops(node: &Node) -> Result<Option<String>, Problem> {
             "expected a mapping of tops modules",
         )),
     }
+}
+
+/// Master options of the data-source family salt-rs does not implement, and what it lacks:
+/// set to anything that asks for something, each stops the master by name (a site's job
+/// cache, pillar or secrets must not silently go missing); Salt's default (empty, `False`)
+/// is accepted quietly.
+const REFUSED: [(&str, &str); 3] = [
+    (
+        "ext_job_cache",
+        "the external job cache (minions returning to a returner the master also saves \
+         loads to) is not implemented by salt-rs; use `master_job_cache: postgres` (Salt's \
+         postgres returner tables), or `salt --return <returner>` per job",
+    ),
+    (
+        "pillar_opts",
+        "the master's configuration as pillar (`pillar_opts: True`) is not implemented by \
+         salt-rs; refusing to start rather than serve a pillar without its `master` key",
+    ),
+    (
+        "decrypt_pillar",
+        "pillar decryption (`decrypt_pillar`, the gpg renderer) is not implemented by \
+         salt-rs; refusing to start rather than serve the values still encrypted",
+    ),
+];
+
+/// Records a start-up error for each [`REFUSED`] option set to something that asks.
+pub(crate) fn refuse_unimplemented(r: &mut Reader<'_>) {
+    for (key, lacks) in REFUSED {
+        r.get(key, (), |n| {
+            let asks = match &n.kind {
+                Kind::Null => false,
+                Kind::Bool(b) => *b,
+                Kind::Str(s) => !s.is_empty(),
+                Kind::Seq(items) => !items.is_empty(),
+                Kind::Map(entries) => !entries.is_empty(),
+                _ => true,
+            };
+            if asks {
+                Err(invalid(key, lacks))
+            } else {
+                Ok(())
+            }
+        });
+    }
+}
+
+/// Option-table rows for [`REFUSED`].
+pub(crate) fn refused_docs() -> Vec<OptionDoc> {
+    let defaults = ["''", "False", "[]"];
+    REFUSED
+        .iter()
+        .zip(defaults)
+        .map(|((name, lacks), default)| OptionDoc {
+            name,
+            default,
+            doc: format!("Refused when set: {lacks}."),
+        })
+        .collect()
 }

@@ -355,6 +355,7 @@ impl crate::load::Role for MasterConfig {
             r.ignore(key);
         }
         crate::salt3008::read_master(r);
+        crate::ext_pillar::refuse_unimplemented(r);
 
         with_shared!(
             Shared::read(r),
@@ -518,6 +519,7 @@ impl crate::load::Role for MasterConfig {
 fn extra_docs() -> Vec<OptionDoc> {
     let mut v = crate::cluster::docs();
     v.extend(crate::returners::docs());
+    v.extend(crate::ext_pillar::refused_docs());
     v.extend(crate::salt3008::docs("master"));
     v.extend([
         OptionDoc {

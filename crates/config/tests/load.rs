@@ -744,6 +744,30 @@ fn ext_pillar_and_master_tops_modules_we_lack_are_errors_by_name() {
     assert!(ok.warnings.is_empty(), "{:?}", ok.warnings);
     assert!(ok.config.ext_pillar_first);
     assert_eq!(ok.config.on_demand_ext_pillar, ["libvirt", "virtkey"]);
+    // Data-source options salt-rs does not implement: set, each stops the master by name;
+    // at Salt's default, accepted quietly.
+    for (yaml, name) in [
+        ("ext_job_cache: postgres\n", "ext_job_cache"),
+        ("pillar_opts: True\n", "pillar_opts"),
+        (
+            "decrypt_pillar:\n  - 'secrets:vault': gpg\n",
+            "decrypt_pillar",
+        ),
+    ] {
+        let err = MasterConfig::from_yaml_str(yaml, &o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(name) && err.contains("not implemented by salt-rs"),
+            "{err}"
+        );
+    }
+    let quiet = MasterConfig::from_yaml_str(
+        "ext_job_cache: ''\npillar_opts: False\ndecrypt_pillar: []\n",
+        &o,
+    )
+    .unwrap();
+    assert!(quiet.warnings.is_empty(), "{:?}", quiet.warnings);
 }
 
 /// Signed minion messages (Salt 3008): read on both daemons.

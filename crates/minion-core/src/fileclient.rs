@@ -5,7 +5,7 @@
 //! copy whose hash matches, else pulls the file with `_serve_file` in chunks (`loc` = bytes so
 //! far, `gzip` when asked) into `cachedir/files/<saltenv>/<path>` (written atomically). Lists
 //! come from `_file_list`, `_file_list_emptydirs`, `_dir_list`; `_master_opts` and `_file_recv`
-//! are there for `cp.*`.
+//! are there for `cp.*`; `_master_tops` for the top file's matches.
 
 use std::collections::HashMap;
 use std::io::Read as _;
@@ -254,5 +254,25 @@ impl salt_states::FileClient for RemoteFileClient {
     /// Every file of `saltenv`, as the master's `_file_list` lists them (`file.recurse`).
     fn list_files(&self, saltenv: &str) -> Result<Vec<String>, String> {
         self.list("_file_list", saltenv, "")
+    }
+
+    /// `_master_tops`: the master's `{saltenv: [sls...]}` for this minion (`master_tops`).
+    /// Salt's master hands the load's `opts` to its tops modules (`ext_nodes` reads
+    /// `opts["id"]`): the id is sent there, as the Python minion sends its whole opts.
+    fn master_tops(&self) -> Result<Vec<(String, Vec<String>)>, String> {
+        let id = Value::from(self.link.session.id.as_str());
+        let opts = Value::Map(vec![(Value::from("id"), id.clone())]);
+        let v = self.send(vec![
+            ("cmd", Value::from("_master_tops")),
+            ("id", id),
+            ("opts", opts),
+        ])?;
+        Ok(match v {
+            Value::Map(m) => m
+                .iter()
+                .map(|(env, slses)| (salt_compat::py_str(env), str_list(slses)))
+                .collect(),
+            _ => Vec::new(),
+        })
     }
 }

@@ -30,12 +30,8 @@ pub(crate) fn run(
     }
     let configured = cfg.ext_pillar.len();
     let mut gits = cfg.git_pillars.iter();
-    for (i, (module, arg)) in cfg
-        .ext_pillar
-        .iter()
-        .chain(on_demand(cfg, req).iter())
-        .enumerate()
-    {
+    let demanded = on_demand(cfg, req, errors);
+    for (i, (module, arg)) in cfg.ext_pillar.iter().chain(demanded.iter()).enumerate() {
         let ext = if module == "git" {
             // The checkouts of the i-th configured item; on demand, none (Salt would fetch).
             match gits.next().filter(|_| i < configured) {
@@ -69,8 +65,10 @@ pub(crate) fn run(
 }
 
 /// The minion's on-demand `ext` (Salt's `__valid_on_demand_ext_pillar`): a mapping of modules
-/// all named in `on_demand_ext_pillar`, else nothing (logged).
-fn on_demand(cfg: &Options, req: &Request) -> Vec<(String, Value)> {
+/// all named in `on_demand_ext_pillar`, else nothing (logged). A module allowed there that
+/// salt-rs does not implement (Salt's default list names `libvirt` and `virtkey`) is left
+/// out and named in `errors`, not silently dropped.
+fn on_demand(cfg: &Options, req: &Request, errors: &mut Vec<String>) -> Vec<(String, Value)> {
     let Some(ext) = &req.ext else {
         return Vec::new();
     };
@@ -104,6 +102,10 @@ fn on_demand(cfg: &Options, req: &Request) -> Vec<(String, Value)> {
             let known = salt_config::EXT_PILLAR_MODULES.contains(&n.as_str());
             if !known {
                 tracing::error!("Specified ext_pillar interface {n} is unavailable");
+                errors.push(format!(
+                    "Failed to load ext_pillar {n}: the ext_pillar module `{n}` is not \
+                     implemented by salt-rs"
+                ));
             }
             known
         })

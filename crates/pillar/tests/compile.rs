@@ -185,4 +185,14 @@ fn ext_pillar_errors_order_and_on_demand() {
     assert!(p.get("od").is_none(), "cmd_json is not on demand: {p}");
     let p = compile_js(&cfg(root, "on_demand_ext_pillar: [cmd_json]\n"), &r);
     assert_eq!(p["od"], 1);
+
+    // Allowed on demand (Salt's default list) but not implemented: named in `_errors`.
+    r.ext = Some(json_to_msgpack(&json!({"libvirt": {}})));
+    let p = compile_js(&cfg(root, ""), &r);
+    assert!(
+        p["_errors"].as_array().unwrap().iter().any(|e| e
+            == "Failed to load ext_pillar libvirt: the ext_pillar module `libvirt` is not \
+                implemented by salt-rs"),
+        "{p}"
+    );
 }

@@ -32,9 +32,24 @@ pub fn update(dest: Value, upd: Value, merge_lists: bool) -> Value {
 }
 
 /// `dictupdate.merge(a, b, strategy, renderer, merge_lists)` for the strategies pillar
-/// uses. `aggregate` merges like `recurse` (yamlex `!aggregate` tags are not supported).
+/// uses. `aggregate` is Salt's `merge_aggregate` (yamlex `merge_recursive` at level 1) on
+/// data without yamlex `!aggregate` marks, which salt-rs's renderers never produce: the
+/// top-level keys of `b` replace `a`'s whole, nothing merges below them, and
+/// `merge_lists` does not apply.
 pub fn merge(a: Value, b: Value, strategy: &str, merge_lists: bool) -> Value {
     match strategy {
+        "aggregate" => {
+            let (Value::Map(mut a), Value::Map(b)) = (a, b) else {
+                return Value::Nil;
+            };
+            for (k, v) in b {
+                match a.iter_mut().find(|(e, _)| *e == k) {
+                    Some(slot) => slot.1 = v,
+                    None => a.push((k, v)),
+                }
+            }
+            Value::Map(a)
+        }
         "overwrite" => {
             let Value::Map(mut a) = a else { return b };
             if let Value::Map(bm) = &b {
@@ -72,7 +87,11 @@ mod tests {
             y("a: {x: 1, l: [1, 2, 3], y: 2}\nb: 1\nc: 3\n")
         );
         assert_eq!(
-            merge(a, b, "overwrite", false),
+            merge(a.clone(), b.clone(), "overwrite", false),
+            y("a: {y: 2, l: [2, 3]}\nb: 1\nc: 3\n")
+        );
+        assert_eq!(
+            merge(a, b, "aggregate", true),
             y("a: {y: 2, l: [2, 3]}\nb: 1\nc: 3\n")
         );
     }

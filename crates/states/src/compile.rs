@@ -253,6 +253,27 @@ impl Compiler {
                 }
             }
         }
+        // Salt's `top_matches`: the master's tops after the top file's, without repeats
+        // (`master_tops_first` is not read: the top file's come first).
+        match self.client.master_tops() {
+            Ok(tops) => {
+                for (env, slses) in tops {
+                    let slot = match out.iter().position(|(e, _)| *e == env) {
+                        Some(i) => i,
+                        None => {
+                            out.push((env, Vec::new()));
+                            out.len() - 1
+                        }
+                    };
+                    for s in slses {
+                        if !out[slot].1.contains(&s) {
+                            out[slot].1.push(s);
+                        }
+                    }
+                }
+            }
+            Err(e) => errors.push(format!("master_tops: {e}")),
+        }
         if errors.is_empty() {
             Ok(out)
         } else {

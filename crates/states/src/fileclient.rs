@@ -20,6 +20,12 @@ pub trait FileClient: Send + Sync {
             "listing the files of saltenv '{saltenv}' is not supported by this file client"
         ))
     }
+    /// The master's `_master_tops` answer for this minion, `[(saltenv, [sls...])]`, merged
+    /// into the top file's matches (Salt's `RemoteClient.master_tops`). Clients without a
+    /// master have none.
+    fn master_tops(&self) -> Result<Vec<(String, Vec<String>)>, String> {
+        Ok(Vec::new())
+    }
 }
 
 /// `file_roots` on the local disk.
