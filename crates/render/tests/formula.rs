@@ -119,6 +119,21 @@ fn shebangs_and_errors_name_what_is_missing() {
         .unwrap(),
         y("a: web1")
     );
+    // yamlex (Salt's serializer: `!aggregate`-aware maps), `or {}` for an empty document.
+    assert_eq!(
+        render(
+            "#!jinja|yamlex\na: {{ grains.id }}\nb: [1, 2]",
+            &c,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("a: web1\nb: [1, 2]")
+    );
+    assert_eq!(
+        render("#!yamlex\n", &c, files(), "jinja|yaml").unwrap(),
+        y("{}")
+    );
     assert!(matches!(
         render("#!py\ndef run(): pass", &c, files(), "jinja|yaml"),
         Err(RenderError::Unsupported(r)) if r == "py"
