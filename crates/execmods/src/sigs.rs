@@ -193,6 +193,9 @@ pub fn extra_kwargs(fun: &str) -> &'static [&'static str] {
     listed(KWARGS, fun)
 }
 
+/// Positional and keyword arguments, bound.
+pub type Bound = (Vec<Value>, Vec<(String, Value)>);
+
 /// `pos`/`kw` bound as Salt binds them: for a function without `*args`, each positional
 /// argument becomes the keyword of its parameter (a keyword given too wins, as the function
 /// reads it first); a function with `*args` keeps its positionals. Then the first argument
@@ -201,11 +204,7 @@ pub fn extra_kwargs(fun: &str) -> &'static [&'static str] {
 /// does not read (Salt's own `__pub_*` keywords pass). `Ok((pos, kw))` to call with;
 /// `Err(comment)` names the argument. Arity and unknown keywords of a function without
 /// `**kwargs` are checked by the caller beforehand, in Salt's words.
-pub fn bind(
-    fun: &str,
-    pos: &[Value],
-    kw: &[(String, Value)],
-) -> Result<(Vec<Value>, Vec<(String, Value)>), String> {
+pub fn bind(fun: &str, pos: &[Value], kw: &[(String, Value)]) -> Result<Bound, String> {
     let Some(sig) = signature(fun) else {
         return Ok((pos.to_vec(), kw.to_vec()));
     };
