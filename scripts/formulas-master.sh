@@ -12,6 +12,12 @@
 #
 # Env: SALT_VERSION / SALT_VENV (the Python minion), BIN (our binaries, default
 # target/debug), KEEP=1, VERBOSE=1, RESULTS=FILE (one "formula command cell" line each).
+# ALSO (e.g. "3006.30 3008.5", each VERSION or VERSION=VENV_DIR) connects Python minions of
+# those versions too and compares them as formulas.sh does (cells `equal`, `ours=<main>`
+# where that version differs from the main one and ours follows the main one, `ours=<v>`,
+# `DIFF(n)`; RESULTS lines "formula command@version cell").
+# MASTER=salt serves them from Salt's own master (the main version's salt-master and salt
+# CLI) instead of ours: our minion on Salt's master.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 version=${SALT_VERSION:-3007.17}
@@ -21,6 +27,20 @@ for b in salt-master salt-minion salt; do
     [ -x "$bin/$b" ] || { echo "no $b in $bin (cargo build -p salt-master -p salt-minion -p salt-cli)" >&2; exit 2; }
 done
 [ -x "$venv/bin/salt-minion" ] || { echo "no Salt venv at $venv" >&2; exit 2; }
+# The master and CLI: ours, or Salt's (MASTER=salt).
+mbin=$bin
+[ "${MASTER:-}" = salt ] && mbin=$venv/bin
+also=""
+declare -A also_venv
+for entry in ${ALSO:-}; do
+    v=${entry%%=*}
+    also_venv[$v]=$here/.venv/salt-$v
+    [ "$entry" = "$v" ] || also_venv[$v]=${entry#*=}
+    also="$also $v"
+    [ -x "${also_venv[$v]}/bin/salt-minion" ] || { echo "no Salt venv at ${also_venv[$v]}" >&2; exit 2; }
+done
+sides="rs py"
+for v in $also; do sides="$sides py$v"; done
 if [ $# -eq 0 ]; then
     [ -d "$here/../shared/formulas" ] || { echo "no ../shared/formulas" >&2; exit 2; }
     set -- "$here"/../shared/formulas/*/
@@ -75,9 +95,9 @@ auto_accept: True
 file_roots: {base: [$work/top$roots]}
 pillar_roots: {$penvs}
 CONF
-setsid "$bin/salt-master" -c "$m/conf" >"$m.out" 2>&1 &
+setsid "$mbin/salt-master" -c "$m/conf" >"$m.out" 2>&1 &
 pids+=($!)
-for side in rs py; do
+for side in $sides; do
     d=$work/$side
     mkdir -p "$d/conf"
     cat >"$d/conf/minion" <<CONF
@@ -93,17 +113,23 @@ pidfile: $d/minion.pid
 log_file: $d/minion.log
 user: $(id -un)
 CONF
-    if [ "$side" = py ]; then exe=$venv/bin/salt-minion; else exe=$bin/salt-minion; fi
+    case $side in
+        rs) exe=$bin/salt-minion ;;
+        py) exe=$venv/bin/salt-minion ;;
+        py*) exe=${also_venv[${side#py}]}/bin/salt-minion ;;
+    esac
     setsid "$exe" -c "$d/conf" >"$d.out" 2>&1 &
     pids+=($!)
 done
-salt() { timeout 300 "$bin/salt" -c "$m/conf" --out json --timeout 120 "$@"; }
+salt() { timeout 300 "$mbin/salt" -c "$m/conf" --out json --timeout 120 "$@"; }
+ids=$(for side in $sides; do printf "fm-%s," "$side"; done)
+n=$(echo $sides | wc -w)
 for _ in $(seq 120); do
-    up=$(salt -L fm-rs,fm-py test.ping 2>/dev/null | grep -c true)
-    [ "$up" = 2 ] && break
+    up=$(salt -L "${ids%,}" test.ping 2>/dev/null | grep -c true)
+    [ "$up" = "$n" ] && break
     sleep 1
 done
-[ "${up:-0}" = 2 ] || { echo "minions did not answer test.ping (work: $work)" >&2; KEEP=1; exit 1; }
+[ "${up:-0}" = "$n" ] || { echo "minions did not answer test.ping (work: $work)" >&2; KEEP=1; exit 1; }
 
 # norm SIDE: the answer without its minion-id key, normalised as formulas.sh's.
 norm() {
@@ -129,27 +155,53 @@ print(re.sub(r"\d\d-\d\d-\d\d_\d\d:\d\d:\d\d", "YY-MM-DD_HH:MM:SS", text))' "$wo
 
 same=0
 total=0
+# cell A B: equal, DIFF(n) (printed with VERBOSE=1), or NO-ANSWER when Python's side (A)
+# gave no JSON: two sides failing alike to answer prove nothing.
+cell() {
+    if [ ! -s "$1" ] || head -1 "$1" | grep -q '^NOT JSON'; then
+        echo NO-ANSWER
+    elif cmp -s "$1" "$2"; then
+        echo equal
+    else
+        echo "DIFF($(diff "$1" "$2" | grep -c '^[<>]'))"
+        [ "${VERBOSE:-}" = 1 ] && diff "$1" "$2" | head -30 >&2
+    fi
+}
 compare() { # formula cmd args...
-    local name=$1 cmd=$2 cell
+    local name=$1 cmd=$2 c
     shift 2
-    for side in py rs; do
+    for side in $sides; do
         salt "fm-$side" "$@" 2>"$work/$side.$name.$cmd.err" | norm "$side" >"$work/$side.$name.$cmd.json"
     done
+    f() { echo "$work/$1.$name.$cmd.json"; }
     total=$((total + 1))
-    if [ ! -s "$work/py.$name.$cmd.json" ] || head -1 "$work/py.$name.$cmd.json" | grep -q '^NOT JSON'; then
-        # Two sides failing alike to answer prove nothing.
-        cell=NO-ANSWER
-    elif cmp -s "$work/py.$name.$cmd.json" "$work/rs.$name.$cmd.json"; then
-        same=$((same + 1))
-        cell=equal
-    else
-        cell="DIFF($(diff "$work/py.$name.$cmd.json" "$work/rs.$name.$cmd.json" | grep -c '^[<>]'))"
-        [ "${VERBOSE:-}" = 1 ] && diff "$work/py.$name.$cmd.json" "$work/rs.$name.$cmd.json" | head -30 >&2
-    fi
-    echo "$name $cmd $cell" >>"$results"
-    printf " %-14s" "$cell"
+    c=$(cell "$(f py)" "$(f rs)")
+    [ "$c" = equal ] && same=$((same + 1))
+    echo "$name $cmd $c" >>"$results"
+    printf " %-14s" "$c"
+    # The other versions, as formulas.sh judges them.
+    for v in $also; do
+        total=$((total + 1))
+        if cmp -s "$(f py)" "$(f "py$v")"; then
+            c=$(cell "$(f "py$v")" "$(f rs)")
+        elif cmp -s "$(f py)" "$(f rs)"; then
+            c=ours=$version
+        elif cmp -s "$(f "py$v")" "$(f rs)"; then
+            c=ours=$v
+        else
+            c=$(cell "$(f "py$v")" "$(f rs)")
+        fi
+        case $c in equal | "ours=$version") same=$((same + 1)) ;; esac
+        echo "$name $cmd@$v $c" >>"$results"
+        printf " %-16s" "$c"
+    done
 }
-printf "%-10s %-14s %-14s\n" formula show_sls "apply test"
+printf "%-10s" formula
+for cmd in show_sls apply; do
+    printf " %-14s" "$cmd"
+    for v in $also; do printf " %-16s" "$cmd@$v"; done
+done
+echo
 for name in "${names[@]}"; do
     printf "%-10s" "$name"
     compare "$name" show_sls state.show_sls "$name" "pillarenv=$name"
@@ -159,6 +211,6 @@ done
 printf "%-10s" "(all)"
 compare all show_highstate state.show_highstate pillarenv=base
 echo
-echo "equal: $same of $total (our minion vs Python $version's, both on our master)"
+echo "equal: $same of $total (our minion vs Python $version's${also:+ (and$also where they agree with it)}, all on ${MASTER:-our} master)"
 [ "${KEEP:-}" = 1 ] && echo "work: $work"
 [ "$same" = "$total" ]

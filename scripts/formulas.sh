@@ -20,7 +20,7 @@
 # (an overlay of / over a tmpfs in private mount and network namespaces, /proc/sys
 # read-only): the answers and the files each side changed are compared.
 # ALSO (e.g. "3006.30 3008.5", each VERSION or VERSION=VENV_DIR) compares the same answers with the Python minions of those
-# versions too, for ALSO_CMDS (default "show_sls apply"; our answers and 3007's are reused,
+# versions too, for ALSO_CMDS (default "show_sls apply"; "real" may be one; our answers and 3007's are reused,
 # run once if CMDS lacks them). Where such a version's answer differs from the main
 # version's, the difference is Salt's own and the cell names the version ours matches:
 # `ours=<main>` (ours follows the main version, as it claims: fine), `ours=<that version>`
@@ -116,7 +116,11 @@ find . \( -path ./tmp -o -path ./work -o -path ./root/.cache -o -path "./var/lib
 # $w/SIDE.real.json, the changes it made into $w/SIDE.real.files.
 real() {
     local side=$1 bin
-    if [ "$side" = py ]; then bin=$venv/bin/salt-call; else bin=$ours; fi
+    case $side in
+        rs) bin=$ours ;;
+        py) bin=$venv/bin/salt-call ;;
+        py*) bin=${also_venv[${side#py}]}/bin/salt-call ;;
+    esac
     mkdir -p "$w/$side.ov"
     LISTING=$w/$side.real.files /usr/bin/time -f "%e %M" -o "$w/$side.real.time" \
         timeout 600 unshare -m -n bash -c "$throwaway" real "$w/$side.ov" \
@@ -208,11 +212,16 @@ CONF
     for v in $also; do
         for cmd in $also_cmds; do
             args_of "$cmd"
-            if [ ! -e "$w/rs.$cmd.json" ]; then
-                run py "$cmd" "${args[@]}"
-                run rs "$cmd" "${args[@]}"
+            if [ "$cmd" = real ]; then
+                [ -e "$w/rs.real.json" ] || { real py; real rs; }
+                real "py$v"
+            else
+                if [ ! -e "$w/rs.$cmd.json" ]; then
+                    run py "$cmd" "${args[@]}"
+                    run rs "$cmd" "${args[@]}"
+                fi
+                run "py$v" "$cmd" "${args[@]}"
             fi
-            run "py$v" "$cmd" "${args[@]}"
             total=$((total + 1))
             if cmp -s "$w/py.$cmd.json" "$w/py$v.$cmd.json"; then
                 cell=$(cell "$w/py$v.$cmd.json" "$w/rs.$cmd.json")

@@ -34,6 +34,7 @@ def plain(v):
 
 
 out = {}
+no_kwargs = []
 for full in names:
     mod, fun = full.split(".")
     module = importlib.import_module(f"salt.states.{MODULE_FILES.get(mod, mod)}")
@@ -41,11 +42,16 @@ for full in names:
     alias = {v: k for k, v in getattr(module, "__func_alias__", {}).items()}
     func = getattr(module, alias.get(fun, fun))
     params = []
-    for p in inspect.signature(func).parameters.values():
+    sig = inspect.signature(func).parameters.values()
+    if not any(p.kind == p.VAR_KEYWORD for p in sig):
+        no_kwargs.append(full)
+    for p in sig:
         if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
         params.append(
             {"name": p.name, "default": plain(p.default), "required": p.default is p.empty}
         )
     out[full] = params
-print(json.dumps({"salt": salt.version.__version__, "functions": out}, indent=1))
+# `no_kwargs`: the functions without `**kwargs`, whose other keywords Salt refuses
+# ("'x' is an invalid keyword argument for 'state.fun'").
+print(json.dumps({"salt": salt.version.__version__, "functions": out, "no_kwargs": sorted(no_kwargs)}, indent=1))

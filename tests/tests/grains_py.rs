@@ -69,6 +69,8 @@ const SAME: &[&str] = &[
     "lsb_distrib_id",
     "lsb_distrib_release",
     "lsb_distrib_codename",
+    "systemd",
+    "selinux",
 ];
 
 /// Reported by both, legitimately different.
@@ -102,8 +104,6 @@ const NOT_REPORTED: &[(&str, &str)] = &[
     ("disks", "block devices not collected"),
     ("ssds", "block devices not collected"),
     ("locale_info", "not collected"),
-    ("systemd", "systemctl --version not collected"),
-    ("selinux", "not collected"),
     ("zfs_support", "not collected"),
     ("zfs_feature_flags", "not collected"),
     ("fibre_channel_host", "not collected"),

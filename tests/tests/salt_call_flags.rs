@@ -175,3 +175,73 @@ fn salt_call_local_flags_same_as_python_3007() {
         "--out-file"
     );
 }
+
+/// Execution functions bound to Salt's parameter names and honouring what they take (before,
+/// `file.touch name=`, `file.mkdir dir_path=` and `file.symlink src= path=` were not found
+/// under those names, and `file.get_mode` read a symlink's own mode): the same answers and
+/// exit codes as Salt 3007.17's `salt-call --local`, each side in its own root.
+#[test]
+fn execution_function_arguments_bound_as_python_3007() {
+    let Some(venv) = salt_integration_tests::require(venv_for("3007.17")) else {
+        return;
+    };
+    let _guard = serial();
+    let ours = bins().unwrap().minion.with_file_name("salt-call");
+    let theirs = venv.bin("salt-call");
+    let tmp = TempRoot::new().unwrap();
+    for (bin, side) in [(&theirs, "py"), (&ours, "rs")] {
+        let root = tmp.path().join(side);
+        tree(&root);
+        std::os::unix::fs::symlink("top.sls", root.join("srv/link")).unwrap();
+        let r = root.display().to_string();
+        let cases: Vec<Vec<String>> = vec![
+            vec!["file.get_mode".into(), "srv/link".into()],
+            vec![
+                "file.get_mode".into(),
+                "srv/link".into(),
+                "follow_symlinks=False".into(),
+            ],
+            vec![
+                "file.get_hash".into(),
+                "srv/top.sls".into(),
+                "chunk_size=5".into(),
+            ],
+            vec!["file.touch".into(), format!("name={r}/touched")],
+            vec!["file.mkdir".into(), format!("dir_path={r}/made/deep")],
+            vec![
+                "file.symlink".into(),
+                "src=top.sls".into(),
+                format!("path={r}/srv/l2"),
+            ],
+            // Already the link asked for: True, nothing done.
+            vec![
+                "file.symlink".into(),
+                "top.sls".into(),
+                format!("{r}/srv/l2"),
+            ],
+            vec!["file.directory_exists".into(), format!("{r}/made/deep")],
+            vec!["file.file_exists".into(), format!("path={r}/touched")],
+            vec!["file.readlink".into(), format!("{r}/srv/l2")],
+        ];
+        for args in &cases {
+            let mut full = vec!["--out", "json"];
+            full.extend(args.iter().map(String::as_str));
+            let (out, rc) = call(bin, &root, &full);
+            let log = root.join("outs");
+            let mut all = std::fs::read_to_string(&log).unwrap_or_default();
+            all.push_str(&format!(
+                "{args:?}\n{}\nrc {rc:?}\n",
+                normalize(&out, &root)
+            ));
+            std::fs::write(&log, all).unwrap();
+        }
+    }
+    let read = |side: &str| std::fs::read_to_string(tmp.path().join(side).join("outs")).unwrap();
+    let (py, rs) = (read("py"), read("rs"));
+    assert!(py.contains("\"0644\"") && py.contains("\"0777\""), "{py}");
+    assert_eq!(
+        rs.replace("/rs/", "/SIDE/"),
+        py.replace("/py/", "/SIDE/"),
+        "ours (left) and Salt 3007.17's (right) differ"
+    );
+}

@@ -53,6 +53,26 @@ fn lines_of(a: &Args<'_>) -> Vec<String> {
     out
 }
 
+/// `file.symlink(src, path)` without `force`/`atomic` (refused): Salt's checks and words.
+fn symlink(src: &str, link: &str) -> Ret {
+    let l = Path::new(link);
+    if !l.is_absolute() {
+        return Err(format!("Link path must be absolute: {link}"));
+    }
+    if l.is_symlink() {
+        let norm = |s: &str| salt_compat::posixpath::normpath(s);
+        if std::fs::read_link(l).is_ok_and(|t| norm(&t.display().to_string()) == norm(src)) {
+            return Ok(Value::Boolean(true));
+        }
+        return Err(format!("Found existing symlink: {link}"));
+    }
+    if l.exists() {
+        return Err(format!("Existing path is not a symlink: {link}"));
+    }
+    std::os::unix::fs::symlink(src, l).map_err(|_| format!("Could not create '{link}'"))?;
+    Ok(Value::Boolean(true))
+}
+
 /// `file.append`: add lines (each with a newline) at the end, after a newline if the
 /// file does not end with one.
 pub fn append(path: &str, lines: &[String]) -> Ret {
@@ -73,7 +93,14 @@ pub fn append(path: &str, lines: &[String]) -> Ret {
 
 /// Dispatch `file.<f>`.
 pub fn call(f: &str, a: &Args<'_>) -> Ret {
-    let path = expand(a.req(0, "path")?);
+    // Salt names the first parameter `name` in touch, `dir_path` in mkdir, `src` in symlink.
+    let first = match f {
+        "touch" => "name",
+        "mkdir" => "dir_path",
+        "symlink" => "src",
+        _ => "path",
+    };
+    let path = expand(a.req(0, first)?);
     let p = Path::new(&path);
     match f {
         "file_exists" => Ok(Value::Boolean(p.is_file())),
@@ -81,7 +108,20 @@ pub fn call(f: &str, a: &Args<'_>) -> Ret {
         "get_hash" => {
             get_hash(&path, &a.str(1, "form").unwrap_or_else(|| "sha256".into())).map(Value::from)
         }
-        "get_mode" => Ok(Value::from(mode_of(&path).unwrap_or_default())),
+        "get_mode" => {
+            // `stats(path, follow_symlinks)["mode"]`: a broken symlink's own mode.
+            let follow = a.get(1, "follow_symlinks").is_none_or(crate::is_true);
+            let m = if follow {
+                std::fs::metadata(p).or_else(|_| std::fs::symlink_metadata(p))
+            } else {
+                std::fs::symlink_metadata(p)
+            };
+            let m = m.map_err(|_| format!("Path not found: {path}"))?;
+            Ok(Value::from(format!(
+                "{:04o}",
+                m.permissions().mode() & 0o7777
+            )))
+        }
         "set_mode" => {
             let mode = a.req(1, "mode")?;
             let m =
@@ -149,12 +189,7 @@ pub fn call(f: &str, a: &Args<'_>) -> Ret {
         "readlink" => std::fs::read_link(p)
             .map(|t| Value::from(t.display().to_string()))
             .map_err(|_| "A valid link was not specified.".to_owned()),
-        "symlink" => {
-            let link = a.req(1, "link")?;
-            std::os::unix::fs::symlink(&path, &link)
-                .map_err(|e| format!("Could not create '{link}': {e}"))?;
-            Ok(Value::Boolean(true))
-        }
+        "symlink" => symlink(&path, &expand(a.req(1, "path")?)),
         "chown" => {
             let user = a.req(1, "user")?;
             let group = a.req(2, "group")?;

@@ -23,7 +23,9 @@ pub mod pkg;
 pub mod pkg_hold;
 pub mod pkg_match;
 pub mod run;
+mod salt_sigs;
 pub mod service;
+pub mod sigs;
 pub mod sysctl;
 pub mod sysinfo;
 pub mod user;
@@ -31,6 +33,7 @@ pub mod user;
 use rmpv::Value;
 
 pub use args::Args;
+pub use sigs::ArgDefault;
 
 /// What a function needs from the minion besides its arguments.
 #[derive(Debug, Clone, Copy)]

@@ -4,8 +4,9 @@
 //! sls) and a [`Loader`] that resolves `salt://` paths (for `{% import %}`, `{% from %}`,
 //! `{% include %}` and `import_yaml`); it returns the data as msgpack values.
 //!
-//! Supported: the `#!yaml`, `#!json`, `#!jinja|yaml`, `#!jinja|json`, `#!jinja` ... shebangs
-//! (`jinja`, `yaml`, `json` stages), Salt's YAML 1.1 loading ([`yaml`]), Jinja through
+//! Supported: the `#!yaml`, `#!yamlex`, `#!json`, `#!jinja|yaml`, `#!jinja|yamlex`,
+//! `#!jinja|json`, `#!jinja` ... shebangs (`jinja`, `yaml`, `yamlex`, `json` stages; `py` and
+//! the others refused by name), Salt's YAML 1.1 loading ([`yaml`]), Jinja through
 //! minijinja with Python's str/dict/list methods, mutable dicts and lists for `{% do %}`,
 //! StrictUndefined (Salt's default), Python's `%` formatting, the variables `grains`,
 //! `pillar`, `opts`, `saltenv` and those of Salt's `generate_sls_context` (`sls`, `slspath`,
@@ -160,7 +161,7 @@ pub enum RenderError {
     #[error("JSON error: {0}")]
     Json(String),
     /// The shebang names a renderer salt-rs does not have.
-    #[error("renderer {0:?} is not supported by salt-rs (supported: jinja, yaml, json)")]
+    #[error("renderer {0:?} is not supported by salt-rs (supported: jinja, yaml, yamlex, json)")]
     Unsupported(String),
 }
 
@@ -180,7 +181,7 @@ pub fn render(
     };
     let stages: Vec<&str> = pipeline.split('|').map(str::trim).collect();
     for s in &stages {
-        if !matches!(*s, "jinja" | "yaml" | "json") {
+        if !matches!(*s, "jinja" | "yaml" | "yamlex" | "json") {
             return Err(RenderError::Unsupported((*s).to_owned()));
         }
     }
@@ -200,6 +201,14 @@ pub fn render(
                 data = Some(
                     yaml::load(&text)
                         .map_err(|e| RenderError::Yaml(e.0))?
+                        .unwrap_or(Value::Map(Vec::new())),
+                );
+            }
+            "yamlex" => {
+                // `deserialize(sls_data) or {}`.
+                let v = yamlex::deserialize(&text).map_err(|e| RenderError::Yaml(e.0))?;
+                data = Some(
+                    v.filter(salt_compat::py_truthy)
                         .unwrap_or(Value::Map(Vec::new())),
                 );
             }

@@ -119,6 +119,21 @@ fn shebangs_and_errors_name_what_is_missing() {
         .unwrap(),
         y("a: web1")
     );
+    // yamlex (Salt's serializer: `!aggregate`-aware maps), `or {}` for an empty document.
+    assert_eq!(
+        render(
+            "#!jinja|yamlex\na: {{ grains.id }}\nb: [1, 2]",
+            &c,
+            files(),
+            "jinja|yaml"
+        )
+        .unwrap(),
+        y("a: web1\nb: [1, 2]")
+    );
+    assert_eq!(
+        render("#!yamlex\n", &c, files(), "jinja|yaml").unwrap(),
+        y("{}")
+    );
     assert!(matches!(
         render("#!py\ndef run(): pass", &c, files(), "jinja|yaml"),
         Err(RenderError::Unsupported(r)) if r == "py"
@@ -177,8 +192,12 @@ fn shebangs_and_errors_name_what_is_missing() {
     )
     .unwrap_err();
     assert_eq!(e, RenderError::Unsupported("py".into()));
-    let e = render("#!yamlex\na: 1\n", &h, files(), "jinja|yaml").unwrap_err();
-    assert_eq!(e, RenderError::Unsupported("yamlex".into()));
+    assert_eq!(
+        render("#!yamlex\na: 1\n", &h, files(), "jinja|yaml").unwrap(),
+        y("a: 1")
+    );
+    let e = render("#!mako\na: 1\n", &h, files(), "jinja|yaml").unwrap_err();
+    assert_eq!(e, RenderError::Unsupported("mako".into()));
     assert_eq!(
         render(
             "#!jinja|json\n{\"a\": {{ 1 + 1 }}}",

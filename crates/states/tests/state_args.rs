@@ -108,3 +108,41 @@ fn every_argument_of_salts_signatures_is_honoured_or_refused() {
         g["salt"]
     );
 }
+
+/// `args::NO_KWARGS` is the set of registered functions whose Salt signature has no
+/// `**kwargs`; a keyword outside their signature fails the state as Salt's `format_call`
+/// does, naming it, and one inside (or the engine's own) does not.
+#[test]
+fn functions_without_kwargs_refuse_other_keywords_as_salt_does() {
+    let g = golden();
+    let salts: Vec<&str> = g["no_kwargs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .filter(|f| REGISTRY.iter().any(|(n, _)| n == f))
+        .collect();
+    assert_eq!(args::NO_KWARGS, salts.as_slice());
+    let (_, policy) = REGISTRY.iter().find(|(n, _)| *n == "file.touch").unwrap();
+    let low = salt_states::map(vec![
+        ("name", Value::from("/tmp/x")),
+        ("makedirs", Value::Boolean(true)),
+        ("require", Value::Array(vec![])),
+        ("bogus", Value::from(1)),
+    ]);
+    assert_eq!(
+        args::invalid_keywords("file.touch", policy, &low).as_deref(),
+        Some("'bogus' is an invalid keyword argument for 'file.touch'")
+    );
+    let low = salt_states::map(vec![
+        ("name", Value::from("/tmp/x")),
+        ("bogus", Value::from(1)),
+        ("other", Value::from(2)),
+    ]);
+    assert_eq!(
+        args::invalid_keywords("file.touch", policy, &low).as_deref(),
+        Some("'bogus' and 'other' are invalid keyword arguments for 'file.touch'")
+    );
+    let (_, policy) = REGISTRY.iter().find(|(n, _)| *n == "file.managed").unwrap();
+    assert_eq!(args::invalid_keywords("file.managed", policy, &low), None);
+}

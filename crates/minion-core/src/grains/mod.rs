@@ -276,6 +276,12 @@ pub fn collect(id: &str, master: Value) -> Value {
         system::osarch(&osr.os_family(), cpuarch).into(),
     ));
     g.push(("init".into(), system::init_system().into()));
+    if let Some(v) = system::selinux() {
+        g.push(("selinux".into(), v));
+    }
+    if let Some(v) = system::systemd() {
+        g.push(("systemd".into(), v));
+    }
     let virt = system::virtual_();
     g.push(("virtual".into(), virt.virtual_.into()));
     if let Some(sub) = virt.subtype {

@@ -359,6 +359,45 @@ pub fn virtual_() -> Virtual {
     v
 }
 
+/// Salt's `selinux` grain (`_selinux`), reported where `selinuxenabled` is on `PATH`:
+/// `enabled` (its exit code 0) and, where `getenforce` is, `enforced` (its output).
+pub fn selinux() -> Option<Value> {
+    let enabled = which_path("selinuxenabled")?;
+    let ok = run(&[&enabled.to_string_lossy()]).is_ok_and(|o| o.retcode == 0);
+    let mut m = vec![(Value::from("enabled"), Value::Boolean(ok))];
+    if let Some(ge) = which_path("getenforce") {
+        let out = run(&[&ge.to_string_lossy()])
+            .map(|o| o.stdout)
+            .unwrap_or_default();
+        m.push((Value::from("enforced"), Value::from(out.trim())));
+    }
+    Some(Value::Map(m))
+}
+
+/// Salt's `systemd` grain (`_systemd`), reported where `systemctl` and `localectl` are on
+/// `PATH`: `version` and `features`, the first two lines of `systemctl --version`
+/// (`UNDEFINED` and empty when they are not there).
+pub fn systemd() -> Option<Value> {
+    let ctl = which_path("systemctl")?;
+    which_path("localectl")?;
+    let (mut version, mut features) = ("UNDEFINED".to_owned(), String::new());
+    if let Ok(o) = run(&[&ctl.to_string_lossy(), "--version"])
+        && o.retcode == 0
+    {
+        let lines: Vec<&str> = o.stdout.lines().collect();
+        if let (Some(first), Some(second)) = (lines.first(), lines.get(1))
+            && first.starts_with("systemd ")
+        {
+            version = first.split_whitespace().nth(1).unwrap_or("").to_owned();
+            features = (*second).to_owned();
+        }
+    }
+    Some(Value::Map(vec![
+        (Value::from("version"), Value::from(version)),
+        (Value::from("features"), Value::from(features)),
+    ]))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

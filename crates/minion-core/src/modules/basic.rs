@@ -102,13 +102,21 @@ fn grains_get(c: &Call) -> CallOutcome {
     CallOutcome::ok(found.unwrap_or(default))
 }
 
+/// `grains.item(*args, **kwargs)`: each key traversed with `delimiter` (`:`), `default`
+/// (`""`) where it is missing; `sanitize=True` is refused by name.
 fn grains_item(c: &Call) -> CallOutcome {
+    if c.args.kw("sanitize").is_some_and(salt_compat::py_truthy) {
+        return CallOutcome::error(
+            "ERROR: grains.item: argument 'sanitize' is not supported by salt-rs".to_owned(),
+        );
+    }
+    let default = c.args.kw("default").cloned().unwrap_or(Value::from(""));
+    let delim = c.args.kw("delimiter").map_or_else(|| ":".to_owned(), text);
     let mut out = Vec::new();
     for k in &c.args.args {
         let k = text(k);
-        if let Some(v) = traverse(&c.ctx.grains, &k, ":") {
-            out.push((Value::from(k), v.clone()));
-        }
+        let v = traverse(&c.ctx.grains, &k, &delim).cloned();
+        out.push((Value::from(k), v.unwrap_or_else(|| default.clone())));
     }
     nested(Value::Map(out))
 }

@@ -4,7 +4,7 @@
 
 use rmpv::Value;
 
-use super::{ExecContext, Provider};
+use super::{ExecContext, OwnedSpec, Provider};
 
 /// `salt-execmods` behind the registry's [`Provider`] interface.
 #[derive(Debug, Default)]
@@ -26,7 +26,21 @@ impl Provider for Execmods {
             opts: &ctx.opts,
             grains: &ctx.grains,
         };
+        // Bound to Salt's parameter names; an argument salt-rs does not honour is refused.
+        let (args, kwargs) = match salt_execmods::sigs::bind(fun, args, kwargs) {
+            Ok(bound) => bound,
+            Err(e) => return Some(Err(format!("ERROR: {e}"))),
+        };
         // Salt's CommandExecutionError text on the minion: "ERROR: <message>".
-        salt_execmods::call(fun, args, kwargs, &c).map(|r| r.map_err(|e| format!("ERROR: {e}")))
+        salt_execmods::call(fun, &args, &kwargs, &c).map(|r| r.map_err(|e| format!("ERROR: {e}")))
+    }
+
+    fn signature(&self, fun: &str) -> Option<OwnedSpec> {
+        salt_execmods::sigs::signature(fun).map(|s| OwnedSpec {
+            params: s.names(),
+            required: s.required(),
+            varargs: s.varargs,
+            varkw: s.varkw,
+        })
     }
 }

@@ -251,6 +251,25 @@ pub trait Provider: Send + Sync {
         kwargs: &[(String, Value)],
         ctx: &ExecContext,
     ) -> Option<Result<Value, String>>;
+
+    /// Salt's signature of `fun` (`None`: not checked), for Salt's arity and
+    /// unknown-keyword errors before [`Self::call`].
+    fn signature(&self, _fun: &str) -> Option<OwnedSpec> {
+        None
+    }
+}
+
+/// A [`Spec`] whose names are not `'static`.
+#[derive(Debug, Clone, Default)]
+pub struct OwnedSpec {
+    /// Named parameters in order.
+    pub params: Vec<&'static str>,
+    /// How many of them are required (the first ones).
+    pub required: usize,
+    /// `*args`.
+    pub varargs: bool,
+    /// `**kwargs`.
+    pub varkw: bool,
 }
 
 static PROVIDER: OnceLock<Arc<dyn Provider>> = OnceLock::new();
@@ -326,16 +345,32 @@ pub fn list_functions(filters: &[Value]) -> Value {
 }
 
 fn check_spec(fun: &str, spec: &Spec, args: &Args) -> Option<CallOutcome> {
+    check_params(
+        fun,
+        spec.params,
+        spec.required,
+        spec.varargs,
+        spec.varkw,
+        args,
+    )
+}
+
+fn check_params(
+    fun: &str,
+    params: &[&str],
+    required: usize,
+    varargs: bool,
+    varkw: bool,
+    args: &Args,
+) -> Option<CallOutcome> {
     let short = fun.rsplit('.').next().unwrap_or(fun);
-    if !spec.varkw
-        && let Some(e) = unexpected_kwargs(fun, args, spec.params)
-    {
+    if !varkw && let Some(e) = unexpected_kwargs(fun, args, params) {
         return Some(e);
     }
-    if !spec.varargs && args.args.len() > spec.params.len() {
-        return Some(too_many(fun, short, spec.params.len(), args.args.len()));
+    if !varargs && args.args.len() > params.len() {
+        return Some(too_many(fun, short, params.len(), args.args.len()));
     }
-    for (i, p) in spec.params.iter().enumerate().take(spec.required) {
+    for (i, p) in params.iter().enumerate().take(required) {
         if args.param(i, p).is_none() {
             return Some(missing(fun, short, p));
         }
@@ -368,6 +403,18 @@ pub async fn call(fun: &str, raw_args: &[Value], job: &Value, ctx: &ExecContext)
         };
     }
     if provider().functions().contains(&fun) {
+        if let Some(sig) = provider().signature(fun)
+            && let Some(e) = check_params(
+                fun,
+                &sig.params,
+                sig.required,
+                sig.varargs,
+                sig.varkw,
+                &args,
+            )
+        {
+            return e;
+        }
         let (p, fun_s, ctx) = (provider().clone(), fun.to_owned(), ctx.clone());
         let done =
             tokio::task::spawn_blocking(move || p.call(&fun_s, &args.args, &args.kwargs, &ctx))

@@ -7,45 +7,10 @@
 use rmpv::Value;
 use salt_compat::map_get;
 
-/// Salt's default of an argument.
-#[derive(Clone, Copy, Debug)]
-pub enum Default {
-    /// `None`.
-    None,
-    /// `True`/`False`.
-    Bool(bool),
-    /// An integer.
-    Int(i64),
-    /// A string.
-    Str(&'static str),
-    /// An empty list (`None` counts as it).
-    EmptyList,
-}
+use crate::compile::STATE_INTERNAL_KEYWORDS;
 
-impl Default {
-    /// Whether `v` is this default (`None` given counts as the default where Salt's default
-    /// is falsy).
-    pub fn matches(self, v: &Value) -> bool {
-        match self {
-            Default::None => matches!(v, Value::Nil),
-            Default::Bool(b) => matches!(v, Value::Boolean(x) if *x == b) || (!b && v.is_nil()),
-            Default::Int(i) => v.as_i64() == Some(i),
-            Default::Str(s) => v.as_str() == Some(s) || (s.is_empty() && matches!(v, Value::Nil)),
-            Default::EmptyList => v.is_nil() || matches!(v, Value::Array(a) if a.is_empty()),
-        }
-    }
-
-    /// Python's `repr` of it.
-    pub fn repr(self) -> String {
-        match self {
-            Default::None => "None".to_owned(),
-            Default::Bool(b) => if b { "True" } else { "False" }.to_owned(),
-            Default::Int(i) => i.to_string(),
-            Default::Str(s) => format!("{s:?}"),
-            Default::EmptyList => "[]".to_owned(),
-        }
-    }
-}
+/// Salt's default of an argument (one home: the execution modules' signatures use it too).
+pub use salt_execmods::ArgDefault as Default;
 
 /// One state function's arguments.
 #[derive(Debug)]
@@ -58,6 +23,79 @@ pub struct Args {
     /// Refused arguments Salt reads only after its `test=True` return: not refused under
     /// `test`.
     pub apply_only: &'static [&'static str],
+}
+
+/// The state functions whose Salt signature has no `**kwargs` (checked against Salt's by
+/// `tests/state_args.rs`): Salt's `format_call` refuses any other keyword of their low chunk
+/// (the engine's own keywords aside).
+pub const NO_KWARGS: &[&str] = &[
+    "alternatives.auto",
+    "alternatives.install",
+    "alternatives.remove",
+    "alternatives.set",
+    "cron.env_absent",
+    "cron.env_present",
+    "cron.present",
+    "file.append",
+    "file.blockreplace",
+    "file.comment",
+    "file.line",
+    "file.replace",
+    "file.touch",
+    "file.uncomment",
+    "group.absent",
+    "group.present",
+    "host.absent",
+    "host.present",
+    "ini.options_absent",
+    "ini.options_present",
+    "ini.sections_absent",
+    "ini.sections_present",
+    "locale.present",
+    "locale.system",
+    "ssh_auth.absent",
+    "ssh_known_hosts.absent",
+    "ssh_known_hosts.present",
+    "sysctl.present",
+    "timezone.system",
+    "user.absent",
+    "user.present",
+];
+
+/// Salt's `SaltInvocationError` of `format_call` for the keywords of `low` that `full`, a
+/// function without `**kwargs`, does not take: `'x' is an invalid keyword argument for
+/// 'state.fun'` (`'x' and 'y' are invalid keyword arguments ...` for several).
+pub fn invalid_keywords(full: &str, args: &Args, low: &Value) -> Option<String> {
+    if !NO_KWARGS.contains(&full) {
+        return None;
+    }
+    let Value::Map(entries) = low else {
+        return None;
+    };
+    let extra: Vec<&str> = entries
+        .iter()
+        .filter_map(|(k, _)| k.as_str())
+        .filter(|k| {
+            *k != "name"
+                && !k.starts_with("__")
+                && !args.honoured.contains(k)
+                && !args.refused.iter().any(|(r, _)| r == k)
+                && !STATE_INTERNAL_KEYWORDS.contains(k)
+        })
+        .collect();
+    match extra.as_slice() {
+        [] => None,
+        [one] => Some(format!(
+            "'{one}' is an invalid keyword argument for '{full}'"
+        )),
+        [init @ .., last] => Some(format!(
+            "{} and '{last}' are invalid keyword arguments for '{full}'",
+            init.iter()
+                .map(|k| format!("'{k}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// The comment refusing the first argument of `low` that `full` (`state.fun`) does not

@@ -145,7 +145,9 @@ pub fn base_ret(low: &Value) -> Value {
 
 /// Call `full` (`state.fun`) for `low`; `watch` are the watched chunks for `mod_watch`.
 pub fn call(ctx: &Ctx<'_>, full: &str, low: &Value, watch: Option<&[Value]>) -> Value {
-    if let Some(msg) = policy(full).and_then(|a| args::refused(full, a, low, ctx.opts.test)) {
+    if let Some(msg) = policy(full).and_then(|a| {
+        args::invalid_keywords(full, a, low).or_else(|| args::refused(full, a, low, ctx.opts.test))
+    }) {
         let mut r = base_ret(low);
         ret::comment(&mut r, msg);
         return r;
