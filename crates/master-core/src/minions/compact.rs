@@ -17,7 +17,8 @@ const ARRAY: u32 = 2 << 30;
 const ABSENT: u32 = 3 << 30;
 const TAG: u32 = 3 << 30;
 
-/// One node: an atom (`a`: its number), or a map or list (`a`: where its children start,
+/// One node: an atom (`a`: its number, `b & !TAG`: a hash of its key bytes, so that a map
+/// lookup compares nodes, not atoms), or a map or list (`a`: where its children start,
 /// `b & !TAG`: how many entries or items; a map's children are key, value, key, value...).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
@@ -87,7 +88,7 @@ impl Atoms {
             }
             scalar => Node {
                 a: self.intern(scalar),
-                b: ATOM,
+                b: key_hash(Tree::key_bytes(scalar).unwrap_or_default()),
             },
         }
     }
@@ -124,7 +125,7 @@ impl Atoms {
 
     /// Forget a minion's entry: its atoms no other entry holds are freed.
     pub(crate) fn release(&mut self, entry: &Entry) {
-        for n in entry.iter().filter(|n| n.b == ATOM) {
+        for n in entry.iter().filter(|n| n.b & TAG == ATOM) {
             let i = n.a as usize;
             let Some(a) = self.table.get_mut(i).and_then(Option::as_mut) else {
                 continue;
@@ -158,6 +159,14 @@ impl Atoms {
     pub(crate) fn len(&self) -> usize {
         self.ix.len()
     }
+}
+
+/// The `b` of an atom node whose key bytes are `bytes` (FNV-1a, 30 bits).
+fn key_hash(bytes: &[u8]) -> u32 {
+    let h = bytes.iter().fold(0x811c_9dc5_u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    ATOM | (h & !TAG)
 }
 
 /// One node of a cached minion's data, for the matchers.
@@ -236,6 +245,14 @@ impl<'a> Tree<'a> for Ref<'a> {
 
     fn len(self) -> usize {
         self.count()
+    }
+
+    fn map_get(self, key: &str) -> Option<Self> {
+        let h = key_hash(key.as_bytes());
+        self.entries()
+            .rev()
+            .find(|(k, _)| k.node.b == h && k.key_bytes() == Some(key.as_bytes()))
+            .map(|(_, v)| v)
     }
 
     fn item(self, i: usize) -> Option<Self> {

@@ -148,7 +148,10 @@ impl Target {
                 keep(id, compiled.eval::<&Value>(id, None, None));
             }
         }
-        out.sort();
+        // The accepted ids usually come sorted (a directory listing sorted by the key store).
+        if !out.is_sorted() {
+            out.sort();
+        }
         out.dedup();
         Ok(out)
     }
