@@ -1,7 +1,7 @@
 //! The compact form of the cached grains and pillar the target index holds
 //! ([`super::index`]): every scalar (string, number, bool, None, bytes) is interned once in
 //! the process with its lower-cased text (what the matchers compare), and a minion's data is
-//! one slice of 8-byte nodes. At 100,000 minions shaped like real ones this is ~4.8 times
+//! one slice of 8-byte nodes. At 100,000 minions shaped like real ones this is ~3.6 times
 //! smaller than rmpv values (docs/benchmarks.md), and the matchers read it through
 //! [`salt_matcher::Tree`] without allocating.
 

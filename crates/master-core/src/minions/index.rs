@@ -3,7 +3,7 @@
 //!
 //! One index per cache directory in the process (the master's `cachedir/minions`). It is
 //! filled at the first target that needs it (one read of every `data.p`, as each target did
-//! before; held in the [`compact`](super::compact) form, about 1.4 KiB of memory per cached
+//! before; held in the [`compact`](super::compact) form, about 1.8 KiB of memory per cached
 //! minion whose `data.p` is ~0.8 KiB, against 6.5 KiB as rmpv values; writes before that are
 //! not recorded), then changed by every write and flush of `data.p` through
 //! [`MinionCache`](super::data::MinionCache), and re-synced with the directory when the
