@@ -229,7 +229,8 @@ fn targets_100k() {
     assert!(ub.iter().any(|id| id == "m-0"));
     // The same data as rmpv values (the index before the compact form), for its size.
     let rss1 = rss_kib();
-    let values: Vec<(String, (Option<Value>, Option<Value>))> = ids
+    type Cached = (String, (Option<Value>, Option<Value>));
+    let values: Vec<Cached> = ids
         .iter()
         .map(|id| {
             let b = std::fs::read(minions.join(id).join("data.p")).unwrap();
