@@ -292,3 +292,40 @@ impl<'a> Tree<'a> for Ref<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use salt_matcher::Subdict;
+
+    /// Every expression of the matcher's golden (Salt's own `subdict_match` answers) gives the
+    /// same answer over the compact form as over rmpv values; a released entry frees its atoms.
+    #[test]
+    fn compact_form_answers_like_values() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../matcher/tests/golden/subdict.json"
+        );
+        let g: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut atoms = Atoms::default();
+        for data in g["data"].as_array().unwrap() {
+            let data = salt_compat::json::json_to_msgpack(data);
+            let entry = atoms.entry(Some(&data), None);
+            let root = atoms.root(&entry, 0).unwrap();
+            assert!(atoms.root(&entry, 1).is_none());
+            assert_eq!(root.to_value(), data);
+            for expr in g["exprs"].as_array().unwrap() {
+                let expr = expr.as_str().unwrap();
+                for delim in [":", "|"] {
+                    for regex in [false, true] {
+                        let s = Subdict::new(expr, delim, regex);
+                        assert_eq!(s.matches(root), s.matches(&data), "{expr} {delim} {regex}");
+                    }
+                }
+            }
+            atoms.release(&entry);
+            assert_eq!(atoms.len(), 0, "every atom freed");
+        }
+    }
+}
