@@ -10,6 +10,8 @@
 use regex::Regex;
 use rmpv::Value;
 
+use crate::subdict::{KeyPart, Subdict, traverse_parts};
+
 /// Salt's default delimiter for nested grain keys.
 pub const DEFAULT_DELIMITER: &str = ":";
 
@@ -50,18 +52,35 @@ thread_local! {
 /// Salt's `list_match`.
 pub fn list_match(tgt: &Value, id: &str) -> bool {
     match tgt {
-        Value::String(s) => match s.as_str() {
-            Some(t) => {
-                t.contains(&format!(",{id},"))
-                    || t.starts_with(&format!("{id},"))
-                    || t.ends_with(&format!(",{id}"))
-                    || t == id
-            }
-            None => false,
-        },
+        Value::String(s) => s.as_str().is_some_and(|t| list_str_match(t, id)),
         Value::Array(items) => items.iter().any(|v| v.as_str() == Some(id)),
         _ => false,
     }
+}
+
+/// `list_match` on a comma-separated string: `",id," in t`, `t.startswith("id,")`,
+/// `t.endswith(",id")` or `t == id` (so an id holding a comma is found too), without
+/// allocating.
+pub(crate) fn list_str_match(t: &str, id: &str) -> bool {
+    if t == id {
+        return true;
+    }
+    let b = t.as_bytes();
+    let mut from = 0;
+    while let Some(pos) = t[from..].find(id) {
+        let p = from + pos;
+        let end = p + id.len();
+        let comma_before = p > 0 && b[p - 1] == b',';
+        let comma_after = b.get(end) == Some(&b',');
+        if (comma_after && (comma_before || p == 0)) || (comma_before && end == b.len()) {
+            return true;
+        }
+        match t[p..].chars().next() {
+            Some(c) => from = p + c.len_utf8(),
+            None => break,
+        }
+    }
+    false
 }
 
 /// Salt's `traverse_dict_and_list`: walk `key` split on `delim`. In a map, a part is a key
@@ -69,143 +88,15 @@ pub fn list_match(tgt: &Value, id: &str) -> bool {
 /// an index (negative from the end) unless a dict in the list has it as a key, and a
 /// non-number finds the first dict in the list that has it.
 pub fn traverse<'a>(data: &'a Value, key: &str, delim: &str) -> Option<&'a Value> {
-    let mut cur = data;
-    for part in key.split(delim) {
-        cur = match cur {
-            Value::Map(_) => salt_compat::map_get(cur, part).or_else(|| number_key(cur, part))?,
-            Value::Array(items) => {
-                let embedded = |found: fn(&'a Value, &str) -> Option<&'a Value>| {
-                    items
-                        .iter()
-                        .filter(|x| x.is_map())
-                        .find_map(|x| found(x, part))
-                };
-                match part.trim().parse::<i64>() {
-                    Err(_) => embedded(|m, p| salt_compat::map_get(m, p))?,
-                    Ok(i) => match embedded(number_key) {
-                        Some(v) => v,
-                        None => {
-                            let i = if i < 0 { items.len() as i64 + i } else { i };
-                            items.get(usize::try_from(i).ok()?)?
-                        }
-                    },
-                }
-            }
-            _ => return None,
-        };
-    }
-    Some(cur)
-}
-
-/// A map's entry under the number `part` reads as (Salt YAML-loads a key it did not find).
-fn number_key<'a>(map: &'a Value, part: &str) -> Option<&'a Value> {
-    let Value::Map(entries) = map else {
-        return None;
-    };
-    let part = part.trim();
-    if !part
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
-    {
-        return None;
-    }
-    let want = part.parse::<f64>().ok()?;
-    entries
-        .iter()
-        .rev()
-        .find(|(k, _)| match k {
-            Value::Integer(i) => i.as_f64() == Some(want),
-            Value::F64(f) => *f == want,
-            Value::F32(f) => f64::from(*f) == want,
-            _ => false,
-        })
-        .map(|(_, v)| v)
-}
-
-fn value_match(target: &Value, pattern: &str, regex: bool) -> bool {
-    let target = salt_compat::py_str(target).to_lowercase();
-    let pattern = pattern.to_lowercase();
-    if regex {
-        pcre_match(&pattern, &target)
-    } else {
-        fnmatch(&target, &pattern)
-    }
-}
-
-fn dict_match(target: &Value, pattern: &str, delim: &str, regex: bool) -> bool {
-    let Value::Map(entries) = target else {
-        return false;
-    };
-    let (wildcard, pattern) = match pattern.strip_prefix("*:") {
-        Some(rest) => (true, rest),
-        None => (false, pattern),
-    };
-    if pattern == "*" || salt_compat::map_get(target, pattern).is_some() {
-        return true;
-    }
-    if entries.iter().any(|(k, _)| value_match(k, pattern, regex)) {
-        return true;
-    }
-    if subdict_match(target, pattern, delim, regex) {
-        return true;
-    }
-    if wildcard {
-        for (_, v) in entries {
-            let hit = match v {
-                Value::Map(_) => dict_match(v, pattern, delim, regex),
-                Value::Array(items) => items.iter().any(|i| value_match(i, pattern, regex)),
-                other => value_match(other, pattern, regex),
-            };
-            if hit {
-                return true;
-            }
-        }
-    }
-    false
+    let parts: Vec<KeyPart> = key.split(delim).map(KeyPart::new).collect();
+    traverse_parts(data, &parts)
 }
 
 /// Salt's `subdict_match(data, expr, delimiter, regex_match)`: the deepest key split
-/// is tried first; values match case-insensitively by glob (or regex).
+/// is tried first; values match case-insensitively by glob (or regex). To test one
+/// expression against many minions, compile it once ([`Subdict`]).
 pub fn subdict_match(data: &Value, expr: &str, delim: &str, regex: bool) -> bool {
-    let splits: Vec<&str> = expr.split(delim).collect();
-    if splits.len() < 2 {
-        return false;
-    }
-    for idx in (1..splits.len()).rev() {
-        let key = splits[..idx].join(delim);
-        let (matchstr, found) = if key == "*" {
-            (expr.to_owned(), Some(data))
-        } else {
-            (splits[idx..].join(delim), traverse(data, &key, delim))
-        };
-        let Some(found) = found else { continue };
-        match found {
-            Value::Map(entries) if entries.is_empty() => continue,
-            Value::Map(_) => {
-                if dict_match(found, &matchstr, delim, regex) {
-                    return true;
-                }
-            }
-            Value::Array(items) => {
-                for member in items {
-                    let hit = match member {
-                        Value::Map(_) => dict_match(member, &matchstr, delim, regex),
-                        Value::Array(_) => false,
-                        other => value_match(other, &matchstr, regex),
-                    };
-                    if hit {
-                        return true;
-                    }
-                }
-            }
-            other => {
-                if value_match(other, &matchstr, regex) {
-                    return true;
-                }
-            }
-        }
-    }
-    false
+    Subdict::new(expr, delim, regex).matches(data)
 }
 
 #[cfg(test)]
@@ -270,6 +161,27 @@ pub(crate) mod tests {
         assert!(list_match(&Value::Array(vec![s("x"), s("b")]), "b"));
         assert!(!list_match(&Value::Array(vec![s("x")]), "b"));
         assert!(!list_match(&Value::from(3), "b"));
+        // The comma forms, an id holding a comma, an empty id.
+        for (t, id, want) in [
+            ("aa,aaa,aa", "aa", true),
+            ("aaa,aab", "aa", false),
+            ("x,a,b,y", "a,b", true),
+            ("a,b", "a,b", true),
+            ("a,bc", "a,b", false),
+            ("a,,b", "", true),
+            ("a,b", "", false),
+            (",", "", true),
+            ("", "", true),
+            ("ü,b", "ü", true),
+            ("xü,b", "ü", false),
+        ] {
+            let old = t.contains(&format!(",{id},"))
+                || t.starts_with(&format!("{id},"))
+                || t.ends_with(&format!(",{id}"))
+                || t == id;
+            assert_eq!(old, want, "{t:?} {id:?}");
+            assert_eq!(list_str_match(t, id), want, "{t:?} {id:?}");
+        }
     }
 
     /// Grains shared by the matcher tests.

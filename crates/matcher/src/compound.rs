@@ -13,15 +13,9 @@
 
 use rmpv::Value;
 
-use crate::resource::{self, Resource};
-use crate::{Facts, NodeGroups, single};
-
-/// What a compound is evaluated for: a minion (its facts) or a registered resource.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Entity<'a> {
-    Minion(Facts<'a>),
-    Resource(Resource<'a>),
-}
+#[cfg(test)]
+use crate::Facts;
+use crate::NodeGroups;
 
 /// A target that cannot be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,30 +38,56 @@ enum Tok {
     Not,
     Open,
     Close,
-    Val(Option<bool>),
+    /// An operand: the index of its [`Word`].
+    Word(usize),
 }
 
-/// Evaluate a compound string.
-pub(crate) fn eval(
-    facts: Facts<'_>,
-    tgt: &str,
-    groups: &NodeGroups,
-) -> Result<Option<bool>, CompoundError> {
-    eval_words(
-        Entity::Minion(facts),
-        tgt.split_whitespace().map(str::to_owned).collect(),
-        groups,
-    )
+/// One operand of a compound: `X@pattern` (or `X<delim>@pattern`), or a glob on the id.
+#[derive(Debug, Clone)]
+pub(crate) struct Word {
+    pub engine: Option<char>,
+    pub delim: Option<String>,
+    pub pattern: String,
 }
 
-/// Evaluate a compound expression given as words.
-pub(crate) fn eval_words(
-    entity: Entity<'_>,
+/// A parsed compound expression over its words.
+#[derive(Debug, Clone)]
+enum Expr {
+    Word(usize),
+    Not(Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+}
+
+/// A compound expression parsed once: its operands and their structure.
+#[derive(Debug, Clone)]
+pub(crate) struct Compound {
+    pub words: Vec<Word>,
+    expr: Expr,
+    /// For a resource, `not X` is false (Salt: `all_minions() - X`, keys only).
+    resource: bool,
+}
+
+/// Evaluate a compound string for a minion.
+#[cfg(test)]
+fn eval(facts: Facts<'_>, tgt: &str, groups: &NodeGroups) -> Result<Option<bool>, CompoundError> {
+    let words = tgt.split_whitespace().map(str::to_owned).collect();
+    let compiled = crate::CompiledTarget::compound(words, groups)?;
+    Ok(compiled.eval(facts.id, facts.grains, facts.pillar))
+}
+
+/// Parse a compound expression given as words (node groups expanded). Whether the
+/// expression is valid does not depend on the data, so every error is found here. For a
+/// minion, an engine salt-rs does not implement is refused; a resource matches no word of
+/// such an engine ([`crate::resource`]).
+pub(crate) fn parse(
     words: Vec<String>,
     groups: &NodeGroups,
-) -> Result<Option<bool>, CompoundError> {
+    resource: bool,
+) -> Result<Compound, CompoundError> {
     let invalid = || CompoundError::Invalid(words.join(" "));
     let mut toks: Vec<Tok> = Vec::new();
+    let mut operands: Vec<Word> = Vec::new();
     let mut queue: std::collections::VecDeque<String> = words.iter().cloned().collect();
     let mut expansions = 0;
     while let Some(word) = queue.pop_front() {
@@ -93,8 +113,8 @@ pub(crate) fn eval_words(
             continue;
         }
         let (engine, delim, pattern) = parse_target(&word);
-        let value = match (engine, entity) {
-            (Some('N'), _) => {
+        match engine {
+            Some('N') => {
                 expansions += 1;
                 if expansions > 100 {
                     return Err(invalid());
@@ -104,38 +124,69 @@ pub(crate) fn eval_words(
                 }
                 continue;
             }
-            (e, Entity::Resource(res)) => Some(resource::word(&res, e, delim, pattern)),
-            (None, Entity::Minion(facts)) => single(facts, "glob", pattern, ":"),
-            (Some('T'), Entity::Minion(_)) => Some(false),
-            (Some('M'), Entity::Minion(facts)) => Some(facts.id == pattern),
-            (Some(e), Entity::Minion(facts)) => {
-                let kind = match e {
-                    'G' => "grain",
-                    'P' => "grain_pcre",
-                    'I' => "pillar",
-                    'J' => "pillar_pcre",
-                    'L' => "list",
-                    'S' => "ipcidr",
-                    'E' => "pcre",
-                    other => {
-                        return Err(CompoundError::UnsupportedType(format!("{other}@")));
-                    }
-                };
-                single(facts, kind, pattern, delim.unwrap_or(":"))
+            Some(e) if !resource && !"GPIJLSETM".contains(e) => {
+                return Err(CompoundError::UnsupportedType(format!("{e}@")));
             }
-        };
-        toks.push(Tok::Val(value));
+            _ => {}
+        }
+        operands.push(Word {
+            engine,
+            delim: delim.map(str::to_owned),
+            pattern: pattern.to_owned(),
+        });
+        toks.push(Tok::Word(operands.len() - 1));
     }
     let mut p = Parser {
         toks: &toks,
         pos: 0,
-        resource: matches!(entity, Entity::Resource(_)),
     };
-    let v = p.or().ok_or_else(invalid)?;
+    let expr = p.or().ok_or_else(invalid)?;
     if p.pos != toks.len() {
         return Err(invalid());
     }
-    Ok(v)
+    Ok(Compound {
+        words: operands,
+        expr,
+        resource,
+    })
+}
+
+impl Compound {
+    /// The value of the expression over tri-state words, given the value of each word
+    /// (asked only where `and`/`or` are not already decided; the answer is the same).
+    pub(crate) fn eval(&self, word: &mut impl FnMut(usize) -> Option<bool>) -> Option<bool> {
+        self.eval_expr(&self.expr, word)
+    }
+
+    fn eval_expr(&self, e: &Expr, word: &mut impl FnMut(usize) -> Option<bool>) -> Option<bool> {
+        match e {
+            Expr::Word(i) => word(*i),
+            Expr::Not(_) if self.resource => Some(false),
+            Expr::Not(x) => self.eval_expr(x, word).map(|b| !b),
+            Expr::And(xs) => {
+                let mut acc = Some(true);
+                for x in xs {
+                    match self.eval_expr(x, word) {
+                        Some(false) => return Some(false),
+                        None => acc = None,
+                        Some(true) => {}
+                    }
+                }
+                acc
+            }
+            Expr::Or(xs) => {
+                let mut acc = Some(false);
+                for x in xs {
+                    match self.eval_expr(x, word) {
+                        Some(true) => return Some(true),
+                        None => acc = None,
+                        Some(false) => {}
+                    }
+                }
+                acc
+            }
+        }
+    }
 }
 
 /// Salt's `parse_target`: `(engine, delimiter, pattern)`.
@@ -210,11 +261,10 @@ fn expand(
     Ok(out)
 }
 
+/// Python's precedence (`not` > `and` > `or`) over the tokens.
 struct Parser<'t> {
     toks: &'t [Tok],
     pos: usize,
-    /// For a resource, `not X` is false (Salt: `all_minions() - X`, keys only).
-    resource: bool,
 }
 
 impl Parser<'_> {
@@ -222,52 +272,45 @@ impl Parser<'_> {
         self.toks.get(self.pos).copied()
     }
 
-    fn or(&mut self) -> Option<Option<bool>> {
-        let mut v = self.and()?;
+    fn or(&mut self) -> Option<Expr> {
+        let mut xs = vec![self.and()?];
         while self.peek() == Some(Tok::Or) {
             self.pos += 1;
-            let r = self.and()?;
-            v = match (v, r) {
-                (Some(true), _) | (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            };
+            xs.push(self.and()?);
         }
-        Some(v)
+        Some(if xs.len() == 1 {
+            xs.remove(0)
+        } else {
+            Expr::Or(xs)
+        })
     }
 
-    fn and(&mut self) -> Option<Option<bool>> {
-        let mut v = self.not()?;
+    fn and(&mut self) -> Option<Expr> {
+        let mut xs = vec![self.not()?];
         while self.peek() == Some(Tok::And) {
             self.pos += 1;
-            let r = self.not()?;
-            v = match (v, r) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            };
+            xs.push(self.not()?);
         }
-        Some(v)
+        Some(if xs.len() == 1 {
+            xs.remove(0)
+        } else {
+            Expr::And(xs)
+        })
     }
 
-    fn not(&mut self) -> Option<Option<bool>> {
+    fn not(&mut self) -> Option<Expr> {
         if self.peek() == Some(Tok::Not) {
             self.pos += 1;
-            let v = self.not()?;
-            return Some(if self.resource {
-                Some(false)
-            } else {
-                v.map(|b| !b)
-            });
+            return Some(Expr::Not(Box::new(self.not()?)));
         }
         self.atom()
     }
 
-    fn atom(&mut self) -> Option<Option<bool>> {
+    fn atom(&mut self) -> Option<Expr> {
         match self.peek()? {
-            Tok::Val(v) => {
+            Tok::Word(i) => {
                 self.pos += 1;
-                Some(v)
+                Some(Expr::Word(i))
             }
             Tok::Open => {
                 self.pos += 1;

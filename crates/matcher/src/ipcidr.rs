@@ -5,26 +5,32 @@ use std::net::IpAddr;
 
 use rmpv::Value;
 
-use salt_compat::map_get;
+use crate::tree::{Shape, Tree};
 
 /// Does `tgt` (an address or `addr/prefix`) match one of the minion's addresses?
 /// An invalid target matches nothing.
 pub fn ipcidr_match(grains: &Value, tgt: &str) -> bool {
-    let (addr, prefix) = match tgt.split_once('/') {
-        Some((a, p)) => match (a.parse::<IpAddr>(), p.parse::<u8>()) {
-            (Ok(a), Ok(p)) => (a, Some(p)),
-            _ => return false,
-        },
-        None => match tgt.parse::<IpAddr>() {
-            Ok(a) => (a, None),
-            Err(_) => return false,
-        },
-    };
+    parse_cidr(tgt).is_some_and(|c| cidr_match(grains, c))
+}
+
+/// A target address and its prefix length (none: the address itself).
+pub(crate) type Cidr = (IpAddr, Option<u8>);
+
+/// `addr` or `addr/prefix`; `None` for an invalid target.
+pub(crate) fn parse_cidr(tgt: &str) -> Option<Cidr> {
+    match tgt.split_once('/') {
+        Some((a, p)) => Some((a.parse().ok()?, Some(p.parse().ok()?))),
+        None => Some((tgt.parse().ok()?, None)),
+    }
+}
+
+/// Does one of the `ipv4`/`ipv6` grains (by the target's family) match?
+pub(crate) fn cidr_match<'a, T: Tree<'a>>(grains: T, (addr, prefix): Cidr) -> bool {
     let grain = if addr.is_ipv4() { "ipv4" } else { "ipv6" };
-    let Some(Value::Array(ips)) = map_get(grains, grain) else {
+    let Some(ips) = grains.map_get(grain).filter(|v| v.shape() == Shape::Array) else {
         return false;
     };
-    ips.iter()
+    ips.items()
         .filter_map(|v| v.as_str()?.parse::<IpAddr>().ok())
         .any(|ip| match prefix {
             None => ip == addr,

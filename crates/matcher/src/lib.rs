@@ -13,14 +13,20 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod basic;
+mod compiled;
 mod compound;
 mod ipcidr;
 mod resource;
+mod subdict;
+mod tree;
 
 pub use basic::*;
+pub use compiled::CompiledTarget;
 pub use compound::{CompoundError, expand_nodegroup};
 pub use ipcidr::ipcidr_match;
 pub use resource::{Resource, check_resource};
+pub use subdict::Subdict;
+pub use tree::{Shape, Tree};
 
 use rmpv::Value;
 
@@ -42,7 +48,8 @@ pub type NodeGroups = [(String, Value)];
 ///
 /// `tgt_type` is Salt's `tgt_type` (`glob` when absent); `tgt` a string, or for `list` a
 /// list or a comma-separated string. Unknown facts give `None`. An unknown or unsupported
-/// target type is `Err` naming it.
+/// target type is `Err` naming it. To test one target against many minions, compile it once
+/// ([`CompiledTarget`]).
 pub fn check(
     facts: Facts<'_>,
     tgt: &Value,
@@ -50,47 +57,8 @@ pub fn check(
     delimiter: Option<&str>,
     nodegroups: &NodeGroups,
 ) -> Result<Option<bool>, CompoundError> {
-    let delim = delimiter.unwrap_or(DEFAULT_DELIMITER);
-    let text = || tgt.as_str().unwrap_or_default();
-    Ok(match tgt_type {
-        "glob" => Some(tgt.as_str().is_some_and(|t| fnmatch(facts.id, t))),
-        "pcre" => Some(tgt.as_str().is_some_and(|t| pcre_match(t, facts.id))),
-        "list" => Some(list_match(tgt, facts.id)),
-        "grain" | "grain_pcre" | "pillar" | "pillar_pcre" | "ipcidr" => {
-            single(facts, tgt_type, text(), delim)
-        }
-        "compound" => match tgt {
-            Value::Array(items) => {
-                let words: Vec<String> = items.iter().map(salt_compat::py_str).collect();
-                compound::eval_words(compound::Entity::Minion(facts), words, nodegroups)?
-            }
-            _ => compound::eval(facts, text(), nodegroups)?,
-        },
-        "nodegroup" => {
-            let words = expand_nodegroup(text(), nodegroups)?;
-            compound::eval_words(compound::Entity::Minion(facts), words, nodegroups)?
-        }
-        other => return Err(CompoundError::UnsupportedType(other.to_owned())),
-    })
-}
-
-/// One `grain`/`grain_pcre`/`pillar`/`pillar_pcre`/`ipcidr` expression.
-pub(crate) fn single(facts: Facts<'_>, kind: &str, tgt: &str, delim: &str) -> Option<bool> {
-    match kind {
-        "grain" | "grain_pcre" => {
-            let grains = facts.grains?;
-            Some(tgt.contains(delim) && subdict_match(grains, tgt, delim, kind == "grain_pcre"))
-        }
-        "pillar" | "pillar_pcre" => {
-            let pillar = facts.pillar?;
-            Some(tgt.contains(delim) && subdict_match(pillar, tgt, delim, kind == "pillar_pcre"))
-        }
-        "ipcidr" => Some(ipcidr_match(facts.grains?, tgt)),
-        "glob" => Some(fnmatch(facts.id, tgt)),
-        "pcre" => Some(pcre_match(tgt, facts.id)),
-        "list" => Some(list_match(&Value::from(tgt), facts.id)),
-        _ => Some(false),
-    }
+    let t = CompiledTarget::new(tgt, tgt_type, delimiter, nodegroups)?;
+    Ok(t.eval(facts.id, facts.grains, facts.pillar))
 }
 
 #[cfg(test)]

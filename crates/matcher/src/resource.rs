@@ -53,19 +53,33 @@ pub fn check_resource(
                 Value::Array(items) => items.iter().map(salt_compat::py_str).collect(),
                 _ => text.split_whitespace().map(str::to_owned).collect(),
             };
-            compound::eval_words(compound::Entity::Resource(*res), words, nodegroups)? == Some(true)
+            compound_match(res, words, nodegroups)?
         }
         "nodegroup" => {
             let words = compound::expand_nodegroup(text, nodegroups)?;
-            compound::eval_words(compound::Entity::Resource(*res), words, nodegroups)? == Some(true)
+            compound_match(res, words, nodegroups)?
         }
         other => return Err(CompoundError::UnsupportedType(other.to_owned())),
     })
 }
 
+/// A compound (given as words) against a resource: each word by [`word`], `not` false.
+fn compound_match(
+    res: &Resource<'_>,
+    words: Vec<String>,
+    nodegroups: &NodeGroups,
+) -> Result<bool, CompoundError> {
+    let c = compound::parse(words, nodegroups, true)?;
+    let hit = c.eval(&mut |i| {
+        let w = &c.words[i];
+        Some(word(res, w.engine, w.delim.as_deref(), &w.pattern))
+    });
+    Ok(hit == Some(true))
+}
+
 /// `T@<type>` / `T@<type>:<id>` against a resource (Salt's `parse_srn`: an empty type or id
 /// is absent; an empty type matches nothing).
-pub(crate) fn srn_match(res: &Resource<'_>, pattern: &str) -> bool {
+fn srn_match(res: &Resource<'_>, pattern: &str) -> bool {
     let (rtype, rid) = match pattern.split_once(':') {
         Some((t, i)) => (t, Some(i).filter(|i| !i.is_empty())),
         None => (pattern, None),
@@ -74,12 +88,7 @@ pub(crate) fn srn_match(res: &Resource<'_>, pattern: &str) -> bool {
 }
 
 /// One compound word (`engine`, its delimiter and pattern) against a resource.
-pub(crate) fn word(
-    res: &Resource<'_>,
-    engine: Option<char>,
-    delim: Option<&str>,
-    pattern: &str,
-) -> bool {
+fn word(res: &Resource<'_>, engine: Option<char>, delim: Option<&str>, pattern: &str) -> bool {
     match engine {
         None => exact_glob(res, pattern),
         Some('T') => srn_match(res, pattern),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rmpv::Value;
 use salt_proto::{decode, encode};
 
-use super::index::{self, Facts};
+use super::index::{self, View};
 
 /// The `minions` bank of the cache.
 #[derive(Clone, Debug)]
@@ -40,7 +40,7 @@ impl MinionCache {
         }
         salt_pki::files::atomic_write(&path, &encode(value), 0o600).map_err(|e| e.to_string())?;
         if key == "data" {
-            index::for_dir(&self.dir).put(id, Some(index::facts_of(value)));
+            index::for_dir(&self.dir).put(id, Some(value));
         }
         Ok(())
     }
@@ -76,12 +76,9 @@ impl MinionCache {
         }
     }
 
-    /// Cached grains and pillar of each of `ids` (`None`: nothing cached), from the
-    /// in-memory index (the same answers as [`facts`](Self::facts) for each id).
-    pub(crate) fn facts_many<'a>(
-        &self,
-        ids: impl IntoIterator<Item = &'a str>,
-    ) -> Vec<Option<Facts>> {
-        index::for_dir(&self.dir).get_many(ids)
+    /// `f` over the cached grains and pillar of every minion, from the in-memory index (the
+    /// same answers as [`facts`](Self::facts) for each id).
+    pub(crate) fn with_facts<R>(&self, f: impl FnOnce(&View<'_>) -> R) -> R {
+        index::for_dir(&self.dir).with_view(f)
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! One index per cache directory in the process (the master's `cachedir/minions`). It is
 //! filled at the first target that needs it (one read of every `data.p`, as each target did
-//! before; about 6.5 KiB of memory per cached minion whose `data.p` is ~0.8 KiB; writes
-//! before that are not recorded), then changed by every write and flush of `data.p` through
+//! before; held in the [`compact`](super::compact) form, about 1.8 KiB of memory per cached
+//! minion whose `data.p` is ~0.8 KiB, against 6.5 KiB as rmpv values; writes before that are
+//! not recorded), then changed by every write and flush of `data.p` through
 //! [`MinionCache`](super::data::MinionCache), and re-synced with the directory when the
 //! directory's mtime moves: a minion directory created or removed by another process
 //! (`salt-key -d` removes `cachedir/minions/<id>` of deleted keys) is seen at the next
@@ -18,8 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use rmpv::Value;
 
-/// A minion's cached `(grains, pillar)`.
-pub(crate) type Facts = Arc<(Option<Value>, Option<Value>)>;
+use super::compact::{Atoms, Entry, Ref};
 
 /// A directory mtime this recent may hide a change made in the same clock tick: the
 /// directory is read again at the next use.
@@ -39,7 +39,46 @@ struct State {
     loaded: bool,
     /// The directory's mtime when it was last read whole; `None`: read it at the next use.
     stamp: Option<SystemTime>,
-    map: HashMap<String, Facts>,
+    atoms: Atoms,
+    map: HashMap<Box<str>, Entry>,
+}
+
+impl State {
+    /// Record `<id>/data.p` (`None`: removed).
+    fn set(&mut self, id: &str, data: Option<&Value>) {
+        let new = data.map(|d| {
+            self.atoms.entry(
+                salt_compat::map_get(d, "grains"),
+                salt_compat::map_get(d, "pillar"),
+            )
+        });
+        let old = match new {
+            Some(e) => self.map.insert(id.into(), e),
+            None => self.map.remove(id),
+        };
+        if let Some(old) = old {
+            self.atoms.release(&old);
+        }
+    }
+}
+
+/// The cached grains and pillar of every minion, while the index is read.
+pub(crate) struct View<'a> {
+    st: &'a State,
+}
+
+impl View<'_> {
+    /// `id`'s cached `(grains, pillar)` (`None`: nothing cached).
+    pub(crate) fn get(&self, id: &str) -> Option<(Option<Ref<'_>>, Option<Ref<'_>>)> {
+        let e = self.st.map.get(id)?;
+        Some((self.st.atoms.root(e, 0), self.st.atoms.root(e, 1)))
+    }
+
+    /// How many minions and distinct scalars are held (for the benchmark).
+    #[cfg(test)]
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        (self.st.map.len(), self.st.atoms.len())
+    }
 }
 
 /// The index of `dir` (`cachedir/minions`), shared by every user in the process.
@@ -59,36 +98,21 @@ pub(crate) fn for_dir(dir: &Path) -> Arc<FactsIndex> {
         .clone()
 }
 
-/// `(grains, pillar)` of a decoded `data.p`.
-pub(crate) fn facts_of(data: &Value) -> Facts {
-    Arc::new((
-        salt_compat::map_get(data, "grains").cloned(),
-        salt_compat::map_get(data, "pillar").cloned(),
-    ))
-}
-
 impl FactsIndex {
-    /// Record what was just written to (`Some`) or removed from (`None`) `<id>/data.p`.
-    pub(crate) fn put(&self, id: &str, facts: Option<Facts>) {
+    /// Record what was just written to (`Some`, the whole `data.p`) or removed from
+    /// (`None`) `<id>/data.p`.
+    pub(crate) fn put(&self, id: &str, data: Option<&Value>) {
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        if !st.loaded {
-            return;
+        if st.loaded {
+            st.set(id, data);
         }
-        match facts {
-            Some(f) => st.map.insert(id.to_owned(), f),
-            None => st.map.remove(id),
-        };
     }
 
-    /// The cached facts of each of `ids` (`None`: nothing cached), after syncing with the
-    /// directory.
-    pub(crate) fn get_many<'a>(
-        &self,
-        ids: impl IntoIterator<Item = &'a str>,
-    ) -> Vec<Option<Facts>> {
+    /// `f` over the cached facts, after syncing with the directory (writers wait for it).
+    pub(crate) fn with_view<R>(&self, f: impl FnOnce(&View<'_>) -> R) -> R {
         self.sync();
         let st = self.state.read().unwrap_or_else(|p| p.into_inner());
-        ids.into_iter().map(|id| st.map.get(id).cloned()).collect()
+        f(&View { st: &st })
     }
 
     /// Read the directory again if its mtime moved since the last read (or was too recent
@@ -105,6 +129,7 @@ impl FactsIndex {
         }
         let Some(mtime) = mtime else {
             st.map.clear();
+            st.atoms = Atoms::default();
             st.loaded = true;
             st.stamp = None;
             return;
@@ -122,16 +147,24 @@ impl FactsIndex {
             }
         };
         st.loaded = true;
-        st.map.retain(|id, _| names.contains(id));
+        let gone: Vec<Box<str>> = st
+            .map
+            .keys()
+            .filter(|id| !names.contains(&***id))
+            .cloned()
+            .collect();
+        for id in gone {
+            st.set(&id, None);
+        }
         for name in names {
-            if st.map.contains_key(&name) {
+            if st.map.contains_key(name.as_str()) {
                 continue;
             }
             let data = std::fs::read(self.dir.join(&name).join("data.p"))
                 .ok()
                 .and_then(|b| salt_proto::decode(&b).ok());
             if let Some(d) = data {
-                st.map.insert(name, facts_of(&d));
+                st.set(&name, Some(&d));
             }
         }
         let settled = SystemTime::now()

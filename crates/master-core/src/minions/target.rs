@@ -8,7 +8,9 @@
 //! it expands to, as Salt's `LocalClient` does, so minions need no `nodegroups:` of their own.
 
 use rmpv::Value;
-use salt_matcher::{CompoundError, Facts, check, expand_nodegroup};
+use salt_matcher::{CompiledTarget, CompoundError, expand_nodegroup};
+#[cfg(test)]
+use salt_matcher::{Facts, check};
 
 use crate::minions::data::MinionCache;
 use crate::minions::resources::Entry;
@@ -125,26 +127,31 @@ impl Target {
             out.dedup();
             return Ok(out);
         }
-        let ids: Vec<&str> = accepted.into_iter().collect();
-        // The cached grains and pillar come from the in-memory index (`minions::index`), not
-        // one `data.p` read per accepted minion.
-        let cached = if needs_data {
-            cache.facts_many(ids.iter().copied())
-        } else {
-            vec![None; ids.len()]
-        };
-        for (id, data) in ids.into_iter().zip(cached) {
-            let facts = Facts {
-                id,
-                grains: data.as_ref().and_then(|d| d.0.as_ref()),
-                pillar: data.as_ref().and_then(|d| d.1.as_ref()),
-            };
-            let hit = check(facts, &self.tgt, &self.tgt_type, None, nodegroups)?;
+        // Compiled once (globs, regexes, key splits, the compound's parse), then tested
+        // against each minion's cached grains and pillar in the in-memory index
+        // (`minions::index`), not one `data.p` read per accepted minion.
+        let compiled = CompiledTarget::new(&self.tgt, &self.tgt_type, None, nodegroups)?;
+        let mut keep = |id: &str, hit: Option<bool>| {
             if hit == Some(true) || (hit.is_none() && greedy) {
                 out.push(id.to_owned());
             }
+        };
+        if needs_data {
+            cache.with_facts(|view| {
+                for id in accepted {
+                    let (g, p) = view.get(id).unwrap_or((None, None));
+                    keep(id, compiled.eval(id, g, p));
+                }
+            });
+        } else {
+            for id in accepted {
+                keep(id, compiled.eval::<&Value>(id, None, None));
+            }
         }
-        out.sort();
+        // The accepted ids usually come sorted (a directory listing sorted by the key store).
+        if !out.is_sorted() {
+            out.sort();
+        }
         out.dedup();
         Ok(out)
     }
