@@ -157,6 +157,27 @@ impl MmapKeys {
         Ok(())
     }
 
+    /// Store many `(state, id, pem)` at once (one batch per bank; an id at most once per
+    /// bank).
+    pub(crate) fn put_many(&self, items: &[(KeyState, String, String)]) -> Result<()> {
+        let mut ops = Vec::new();
+        let mut denied_ops = Vec::new();
+        for (state, id, pem) in items {
+            match state_byte(*state) {
+                Some(b) => {
+                    let mut v = Vec::with_capacity(pem.len() + 1);
+                    v.push(b);
+                    v.extend_from_slice(pem.as_bytes());
+                    ops.push(Op::Put(id.as_bytes(), v));
+                }
+                None => denied_ops.push(Op::Put(id.as_bytes(), pem.as_bytes().to_vec())),
+            }
+        }
+        self.keys.write(&ops)?;
+        self.denied.write(&denied_ops)?;
+        Ok(())
+    }
+
     /// Change the state of many ids at once: each id whose record is in one of
     /// `sources` gets a new record in `target` (same key text), each id in `Denied` (when
     /// a source) takes its denied key into `target` and leaves the denied bank, as Salt's

@@ -244,9 +244,9 @@ impl Table {
         }
     }
 
-    /// Apply `ops` (at most one per key) under Salt's writer lock. Returns, per op,
-    /// whether it changed something (a delete of an absent key does not). Fails as a
-    /// whole before any change when the index is full.
+    /// Apply `ops` under Salt's writer lock (when a key comes more than once, its last op
+    /// wins). Returns, per op, whether it changed something (a delete of an absent key
+    /// does not). Fails as a whole before any change when the index is full.
     pub(crate) fn write(&self, ops: &[Op<'_>]) -> Result<Vec<bool>> {
         if ops.is_empty() {
             return Ok(Vec::new());
@@ -259,7 +259,17 @@ impl Table {
         let mut writes: Vec<(u64, bool, &[u8], u64, u32)> = Vec::new();
         let mut deletes = Vec::new();
         let mut done = Vec::with_capacity(ops.len());
-        for op in ops {
+        let mut last = std::collections::HashMap::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let (Op::Put(k, _) | Op::Delete(k)) = op;
+            last.insert(*k, i);
+        }
+        for (i, op) in ops.iter().enumerate() {
+            let (Op::Put(k, _) | Op::Delete(k)) = op;
+            if last.get(k) != Some(&i) {
+                done.push(true);
+                continue;
+            }
             match op {
                 Op::Put(key, value) => {
                     let (slot, new) = match view.find(key, &claimed) {
