@@ -253,7 +253,7 @@ pub struct KeyStore {
     validator: Arc<dyn KeyValidator>,
     durable: bool,
     /// `keys.cache_driver: mmap_key`: the keys live in Salt 3008's index files.
-    mmap: Option<MmapKeys>,
+    pub(crate) mmap: Option<MmapKeys>,
     index: RwLock<Index>,
     /// Serialises mutations (and refreshes) within the process so the index follows the
     /// file system exactly.
@@ -360,6 +360,16 @@ impl KeyStore {
     /// Directory of `state`.
     pub fn state_dir(&self, state: KeyState) -> PathBuf {
         self.pki_dir.join(state.dir_name())
+    }
+
+    /// The paths whose modification time changes whenever another process (`salt-key`)
+    /// changes a key: the four state directories, or with `mmap_key` the index and heap
+    /// files of its two banks (a listing is stale when one of their times moved).
+    pub fn watch_paths(&self) -> Vec<PathBuf> {
+        match &self.mmap {
+            Some(m) => m.watch_paths(),
+            None => KeyState::ALL.iter().map(|s| self.state_dir(*s)).collect(),
+        }
     }
 
     /// Path of the key file of `id` in `state` (the id is validated first).

@@ -83,6 +83,15 @@ impl MmapKeys {
         })
     }
 
+    /// The files whose modification time changes with every change of a key, by either
+    /// Salt's writer or ours: each bank's index (deletes) and heap (puts).
+    pub(crate) fn watch_paths(&self) -> Vec<std::path::PathBuf> {
+        [&self.keys, &self.denied]
+            .into_iter()
+            .flat_map(|t| [t.path().to_owned(), t.heap_path()])
+            .collect()
+    }
+
     /// Refuse an id the index cannot hold whole (Salt silently truncates it, which makes
     /// two ids sharing their first `key_size` bytes collide).
     pub(crate) fn check_id(&self, id: &str) -> Result<()> {

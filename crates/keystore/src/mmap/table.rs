@@ -162,13 +162,17 @@ impl Table {
         Self { path, geo }
     }
 
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn with_suffix(&self, suffix: &str) -> PathBuf {
         let mut s = self.path.clone().into_os_string();
         s.push(suffix);
         s.into()
     }
 
-    fn heap_path(&self) -> PathBuf {
+    pub(crate) fn heap_path(&self) -> PathBuf {
         self.with_suffix(".heap")
     }
 

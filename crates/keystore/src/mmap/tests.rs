@@ -198,7 +198,10 @@ fn heap_rolls_segments_like_salt() {
 fn repeated_key_in_a_batch_is_stored_once() {
     let d = tempfile::tempdir().unwrap();
     let t = Table::new(d.path().join(".mmap_keys.idx"), small());
-    t.write(&[Op::Put(b"a", b"\x021".to_vec()), Op::Put(b"a", b"\x012".to_vec())])
-        .unwrap();
+    t.write(&[
+        Op::Put(b"a", b"\x021".to_vec()),
+        Op::Put(b"a", b"\x012".to_vec()),
+    ])
+    .unwrap();
     assert_eq!(t.items().unwrap(), vec![(b"a".to_vec(), b"\x012".to_vec())]);
 }
