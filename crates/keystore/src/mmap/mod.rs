@@ -109,19 +109,19 @@ impl MmapKeys {
     /// one of the other states).
     pub(crate) fn list(&self) -> Result<Vec<(String, KeyState)>> {
         let mut out = Vec::new();
-        for (k, v) in self.keys.items()? {
-            if let (Ok(id), Some(&b)) = (String::from_utf8(k), v.first())
+        self.keys.for_each(|k, v| {
+            if let (Ok(id), Some(&b)) = (std::str::from_utf8(k), v.first())
                 && let Some(state) = byte_state(b)
                 && v.len() >= 2
             {
-                out.push((id, state));
+                out.push((id.to_owned(), state));
             }
-        }
-        for (k, _) in self.denied.items()? {
-            if let Ok(id) = String::from_utf8(k) {
-                out.push((id, KeyState::Denied));
+        })?;
+        self.denied.for_each(|k, _| {
+            if let Ok(id) = std::str::from_utf8(k) {
+                out.push((id.to_owned(), KeyState::Denied));
             }
-        }
+        })?;
         Ok(out)
     }
 

@@ -220,21 +220,30 @@ impl Table {
     /// Every live `(key, value)`, in slot order; entries failing their checksum are
     /// skipped (as Salt's `list_items`).
     pub(crate) fn items(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        self.for_each(|k, v| out.push((k.to_vec(), v.to_vec())))?;
+        Ok(out)
+    }
+
+    /// [`items`](Self::items) without copying: `f(key, value)` for each live entry.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8])) -> Result<()> {
         let Some(mut view) = self.view()? else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let slots = view.live_slots(&self.roster_path())?;
-        let mut out = Vec::with_capacity(slots.len());
         for slot in slots {
-            let key = view.key(slot).to_vec();
-            if key.is_empty() {
+            let at = view.slot_off(slot) + 1;
+            if view.index[at] == 0 {
                 continue;
             }
-            if let Some(v) = view.value(slot)? {
-                out.push((key, v.to_vec()));
+            view.ensure_mapped(slot)?;
+            if let Some(v) = view.value_ref(slot) {
+                let raw = &view.index[at..at + view.geo.key_size];
+                let key = raw.iter().position(|&b| b == 0).map_or(raw, |n| &raw[..n]);
+                f(key, v);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The value of `key`, if present and intact.
@@ -541,14 +550,28 @@ impl View {
     /// The value of an occupied slot, `None` when its heap record is missing, short or
     /// fails its checksum.
     pub(crate) fn value(&mut self, slot: u64) -> Result<Option<&[u8]>> {
+        self.ensure_mapped(slot)?;
+        Ok(self.value_ref(slot))
+    }
+
+    /// Where the record of `slot` lies: (segment, offset, value length).
+    fn record(&self, slot: u64) -> (usize, usize, usize) {
         let base = self.slot_off(slot) + 1 + self.geo.key_size;
         let packed = u64_at(&self.index, base);
         let len = u32_at(&self.index, base + 8) as usize;
+        (
+            (packed >> SEG_SHIFT) as usize,
+            (packed & SEG_MASK) as usize,
+            len,
+        )
+    }
+
+    /// Map (again) the heap segment of `slot`'s record when it is not mapped far enough.
+    fn ensure_mapped(&mut self, slot: u64) -> Result<()> {
+        let (seg, off, len) = self.record(slot);
         if len == 0 {
-            return Ok(Some(&[]));
+            return Ok(());
         }
-        let seg = (packed >> SEG_SHIFT) as usize;
-        let off = (packed & SEG_MASK) as usize;
         let end = off + CRC_SIZE + len;
         let stale = match self.segs.get(seg) {
             Some(Some(m)) => m.len() < end,
@@ -557,17 +580,24 @@ impl View {
         if stale {
             self.map_segment(seg)?;
         }
+        Ok(())
+    }
+
+    /// [`value`](Self::value) once [`ensure_mapped`](Self::ensure_mapped).
+    fn value_ref(&self, slot: u64) -> Option<&[u8]> {
+        let (seg, off, len) = self.record(slot);
+        if len == 0 {
+            return Some(&[]);
+        }
+        let end = off + CRC_SIZE + len;
         let Some(Some(m)) = self.segs.get(seg) else {
-            return Ok(None);
+            return None;
         };
         if m.len() < end {
-            return Ok(None);
+            return None;
         }
         let value = &m[off + CRC_SIZE..end];
-        if u64_at(m, off) != xxh3_64(value) {
-            return Ok(None);
-        }
-        Ok(Some(value))
+        (u64_at(m, off) == xxh3_64(value)).then_some(value)
     }
 
     fn map_segment(&mut self, seg: usize) -> Result<()> {

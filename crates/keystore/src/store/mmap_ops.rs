@@ -11,15 +11,18 @@ use crate::mmap::MmapKeys;
 impl KeyStore {
     /// Caller holds `ops`. One read of the index gives every state.
     pub(super) fn mmap_refresh(&self, m: &MmapKeys, states: &[KeyState]) -> Result<()> {
-        let mut sets: [BTreeSet<String>; 4] = Default::default();
+        let mut lists: [Vec<String>; 4] = Default::default();
         for (id, state) in m.list()? {
             if !id.starts_with('.') {
-                sets[state.idx()].insert(id);
+                lists[state.idx()].push(id);
             }
         }
         let mut index = self.write_index();
         for &state in states {
-            index.reset(state, std::mem::take(&mut sets[state.idx()]));
+            let mut v = std::mem::take(&mut lists[state.idx()]);
+            // Sorted first: the set is then built in one pass.
+            v.sort_unstable();
+            index.reset(state, v.into_iter().collect::<BTreeSet<String>>());
         }
         Ok(())
     }
