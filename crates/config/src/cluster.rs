@@ -68,7 +68,10 @@ pub(crate) fn read_mmap(r: &mut Reader<'_>) -> Option<MmapKeyConfig> {
         max_segment_bytes,
     })?;
     if mmap.slot_size < mmap.id_size + 21 {
-        if let Some(e) = r.peek("mmap_key_slot_size") {
+        if let Some(e) = r
+            .peek("mmap_key_slot_size")
+            .or_else(|| r.peek("mmap_key_id_size"))
+        {
             r.fail(
                 e,
                 invalid(
