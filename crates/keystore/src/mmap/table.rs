@@ -219,6 +219,7 @@ impl Table {
 
     /// Every live `(key, value)`, in slot order; entries failing their checksum are
     /// skipped (as Salt's `list_items`).
+    #[cfg(test)]
     pub(crate) fn items(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
         self.for_each(|k, v| out.push((k.to_vec(), v.to_vec())))?;
