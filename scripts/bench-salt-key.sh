@@ -160,6 +160,38 @@ if [ -x "$VENV/bin/salt-key" ]; then
   echo "note: real salt-key -A -y is capped: without a master it spends ~1 s of CPU per accepted"
   echo "      key in its event-bus fire_event; '-a *' is the same code path as -A in both"
 fi
+# keys.cache_driver: mmap_key (Salt 3008's index files, default geometry): N pending keys
+# stored by Salt 3008.5's own MmapCache.atomic_rebuild (one pass), then ours: -L, -a GLOB,
+# -A, -L again; and Salt 3008.5's salt-key -L on the same store. Needs the 3008.5 venv.
+VENV3008=${SALT_VENV_3008:-$ROOT/.venv/salt-3008.5}
+mmap_set() { # N
+  local n=$1 d="$WORK/mmap" l1 g a l2 sl
+  make_lab "$d" 0
+  echo "keys.cache_driver: mmap_key" >>"$d/conf/master"
+  "$VENV3008/bin/python" - "$d/pki" "$WORK/gen/k0.pub" "$n" <<'PY'
+import sys
+import salt.utils.mmap_cache as mc
+pki, pub, n = sys.argv[1], open(sys.argv[2], "rb").read(), int(sys.argv[3])
+c = mc.MmapCache(pki + "/.mmap_keys.idx")
+assert c.atomic_rebuild((f"minion-{i:06}", b"\x02" + pub) for i in range(n))
+PY
+  l1=$(t "$OURS" -c "$d/conf" -L)
+  g=$(t "$OURS" -c "$d/conf" -a 'minion-01*' -y)
+  a=$(t "$OURS" -c "$d/conf" -A -y)
+  l2=$(t "$OURS" -c "$d/conf" -L)
+  printf '%-22s %8d %10s %14s %10s %10s   (%s accepted)\n' "ours, mmap_key" "$n" "$l1" "$g" "$a" "$l2" \
+    "$("$OURS" -c "$d/conf" -l acc | tail -n +2 | wc -l)"
+  sl=$(t "$VENV3008/bin/salt-key" -c "$d/conf" -L)
+  printf '%-22s %8d %10s   (-L on the same store)\n' "salt-key 3008.5" "$n" "$sl"
+  rm -rf "$d"
+}
+if [ -x "$VENV3008/bin/python" ]; then
+echo "keys.cache_driver: mmap_key (wall/cpu seconds):"
+printf '%-22s %8s %10s %14s %10s %10s\n' "implementation" "keys" "-L" "-a minion-01*" "-A -y" "-L after"
+mmap_set "$N_OURS"
+else
+  echo "SKIPPED: mmap_key (no Salt 3008.5 venv at $VENV3008)"
+fi
 echo "startup (-L on an empty pki_dir):"
 make_lab "$WORK/empty" 0
 printf '  ours %ss' "$(t "$OURS" -c "$WORK/empty/conf" -L)"

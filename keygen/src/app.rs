@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use salt_config::{LoadOptions, MasterConfig};
-use salt_keystore::{AcceptFrom, KeyState, KeyStore, KeyStoreError, OpenOptions, RejectFrom};
+use salt_keystore::{AcceptFrom, KeyState, KeyStore, KeyStoreError, RejectFrom};
 
 use crate::group::Opened;
 use salt_pki::{HashType, PrivateKey, PublicKey, SigAlgo};
@@ -255,7 +255,7 @@ impl Cli {
         // that is not 0700/0750 is set to 0700; refused, naming the mode, only when that
         // chmod fails ("Unable to securely set the permissions").
         let store = Arc::new(
-            OpenOptions::new()
+            salt_pgstore::key_store_options(&self.cfg)
                 .fix_permissions(true)
                 .open(pki)
                 .map_err(Error::Store)?,

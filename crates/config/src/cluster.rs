@@ -17,6 +17,73 @@ pub enum KeyDriver {
     Files,
     /// `postgres`: the group's PostgreSQL database, mirrored into `pki_dir`.
     Postgres,
+    /// `mmap_key` (Salt 3008): Salt's index files in `pki_dir` (`.mmap_keys.idx`, ...),
+    /// shaped by [`MmapKeyConfig`].
+    Mmap,
+}
+
+/// The shape of Salt 3008's `mmap_key` index files (`mmap_key_size`,
+/// `mmap_key_slot_size`, `mmap_key_id_size`, `mmap_key_max_segment_bytes`); a master and
+/// `salt-key` working on one `pki_dir` must agree on the first two.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct MmapKeyConfig {
+    /// `mmap_key_size`: slots in the index (default 1,000,000).
+    pub size: u64,
+    /// `mmap_key_slot_size`: bytes per slot (default 96).
+    pub slot_size: usize,
+    /// `mmap_key_id_size`: the longest minion id, in bytes (default 64).
+    pub id_size: usize,
+    /// `mmap_key_max_segment_bytes` (or `mmap_cache_max_segment_bytes`): heap segment cap
+    /// (default 1 GiB).
+    pub max_segment_bytes: u64,
+}
+
+const MMAP_KEYS: [(&str, &str); 4] = [
+    ("mmap_key_size", "1000000"),
+    ("mmap_key_slot_size", "96"),
+    ("mmap_key_id_size", "64"),
+    ("mmap_key_max_segment_bytes", "1073741824"),
+];
+
+/// `keys.cache_driver: mmap_key`'s geometry; `None` for any other driver (its options are
+/// then read and ignored, as Salt does).
+pub(crate) fn read_mmap(r: &mut Reader<'_>) -> Option<MmapKeyConfig> {
+    let mmap = matches!(
+        r.peek("keys.cache_driver").map(|e| &e.node.kind),
+        Some(crate::node::Kind::Str(s)) if s == "mmap_key"
+    );
+    let int = |r: &mut Reader<'_>, key: &'static str, default: u64| {
+        r.get(key, default, crate::reader::int_in::<u64>(1, 1 << 48))
+    };
+    let size = int(r, MMAP_KEYS[0].0, 1_000_000);
+    let slot_size = int(r, MMAP_KEYS[1].0, 96);
+    let id_size = int(r, MMAP_KEYS[2].0, 64);
+    let generic = r.entry("mmap_cache_max_segment_bytes");
+    let generic = r.convert(generic, 1 << 30, crate::reader::int_in::<u64>(1, 1 << 48));
+    let max_segment_bytes = int(r, MMAP_KEYS[3].0, generic);
+    let mmap = mmap.then_some(MmapKeyConfig {
+        size,
+        slot_size: usize::try_from(slot_size).unwrap_or(usize::MAX),
+        id_size: usize::try_from(id_size).unwrap_or(usize::MAX),
+        max_segment_bytes,
+    })?;
+    if mmap.slot_size < mmap.id_size + 21 {
+        if let Some(e) = r
+            .peek("mmap_key_slot_size")
+            .or_else(|| r.peek("mmap_key_id_size"))
+        {
+            r.fail(
+                e,
+                invalid(
+                    &mmap.slot_size.to_string(),
+                    "mmap_key_slot_size must be at least mmap_key_id_size + 21 (Salt's slot \
+                     layout)",
+                ),
+            );
+        }
+        return None;
+    }
+    Some(mmap)
 }
 
 /// Where the job cache lives (`master_job_cache`).
@@ -120,13 +187,13 @@ fn conn_doc(key: &str) -> &'static str {
 
 fn key_driver(node: &crate::node::Node) -> Result<KeyDriver, Problem> {
     match string(node)?.as_str() {
-        // Salt 3008's `mmap_key` is a faster file format for the same keys; salt-rs keeps the
-        // files of `pki_dir` (indexed in memory) and says so (`read`).
-        "localfs_key" | "localfs" | "mmap_key" => Ok(KeyDriver::Files),
+        "localfs_key" | "localfs" => Ok(KeyDriver::Files),
+        "mmap_key" => Ok(KeyDriver::Mmap),
         "postgres" => Ok(KeyDriver::Postgres),
         other => Err(invalid(
             other,
-            "salt-rs supports `localfs_key` (files, the default) and `postgres`",
+            "salt-rs supports `localfs_key` (files, the default), `mmap_key` (Salt 3008's \
+             index files) and `postgres`",
         )),
     }
 }
@@ -213,15 +280,6 @@ fn one<'a>(
 pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
     let driver_entry = r.entry("keys.cache_driver");
     let keys_driver = r.convert(driver_entry, KeyDriver::Files, key_driver);
-    if let Some(e) = driver_entry
-        && matches!(&e.node.kind, crate::node::Kind::Str(s) if s == "mmap_key")
-    {
-        r.warnings.push(format!(
-            "{}: option `keys.cache_driver`: `mmap_key` (Salt 3008) is read as `localfs_key`: \
-             salt-rs keeps minion keys in the files of `pki_dir`, indexed in memory",
-            crate::error::Where(&e.file, e.node.line)
-        ));
-    }
     let job_entry = r.entry("master_job_cache");
     let job_driver = r.convert(job_entry, JobDriver::Files, job_cache);
     let cluster_id = r.opt("cluster_id", string);
@@ -271,8 +329,21 @@ pub(crate) fn read(r: &mut Reader<'_>) -> Option<ClusterConfig> {
         }
     }
     let cluster_id = match (cluster_id, keys_driver) {
+        (Some(_), KeyDriver::Mmap) => {
+            if let Some(e) = driver_entry {
+                r.fail(
+                    e,
+                    invalid(
+                        "mmap_key",
+                        "a master group (`cluster_id`) keeps its keys in `localfs_key` files \
+                         or `postgres`; `mmap_key` is for a single master",
+                    ),
+                );
+            }
+            return None;
+        }
         (Some(c), _) => c,
-        (None, KeyDriver::Files) => {
+        (None, KeyDriver::Files | KeyDriver::Mmap) => {
             if let (JobDriver::Pgjsonb, Some(e)) = (job_driver, job_entry) {
                 r.fail(
                     e,
@@ -322,9 +393,11 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
         OptionDoc {
             name: "keys.cache_driver",
             default: "localfs_key",
-            doc: "Where minion keys live: `localfs_key` (the files of `pki_dir`; Salt 3008's \
-                  `mmap_key` is read as it, with a warning) or `postgres` \
-                  (the group's database, needs `cluster_id`; docs/group.md)."
+            doc: "Where minion keys live: `localfs_key` (one file per key in `pki_dir`), \
+                  `mmap_key` (Salt 3008's index files in `pki_dir`, `.mmap_keys.idx` and \
+                  `.mmap_denied.idx`, in Salt's format: a Salt 3008 `salt-key` reads them; \
+                  state changes are index updates, not renames) or `postgres` (the group's \
+                  database, needs `cluster_id`; docs/group.md). Anything else is refused."
                 .to_owned(),
         },
         OptionDoc {
@@ -336,6 +409,25 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
                 .to_owned(),
         },
     ];
+    for (key, default) in MMAP_KEYS {
+        v.push(OptionDoc {
+            name: key,
+            default,
+            doc: format!(
+                "`keys.cache_driver: mmap_key` only: Salt 3008's `{key}`.{}",
+                match key {
+                    "mmap_key_size" =>
+                        " Slots in the key index (its size is this times \
+                                        `mmap_key_slot_size`; every reader and writer must agree).",
+                    "mmap_key_slot_size" => " Bytes per index slot.",
+                    "mmap_key_id_size" =>
+                        " The longest minion id, in bytes (longer ids are \
+                                          refused; Salt would truncate them).",
+                    _ => " Heap segment cap; default `mmap_cache_max_segment_bytes`, else 1 GiB.",
+                }
+            ),
+        });
+    }
     for (key, alias, default) in CONN_KEYS {
         v.push(OptionDoc {
             name: key,

@@ -48,7 +48,7 @@ mod types;
 mod values;
 
 pub use cli::{VERSION, check_config_file};
-pub use cluster::{ClusterConfig, JobDriver, KeyDriver, PostgresConfig, SslMode};
+pub use cluster::{ClusterConfig, JobDriver, KeyDriver, MmapKeyConfig, PostgresConfig, SslMode};
 pub use error::{ConfigError, ConfigErrors, Problem};
 pub use event_bus::{EventBusFraming, IpcMode};
 pub use ext_pillar::{

@@ -316,6 +316,9 @@ salt_options! {
         pub reactor: crate::ReactorConfig,
         /// salt-api's options (`rest_cherrypy`, `netapi_enable_clients`, ...).
         pub api: crate::netapi::ApiOptions,
+        /// `keys.cache_driver: mmap_key`: the shape of Salt 3008's key index files
+        /// (`mmap_key_*`). `None`: another driver.
+        pub keys_mmap: Option<crate::MmapKeyConfig>,
         /// Where this configuration was read from, and the process facts it was read with
         /// (the wheel's `config.values` re-reads the files: [`crate::master_values`]).
         pub load_options: LoadOptions,
@@ -466,6 +469,7 @@ impl crate::load::Role for MasterConfig {
                     Some(DEFAULT_ZMQ_HEARTBEAT_TIMEOUT),
                     zero_disables(MS),
                 ),
+                keys_mmap: crate::cluster::read_mmap(r),
                 cluster_id: crate::cluster::read(r),
                 event_return: crate::returners::read(r),
                 fileserver: FileServerConfig::read(r),

@@ -822,7 +822,6 @@ fn salt_3008_site_options_are_read_and_warned_by_name() {
         ("worker_pools", "one pool of `worker_threads` threads"),
         ("pillar_mask_output", "marks no pillar value secret"),
         ("pki_index_enabled", "in-memory index"),
-        ("keys.cache_driver", "read as `localfs_key`"),
         ("cluster_peers", "share a PostgreSQL database"),
         ("cluster_pki_dir", "share a PostgreSQL database"),
     ] {
@@ -835,6 +834,31 @@ fn salt_3008_site_options_are_read_and_warned_by_name() {
         !w.contains("unknown option") && !w.contains("not implemented"),
         "{w}"
     );
+    // `mmap_key` is Salt 3008's key index, which salt-rs reads and writes as Salt does.
+    assert!(!w.contains("option `keys.cache_driver`"), "{w}");
+    let m = loaded.config.keys_mmap.expect("mmap_key geometry");
+    assert_eq!((m.size, m.slot_size, m.id_size), (1_000_000, 96, 64));
+    assert_eq!(m.max_segment_bytes, 1 << 30);
+    let shaped = MasterConfig::from_yaml_str(
+        "keys.cache_driver: mmap_key\nmmap_key_size: 5000\nmmap_cache_max_segment_bytes: 4096\n",
+        &o,
+    )
+    .unwrap();
+    let m = shaped.config.keys_mmap.unwrap();
+    assert_eq!((m.size, m.max_segment_bytes), (5000, 4096));
+    assert!(quiet.config.keys_mmap.is_none());
+    let err = MasterConfig::from_yaml_str("keys.cache_driver: mmap_keys\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`mmap_key`") && err.contains("mmap_keys"),
+        "{err}"
+    );
+    let err =
+        MasterConfig::from_yaml_str("keys.cache_driver: mmap_key\nmmap_key_id_size: 100\n", &o)
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("mmap_key_slot_size"), "{err}");
     let minion = MinionConfig::from_yaml_str("pillar_mask_output: True\n", &o).unwrap();
     assert!(
         minion.warnings[0].contains("option `pillar_mask_output`"),

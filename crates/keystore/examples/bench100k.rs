@@ -1,8 +1,11 @@
 //! Benchmark of the key store on a large pki_dir (default 100,000 pending keys).
 //!
 //! ```text
-//! cargo run --release -p salt-keystore --example bench100k -- [--n N] [--dir DIR] [--generate-only]
+//! cargo run --release -p salt-keystore --example bench100k -- [--n N] [--dir DIR] [--generate-only] [--mmap-key]
 //! ```
+//!
+//! `--mmap-key`: the keys go to Salt 3008's `mmap_key` index files (default geometry)
+//! instead of one file per key (`keys.cache_driver: mmap_key`).
 //!
 //! Creates N pending keys (`minion-000000`...) holding the same real RSA public key in
 //! `DIR/pki` (a temp dir unless `--dir` is given; a given dir is kept), then times: open
@@ -17,7 +20,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use salt_keystore::{AcceptFrom, FingerprintHash, KeyState, KeyStore};
+use salt_keystore::{AcceptFrom, FingerprintHash, KeyState, KeyStore, MmapGeometry, OpenOptions};
 
 const PEM: &str = "-----BEGIN PUBLIC KEY-----
 MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsdn2nZbnVJsOKkkYceyh
@@ -33,12 +36,14 @@ fn main() {
     let mut n: usize = 100_000;
     let mut dir: Option<PathBuf> = None;
     let mut generate_only = false;
+    let mut mmap = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--n" => n = args.next().and_then(|v| v.parse().ok()).expect("--n N"),
             "--dir" => dir = Some(args.next().expect("--dir DIR").into()),
             "--generate-only" => generate_only = true,
+            "--mmap-key" => mmap = Some(MmapGeometry::default()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -53,11 +58,19 @@ fn main() {
     let pki = root.join("pki");
 
     let t = Instant::now();
-    // Create the layout, then the files directly (no fsync: setup, not what we measure).
-    drop(KeyStore::open(&pki).unwrap());
-    let pre = pki.join(KeyState::Pending.dir_name());
-    for i in 0..n {
-        fs::write(pre.join(format!("minion-{i:06}")), PEM).unwrap();
+    let open = || OpenOptions::new().mmap_key(mmap).open(&pki).unwrap();
+    if mmap.is_some() {
+        let items: Vec<(KeyState, String, String)> = (0..n)
+            .map(|i| (KeyState::Pending, format!("minion-{i:06}"), PEM.to_owned()))
+            .collect();
+        open().put_new_many(&items).unwrap();
+    } else {
+        // Create the layout, then the files directly (no fsync: setup, not what we measure).
+        drop(open());
+        let pre = pki.join(KeyState::Pending.dir_name());
+        for i in 0..n {
+            fs::write(pre.join(format!("minion-{i:06}")), PEM).unwrap();
+        }
     }
     println!("generate {n} pending keys: {:>8.1} ms", ms(t));
     if generate_only {
@@ -66,8 +79,8 @@ fn main() {
     }
 
     let t = Instant::now();
-    let ks = KeyStore::open(&pki).unwrap();
-    println!("open (readdir x4, index):     {:>8.1} ms", ms(t));
+    let ks: KeyStore = open();
+    println!("open (readdir x4 or mmap_key index):     {:>8.1} ms", ms(t));
 
     let t = Instant::now();
     let listed = ks.list_all();

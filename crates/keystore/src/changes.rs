@@ -23,7 +23,11 @@ pub trait KeyChanges: Send + Sync {
 
 impl KeyChanges for KeyStore {
     fn driver(&self) -> &'static str {
-        "localfs_key"
+        if self.mmap.is_some() {
+            "mmap_key"
+        } else {
+            "localfs_key"
+        }
     }
 
     fn put(&self, state: KeyState, id: &str, pem: &str) -> Result<()> {

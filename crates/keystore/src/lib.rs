@@ -67,7 +67,9 @@
 //!
 //! [`write_dropfile`] / [`take_dropfile`] implement Salt's rotation request
 //! (`{cachedir}/.dfn`), see [`dropfile`].
-#![forbid(unsafe_code)]
+// `deny`, not `forbid`: the one exception is the read-only map of Salt's mmap_key index
+// (`mmap::table::map`), see docs/decisions.md.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -77,6 +79,7 @@ mod error;
 mod fsutil;
 mod glob;
 mod id;
+mod mmap;
 mod pem;
 mod store;
 
@@ -86,6 +89,7 @@ pub use error::{KeyStoreError, Result};
 pub use fsutil::create_linked;
 pub use glob::{GlobList, fnmatch};
 pub use id::validate_id;
+pub use mmap::Geometry as MmapGeometry;
 pub use pem::{KeyValidator, PemArmorValidator};
 /// Salt's `hash_type` for key fingerprints: `salt_pki::HashType`.
 pub use salt_pki::HashType as FingerprintHash;

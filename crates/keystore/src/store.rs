@@ -13,6 +13,7 @@ use std::time::Duration;
 mod bulk;
 mod deferred;
 pub use deferred::DeferredDone;
+mod mmap_ops;
 mod moves;
 mod put;
 mod query;
@@ -20,6 +21,7 @@ mod query;
 use crate::error::{KeyStoreError, Result};
 use crate::fsutil;
 use crate::id::validate_id;
+use crate::mmap::{Geometry, MmapKeys};
 use crate::pem::{KeyValidator, PemArmorValidator};
 
 /// Mode of key files we write. Salt writes minion keys with the master's umask, which is
@@ -169,6 +171,7 @@ pub struct OpenOptions {
     fix_permissions: bool,
     validator: Arc<dyn KeyValidator>,
     durable: bool,
+    mmap_key: Option<Geometry>,
 }
 
 impl Default for OpenOptions {
@@ -177,6 +180,7 @@ impl Default for OpenOptions {
             fix_permissions: true,
             validator: Arc::new(PemArmorValidator),
             durable: true,
+            mmap_key: None,
         }
     }
 }
@@ -204,6 +208,15 @@ impl OpenOptions {
     /// directory fsync per batch.
     pub fn durable(mut self, durable: bool) -> Self {
         self.durable = durable;
+        self
+    }
+
+    /// Keep the minion keys in Salt 3008's `mmap_key` index files (`keys.cache_driver:
+    /// mmap_key`, [`crate::MmapGeometry`]) instead of one file per key: state changes are
+    /// index updates, listing reads one index. `None` (default): Salt's `localfs_key`
+    /// layout.
+    pub fn mmap_key(mut self, geometry: Option<Geometry>) -> Self {
+        self.mmap_key = geometry;
         self
     }
 
@@ -239,6 +252,8 @@ pub struct KeyStore {
     pki_dir: PathBuf,
     validator: Arc<dyn KeyValidator>,
     durable: bool,
+    /// `keys.cache_driver: mmap_key`: the keys live in Salt 3008's index files.
+    pub(crate) mmap: Option<MmapKeys>,
     index: RwLock<Index>,
     /// Serialises mutations (and refreshes) within the process so the index follows the
     /// file system exactly.
@@ -249,6 +264,7 @@ impl fmt::Debug for KeyStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyStore")
             .field("pki_dir", &self.pki_dir)
+            .field("mmap_key", &self.mmap.is_some())
             .field("validator", &self.validator)
             .finish_non_exhaustive()
     }
@@ -301,13 +317,26 @@ impl KeyStore {
         {
             ensure_dir(&pki_dir.join(name))?;
         }
+        let mmap = opts
+            .mmap_key
+            .map(|geo| MmapKeys::new(pki_dir, geo))
+            .transpose()?;
         let store = Self {
             pki_dir: pki_dir.to_owned(),
             validator: opts.validator,
             durable: opts.durable,
+            mmap,
             index: RwLock::default(),
             ops: Mutex::new(()),
         };
+        if store.mmap.is_some() {
+            {
+                let _ops = store.lock_ops();
+                store.refresh_states(&KeyState::ALL)?;
+            }
+            fsutil::sweep_tmp(&pki_dir.join(AUTOSIGN_DIR), STALE_TMP_AGE)?;
+            return Ok(store);
+        }
         // One directory read per key directory fills the index and finds the temp files
         // left by a crash (ours are dotfiles, never in the index), swept when stale.
         {
@@ -331,6 +360,16 @@ impl KeyStore {
     /// Directory of `state`.
     pub fn state_dir(&self, state: KeyState) -> PathBuf {
         self.pki_dir.join(state.dir_name())
+    }
+
+    /// The paths whose modification time changes whenever another process (`salt-key`)
+    /// changes a key: the four state directories, or with `mmap_key` the index and heap
+    /// files of its two banks (a listing is stale when one of their times moved).
+    pub fn watch_paths(&self) -> Vec<PathBuf> {
+        match &self.mmap {
+            Some(m) => m.watch_paths(),
+            None => KeyState::ALL.iter().map(|s| self.state_dir(*s)).collect(),
+        }
     }
 
     /// Path of the key file of `id` in `state` (the id is validated first).

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use crate::fsutil::CRASH_AT;
 use crate::*;
 
-const PEM: &str = "-----BEGIN PUBLIC KEY-----
+pub(crate) const PEM: &str = "-----BEGIN PUBLIC KEY-----
 MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsdn2nZbnVJsOKkkYceyh
 8Df1wXt9u6WxwhJxG6/OsYXVbt+i6knzFQa6UE7Mpd5WasYOhQ0B8WG2MGHLSuJC
 4N8Pjyni6wKnpJb1wMjI8NwP/2LjzO/UtEKwfubtREXjoq5X/4400BpyESUZg8ya
@@ -479,7 +479,7 @@ fn autosign_stubs() {
 
 // === crash simulation ===
 
-fn with_crash<T>(point: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn with_crash<T>(point: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     CRASH_AT.with(|c| c.set(Some(point)));
     let r = f();
     CRASH_AT.with(|c| c.set(None));

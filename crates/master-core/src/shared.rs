@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use salt_config::MasterConfig;
-use salt_keystore::{KeyStore, OpenOptions as KeyStoreOptions};
+use salt_keystore::KeyStore;
 use salt_proto::ReplayGuard;
 
 use crate::error::{MasterError, mkdir};
@@ -115,7 +115,11 @@ impl Shared {
         mkdir(&cfg.cachedir.join("proc"), 0o755)?;
         // Keys written here come from sign-ins: atomic but not fsync-ed (as Salt), since the
         // minion's next sign-in writes them again if a power cut loses one (docs/decisions.md).
-        let store = Arc::new(KeyStoreOptions::new().durable(false).open(&cfg.pki_dir)?);
+        let store = Arc::new(
+            salt_pgstore::key_store_options(&cfg)
+                .durable(false)
+                .open(&cfg.pki_dir)?,
+        );
         let keys = MasterKeys::load(&cfg)?;
         // A fresh start makes a fresh publish key: a leftover rotation request is moot.
         let _ = salt_keystore::clear_dropfile(&cfg.cachedir);

@@ -49,6 +49,18 @@ pub use schema::SCHEMA_VERSION;
 pub use tls::{SslMode, Tls};
 pub use tokens::{PgTokens, TokenStoreError, token_store};
 
+/// How the master and `salt-key` open `pki_dir` per `keys.cache_driver`: Salt 3008's
+/// `mmap_key` index files when configured (`mmap_key_*` shape them), else one file per
+/// key (`localfs_key`, and the local mirror of `postgres`).
+pub fn key_store_options(cfg: &salt_config::MasterConfig) -> salt_keystore::OpenOptions {
+    salt_keystore::OpenOptions::new().mmap_key(cfg.keys_mmap.map(|m| salt_keystore::MmapGeometry {
+        size: m.size,
+        slot_size: m.slot_size,
+        key_size: m.id_size,
+        max_segment_bytes: m.max_segment_bytes,
+    }))
+}
+
 /// The follower's safety-net poll of the change counter.
 pub const POLL: Duration = Duration::from_secs(2);
 /// How long the key change log keeps a change (older ones are trimmed every hour).

@@ -26,6 +26,15 @@ impl KeyStore {
             files.push((path, pem.as_bytes()));
         }
         let _ops = self.lock_ops();
+        if let Some(m) = &self.mmap {
+            items.iter().try_for_each(|(_, id, _)| m.check_id(id))?;
+            m.put_many(items)?;
+            let mut index = self.write_index();
+            for (state, id, _) in items {
+                index.insert(*state, id);
+            }
+            return Ok(items.len());
+        }
         write_files(&files)?;
         if self.durable {
             self.sync_fs()?;

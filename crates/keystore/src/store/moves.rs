@@ -166,6 +166,9 @@ impl KeyStore {
     ) -> Result<Report> {
         validate_ids(ids)?;
         let _ops = self.lock_ops();
+        if let Some(m) = &self.mmap {
+            return self.mmap_move(m, ids, sources, target, validate);
+        }
         self.materialize(ids)?;
         let mut report = Report::default();
         let target_dir = self.state_dir(target);
@@ -252,6 +255,9 @@ impl KeyStore {
     /// once, then one fsync of each directory touched.
     fn remove_pairs(&self, pairs: Vec<(String, KeyState)>) -> Report {
         let _ops = self.lock_ops();
+        if let Some(m) = &self.mmap {
+            return self.mmap_remove(m, &pairs);
+        }
         let mut report = Report::default();
         let mut dirs: [Option<(PathBuf, fs::File)>; 4] = Default::default();
         let mut touched = [false; 4];
@@ -301,7 +307,7 @@ impl KeyStore {
         report
     }
 
-    fn apply_index(&self, changed: &[(String, KeyState)], to: Option<KeyState>) {
+    pub(super) fn apply_index(&self, changed: &[(String, KeyState)], to: Option<KeyState>) {
         if changed.is_empty() {
             return;
         }

@@ -51,6 +51,9 @@ impl KeyStore {
                 reason,
             })?;
         let _ops = self.lock_ops();
+        if let Some(m) = &self.mmap {
+            return self.mmap_put(m, target, id, pem);
+        }
         self.materialize(&[id])?;
         if target == KeyState::Denied {
             fsutil::atomic_write(&target_path, pem.as_bytes(), KEY_FILE_MODE, self.durable)?;

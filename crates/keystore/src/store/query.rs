@@ -23,6 +23,9 @@ impl KeyStore {
 
     /// Caller holds `ops`.
     pub(super) fn refresh_states(&self, states: &[KeyState]) -> Result<()> {
+        if let Some(m) = &self.mmap {
+            return self.mmap_refresh(m, states);
+        }
         for &state in states {
             let (set, _) = read_state_dir(&self.state_dir(state))?;
             self.write_index().reset(state, set);
@@ -35,6 +38,9 @@ impl KeyStore {
     /// pending; `Denied` only when the id has nothing but a denied key.
     pub fn state(&self, id: &str) -> Result<Option<KeyState>> {
         validate_id(id)?;
+        if let Some(m) = &self.mmap {
+            return Self::mmap_state(m, id);
+        }
         for state in [
             KeyState::Rejected,
             KeyState::Accepted,
@@ -52,6 +58,9 @@ impl KeyStore {
     /// system. `Denied` can coexist with `Accepted` or `Pending`, as in Salt.
     pub fn states_of(&self, id: &str) -> Result<Vec<KeyState>> {
         validate_id(id)?;
+        if let Some(m) = &self.mmap {
+            return Self::mmap_states_of(m, id);
+        }
         let mut out = Vec::new();
         for state in KeyState::ALL {
             if self.exists(state, id)? {
@@ -62,6 +71,9 @@ impl KeyStore {
     }
 
     pub(super) fn exists(&self, state: KeyState, id: &str) -> Result<bool> {
+        if let Some(m) = &self.mmap {
+            return Ok(m.read(state, id)?.is_some());
+        }
         if self.unwritten_key(state, id).is_some() {
             return Ok(true);
         }
@@ -134,6 +146,9 @@ impl KeyStore {
         if let Some(pem) = self.unwritten_key(state, id) {
             return Ok(Some(pem));
         }
+        if let Some(m) = &self.mmap {
+            return m.read(state, id);
+        }
         fsutil::read_key_file(&self.path(state, id))
     }
 
@@ -194,6 +209,13 @@ impl KeyStore {
         F: Fn(&[u8]) -> T + Sync,
     {
         keys.iter().try_for_each(|(_, id)| validate_id(id))?;
+        if let Some(m) = &self.mmap {
+            return Ok(m
+                .read_many(keys)?
+                .into_iter()
+                .map(|k| Ok(k.map(|pem| f(pem.as_bytes()))))
+                .collect());
+        }
         let mut dirs: [Option<(PathBuf, fs::File)>; 4] = Default::default();
         for &(state, _) in keys {
             let slot = &mut dirs[state.idx()];

@@ -5,12 +5,14 @@
 //! ([`salt_keystore::KeyStore::refresh`]) it compares their modification times with those
 //! seen at the last listing, and lists them again when one differs, or when one is within
 //! [`RACY`] of now (a file system's clock ticks coarsely: two changes in one tick leave one
-//! time, so a time that recent proves nothing, as git's "racy index").
+//! time, so a time that recent proves nothing, as git's "racy index"). With
+//! `keys.cache_driver: mmap_key` the times compared are those of the index and heap files
+//! ([`KeyStore::watch_paths`]).
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use salt_keystore::{KeyState, KeyStore};
+use salt_keystore::KeyStore;
 
 /// How recent a directory time must be for it to be distrusted.
 pub(crate) const RACY: Duration = Duration::from_secs(2);
@@ -25,13 +27,10 @@ impl KeyDirWatch {
     /// [`KeyStore::refresh`] when a key directory changed since the last call (or may have).
     pub(crate) fn refresh(&self, store: &KeyStore) -> salt_keystore::Result<()> {
         let now = SystemTime::now();
-        let times: Vec<Option<SystemTime>> = KeyState::ALL
+        let times: Vec<Option<SystemTime>> = store
+            .watch_paths()
             .iter()
-            .map(|s| {
-                std::fs::metadata(store.state_dir(*s))
-                    .and_then(|m| m.modified())
-                    .ok()
-            })
+            .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
             .collect();
         let racy = times
             .iter()
@@ -51,16 +50,30 @@ impl KeyDirWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use salt_keystore::{KeyState, MmapGeometry, OpenOptions};
 
     #[test]
     fn a_key_moved_by_another_process_is_seen() {
+        seen_with(None);
+    }
+
+    #[test]
+    fn a_key_changed_in_the_mmap_key_store_is_seen() {
+        seen_with(Some(MmapGeometry {
+            size: 1000,
+            ..MmapGeometry::default()
+        }));
+    }
+
+    fn seen_with(mmap: Option<MmapGeometry>) {
         let dir = tempfile::tempdir().unwrap();
-        let store = KeyStore::open(dir.path()).unwrap();
+        let open = || OpenOptions::new().mmap_key(mmap).open(dir.path()).unwrap();
+        let store = open();
         let watch = KeyDirWatch::default();
         watch.refresh(&store).unwrap();
         assert!(store.list(KeyState::Accepted).is_empty());
         // As salt-key in another process: a file appears in `minions/`.
-        let other = KeyStore::open(dir.path()).unwrap();
+        let other = open();
         let pem = salt_pki::PrivateKey::generate(2048)
             .unwrap()
             .public_key()
