@@ -67,5 +67,24 @@ fn py_3008_minion_signs_in_with_keys_in_the_mmap_store() {
         .unwrap();
     assert_eq!(salt_cli.key_list("Rejected Keys:").unwrap(), ["pym1"]);
     m1.proc.stop(Duration::from_secs(15));
+    // Its next sign-in is refused and its key stays rejected (not stored again as pending).
+    let asked = || {
+        std::fs::read_to_string(&master.log)
+            .unwrap_or_default()
+            .matches("Authentication request from pym1")
+            .count()
+    };
+    let before = asked();
+    let mut m1 = Daemon::start_minion(&py, &n1).unwrap();
+    wait_until(
+        "pym1 signing in again after its rejection",
+        Duration::from_secs(60),
+        || asked() > before,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", master.proc.tail(30)));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(cli.key_list("Unaccepted Keys:").unwrap().is_empty());
+    assert_eq!(cli.key_list("Rejected Keys:").unwrap(), ["pym1"]);
+    m1.proc.stop(Duration::from_secs(15));
     master.proc.stop(Duration::from_secs(15));
 }

@@ -152,6 +152,20 @@ impl KeyStore {
         fsutil::read_key_file(&self.path(state, id))
     }
 
+    /// Whether `id` has a key in `state`: one `stat` of its file, or with `mmap_key` one
+    /// index lookup.
+    pub fn has_key(&self, state: KeyState, id: &str) -> Result<bool> {
+        if self.mmap.is_some() {
+            return Ok(self.read_key(state, id)?.is_some());
+        }
+        Ok(self.key_path(state, id)?.exists())
+    }
+
+    /// Whether the keys live in Salt 3008's `mmap_key` index files (no file per key).
+    pub fn is_mmap(&self) -> bool {
+        self.mmap.is_some()
+    }
+
     /// Whether the stored key of `id` in `state` equals `pem` the way Salt's master
     /// compares them (`clean_key` of both). `None` when there is no such key.
     pub fn key_matches(&self, state: KeyState, id: &str, pem: &str) -> Result<Option<bool>> {

@@ -15,11 +15,19 @@ use salt_keystore::{KeyState, KeyStore};
 use salt_pki::PublicKey;
 use salt_pki::files::FileVersion;
 
-/// A tok that validated against one version of an id's accepted key file.
+/// A tok that validated against one version of an id's accepted key.
 #[derive(Clone, Debug)]
 struct Verified {
-    version: FileVersion,
+    version: Version,
     tok: Vec<u8>,
+}
+
+/// Which accepted key a tok validated against: a key file's version, or (`mmap_key`, no
+/// file per key) the key's text as the index holds it.
+#[derive(Clone, Debug, PartialEq)]
+enum Version {
+    File(FileVersion),
+    Pem(String),
 }
 
 /// The toks already verified, by minion id (see the module doc).
@@ -38,6 +46,9 @@ impl TokenCache {
             Value::Binary(b) => b.as_slice(),
             _ => return false,
         };
+        if store.is_mmap() {
+            return self.valid_in_index(store, id, tok);
+        }
         let Ok(path) = store.key_path(KeyState::Accepted, id) else {
             return false;
         };
@@ -47,7 +58,7 @@ impl TokenCache {
         if !meta.is_file() {
             return false;
         }
-        let version = FileVersion::of(&meta);
+        let version = Version::File(FileVersion::of(&meta));
         if self
             .lock()
             .get(id)
@@ -58,12 +69,11 @@ impl TokenCache {
         let Ok(Some(pem)) = store.read_key(KeyState::Accepted, id) else {
             return false;
         };
-        let Ok(key) = PublicKey::from_pem(pem.as_bytes()) else {
-            return false;
-        };
-        let ok = key.x931_recover(tok).is_ok_and(|m| m == b"salt");
+        let ok = verifies(&pem, tok);
         // Remember it only if the file read is the one stat'ed (not replaced in between).
-        if ok && std::fs::metadata(&path).is_ok_and(|m| FileVersion::of(&m) == version) {
+        if ok
+            && std::fs::metadata(&path).is_ok_and(|m| Version::File(FileVersion::of(&m)) == version)
+        {
             self.lock().insert(
                 id.to_owned(),
                 Verified {
@@ -74,4 +84,37 @@ impl TokenCache {
         }
         ok
     }
+
+    /// [`Self::valid`] with `mmap_key`: the accepted key is read from the index on every
+    /// request (a lookup in a mapped file, no `stat` to ask), and a tok is verified again
+    /// when the key's text changed.
+    fn valid_in_index(&self, store: &KeyStore, id: &str, tok: &[u8]) -> bool {
+        let Ok(Some(pem)) = store.read_key(KeyState::Accepted, id) else {
+            return false;
+        };
+        if self
+            .lock()
+            .get(id)
+            .is_some_and(|v| matches!(&v.version, Version::Pem(p) if *p == pem) && v.tok == tok)
+        {
+            return true;
+        }
+        let ok = verifies(&pem, tok);
+        if ok {
+            self.lock().insert(
+                id.to_owned(),
+                Verified {
+                    version: Version::Pem(pem),
+                    tok: tok.to_vec(),
+                },
+            );
+        }
+        ok
+    }
+}
+
+/// Whether `tok` is the X9.31 signature of `"salt"` by the key `pem`.
+fn verifies(pem: &str, tok: &[u8]) -> bool {
+    PublicKey::from_pem(pem.as_bytes())
+        .is_ok_and(|key| key.x931_recover(tok).is_ok_and(|m| m == b"salt"))
 }

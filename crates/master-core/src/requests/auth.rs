@@ -95,7 +95,7 @@ enum AuthSideError {
 
 fn key_facts(shared: &Shared, id: &str) -> Result<KeyFacts, AuthSideError> {
     let store = &shared.store;
-    let rejected = store.key_path(KeyState::Rejected, id)?.exists();
+    let rejected = store.has_key(KeyState::Rejected, id)?;
     let accepted = store.read_key(KeyState::Accepted, id)?;
     // `decide` looks at the pending key only when no key is accepted: a returning minion
     // (the common case) is spared its two look-ups.
