@@ -5,7 +5,9 @@
 //! so a (key file version, tok) pair that validated once is remembered per id. The key file
 //! is still looked at on every request, by one `stat`: a deleted key must stop working at
 //! once (`salt-key -d` in another process), and a replaced key (a new inode, or new
-//! mtime/ctime/size) is read and checked again.
+//! mtime/ctime/size) is read and checked again. With `keys.cache_driver: mmap_key` there is
+//! no key file: the accepted key is read from the index on each request and the tok checked
+//! again when its text changed.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
