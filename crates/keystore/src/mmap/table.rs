@@ -375,14 +375,7 @@ impl Table {
 
     /// Open (creating when missing, like Salt's writer) the index for writing.
     fn open_for_write(&self) -> Result<(File, View)> {
-        let index = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&self.path)
-            .map_err(|e| KeyStoreError::io("open", &self.path, e))?;
+        let index = open_private(&self.path)?;
         let len = index
             .metadata()
             .map_err(|e| KeyStoreError::io("stat", &self.path, e))?
@@ -420,13 +413,7 @@ impl Table {
 
     fn lock(&self) -> Result<nix::fcntl::Flock<File>> {
         let path = self.lock_path();
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| KeyStoreError::io("open", &path, e))?;
+        let f = open_private(&path)?;
         nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, e)| KeyStoreError::io("lock", &path, e.into()))
     }
@@ -456,14 +443,7 @@ impl Table {
 
     fn update_roster(&self, added: &[u64], removed: &[u64]) -> Result<()> {
         let path = self.roster_path();
-        let mut f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| KeyStoreError::io("open", &path, e))?;
+        let mut f = open_private(&path)?;
         let err = |e| KeyStoreError::io("write", &path, e);
         if !removed.is_empty() {
             let gone: HashSet<u32> = removed.iter().map(|&s| s as u32).collect();
@@ -487,6 +467,19 @@ impl Table {
         f.sync_data()
             .map_err(|e| KeyStoreError::io("fsync", &path, e))
     }
+}
+
+/// Open `path` to read and write, created (owner-only, as Salt's files) when missing, never
+/// truncated: the index, the roster, the lock file and the heap segments.
+fn open_private(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| KeyStoreError::io("open", path, e))
 }
 
 /// Roster entries (tombstones included); a missing roster is empty.

@@ -61,13 +61,7 @@ impl HeapAppender {
                 continue;
             }
             let path = segment_path(&self.heap, seg);
-            let f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)
-                .map_err(|e| KeyStoreError::io("open", &path, e))?;
+            let f = open_private(&path)?;
             f.write_all_at(&buf, base)
                 .and_then(|()| f.sync_data())
                 .map_err(|e| KeyStoreError::io("write", &path, e))?;
