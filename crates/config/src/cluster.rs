@@ -428,6 +428,13 @@ pub(crate) fn docs() -> Vec<OptionDoc> {
             ),
         });
     }
+    v.push(OptionDoc {
+        name: "mmap_cache_max_segment_bytes",
+        default: "1073741824",
+        doc: "`keys.cache_driver: mmap_key` only: Salt 3008's generic heap segment cap, used when \
+              `mmap_key_max_segment_bytes` is not set."
+            .to_owned(),
+    });
     for (key, alias, default) in CONN_KEYS {
         v.push(OptionDoc {
             name: key,
