@@ -21,9 +21,10 @@ thread, keep the load what `--test-threads=2` made it while the whole suite's wa
 - Doc-tests run last (`cargo test --doc`).
 
 Usage: scripts/run-tests.py [SLOTS]  (default TEST_SLOTS or 2). Exit status 101 when any
-binary failed, as cargo's. The durations measured are written to test-durations.txt in the
-target directory (copy them into scripts/test-weights.txt to re-balance). A binary's output
-is printed when it ends, so a hung test shows nothing until its own timeouts fire.
+binary failed, as cargo's; the failed binaries' panic lines are repeated at the end. The
+durations measured are written to test-durations.txt in the target directory (copy them
+into scripts/test-weights.txt to re-balance). A binary's output is printed when it ends, so
+a hung test shows nothing until its own timeouts fire.
 """
 
 import json
@@ -110,12 +111,24 @@ def package_name(package_id):
     return package_id.split(" ", 1)[0]
 
 
+def panic_lines(output, context=6):
+    """The failed tests' names and the first lines of each panic message, for the run's
+    closing lines (a long binary output may be cut in the middle where CI shows it)."""
+    lines = output.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if " panicked at " in line or (line.startswith("test ") and line.endswith("FAILED")):
+            out.extend(l[:300] for l in lines[i : i + (context if "panicked" in line else 1)])
+    return out[:60]
+
+
 class Runner:
     def __init__(self, slots):
         self.free = threading.Semaphore(slots)
         self.print_lock = threading.Lock()
         self.failed = []
         self.durations = {}
+        self.panics = {}
 
     def run(self, name, package, manifest_dir, exe, threads, extra):
         t0 = time.monotonic()
@@ -133,6 +146,7 @@ class Runner:
             sys.stdout.flush()
             if proc.returncode != 0:
                 self.failed.append((package, name, proc.returncode))
+                self.panics[name] = panic_lines(proc.stdout.decode("utf-8", "replace"))
 
     def run_in_slot(self, *args):
         try:
@@ -179,6 +193,8 @@ def main():
         sys.stdout.write(f"error: {len(runner.failed)} targets failed:\n")
         for package, name, code in runner.failed:
             sys.stdout.write(f"    `-p {package} --test {name}` (exit status: {code})\n")
+            for line in runner.panics.get(name, []):
+                sys.stdout.write(f"        {line}\n")
         return 101
     return 101 if doc.returncode != 0 else 0
 

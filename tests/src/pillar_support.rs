@@ -91,8 +91,7 @@ pub fn ours_and_salts_with(
     let accepted = salt.join("root/pki/minions");
     std::fs::create_dir_all(&accepted).map_err(|e| format!("{}: {e}", accepted.display()))?;
     std::fs::write(accepted.join("pym1"), "").map_err(|e| e.to_string())?;
-    let grains = salt_call_local_with(venv, &salt, tree, "pym1", "", &["grains.items"])
-        .map_err(|e| e.to_string())?;
+    let grains = python_grains(venv, &salt, tree)?;
     let want = salt_call_local_with(
         venv,
         &salt,
@@ -130,6 +129,24 @@ pub fn ours_and_salts_with(
     };
     let ours = salt_pillar::compile(&salt_pillar::Options::from(&loaded.config), &req);
     Ok((pillar_json(&ours), want))
+}
+
+/// `venv`'s `grains.items` as minion `pym1` (the grains of this machine, whatever the
+/// options), asked once per venv and test binary: a case of [`ours_and_salts`] then costs
+/// one Python `salt-call`, not two.
+fn python_grains(venv: &SaltVenv, dir: &Path, tree: &Path) -> Result<serde_json::Value, String> {
+    static CACHE: std::sync::Mutex<Vec<(PathBuf, serde_json::Value)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut cache = CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, g)) = cache.iter().find(|(d, _)| *d == venv.dir) {
+        return Ok(g.clone());
+    }
+    let g = salt_call_local_with(venv, dir, tree, "pym1", "", &["grains.items"])
+        .map_err(|e| e.to_string())?;
+    cache.push((venv.dir.clone(), g.clone()));
+    Ok(g)
 }
 
 /// A compiled pillar as Salt's JSON outputter prints it: bytes as Python's `repr`.

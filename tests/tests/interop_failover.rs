@@ -113,7 +113,16 @@ fn run(version: &str) {
         );
         if took > Duration::from_secs(30) {
             let d = if id == "pyf" { &pyf } else { &rsf };
-            println!("  slow move; {id}'s log:\n{}", d.proc.tail(60));
+            let all = d.proc.output();
+            let info: Vec<&str> = all
+                .lines()
+                .filter(|l| !l.contains("[DEBUG") && !l.contains("[TRACE"))
+                .collect();
+            let from = info.len().saturating_sub(12);
+            println!(
+                "  slow move; {id}'s log above debug:\n{}",
+                info.get(from..).unwrap_or_default().join("\n")
+            );
         }
     };
     // Where each starts depends on which master answered its first sign-in in time (a loaded
