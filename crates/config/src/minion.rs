@@ -281,6 +281,8 @@ impl crate::load::Role for MinionConfig {
         // an ext_pillar module salt-rs lacks stops the minion at start, by name.
         r.get("ext_pillar", Vec::new(), crate::ext_pillar::masterless_list);
         r.get("ext_pillar_first", false, boolean);
+        // Read by the state compiler from the opts (crates/states: top_matches).
+        r.get("master_tops_first", false, boolean);
         r.get(
             "on_demand_ext_pillar",
             Vec::new(),
@@ -470,6 +472,12 @@ fn extra_docs() -> Vec<OptionDoc> {
             "ext_pillar_first",
             "False",
             "Masterless: run `ext_pillar` before the top-file pillar.",
+        ),
+        doc(
+            "master_tops_first",
+            "False",
+            "The master's `master_tops` before the top file's matches (`state.show_top`, \
+             highstate), not after.",
         ),
         doc(
             "on_demand_ext_pillar",

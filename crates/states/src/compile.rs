@@ -253,8 +253,10 @@ impl Compiler {
                 }
             }
         }
-        // Salt's `top_matches`: the master's tops after the top file's, without repeats
-        // (`master_tops_first` is not read: the top file's come first).
+        // Salt's `top_matches`: the master's tops after the top file's, without repeats, or
+        // before them with the minion option `master_tops_first` (then the top file's follow,
+        // those the tops already name left out).
+        let tops_first = map_get(&self.opts.opts, "master_tops_first").is_some_and(crate::truthy);
         match self.client.master_tops() {
             Ok(tops) => {
                 for (env, slses) in tops {
@@ -265,6 +267,15 @@ impl Compiler {
                             out.len() - 1
                         }
                     };
+                    if tops_first {
+                        let top_file = std::mem::replace(&mut out[slot].1, slses);
+                        for s in top_file {
+                            if !out[slot].1.contains(&s) {
+                                out[slot].1.push(s);
+                            }
+                        }
+                        continue;
+                    }
                     for s in slses {
                         if !out[slot].1.contains(&s) {
                             out[slot].1.push(s);
