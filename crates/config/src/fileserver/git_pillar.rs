@@ -140,7 +140,8 @@ impl GitPillarConfig {
                     _ => Err(invalid(
                         &p,
                         "only the `gitcli` git_pillar provider (the git command) is \
-                         implemented by salt-rs",
+                         implemented by salt-rs: set `git_pillar_provider: gitcli` (Salt 3008 \
+                         has the same provider; docs/decisions.md)",
                     )),
                 }
             }),

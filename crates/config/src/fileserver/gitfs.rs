@@ -206,7 +206,8 @@ impl GitfsConfig {
                     _ => Err(invalid(
                         &p,
                         "only the `gitcli` gitfs provider (the git command) is implemented \
-                         by salt-rs",
+                         by salt-rs: set `gitfs_provider: gitcli` (Salt 3008 has the same \
+                         provider; docs/decisions.md)",
                     )),
                 }
             }),
