@@ -9,6 +9,11 @@
 //! 3. a new commit, `salt-run git_pillar.update` on both (same answer), then `pillar.items`
 //!    shows it; `cache.clear_git_lock git_pillar` answers the same.
 //!
+//! `git_pillar_options_3007`: per-remote `mountpoint` (a top file naming SLS of a mounted
+//! remote), `fallback` and `all_saltenvs` on `__env__` remotes, and `env`; Salt names a
+//! remote's environment from its target, not from the fallback branch checked out (ours
+//! named it from the fallback until this test).
+//!
 //! Under `CI=true` a missing `git`, venv or GitPython fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -152,6 +157,106 @@ fn git_pillar_3007() {
         o.salt_run(&["cache.clear_git_lock", "git_pillar"]),
         s.salt_run(&["cache.clear_git_lock", "git_pillar"])
     );
+
+    drop(pair);
+    assert_no_leftovers(root.path());
+}
+
+/// Per-remote `mountpoint`, `fallback`, `all_saltenvs` and `env`, with `git_pillar_includes`
+/// (on by default: a top file may name SLS of another remote of its environment), on both
+/// masters; every answer must be identical, and each option must have had an effect.
+#[test]
+fn git_pillar_options_3007() {
+    if Command::new("git").arg("--version").output().is_err() {
+        return missing("no `git` command");
+    }
+    let Some(venv) = salt_integration_tests::require(venv_for(VERSION)) else {
+        return missing(&format!("no Salt {VERSION} venv"));
+    };
+    let Some(gitpy) = gitpython(&venv) else {
+        return missing("GitPython is not installable into target/gitfs-gitpython");
+    };
+    let _guard = serial();
+    let t0 = Instant::now();
+    let step = |what: &str| println!("[{:6.1}s] {what}", t0.elapsed().as_secs_f64());
+    let root = TempRoot::new().unwrap();
+    let base = root.path().join("git");
+    let (_, _, envs, _) = make_repos(&base);
+    // The top file names an SLS of the mounted remote.
+    let (_, top) = bare(&base, "top", |w| {
+        write(
+            w,
+            "top.sls",
+            "base:\n  '*':\n    - topcommon\n    - mnt.sub.inner\n",
+        );
+        write(w, "topcommon.sls", "topcommon: yes\n");
+        commit(w, "one");
+    });
+    let (_, mounted) = bare(&base, "mounted", |w| {
+        write(w, "inner.sls", "mounted: {deep: 1}\n");
+        commit(w, "one");
+    });
+    let (_, staged) = bare(&base, "staged", |w| {
+        write(w, "top.sls", "staging:\n  '*':\n    - staged\n");
+        write(w, "staged.sls", "staged: yes\n");
+        commit(w, "one");
+    });
+    let (_, allenvs) = bare(&base, "allenvs", |w| {
+        write(w, "top.sls", "{{ saltenv }}:\n  '*':\n    - allenv\n");
+        write(w, "allenv.sls", "allenv_branch: master\n");
+        commit(w, "one");
+    });
+    let ext = Yaml::Raw(format!(
+        "[{{git: ['master file://{t}', {{'master file://{m}': [{{mountpoint: mnt/sub}}]}}, \
+         {{'__env__ file://{e}': [{{fallback: master}}]}}, \
+         {{'__env__ file://{a}': [{{all_saltenvs: master}}]}}, \
+         {{'master file://{s}': [{{env: staging}}]}}]}}]",
+        t = top.display(),
+        m = mounted.display(),
+        e = envs.display(),
+        a = allenvs.display(),
+        s = staged.display(),
+    ));
+    let master_venv = venv_with(&venv, &gitpy, &root.path().join("venv-gitpython"));
+    let py_master = Side::Salt(master_venv);
+    let py_minion = Side::Salt(venv.clone());
+    let ours = Side::Ours(bins().unwrap());
+    let pair = Pair::start(
+        root.path(),
+        &ours,
+        &py_master,
+        &py_minion,
+        ["gpo-ours", "gpo-salt"],
+        |c| c.set("ext_pillar", ext.clone()),
+    );
+    step("both masters and minions up");
+    let both = |args: &[&str]| pair.both(args, 60, &[]);
+
+    // base: the top file's SLS from the mounted remote; the __env__ remotes' master branch.
+    let items = both(&["pillar.items"]);
+    println!("base: {items}");
+    assert_eq!(items["topcommon"], json!(true), "{items:#}");
+    assert_eq!(items["mounted"]["deep"], json!(1), "{items:#}");
+    assert_eq!(items["allenv_branch"], json!("master"), "{items:#}");
+    step("pillar.items (mountpoint)");
+
+    // A saltenv no branch has: `fallback: master` serves master's; `all_saltenvs` too.
+    let qa = both(&["pillar.items", "pillarenv=qa"]);
+    println!("qa: {qa}");
+    assert_eq!(qa["envbranch"], json!("master"), "{qa:#}");
+    assert_eq!(qa["allenv_branch"], json!("master"), "{qa:#}");
+    // prod has a branch: it wins over the fallback; all_saltenvs still serves master.
+    let prod = both(&["pillar.items", "pillarenv=prod"]);
+    println!("prod: {prod}");
+    assert_eq!(prod["envbranch"], json!("prod"), "{prod:#}");
+    assert_eq!(prod["allenv_branch"], json!("master"), "{prod:#}");
+    step("pillar.items pillarenv=qa, prod (fallback, all_saltenvs)");
+
+    // `env: staging`: that remote's master branch is the staging environment.
+    let staging = both(&["pillar.items", "pillarenv=staging"]);
+    println!("staging: {staging}");
+    assert_eq!(staging["staged"], json!(true), "{staging:#}");
+    step("pillar.items pillarenv=staging (env)");
 
     drop(pair);
     assert_no_leftovers(root.path());

@@ -313,11 +313,12 @@ impl GitPillarSource for GitPillar {
         let mut out: Vec<PillarDir> = Vec::new();
         for (i, p) in inner.remotes.iter().enumerate() {
             let r = &p.remote;
-            let mut target = inner.target(p, pillarenv, saltenv);
+            let target = inner.target(p, pillarenv, saltenv);
             let mut commit = inner.commit(i, &target);
+            // `fallback` only picks what is checked out: the environment stays the target's
+            // (Salt's GitPillar.checkout names it from `get_checkout_target`).
             if commit.is_none() && p.branch == "__env__" && !r.fallback.is_empty() {
-                target = r.fallback.clone();
-                commit = inner.commit(i, &target);
+                commit = inner.commit(i, &r.fallback);
             }
             let Some(commit) = commit else {
                 tracing::error!(
