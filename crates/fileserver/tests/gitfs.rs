@@ -270,3 +270,66 @@ fn gitfs_first_wins_and_roots_is_off_when_not_listed() {
     let only_git = strings(&ask(&fs, "_file_list", &[("saltenv", Value::from("base"))]));
     assert_eq!(only_git, ["a.txt"]);
 }
+
+/// `gitfs_update_interval` (and a remote's own `update_interval`): the background updater
+/// fetches a new commit by itself, with no `fileserver.update`; a remote with a long
+/// interval is not fetched meanwhile.
+#[test]
+fn the_background_updater_fetches_every_update_interval() {
+    if !have_git() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let mut bares = Vec::new();
+    for name in ["fast", "slow"] {
+        let work = t.path().join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "master"]);
+        write(&work, &format!("{name}.txt"), "one\n");
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", "one"]);
+        let bare = t.path().join(format!("{name}.git"));
+        git(
+            t.path(),
+            &["clone", "-q", "--bare", name, &format!("{name}.git")],
+        );
+        bares.push((work, bare));
+    }
+    let yaml = format!(
+        "fileserver_backend: [gitfs]\ngitfs_update_interval: 1\n\
+         gitfs_remotes:\n  - file://{}\n  - file://{}:\n    - update_interval: 3600\n",
+        bares[0].1.display(),
+        bares[1].1.display()
+    );
+    let fs = server(&yaml, &t.path().join("cache"));
+    let base = || ("saltenv", Value::from("base"));
+    let listed = |fs: &FileServer| strings(&ask(fs, "_file_list", &[base()]));
+    // The first fetch of both, by the updater.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while listed(&fs) != ["fast.txt", "slow.txt"] {
+        assert!(std::time::Instant::now() < deadline, "{:?}", listed(&fs));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for (work, bare) in &bares {
+        let name = work.file_name().unwrap().to_str().unwrap().to_owned();
+        write(work, &format!("{name}-two.txt"), "two\n");
+        git(work, &["add", "-A"]);
+        git(work, &["commit", "-q", "-m", "two"]);
+        git(work, &["push", "-q", bare.to_str().unwrap(), "master"]);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !listed(&fs).contains(&"fast-two.txt".to_owned()) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", listed(&fs));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Two more of the fast remote's intervals: the slow one (3600 s) was not fetched.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(listed(&fs), ["fast-two.txt", "fast.txt", "slow.txt"]);
+    // fileserver.update fetches it at once.
+    let report = fs.gitfs().unwrap().update(None);
+    assert!(report.changed && report.errors.is_empty(), "{report:?}");
+    assert_eq!(
+        listed(&fs),
+        ["fast-two.txt", "fast.txt", "slow-two.txt", "slow.txt"]
+    );
+}
