@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """A smart-HTTP git server with Basic authentication, for the gitfs auth test.
 
-Usage: git-http-auth.py <project root> <user> <password>
+Usage: git-http-auth.py <project root> <user> <password> [<cert.pem> <key.pem>]
 
-Listens on 127.0.0.1 (a free port, printed as the first line of stdout) and serves the bare
+Listens on 127.0.0.1 (a free port, printed as the first line of stdout; HTTPS with the
+certificate and key when given) and serves the bare
 repositories under <project root> through `git http-backend` (CGI), to clients that send
 `Authorization: Basic <user:password>`; any other request gets 401. Runs until killed.
 """
 import base64
 import http.server
 import os
+import ssl
 import subprocess
 import sys
 
@@ -70,6 +72,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def main():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if len(sys.argv) > 5:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
