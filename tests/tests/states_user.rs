@@ -3,9 +3,10 @@
 //! root) and groups (`saltrs-e2e-g1`, `-g2`) that are removed before each side's run and
 //! at the end. Steps, each from the same start: `test=True`, apply, apply again, apply with
 //! another shell, full name and group list, then the `gone` SLS. Each step: same
-//! `--out json` (times and roots blanked; uids/gids are the same as both sides create the
-//! accounts from the same free ids), same retcode, same `/etc/passwd` and `/etc/group`
-//! lines for the test accounts.
+//! `--out json` (times and roots blanked), same retcode, same `/etc/passwd` and `/etc/group`
+//! lines for the test accounts. The uids and gids the system hands out are named by order of
+//! first appearance (`ID0`, `ID1`...) on each side: another test binary creating a user
+//! between the two runs moves the next free id (seen with three binaries at once).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -81,7 +82,7 @@ fn user_group_states_same_as_python_3007() {
             let (o, rc) = salt_call(Command::new(&bin), root, "json", &args).unwrap();
             mine.push((normalize(&o, root), rc, accounts(root)));
         }
-        outs.push(mine);
+        outs.push(symbolic_ids(mine));
     }
     cleanup();
     for (i, ((py, rs), (args, extra))) in outs[0].iter().zip(&outs[1]).zip(&steps).enumerate() {
@@ -103,4 +104,53 @@ fn user_group_states_same_as_python_3007() {
             rs.2
         );
     }
+}
+
+type Step = (String, Option<i32>, Vec<String>);
+
+/// `steps` with the test accounts' uids and gids (from their `/etc/passwd` and `/etc/group`
+/// lines) replaced by `ID<n>`, n their order of first appearance, in the output
+/// (`"uid": N`, `"gid": N`) and in the account lines.
+fn symbolic_ids(steps: Vec<Step>) -> Vec<Step> {
+    let mut ids: Vec<String> = Vec::new();
+    for line in steps.iter().flat_map(|s| &s.2) {
+        let f: Vec<&str> = line.split(':').collect();
+        let found = match f.len() {
+            7 => vec![f[2], f[3]],
+            4 => vec![f[2]],
+            _ => vec![],
+        };
+        for id in found {
+            if !ids.iter().any(|x| x == id) {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    let swap = |text: &str, before: &str, after: &str| -> String {
+        let mut out = text.to_owned();
+        for (n, id) in ids.iter().enumerate() {
+            let (from, to) = (format!("{before}{id}"), format!("{before}ID{n}"));
+            let mut done = String::new();
+            let mut rest = out.as_str();
+            while let Some(at) = rest.find(&from) {
+                let tail = &rest[at + from.len()..];
+                let whole = tail.starts_with(after)
+                    || (after.is_empty() && !tail.starts_with(|c: char| c.is_ascii_digit()));
+                done.push_str(&rest[..at]);
+                done.push_str(if whole { &to } else { &from });
+                rest = tail;
+            }
+            done.push_str(rest);
+            out = done;
+        }
+        out
+    };
+    steps
+        .into_iter()
+        .map(|(out, rc, lines)| {
+            let out = swap(&swap(&out, "\"uid\": ", ""), "\"gid\": ", "");
+            let lines = lines.iter().map(|l| swap(l, ":", ":")).collect();
+            (out, rc, lines)
+        })
+        .collect()
 }
