@@ -24,11 +24,39 @@ use std::time::Instant;
 use salt_integration_tests::git_support::{gitpython, venv_with};
 use salt_integration_tests::interop_pair::Pair;
 use salt_integration_tests::interop_support::{Side, assert_no_leftovers, serial, venv_for};
-use salt_integration_tests::{TempRoot, Yaml, bins};
+use salt_integration_tests::{SaltVenv, TempRoot, Yaml, bins};
 use salt_testkit::{bare, commit, git, write_file as write};
 use serde_json::json;
 
 const VERSION: &str = "3007.17";
+
+/// Salt's venv and GitPython (its git_pillar provider), with `git`; `None` (a failure under
+/// `CI=true`) when one is missing.
+fn prerequisites() -> Option<(SaltVenv, PathBuf)> {
+    if Command::new("git").arg("--version").output().is_err() {
+        missing("no `git` command");
+        return None;
+    }
+    let Some(venv) = salt_integration_tests::require(venv_for(VERSION)) else {
+        missing(&format!("no Salt {VERSION} venv"));
+        return None;
+    };
+    let Some(gitpy) = gitpython(&venv) else {
+        missing("GitPython is not installable into target/gitfs-gitpython");
+        return None;
+    };
+    Some((venv, gitpy))
+}
+
+/// Our master and Salt's (with GitPython) with `ext_pillar: ext`, a Python minion on each.
+fn start(dir: &Path, venv: &SaltVenv, gitpy: &Path, ids: [&'static str; 2], ext: &Yaml) -> Pair {
+    let master_venv = venv_with(venv, gitpy, &dir.join("venv-gitpython"));
+    let (py_master, py_minion) = (Side::Salt(master_venv), Side::Salt(venv.clone()));
+    let ours = Side::Ours(bins().unwrap());
+    Pair::start(dir, &ours, &py_master, &py_minion, ids, |c| {
+        c.set("ext_pillar", ext.clone())
+    })
+}
 
 fn missing(what: &str) {
     let _: Option<()> = salt_integration_tests::require(Err(salt_integration_tests::Missing::new(
@@ -84,14 +112,8 @@ fn make_repos(base: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
 
 #[test]
 fn git_pillar_3007() {
-    if Command::new("git").arg("--version").output().is_err() {
-        return missing("no `git` command");
-    }
-    let Some(venv) = salt_integration_tests::require(venv_for(VERSION)) else {
-        return missing(&format!("no Salt {VERSION} venv"));
-    };
-    let Some(gitpy) = gitpython(&venv) else {
-        return missing("GitPython is not installable into target/gitfs-gitpython");
+    let Some((venv, gitpy)) = prerequisites() else {
+        return;
     };
     let _guard = serial();
     let t0 = Instant::now();
@@ -105,18 +127,7 @@ fn git_pillar_3007() {
         e = envs.display(),
         r = rooted.display()
     ));
-    let master_venv = venv_with(&venv, &gitpy, &root.path().join("venv-gitpython"));
-    let py_master = Side::Salt(master_venv);
-    let py_minion = Side::Salt(venv.clone());
-    let ours = Side::Ours(bins().unwrap());
-    let pair = Pair::start(
-        root.path(),
-        &ours,
-        &py_master,
-        &py_minion,
-        ["gp-ours", "gp-salt"],
-        |c| c.set("ext_pillar", ext.clone()),
-    );
+    let pair = start(root.path(), &venv, &gitpy, ["gp-ours", "gp-salt"], &ext);
     step("both masters and minions up");
     let (o, s) = (&pair.ours, &pair.salt);
     let both = |args: &[&str]| pair.both(args, 60, &[]);
@@ -167,14 +178,8 @@ fn git_pillar_3007() {
 /// masters; every answer must be identical, and each option must have had an effect.
 #[test]
 fn git_pillar_options_3007() {
-    if Command::new("git").arg("--version").output().is_err() {
-        return missing("no `git` command");
-    }
-    let Some(venv) = salt_integration_tests::require(venv_for(VERSION)) else {
-        return missing(&format!("no Salt {VERSION} venv"));
-    };
-    let Some(gitpy) = gitpython(&venv) else {
-        return missing("GitPython is not installable into target/gitfs-gitpython");
+    let Some((venv, gitpy)) = prerequisites() else {
+        return;
     };
     let _guard = serial();
     let t0 = Instant::now();
@@ -217,18 +222,7 @@ fn git_pillar_options_3007() {
         a = allenvs.display(),
         s = staged.display(),
     ));
-    let master_venv = venv_with(&venv, &gitpy, &root.path().join("venv-gitpython"));
-    let py_master = Side::Salt(master_venv);
-    let py_minion = Side::Salt(venv.clone());
-    let ours = Side::Ours(bins().unwrap());
-    let pair = Pair::start(
-        root.path(),
-        &ours,
-        &py_master,
-        &py_minion,
-        ["gpo-ours", "gpo-salt"],
-        |c| c.set("ext_pillar", ext.clone()),
-    );
+    let pair = start(root.path(), &venv, &gitpy, ["gpo-ours", "gpo-salt"], &ext);
     step("both masters and minions up");
     let both = |args: &[&str]| pair.both(args, 60, &[]);
 
