@@ -64,12 +64,27 @@ fn nonzero(d: Duration) -> Option<Duration> {
 ///
 /// # Errors
 /// See both.
-pub fn build(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> {
+pub fn build(
+    cfg: &MinionConfig,
+    config_dir: Option<&std::path::Path>,
+) -> Result<MinionSettings, SettingsError> {
     salt_minion_core::startup::step("collect grains and build the settings");
-    let settings = from_config(cfg)?;
+    let mut settings = from_config(cfg)?;
+    let dir = config_dir.unwrap_or(std::path::Path::new(salt_config::DEFAULT_CONFIG_DIR));
+    settings.opts = Arc::new(file_opts(&dir.join("minion")));
     salt_minion_core::startup::step("prepare directories");
     prepare_dirs(cfg)?;
     Ok(settings)
+}
+
+/// The options of the config file at `path` as written (`{}` when it has none): the config
+/// loader has already read and checked it, so a file it cannot parse here is not expected.
+fn file_opts(path: &std::path::Path) -> Value {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| salt_render::yaml::load(&t).ok().flatten())
+        .filter(|v| matches!(v, Value::Map(_)))
+        .unwrap_or_else(|| Value::Map(Vec::new()))
 }
 
 /// Build the driver settings from the loaded configuration.
@@ -188,6 +203,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
             .filter(|p| *p != 0)
             .map(|_| Arc::new(salt_minion_core::metrics::MinionMetrics::default())),
         cachedir: cfg.cachedir.clone(),
+        opts: Arc::new(Value::Map(Vec::new())),
         keepalive: salt_transport::Keepalive {
             enabled: cfg.tcp_keepalive,
             idle: cfg.tcp_keepalive_idle,

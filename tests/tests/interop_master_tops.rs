@@ -117,6 +117,35 @@ fn master_tops_ext_nodes_3007() {
         top,
         "our minion's state.show_top (left), the Python minion's"
     );
+    // The minion option `master_tops_first` (Salt's top_matches): the tops, then the top
+    // file's SLS they do not name, read by our minion daemon from its config file.
+    let first_id = "tops-rs-first";
+    let first = Daemon::start_minion(
+        &ours,
+        &MinionConf::new(root.path().join(first_id), first_id)
+            .ports(pair.ours.ports.0, pair.ours.ports.1)
+            .set("auth_timeout", 10u32)
+            .set("master_tops_first", true),
+    )
+    .unwrap();
+    first.wait_minion_ready().unwrap();
+    pair.ours
+        .cli
+        .until_answer(first_id, &[first_id, "test.ping"], Duration::from_secs(60))
+        .unwrap();
+    let (v, out) = pair
+        .ours
+        .cli
+        .salt_json(&[first_id, "state.show_top"], 60)
+        .unwrap();
+    assert_eq!(
+        v[first_id]["base"],
+        json!(["web", "db", "common"]),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    drop(first);
     let low = both(&["state.show_lowstate"]);
     assert_eq!(low.as_array().map(Vec::len), Some(3), "{low:#}");
     step("state.show_top, state.show_lowstate (base)");

@@ -88,6 +88,9 @@ pub struct MinionSettings {
     pub keepalive: salt_transport::Keepalive,
     /// `cachedir` (the remote file client's cache is `cachedir/files/`).
     pub cachedir: PathBuf,
+    /// The minion config file's options as written, the jobs' `opts` (templates' `opts`, the
+    /// state system's `failhard`, `master_tops_first`...), as `salt-call` hands them over.
+    pub opts: Arc<Value>,
 }
 
 /// How [`run`] ended.

@@ -194,6 +194,7 @@ impl Driver {
         let mut ctx = ExecContext::new(&self.s.id, self.s.grains.clone());
         ctx.pillar = self.s.pillar.clone();
         ctx.cachedir = self.s.cachedir.clone();
+        ctx.opts = self.s.opts.clone();
         ctx.master = self.conn.as_ref().map(|c| crate::master_link::MasterLink {
             session: c.session.clone(),
             req: c.req.clone(),
