@@ -4,9 +4,9 @@
 
 Most of the suite waits on real daemons (Salt's masters and minions, PostgreSQL, our own),
 so one binary at a time leaves the machine idle. Two at once, each integration binary with
-one test thread, still left the 2-core CI machine 38% idle on average (vmstat, a full local
-run of 2026-11-29) and the run 1.6 minutes short of CI's 90-minute limit; three at once is
-the default.
+one test thread, still left the 2-core CI machine 31% idle on average (vmstat, a full local
+run of 2026-11-29; 8% with three) and the run 1.6 minutes short of CI's 90-minute limit;
+three at once is the default.
 
 - Binaries are built first (`cargo test --no-run`, so a build error stops the run as before;
   then `cargo build --profile test --workspace --bins`, the daemons the tests start, which

@@ -33,9 +33,7 @@ fn main() -> ExitCode {
     };
     let (cfg, mut pidfile) = (&s.cfg, s.pidfile.take());
     // Every step from here on is logged at debug; one that takes long is warned about.
-    let config_dir = cli.common.config_dir.clone();
-    let Ok(settings) =
-        settings::build(cfg, config_dir.as_deref()).inspect_err(|e| tracing::error!("{e}"))
+    let Ok(settings) = settings::build(cfg, &s.config_dir).inspect_err(|e| tracing::error!("{e}"))
     else {
         return ExitCode::from(exit::USAGE);
     };

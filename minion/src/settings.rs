@@ -1,6 +1,7 @@
 //! Map the typed Salt configuration onto the driver's settings.
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,27 +65,35 @@ fn nonzero(d: Duration) -> Option<Duration> {
 ///
 /// # Errors
 /// See both.
-pub fn build(
-    cfg: &MinionConfig,
-    config_dir: Option<&std::path::Path>,
-) -> Result<MinionSettings, SettingsError> {
+pub fn build(cfg: &MinionConfig, config_dir: &Path) -> Result<MinionSettings, SettingsError> {
     salt_minion_core::startup::step("collect grains and build the settings");
     let mut settings = from_config(cfg)?;
-    let dir = config_dir.unwrap_or(std::path::Path::new(salt_config::DEFAULT_CONFIG_DIR));
-    settings.opts = Arc::new(file_opts(&dir.join("minion")));
+    match file_opts(&config_dir.join("minion")) {
+        Ok(opts) => settings.opts = Arc::new(opts),
+        // The loader read the same file; our YAML renderer refusing it leaves jobs no opts.
+        Err(e) => tracing::warn!("jobs get no config options: {e}"),
+    }
     salt_minion_core::startup::step("prepare directories");
     prepare_dirs(cfg)?;
     Ok(settings)
 }
 
-/// The options of the config file at `path` as written (`{}` when it has none): the config
-/// loader has already read and checked it, so a file it cannot parse here is not expected.
-fn file_opts(path: &std::path::Path) -> Value {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| salt_render::yaml::load(&t).ok().flatten())
-        .filter(|v| matches!(v, Value::Map(_)))
-        .unwrap_or_else(|| Value::Map(Vec::new()))
+/// The options of the minion config file at `path` as written, the jobs' `opts` (salt-call
+/// and the daemon): `{}` when the file is missing or empty.
+///
+/// # Errors
+/// The file is not YAML, or not a map of options.
+pub fn file_opts(path: &Path) -> Result<Value, String> {
+    let conf = match std::fs::read_to_string(path) {
+        Ok(t) => salt_render::yaml::load(&t)
+            .map_err(|e| format!("{}: {}", path.display(), e.0))?
+            .unwrap_or(Value::Map(Vec::new())),
+        Err(_) => Value::Map(Vec::new()),
+    };
+    match conf {
+        Value::Map(_) => Ok(conf),
+        _ => Err(format!("{}: not a map of options", path.display())),
+    }
 }
 
 /// Build the driver settings from the loaded configuration.
@@ -215,7 +224,7 @@ pub fn from_config(cfg: &MinionConfig) -> Result<MinionSettings, SettingsError> 
 
 /// Create `pki_dir` (mode 0700, as Salt enforces) and `cachedir`.
 pub fn prepare_dirs(cfg: &MinionConfig) -> Result<(), SettingsError> {
-    let dir_err = |p: &std::path::Path, err| SettingsError::Dir {
+    let dir_err = |p: &Path, err| SettingsError::Dir {
         path: p.display().to_string(),
         err,
     };

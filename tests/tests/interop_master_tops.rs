@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use salt_integration_tests::interop_pair::Pair;
+use salt_integration_tests::interop_pair::{Pair, PairSide};
 use salt_integration_tests::interop_support::{
     Daemon, Side, assert_no_leftovers, serial, venv_for,
 };
@@ -80,22 +80,27 @@ fn master_tops_ext_nodes_3007() {
     );
     step("both masters and minions up");
     let both = |args: &[&str]| pair.both(args, 60, &[]);
-    // One of our minions on each master (Salt's reads the id from the load's `opts`).
-    let mut rs_minions = Vec::new();
-    for (side, rs_id) in [(&pair.ours, "tops-rs"), (&pair.salt, "tops-rs-on-salt")] {
+    // Our minion `rs_id` on `side`'s master, answering; `tops_first`: `master_tops_first`.
+    let start_rs = |side: &PairSide, rs_id: &str, tops_first: bool| {
         let m = Daemon::start_minion(
             &ours,
             &MinionConf::new(root.path().join(rs_id), rs_id)
                 .ports(side.ports.0, side.ports.1)
-                .set("auth_timeout", 10u32),
+                .set("auth_timeout", 10u32)
+                .set("master_tops_first", tops_first),
         )
         .unwrap();
         m.wait_minion_ready().unwrap();
         side.cli
             .until_answer(rs_id, &[rs_id, "test.ping"], Duration::from_secs(60))
             .unwrap();
-        rs_minions.push(m);
-    }
+        m
+    };
+    // One of our minions on each master (Salt's reads the id from the load's `opts`).
+    let rs_minions = [
+        start_rs(&pair.ours, "tops-rs", false),
+        start_rs(&pair.salt, "tops-rs-on-salt", false),
+    ];
     let rs_top = || {
         let mut tops = Vec::new();
         for (side, rs_id) in [(&pair.ours, "tops-rs"), (&pair.salt, "tops-rs-on-salt")] {
@@ -120,19 +125,7 @@ fn master_tops_ext_nodes_3007() {
     // The minion option `master_tops_first` (Salt's top_matches): the tops, then the top
     // file's SLS they do not name, read by our minion daemon from its config file.
     let first_id = "tops-rs-first";
-    let first = Daemon::start_minion(
-        &ours,
-        &MinionConf::new(root.path().join(first_id), first_id)
-            .ports(pair.ours.ports.0, pair.ours.ports.1)
-            .set("auth_timeout", 10u32)
-            .set("master_tops_first", true),
-    )
-    .unwrap();
-    first.wait_minion_ready().unwrap();
-    pair.ours
-        .cli
-        .until_answer(first_id, &[first_id, "test.ping"], Duration::from_secs(60))
-        .unwrap();
+    let first = start_rs(&pair.ours, first_id, true);
     let (v, out) = pair
         .ours
         .cli

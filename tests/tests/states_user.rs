@@ -126,31 +126,20 @@ fn symbolic_ids(steps: Vec<Step>) -> Vec<Step> {
             }
         }
     }
-    let swap = |text: &str, before: &str, after: &str| -> String {
-        let mut out = text.to_owned();
-        for (n, id) in ids.iter().enumerate() {
-            let (from, to) = (format!("{before}{id}"), format!("{before}ID{n}"));
-            let mut done = String::new();
-            let mut rest = out.as_str();
-            while let Some(at) = rest.find(&from) {
-                let tail = &rest[at + from.len()..];
-                let whole = tail.starts_with(after)
-                    || (after.is_empty() && !tail.starts_with(|c: char| c.is_ascii_digit()));
-                done.push_str(&rest[..at]);
-                done.push_str(if whole { &to } else { &from });
-                rest = tail;
-            }
-            done.push_str(rest);
-            out = done;
-        }
-        out
+    // A test account's id after `"uid": `, `"gid": ` or a `:` field separator, whole.
+    let id_at = regex::Regex::new(r#"("[ug]id": |:)(\d+)\b"#).unwrap();
+    let swap = |text: &str| -> String {
+        id_at
+            .replace_all(text, |c: &regex::Captures<'_>| {
+                match ids.iter().position(|id| *id == c[2]) {
+                    Some(n) => format!("{}ID{n}", &c[1]),
+                    None => c[0].to_owned(),
+                }
+            })
+            .into_owned()
     };
     steps
         .into_iter()
-        .map(|(out, rc, lines)| {
-            let out = swap(&swap(&out, "\"uid\": ", ""), "\"gid\": ", "");
-            let lines = lines.iter().map(|l| swap(l, ":", ":")).collect();
-            (out, rc, lines)
-        })
+        .map(|(out, rc, lines)| (swap(&out), rc, lines.iter().map(|l| swap(l)).collect()))
         .collect()
 }

@@ -100,6 +100,8 @@ pub struct Started<C> {
     pub log_path: Option<PathBuf>,
     /// The user to run as (`-u`, else the config's `user`).
     pub user: String,
+    /// The configuration directory read (`-c`, else Salt's default).
+    pub config_dir: PathBuf,
 }
 
 impl<C> Started<C> {
@@ -144,10 +146,11 @@ pub fn start<C: DaemonConfig>(
     let config_note =
         crate::process::check_config_file(&config_dir, C::ROLE, args.config_dir.is_some())
             .map_err(|e| usage(e.to_string()))?;
-    let loaded = C::load(&LoadOptions::from_system(Some(config_dir))).map_err(|errors| {
-        eprintln!("Invalid {} configuration:\n{errors}", C::ROLE);
-        ExitCode::from(exit::USAGE)
-    })?;
+    let loaded =
+        C::load(&LoadOptions::from_system(Some(config_dir.clone()))).map_err(|errors| {
+            eprintln!("Invalid {} configuration:\n{errors}", C::ROLE);
+            ExitCode::from(exit::USAGE)
+        })?;
     let cfg = loaded.config;
     let level = |flag: &str, name: &Option<String>, default: LogLevel| match name {
         Some(n) => level_filter(n)
@@ -206,6 +209,7 @@ pub fn start<C: DaemonConfig>(
         pidfile,
         log_path,
         user,
+        config_dir,
     })
 }
 

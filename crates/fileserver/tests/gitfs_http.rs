@@ -69,6 +69,14 @@ fn serve(root: &Path, tls: Option<(&Path, &Path)>) -> (Server, u16) {
     (Server(child), port)
 }
 
+/// A master's file server for the config `yaml`, caching under `cachedir`.
+fn file_server(yaml: &str, cachedir: &Path) -> FileServer {
+    let cfg = MasterConfig::from_yaml_str(yaml, &LoadOptions::new("/nonexistent"))
+        .unwrap()
+        .config;
+    FileServer::new(cfg.fileserver, cfg.hash_type, cachedir.to_path_buf())
+}
+
 fn files(fs: &FileServer) -> Vec<String> {
     let load = Value::Map(vec![
         (Value::from("cmd"), Value::from("_file_list")),
@@ -116,10 +124,7 @@ fn user_and_password_over_http() {
                 ""
             }
         );
-        let cfg = MasterConfig::from_yaml_str(&yaml, &LoadOptions::new("/nonexistent"))
-            .unwrap()
-            .config;
-        FileServer::new(cfg.fileserver, cfg.hash_type, t.path().join(cache))
+        file_server(&yaml, &t.path().join(cache))
     };
 
     let good = server(PASSWORD, true, "c-good");
@@ -176,10 +181,7 @@ fn ssl_verify_over_https() {
              - password: {PASSWORD}\n{}",
             verify.map_or(String::new(), |v| format!("    - ssl_verify: {v}\n"))
         );
-        let cfg = MasterConfig::from_yaml_str(&yaml, &LoadOptions::new("/nonexistent"))
-            .unwrap()
-            .config;
-        FileServer::new(cfg.fileserver, cfg.hash_type, t.path().join(cache))
+        file_server(&yaml, &t.path().join(cache))
     };
     // The default verifies the server's certificate: a self-signed one is refused.
     let strict = server(None, "c-strict");

@@ -234,13 +234,7 @@ impl Compiler {
                     };
                     match salt_matcher::check(facts, &tgt, &tgt_type, None, &[]) {
                         Ok(Some(true)) => {
-                            let slot = match out.iter().position(|(e, _)| *e == tenv) {
-                                Some(i) => i,
-                                None => {
-                                    out.push((tenv.clone(), Vec::new()));
-                                    out.len() - 1
-                                }
-                            };
+                            let slot = env_slot(&mut out, &tenv);
                             for s in slses {
                                 if !out[slot].1.contains(&s) {
                                     out[slot].1.push(s);
@@ -260,23 +254,15 @@ impl Compiler {
         match self.client.master_tops() {
             Ok(tops) => {
                 for (env, slses) in tops {
-                    let slot = match out.iter().position(|(e, _)| *e == env) {
-                        Some(i) => i,
-                        None => {
-                            out.push((env, Vec::new()));
-                            out.len() - 1
-                        }
+                    let slot = env_slot(&mut out, &env);
+                    let top_file = std::mem::take(&mut out[slot].1);
+                    let (first, second) = if tops_first {
+                        (slses, top_file)
+                    } else {
+                        (top_file, slses)
                     };
-                    if tops_first {
-                        let top_file = std::mem::replace(&mut out[slot].1, slses);
-                        for s in top_file {
-                            if !out[slot].1.contains(&s) {
-                                out[slot].1.push(s);
-                            }
-                        }
-                        continue;
-                    }
-                    for s in slses {
+                    out[slot].1 = first;
+                    for s in second {
                         if !out[slot].1.contains(&s) {
                             out[slot].1.push(s);
                         }
@@ -513,6 +499,18 @@ fn normalize_body(body: &mut Value, sls: &str, saltenv: &str) {
         }
         if map_get(body, "__env__").is_none() {
             set(body, "__env__", Value::from(saltenv));
+        }
+    }
+}
+
+/// The index of `env`'s entry in top matches, appended (empty) when missing: Salt's
+/// `matches` dict keeps the order environments were first named.
+fn env_slot(out: &mut Vec<(String, Vec<String>)>, env: &str) -> usize {
+    match out.iter().position(|(e, _)| e == env) {
+        Some(i) => i,
+        None => {
+            out.push((env.to_owned(), Vec::new()));
+            out.len() - 1
         }
     }
 }

@@ -13,15 +13,9 @@ use crate::cli::Cli;
 /// line's `--local`, `--file-root`, `--pillar-root`, `--id` and `--master` applied as Salt's
 /// `salt/cli/call.py` applies them.
 pub fn read_conf(cli: &Cli) -> Result<Value, String> {
-    let path = cli.config_dir.join("minion");
-    let mut conf = match std::fs::read_to_string(&path) {
-        Ok(t) => salt_render::yaml::load(&t)
-            .map_err(|e| format!("{}: {}", path.display(), e.0))?
-            .unwrap_or(Value::Map(Vec::new())),
-        Err(_) => Value::Map(Vec::new()),
-    };
+    let mut conf = crate::settings::file_opts(&cli.config_dir.join("minion"))?;
     let Value::Map(map) = &mut conf else {
-        return Err(format!("{}: not a map of options", path.display()));
+        return Err("the minion config is not a map of options".to_owned());
     };
     let mut set = |k: &str, v: Value| match map.iter_mut().find(|(key, _)| key.as_str() == Some(k))
     {
