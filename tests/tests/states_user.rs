@@ -3,10 +3,11 @@
 //! root) and groups (`saltrs-e2e-g1`, `-g2`) that are removed before each side's run and
 //! at the end. Steps, each from the same start: `test=True`, apply, apply again, apply with
 //! another shell, full name and group list, then the `gone` SLS. Each step: same
-//! `--out json` (times and roots blanked), same retcode, same `/etc/passwd` and `/etc/group`
-//! lines for the test accounts. The uids and gids the system hands out are named by order of
-//! first appearance (`ID0`, `ID1`...) on each side: another test binary creating a user
-//! between the two runs moves the next free id (seen with three binaries at once).
+//! `--out json` (times and roots blanked), same retcode, same `/etc/passwd` and
+//! `/etc/group` lines for the test accounts. The uids and gids the system hands out are
+//! named by order of first appearance (`UID0`, `GID0`, `GID1`...) on each side: another
+//! test binary creating a user between the two runs moves the next free id (seen with three
+//! binaries at once), and one side's user may get uid = gid where the other's does not.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -109,37 +110,66 @@ fn user_group_states_same_as_python_3007() {
 type Step = (String, Option<i32>, Vec<String>);
 
 /// `steps` with the test accounts' uids and gids (from their `/etc/passwd` and `/etc/group`
-/// lines) replaced by `ID<n>`, n their order of first appearance, in the output
-/// (`"uid": N`, `"gid": N`) and in the account lines.
+/// lines) replaced by `UID<n>` and `GID<n>`, n their order of first appearance, in the
+/// output (`"uid": N`, `"gid": N`) and in the account lines. Uids and gids are numbered
+/// apart: one side's user may get uid 1001 and gid 1003, the other's 1001 and 1001.
 fn symbolic_ids(steps: Vec<Step>) -> Vec<Step> {
-    let mut ids: Vec<String> = Vec::new();
+    let (mut uids, mut gids): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    let note = |ids: &mut Vec<String>, id: &str| {
+        if !ids.iter().any(|x| x == id) {
+            ids.push(id.to_owned());
+        }
+    };
     for line in steps.iter().flat_map(|s| &s.2) {
         let f: Vec<&str> = line.split(':').collect();
-        let found = match f.len() {
-            7 => vec![f[2], f[3]],
-            4 => vec![f[2]],
-            _ => vec![],
-        };
-        for id in found {
-            if !ids.iter().any(|x| x == id) {
-                ids.push(id.to_owned());
+        match f.len() {
+            7 => {
+                note(&mut uids, f[2]);
+                note(&mut gids, f[3]);
             }
+            4 => note(&mut gids, f[2]),
+            _ => {}
         }
     }
-    // A test account's id after `"uid": `, `"gid": ` or a `:` field separator, whole.
-    let id_at = regex::Regex::new(r#"("[ug]id": |:)(\d+)\b"#).unwrap();
-    let swap = |text: &str| -> String {
+    let name = |ids: &[String], kind: &str, id: &str| -> String {
+        match ids.iter().position(|x| x == id) {
+            Some(n) => format!("{kind}{n}"),
+            None => id.to_owned(),
+        }
+    };
+    let id_at = regex::Regex::new(r#""([ug])id": (\d+)\b"#).unwrap();
+    let swap_out = |text: &str| -> String {
         id_at
             .replace_all(text, |c: &regex::Captures<'_>| {
-                match ids.iter().position(|id| *id == c[2]) {
-                    Some(n) => format!("{}ID{n}", &c[1]),
-                    None => c[0].to_owned(),
-                }
+                let (ids, kind) = if &c[1] == "u" {
+                    (&uids, "UID")
+                } else {
+                    (&gids, "GID")
+                };
+                format!("\"{}id\": {}", &c[1], name(ids, kind, &c[2]))
             })
             .into_owned()
     };
+    let swap_line = |line: &str| -> String {
+        let mut f: Vec<String> = line.split(':').map(str::to_owned).collect();
+        match f.len() {
+            7 => {
+                f[2] = name(&uids, "UID", &f[2]);
+                f[3] = name(&gids, "GID", &f[3]);
+            }
+            4 => f[2] = name(&gids, "GID", &f[2]),
+            _ => {}
+        }
+        f.join(":")
+    };
     steps
         .into_iter()
-        .map(|(out, rc, lines)| (swap(&out), rc, lines.iter().map(|l| swap(l)).collect()))
+        .map(|(out, rc, lines)| {
+            (
+                swap_out(&out),
+                rc,
+                lines.iter().map(|l| swap_line(l)).collect(),
+            )
+        })
         .collect()
 }
