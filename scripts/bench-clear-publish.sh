@@ -21,7 +21,7 @@ BIN_DIR=${BIN_DIR:-target/release}
 PY=$VENV/bin/python
 [ -x "$PY" ] || { echo "no $VENV (scripts/salt-venv.sh $VERSION)" >&2; exit 1; }
 [ -x "$BIN_DIR/salt-master" ] || { echo "no $BIN_DIR/salt-master (cargo build --release -p salt-master)" >&2; exit 1; }
-ROOT=$(mktemp -d /tmp/bench-clearpub.XXXXXX)
+ROOT=$(mktemp -d "${BENCH_TMP:-/tmp}/bench-clearpub.XXXXXX")
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -36,7 +36,7 @@ SWARM_KEYS=${SWARM_KEYS:-target/swarm-keys}
 PY=$VENV/bin/python
 [ -x "$PY" ] || { echo "no $VENV (scripts/salt-venv.sh $VERSION)" >&2; exit 1; }
 [ -x "$BIN_DIR/salt-master" ] || { echo "no $BIN_DIR/salt-master (cargo build -p salt-master)" >&2; exit 1; }
-ROOT=$(mktemp -d /tmp/bench-reactor.XXXXXX)
+ROOT=$(mktemp -d "${BENCH_TMP:-/tmp}/bench-reactor.XXXXXX")
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -87,6 +87,8 @@ reactor:
   - 'bench/react/*':
     - $dir/react.sls
 CONF
+    # Extra master options for both sides (e.g. "job_cache: False"), one per line.
+    [ -n "${BENCH_REACTOR_CONF:-}" ] && printf '%s\n' "$BENCH_REACTOR_CONF" >> "$dir/conf/master"
     local framing=tcp
     if [[ $VERSION == 3006* ]]; then
         framing=ipc

@@ -386,7 +386,16 @@ async fn publish_slice(
         ..Default::default()
     };
     let user = if s.user.is_empty() { "root" } else { &s.user };
-    match crate::jobs::run::start_job(shared, publisher, &req, user, true).await {
+    match crate::jobs::run::start_job(
+        shared,
+        publisher,
+        &req,
+        user,
+        true,
+        crate::jobs::run::JobFiles::Before,
+    )
+    .await
+    {
         Ok((job, _, rx)) => shared.jobs.unsubscribe_one(&job.jid, rx),
         Err(e) => tracing::error!("Failed to publish sub-batch for {}: {e}", s.jid),
     }

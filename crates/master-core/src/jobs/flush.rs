@@ -4,16 +4,18 @@
 //! tick").
 //!
 //! What it keeps: a job's files are complete and named before its publish answers (they are
-//! still written never half-done, `files.rs`), so a crashed or killed master (SIGKILL, OOM,
-//! panic) loses nothing: the page cache outlives the process. What a power cut or a kernel
+//! still written never half-done, `files.rs`; the reactor's `local.` reactions are the
+//! exception, their loads written behind the publish, `jobs::run::JobFiles`), so a crashed
+//! or killed master (SIGKILL, OOM, panic) loses nothing: the page cache outlives the
+//! process. What a power cut or a kernel
 //! crash may lose is the job loads of the last tick (and, as before, the newest returns);
 //! Salt's `local_cache` never flushes at all. A master that stops normally flushes what is
 //! pending ([`flush_now`]).
 //!
 //! Why: a synchronous flush of the load, its `jid` file and their directories cost ~27 ms per
 //! publish (four `fsync`s) and capped clear `publish` at ~290 round trips/s on a loaded
-//! disk; one batch per tick costs the same four or five `fsync`s for every publish of the
-//! tick together.
+//! disk. A tick's batch is one `syncfs` of the job cache's file system ([`sync_all`]), not
+//! an `fsync` per file.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -62,10 +64,7 @@ fn flusher() -> &'static Flusher {
 pub(crate) fn later(files: &[PathBuf], dirs: &[PathBuf]) {
     let f = flusher();
     if !f.running.load(Ordering::Acquire) {
-        sync_all(
-            files.iter().cloned().collect(),
-            dirs.iter().cloned().collect(),
-        );
+        fsync_each(files.iter().chain(dirs));
         return;
     }
     let mut p = f.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,8 +101,41 @@ fn run() {
     }
 }
 
+/// One `syncfs` per file system holding a pending path, instead of an `fsync` per path: a
+/// tick's publishes made hundreds of `fsync`s, each a journal commit (or, on ext4 without a
+/// journal, a flush of the disk's cache), and every file created meanwhile waited for them
+/// (docs/benchmarks.md, "Reactor on a journaled disk"). `syncfs` writes back everything dirty
+/// on that file system, the job cache's unflushed returns too. Per-path `fsync` where it
+/// fails.
 fn sync_all(files: BTreeSet<PathBuf>, dirs: BTreeSet<PathBuf>) {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    // Device -> synced. Every pending path was written before this tick took it, so one
+    // `syncfs` of its file system covers it.
+    let mut synced = std::collections::HashMap::new();
+    let mut rest = Vec::new();
     for path in files.iter().chain(dirs.iter()) {
+        let dev = match std::fs::metadata(path) {
+            Ok(m) => m.dev(),
+            // Cleaned (`keep_jobs_seconds`) or never made: nothing to keep.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => {
+                rest.push(path);
+                continue;
+            }
+        };
+        let ok = *synced.entry(dev).or_insert_with(|| {
+            std::fs::File::open(path).is_ok_and(|f| nix::unistd::syncfs(f.as_raw_fd()).is_ok())
+        });
+        if !ok {
+            rest.push(path);
+        }
+    }
+    fsync_each(rest);
+}
+
+fn fsync_each<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) {
+    for path in paths {
         match std::fs::File::open(path).and_then(|f| f.sync_all()) {
             Ok(()) => {}
             // Cleaned (`keep_jobs_seconds`) or never made: nothing to keep.

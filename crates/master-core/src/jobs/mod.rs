@@ -69,6 +69,23 @@ pub(crate) fn store_master_job(
     }
 }
 
+/// Salt's `save_load` of `load`, and `save_minions` when it has a `tgt` and the minions are
+/// known.
+fn store_load(
+    store: &dyn JobStore,
+    jid: &str,
+    load: &Value,
+    minions: Option<&[String]>,
+) -> Result<(), JobError> {
+    store.save_load(jid, load)?;
+    let tgt = salt_compat::map_get(load, "tgt");
+    let has_tgt = tgt.is_some_and(|t| t.as_str() != Some(""));
+    if has_tgt && let Some(minions) = minions {
+        store.save_minions(jid, minions)?;
+    }
+    Ok(())
+}
+
 /// The job cache in use and the registry of waiting `salt` commands.
 #[derive(Debug)]
 pub struct Jobs {
@@ -131,8 +148,8 @@ impl Jobs {
         }
     }
 
-    /// Wait until every return queued so far is delivered and written (see [`store_return`]):
-    /// the job cache's readers call it first.
+    /// Wait until every return queued so far is delivered and written (see [`store_return`]),
+    /// and every job load queued: the job cache's readers call it first.
     ///
     /// [`store_return`]: Jobs::store_return
     pub fn flush(&self) {
@@ -168,13 +185,28 @@ impl Jobs {
         load: &Value,
         minions: Option<&[String]>,
     ) -> Result<(), JobError> {
-        self.store.save_load(jid, load)?;
-        let tgt = salt_compat::map_get(load, "tgt");
-        let has_tgt = tgt.is_some_and(|t| t.as_str() != Some(""));
-        if has_tgt && let Some(minions) = minions {
-            self.store.save_minions(jid, minions)?;
+        store_load(self.store.as_ref(), jid, load, minions)
+    }
+
+    /// [`store_job`](Self::store_job) by the return sink's `job-cache` thread, behind the
+    /// caller, before any return of `jid` (a failure is logged there). Without the sink's
+    /// threads it is stored here.
+    pub fn store_job_behind(
+        &self,
+        jid: &str,
+        load: Value,
+        minions: Option<Vec<String>>,
+    ) -> Result<(), JobError> {
+        match self.sink.push_load(jid, load, minions) {
+            Ok(()) => Ok(()),
+            Err((load, minions)) => self.store_job(jid, &load, minions.as_deref()),
         }
-        Ok(())
+    }
+
+    /// Wait until the job loads queued by [`store_job_behind`](Self::store_job_behind)
+    /// before this call are written (readers of the job loads alone).
+    pub fn flush_loads(&self) {
+        self.sink.flush_loads();
     }
 
     /// Queue a minion's return (id already validated) for the return sink, which hands it to
@@ -210,6 +242,41 @@ mod tests {
     /// `{cachedir}/jobs` under `dir`, the directory of `jid` there, joined with `rest`.
     fn at(dir: &std::path::Path, jid: &str, rest: &str) -> std::path::PathBuf {
         local_cache::jid_dir(&dir.join("jobs"), jid, salt_pki::HashType::Sha256).join(rest)
+    }
+
+    /// A load stored behind the caller (the reactor's `local.` reactions) is written by the
+    /// sink's thread with its minions; `flush_loads` waits for it, `flush` for it and the
+    /// returns.
+    #[test]
+    fn loads_stored_behind_are_written_and_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = Jobs::new(dir.path().join("jobs"));
+        let jid = "20250101000000000001";
+        let load = Value::Map(vec![
+            (Value::from("tgt"), Value::from("m*")),
+            (Value::from("fun"), Value::from("test.ping")),
+        ]);
+        jobs.store_job_behind(jid, load, Some(vec!["m1".into()]))
+            .unwrap();
+        let ret = Value::Map(vec![(Value::from("return"), Value::Boolean(true))]);
+        jobs.store_return(jid, "m1", &ret).unwrap();
+        jobs.flush_loads();
+        for f in [
+            local_cache::JID,
+            local_cache::LOAD_P,
+            local_cache::MINIONS_P,
+        ] {
+            assert!(at(dir.path(), jid, f).is_file(), "{f} not written");
+        }
+        jobs.flush();
+        assert!(at(dir.path(), jid, "m1/return.p").is_file());
+        assert_eq!(
+            jobs.store()
+                .load(jid)
+                .unwrap()
+                .and_then(|l| salt_compat::map_get(&l, "fun").cloned()),
+            Some(Value::from("test.ping"))
+        );
     }
 
     #[test]

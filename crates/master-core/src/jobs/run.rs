@@ -22,6 +22,20 @@ use crate::shared::Shared;
 /// A published job: what was published, the expected minions, its returns.
 pub(crate) type Started = (Job, Option<Vec<String>>, UnboundedReceiver<ReturnEvent>);
 
+/// When a job's load is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobFiles {
+    /// Before it is published, as Salt's `ClearFuncs.publish` does; a failure fails the
+    /// publish. What answers a client (`salt`, clear `publish`, runners).
+    Before,
+    /// By the job cache's writer thread, behind the publish (before any of its returns); a
+    /// failure is logged. The reactor's `local.` reactions, whose caller reads no answer but
+    /// the jid and whose next reaction should not wait for the disk (Salt's reactor thread
+    /// waits for its master's answer; on a busy disk that was most of a runner reaction's
+    /// start behind a `local.` one, docs/benchmarks.md).
+    Behind,
+}
+
 /// Validate, authorise, store and publish `req` for `user`.
 pub(crate) async fn start_job(
     shared: &Arc<Shared>,
@@ -29,6 +43,7 @@ pub(crate) async fn start_job(
     req: &PublishRequest,
     user: &str,
     privileged: bool,
+    files: JobFiles,
 ) -> Result<Started, String> {
     // Blocking: an eauth check (PAM, the failure delay), the job files, the publisher.
     let shared = shared.clone();
@@ -39,7 +54,7 @@ pub(crate) async fn start_job(
         let (job, expected) = prepare(&shared, &req, &user, privileged)?;
         let returns = shared.jobs.subscribe(&job.jid);
         let minions = expected.clone().unwrap_or_default();
-        if let Err(e) = send(&shared, &publisher, &job, &minions, &req.arg) {
+        if let Err(e) = send(&shared, &publisher, &job, &minions, &req.arg, files) {
             shared.jobs.unsubscribe_one(&job.jid, returns);
             return Err(e);
         }
@@ -49,14 +64,16 @@ pub(crate) async fn start_job(
     .unwrap_or_else(|e| Err(e.to_string()))
 }
 
-/// Fire `salt/job/<jid>/new`, store the job and publish it (blocking: files, the
-/// publisher): the one way out for a job, from our `salt` and from Salt's clear `publish`.
+/// Fire `salt/job/<jid>/new`, store the job (as `files` says) and publish it (blocking:
+/// files, the publisher): the one way out for a job, from our `salt`, Salt's clear
+/// `publish` and the reactor.
 pub(crate) fn send(
     shared: &Shared,
     publisher: &Publisher,
     job: &Job,
     minions: &[String],
     arg: &[serde_json::Value],
+    files: JobFiles,
 ) -> Result<(), String> {
     // Before the publish: a listener sees `new` before any `ret`.
     if shared.events.wanted() {
@@ -76,10 +93,15 @@ pub(crate) fn send(
     }
     // Salt's `save_minions` when the target's minions are known.
     let known = (!minions.is_empty()).then_some(minions);
-    shared
-        .jobs
-        .store_job(&job.jid, &job.load(), known)
-        .map_err(|e| format!("publish failed: {e}"))?;
+    match files {
+        JobFiles::Before => shared.jobs.store_job(&job.jid, &job.load(), known),
+        JobFiles::Behind => {
+            shared
+                .jobs
+                .store_job_behind(&job.jid, job.load(), known.map(<[String]>::to_vec))
+        }
+    }
+    .map_err(|e| format!("publish failed: {e}"))?;
     // Salt 3007+ (`ClearFuncs.publish`): the load as published, before it goes out.
     if shared.events.wanted() {
         shared.events.fire(
@@ -98,7 +120,8 @@ pub(crate) async fn run_job(
     stop: &CancellationToken,
     req: &PublishRequest,
 ) -> Result<(String, Vec<(String, Value)>, Missing), String> {
-    let (job, expected, mut returns) = start_job(shared, publisher, req, "root", true).await?;
+    let (job, expected, mut returns) =
+        start_job(shared, publisher, req, "root", true, JobFiles::Before).await?;
     let gather_timeout = req
         .gather_job_timeout
         .map_or(shared.cfg.gather_job_timeout, Duration::from_secs);

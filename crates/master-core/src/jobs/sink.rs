@@ -14,6 +14,12 @@
 //! so a fan-out's returns are acknowledged at the rate the workers decrypt them, not at the
 //! rate the disk takes them. Returns queued and not yet written are bounded ([`CAPACITY`]):
 //! beyond that the workers wait, so the disk still bounds a sustained rate.
+//!
+//! The `job-cache` thread also writes the job loads of publishes that do not wait for their
+//! files (the reactor's `local.` reactions, [`ReturnSink::push_load`]): at once, never
+//! deferred, and taken under the same lock as the returns written with them, so a job's
+//! load is written before any of its returns (a return comes after its job's publish, which
+//! comes after its load was queued).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,6 +56,13 @@ const PACE: Duration = Duration::from_millis(100);
 /// is written waits for it (512 made the next `salt` wait up to ~90 ms).
 const CHUNK: usize = 64;
 
+/// A job load to store (Salt's `save_load`, and `save_minions` when the minions are known).
+struct Load {
+    jid: String,
+    load: Value,
+    minions: Option<Vec<String>>,
+}
+
 /// One return: (jid, minion id, load, store it in the job cache).
 struct Item {
     jid: String,
@@ -72,6 +85,11 @@ struct Unwritten {
 struct Queue {
     /// Pushed, not yet delivered.
     incoming: Vec<Item>,
+    /// Job loads to write, before any return taken with them.
+    loads: Vec<Load>,
+    /// Job loads pushed, and written (or failed), since the start.
+    loads_pushed: u64,
+    loads_done: u64,
     /// Delivered, to be written (taken from the front, one chunk at a time).
     to_write: VecDeque<Unwritten>,
     /// Returns pushed since the start.
@@ -243,17 +261,59 @@ impl ReturnSink {
         Ok(())
     }
 
-    /// Wait until every return queued before this call is delivered and written.
+    /// Queue a job load for the `job-cache` thread (waits while [`CAPACITY`] loads are
+    /// queued). `Err` with what was given: the sink is not running; the caller stores it.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn push_load(
+        &self,
+        jid: &str,
+        load: Value,
+        minions: Option<Vec<String>>,
+    ) -> Result<(), (Value, Option<Vec<String>>)> {
+        let st = &self.state;
+        if st.stopped() {
+            return Err((load, minions));
+        }
+        let mut q = st.lock();
+        while q.loads_pushed - q.loads_done >= CAPACITY as u64 && !q.closed && !st.stopped() {
+            q = st.wait_progress(q);
+        }
+        if q.closed || st.stopped() {
+            return Err((load, minions));
+        }
+        q.loads.push(Load {
+            jid: jid.to_owned(),
+            load,
+            minions,
+        });
+        q.loads_pushed += 1;
+        drop(q);
+        st.written.notify_one();
+        Ok(())
+    }
+
+    /// Wait until every return and job load queued before this call is written (returns:
+    /// delivered and written).
     pub(super) fn flush(&self) {
+        self.wait_for(true);
+    }
+
+    /// Wait until every job load queued before this call is written.
+    pub(super) fn flush_loads(&self) {
+        self.wait_for(false);
+    }
+
+    fn wait_for(&self, returns: bool) {
         let st = &self.state;
         let mut q = st.lock();
-        let target = q.pushed;
-        if q.done >= target {
+        let (target, loads) = (q.pushed, q.loads_pushed);
+        let pending = |q: &Queue| (returns && q.done < target) || q.loads_done < loads;
+        if !pending(&q) {
             return;
         }
         q.flushing += 1;
         st.written.notify_all(); // no waiting for a pause
-        while q.done < target && !st.stopped() {
+        while pending(&q) && !st.stopped() {
             q = st.wait_progress(q);
         }
         q.flushing -= 1;
@@ -332,9 +392,12 @@ fn deliverer(state: &State, waiters: &Waiters) {
 /// here) then runs after a fan-out's burst instead of competing with it for the CPU.
 fn writer(state: &State, store: &dyn JobStore) {
     loop {
-        let batch = {
+        let (loads, batch) = {
             let mut q = state.lock();
             loop {
+                if !q.loads.is_empty() {
+                    break;
+                }
                 if q.to_write.is_empty() {
                     if q.delivered_all {
                         return;
@@ -353,19 +416,40 @@ fn writer(state: &State, store: &dyn JobStore) {
                     None => break,
                 }
             }
-            let n = q.to_write.len().min(CHUNK);
+            // Taken together: a return taken here had its job's load pushed before it, so
+            // that load is in `loads` or written already.
+            let loads = std::mem::take(&mut q.loads);
+            let n = if q.to_write.is_empty() || q.defer(Instant::now()).is_some() {
+                0
+            } else {
+                q.to_write.len().min(CHUNK)
+            };
             let batch: Vec<Unwritten> = q.to_write.drain(..n).collect();
             if q.to_write.is_empty() {
                 q.unwritten_since = None;
             }
-            batch
+            (loads, batch)
         };
-        let n = batch.len() as u64;
-        write_batch(store, batch);
+        let (nl, n) = (loads.len() as u64, batch.len() as u64);
+        for l in loads {
+            if let Err(e) = super::store_load(store, &l.jid, &l.load, l.minions.as_deref()) {
+                tracing::error!(
+                    "Could not store job cache info. Job details for this run may be \
+                     unavailable. ({}: {e})",
+                    l.jid
+                );
+            }
+        }
+        if n > 0 {
+            write_batch(store, batch);
+        }
         {
             let mut q = state.lock();
+            q.loads_done += nl;
             q.done += n;
-            q.last_write = Some(Instant::now());
+            if n > 0 {
+                q.last_write = Some(Instant::now());
+            }
         }
         state.progress.notify_all();
     }

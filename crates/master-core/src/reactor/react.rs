@@ -290,8 +290,15 @@ async fn local(
         ..Default::default()
     };
     let user = ctx.shared.cfg.user.clone();
-    let (job, _, _returns) =
-        crate::jobs::run::start_job(&ctx.shared, &ctx.publisher, &req, &user, true).await?;
+    let (job, _, _returns) = crate::jobs::run::start_job(
+        &ctx.shared,
+        &ctx.publisher,
+        &req,
+        &user,
+        true,
+        crate::jobs::run::JobFiles::Behind,
+    )
+    .await?;
     // Nobody waits for the returns (they go to the job cache and the bus).
     ctx.shared.jobs.unsubscribe(&job.jid);
     tracing::debug!("Reactor published {fun} to {} as job {}", req.tgt, job.jid);

@@ -201,7 +201,14 @@ fn publish(shared: &Shared, p: &Publish) -> Value {
         .iter()
         .map(salt_compat::json::msgpack_to_json)
         .collect();
-    if let Err(e) = crate::jobs::run::send(shared, &host.publisher, &job, &minions, &arg) {
+    if let Err(e) = crate::jobs::run::send(
+        shared,
+        &host.publisher,
+        &job,
+        &minions,
+        &arg,
+        crate::jobs::run::JobFiles::Before,
+    ) {
         tracing::error!("clear publish of {jid}: {e}");
         return map(vec![("error", Value::from(e))]);
     }

@@ -53,8 +53,15 @@ pub(crate) async fn call(ctx: &Ctx, fun: &str, a: &Args) -> Result<Value, String
                     ..Default::default()
                 };
                 let user = ctx.shared.cfg.user.clone();
-                match crate::jobs::run::start_job(&ctx.shared, &ctx.publisher, &req, &user, true)
-                    .await
+                match crate::jobs::run::start_job(
+                    &ctx.shared,
+                    &ctx.publisher,
+                    &req,
+                    &user,
+                    true,
+                    crate::jobs::run::JobFiles::Before,
+                )
+                .await
                 {
                     Ok((job, _, rx)) => ctx.shared.jobs.unsubscribe_one(&job.jid, rx),
                     Err(e) => tracing::error!(

@@ -269,12 +269,14 @@ pub(crate) async fn call(
     }
     // The job cache may be a database: read it off the async workers. The readers of
     // returns first wait for the returns delivered so far to be written (they are written
-    // behind the `salt` commands). `list_jobs` reads only the job loads, written when the
-    // job is published: it does not wait (after a burst of fan-outs that wait was the
-    // write-behind of every return queued, seconds of it).
+    // behind the `salt` commands). `list_jobs` reads only the job loads: it waits for those
+    // queued behind a publish (the reactor's), not for the returns (after a burst of
+    // fan-outs that wait was the write-behind of every return queued, seconds of it).
     let (shared, fun, a) = (ctx.shared.clone(), fun.to_owned(), a.clone());
     tokio::task::spawn_blocking(move || {
-        if fun != "jobs.list_jobs" {
+        if fun == "jobs.list_jobs" {
+            shared.jobs.flush_loads();
+        } else {
             shared.jobs.flush();
         }
         read(shared.jobs.store(), &fun, &a)

@@ -17,7 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::jobs::run::start_job;
+use crate::jobs::run::{JobFiles, start_job};
 use crate::shared::Shared;
 use salt_client::local::{LocalAuth, LocalEvent, LocalRequest, read_frame, write_frame};
 use salt_proto::clear::{EauthFields, MasterCall, Secret};
@@ -205,11 +205,19 @@ async fn client(
             return write_frame(&mut stream, &ev).await;
         }
     };
-    let (job, expected, mut returns) =
-        match start_job(&shared, &publisher, &req, &user, privileged).await {
-            Ok(started) => started,
-            Err(message) => return write_frame(&mut stream, &err(message)).await,
-        };
+    let (job, expected, mut returns) = match start_job(
+        &shared,
+        &publisher,
+        &req,
+        &user,
+        privileged,
+        JobFiles::Before,
+    )
+    .await
+    {
+        Ok(started) => started,
+        Err(message) => return write_frame(&mut stream, &err(message)).await,
+    };
     write_frame(
         &mut stream,
         &LocalEvent::Published {
