@@ -7,10 +7,9 @@
 //! still written never half-done, `files.rs`; the reactor's `local.` reactions are the
 //! exception, their loads written behind the publish, `jobs::run::JobFiles`), so a crashed
 //! or killed master (SIGKILL, OOM, panic) loses nothing: the page cache outlives the
-//! process. What a power cut or a kernel
-//! crash may lose is the job loads of the last tick (and, as before, the newest returns);
-//! Salt's `local_cache` never flushes at all. A master that stops normally flushes what is
-//! pending ([`flush_now`]).
+//! process. What a power cut or a kernel crash may lose is the job loads of the last tick
+//! (and, as before, the newest returns); Salt's `local_cache` never flushes at all. A master
+//! that stops normally flushes what is pending ([`flush_now`]).
 //!
 //! Why: a synchronous flush of the load, its `jid` file and their directories cost ~27 ms per
 //! publish (four `fsync`s) and capped clear `publish` at ~290 round trips/s on a loaded

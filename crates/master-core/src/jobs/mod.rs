@@ -197,9 +197,14 @@ impl Jobs {
         load: Value,
         minions: Option<Vec<String>>,
     ) -> Result<(), JobError> {
-        match self.sink.push_load(jid, load, minions) {
+        let load = sink::Load {
+            jid: jid.to_owned(),
+            load,
+            minions,
+        };
+        match self.sink.push_load(load) {
             Ok(()) => Ok(()),
-            Err((load, minions)) => self.store_job(jid, &load, minions.as_deref()),
+            Err(l) => self.store_job(&l.jid, &l.load, l.minions.as_deref()),
         }
     }
 

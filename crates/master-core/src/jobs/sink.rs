@@ -57,10 +57,10 @@ const PACE: Duration = Duration::from_millis(100);
 const CHUNK: usize = 64;
 
 /// A job load to store (Salt's `save_load`, and `save_minions` when the minions are known).
-struct Load {
-    jid: String,
-    load: Value,
-    minions: Option<Vec<String>>,
+pub(super) struct Load {
+    pub(super) jid: String,
+    pub(super) load: Value,
+    pub(super) minions: Option<Vec<String>>,
 }
 
 /// One return: (jid, minion id, load, store it in the job cache).
@@ -262,30 +262,20 @@ impl ReturnSink {
     }
 
     /// Queue a job load for the `job-cache` thread (waits while [`CAPACITY`] loads are
-    /// queued). `Err` with what was given: the sink is not running; the caller stores it.
-    #[allow(clippy::type_complexity)]
-    pub(super) fn push_load(
-        &self,
-        jid: &str,
-        load: Value,
-        minions: Option<Vec<String>>,
-    ) -> Result<(), (Value, Option<Vec<String>>)> {
+    /// queued). `Err(load)`: the sink is not running; the caller stores it.
+    pub(super) fn push_load(&self, load: Load) -> Result<(), Load> {
         let st = &self.state;
         if st.stopped() {
-            return Err((load, minions));
+            return Err(load);
         }
         let mut q = st.lock();
         while q.loads_pushed - q.loads_done >= CAPACITY as u64 && !q.closed && !st.stopped() {
             q = st.wait_progress(q);
         }
         if q.closed || st.stopped() {
-            return Err((load, minions));
+            return Err(load);
         }
-        q.loads.push(Load {
-            jid: jid.to_owned(),
-            load,
-            minions,
-        });
+        q.loads.push(load);
         q.loads_pushed += 1;
         drop(q);
         st.written.notify_one();
