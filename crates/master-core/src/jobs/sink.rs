@@ -237,16 +237,9 @@ impl ReturnSink {
     /// the caller handles the return itself.
     pub(super) fn push(&self, jid: &str, id: &str, load: Value, store: bool) -> Result<(), Value> {
         let st = &self.state;
-        if st.stopped() {
+        let Some(mut q) = self.room(|q| q.pushed - q.done) else {
             return Err(load);
-        }
-        let mut q = st.lock();
-        while q.pushed - q.done >= CAPACITY as u64 && !q.closed && !st.stopped() {
-            q = st.wait_progress(q);
-        }
-        if q.closed || st.stopped() {
-            return Err(load);
-        }
+        };
         q.incoming.push(Item {
             jid: jid.to_owned(),
             id: id.to_owned(),
@@ -265,21 +258,28 @@ impl ReturnSink {
     /// queued). `Err(load)`: the sink is not running; the caller stores it.
     pub(super) fn push_load(&self, load: Load) -> Result<(), Load> {
         let st = &self.state;
-        if st.stopped() {
+        let Some(mut q) = self.room(|q| q.loads_pushed - q.loads_done) else {
             return Err(load);
-        }
-        let mut q = st.lock();
-        while q.loads_pushed - q.loads_done >= CAPACITY as u64 && !q.closed && !st.stopped() {
-            q = st.wait_progress(q);
-        }
-        if q.closed || st.stopped() {
-            return Err(load);
-        }
+        };
         q.loads.push(load);
         q.loads_pushed += 1;
         drop(q);
         st.written.notify_one();
         Ok(())
+    }
+
+    /// The queue, locked, once fewer than [`CAPACITY`] of what `queued` counts wait; `None`
+    /// when the sink is not running (closed, or a thread could not start or ended).
+    fn room(&self, queued: impl Fn(&Queue) -> u64) -> Option<MutexGuard<'_, Queue>> {
+        let st = &self.state;
+        if st.stopped() {
+            return None;
+        }
+        let mut q = st.lock();
+        while queued(&q) >= CAPACITY as u64 && !q.closed && !st.stopped() {
+            q = st.wait_progress(q);
+        }
+        (!q.closed && !st.stopped()).then_some(q)
     }
 
     /// Wait until every return and job load queued before this call is written (returns:
