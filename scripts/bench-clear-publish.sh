@@ -9,7 +9,9 @@
 # BENCH_CP_MINIONS (10) minion keys (no minion runs: each publish still authenticates with
 # the root key, resolves the target, assigns a jid, stores the job and goes out on the
 # publisher), then CLIENTS (4) processes of scripts/bench_clear_publish.py send `publish`
-# loads, one in flight each, for SECONDS (10). Prints round trips/s per master and the ratio.
+# loads, one in flight each, for SECONDS (10); then the same from CLIENTS threads of the
+# native client ${BIN_DIR}/clearpub (examples/src/bin/clearpub.rs), whose own CPU is
+# negligible. Prints round trips/s per master and client, and the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${1:-3007.17}
@@ -21,6 +23,10 @@ BIN_DIR=${BIN_DIR:-target/release}
 PY=$VENV/bin/python
 [ -x "$PY" ] || { echo "no $VENV (scripts/salt-venv.sh $VERSION)" >&2; exit 1; }
 [ -x "$BIN_DIR/salt-master" ] || { echo "no $BIN_DIR/salt-master (cargo build --release -p salt-master)" >&2; exit 1; }
+# The native client (examples/src/bin/clearpub.rs): the masters' own ratio, without the
+# Python client's ~2.6 ms of CPU per round trip on the same cores. Left out when not built.
+NATIVE=$BIN_DIR/clearpub
+[ -x "$NATIVE" ] || { echo "no $NATIVE (cargo build --release -p salt-examples): native clients left out" >&2; NATIVE=; }
 ROOT=$(mktemp -d "${BENCH_TMP:-/tmp}/bench-clearpub.XXXXXX")
 PIDS=()
 cleanup() {
@@ -74,8 +80,16 @@ CONF
     out=$("$PY" scripts/bench_clear_publish.py "$dir/conf/master" "$TGT" "$SECS" "$CLIENTS")
     read -r _ rate ok failed secs <<< "$out"
     RATE[$side]=$rate
-    printf '%-5s master: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
+    printf '%-5s master, Python clients: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
         "$side" "$ok" "$secs" "$rate" "$failed" "$CLIENTS"
+    if [ -n "$NATIVE" ]; then
+        out=$("$NATIVE" --port "$ret" --key-file "$dir/cache/.root_key" --tgt "$TGT" \
+            --clients "$CLIENTS" --secs "$SECS")
+        read -r _ rate ok failed secs <<< "$out"
+        RATE[native_$side]=$rate
+        printf '%-5s master, native clients: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
+            "$side" "$ok" "$secs" "$rate" "$failed" "$CLIENTS"
+    fi
     kill "$master" 2>/dev/null || true
     wait "$master" 2>/dev/null || true
 }
@@ -83,4 +97,6 @@ CONF
 echo "Salt $VERSION tools; $CLIENTS clients x ${SECS}s, $MINIONS accepted minions; ours from $BIN_DIR; load $(cut -d' ' -f1-3 /proc/loadavg)"
 run_side salt
 run_side ours
-"$PY" -c "import sys; s, o = float(sys.argv[1]), float(sys.argv[2]); print(f'ours / Salt: {o / s:.1f}x' if s else 'Salt answered none')" "${RATE[salt]}" "${RATE[ours]}"
+ratio() { "$PY" -c "import sys; s, o = float(sys.argv[2]), float(sys.argv[3]); print(f'ours / Salt, {sys.argv[1]} clients: {o / s:.1f}x' if s else 'Salt answered none')" "$@"; }
+ratio Python "${RATE[salt]}" "${RATE[ours]}"
+[ -z "$NATIVE" ] || ratio native "${RATE[native_salt]}" "${RATE[native_ours]}"

@@ -65,46 +65,48 @@ pub(crate) enum PublishError {
 }
 
 /// Encrypt `job` with the publish key (next serial), sign it if `sign_pub_messages`, and
-/// send it as one frame. Blocking (one RSA signature): call from the worker pool.
+/// send it as one frame. Blocking (one RSA signature): call from the worker pool. Publishes
+/// are signed in parallel and sent in serial order ([`crate::keys::aes::Ticket`]).
 pub(crate) fn publish(
     shared: &Shared,
     publisher: &Publisher,
     job: &Job,
 ) -> Result<(), PublishError> {
-    shared.aes.with_next_serial(|key, serial| {
-        let mut load = job.job_load();
-        load.serial = Some(i64::try_from(serial).unwrap_or(i64::MAX));
-        let ct = key
-            .crypticle
-            .dumps(&salt_proto::encode(&load.to_value()), None);
-        let (sig_algo, sig) = if shared.cfg.sign_pub_messages {
-            let sig = shared
-                .keys
-                .key
-                .sign(shared.cfg.publish_signing_algorithm, &ct)?;
-            (
-                Some(shared.cfg.publish_signing_algorithm.as_str().to_owned()),
-                Some(sig),
-            )
-        } else {
-            (None, None)
-        };
-        let payload = PublishPayload {
-            load: ct,
-            sig_algo,
-            sig,
-        };
-        publisher.publish(vec![salt_proto::encode(&payload.to_value())])?;
-        shared.metrics.publishes.inc();
-        tracing::info!(
-            "Published job {} ({}) to {} {}",
-            job.jid,
-            job.fun,
-            job.tgt_type,
-            target_text(&job.tgt)
-        );
-        Ok(())
-    })
+    let ticket = shared.aes.ticket();
+    let mut load = job.job_load();
+    load.serial = Some(i64::try_from(ticket.serial).unwrap_or(i64::MAX));
+    let ct = ticket
+        .key
+        .crypticle
+        .dumps(&salt_proto::encode(&load.to_value()), None);
+    let (sig_algo, sig) = if shared.cfg.sign_pub_messages {
+        let sig = shared
+            .keys
+            .key
+            .sign(shared.cfg.publish_signing_algorithm, &ct)?;
+        (
+            Some(shared.cfg.publish_signing_algorithm.as_str().to_owned()),
+            Some(sig),
+        )
+    } else {
+        (None, None)
+    };
+    let payload = PublishPayload {
+        load: ct,
+        sig_algo,
+        sig,
+    };
+    let frame = salt_proto::encode(&payload.to_value());
+    ticket.in_turn(|| publisher.publish(vec![frame]))?;
+    shared.metrics.publishes.inc();
+    tracing::info!(
+        "Published job {} ({}) to {} {}",
+        job.jid,
+        job.fun,
+        job.tgt_type,
+        target_text(&job.tgt)
+    );
+    Ok(())
 }
 
 /// The target for log lines: a string as written (`web*`), a list as `a,b`.

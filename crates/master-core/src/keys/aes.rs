@@ -1,7 +1,14 @@
 //! The master-wide publish AES key (§6.1): fresh at every start, rotated on the dropfile and
 //! every `publish_session`. Each publish takes the next `serial`; rotation resets it.
+//!
+//! A minion drops a publish whose serial is not above the last it saw (Salt's
+//! `Crypticle.loads`), so publishes go out in serial order. The order is kept by a line, not
+//! by holding the lock while a publish is signed: a publish takes a [`Ticket`] (key, serial,
+//! place in line), encrypts and signs with it in parallel with the others, and is sent when
+//! its turn comes ([`Ticket::in_turn`]); a rotation takes a place in the same line, so every
+//! publish given the old key is sent before any given the new one.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use salt_pki::{Crypticle, PrivateKey};
@@ -53,6 +60,8 @@ impl PublishKey {
 #[derive(Debug)]
 pub struct AesState {
     inner: Mutex<Keys>,
+    /// Signalled when the line moves ([`Keys::sent`]).
+    turn: Condvar,
 }
 
 #[derive(Debug)]
@@ -61,6 +70,65 @@ struct Keys {
     serial: u64,
     /// The key before the last rotation, and when it was replaced.
     previous: Option<(Arc<PublishKey>, Instant)>,
+    /// The place in line the next [`Ticket`] gets.
+    next: u64,
+    /// Places in line done (sent, failed or given up): the ticket whose place equals this
+    /// has its turn.
+    sent: u64,
+}
+
+impl Keys {
+    fn take_place(&mut self) -> u64 {
+        self.next += 1;
+        self.next - 1
+    }
+}
+
+/// A publish's place in line, with the key and serial it was given ([`AesState::ticket`]).
+/// Dropped unused, it still takes its turn, so the line never stalls.
+#[must_use = "a ticket holds up the publishes behind it until it is used or dropped"]
+pub struct Ticket<'a> {
+    state: &'a AesState,
+    place: u64,
+    done: bool,
+    /// The key to encrypt and sign with.
+    pub key: Arc<PublishKey>,
+    /// The serial to put in the load.
+    pub serial: u64,
+}
+
+impl Ticket<'_> {
+    /// Wait for this ticket's turn, run `send`, and let the next one go (also when `send`
+    /// panics).
+    pub fn in_turn<T>(mut self, send: impl FnOnce() -> T) -> T {
+        self.wait_turn();
+        let out = send();
+        self.pass();
+        out
+    }
+
+    fn wait_turn(&self) {
+        let mut k = self.state.lock();
+        while k.sent < self.place {
+            k = self.state.turn.wait(k).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn pass(&mut self) {
+        if !std::mem::replace(&mut self.done, true) {
+            self.state.lock().sent = self.place + 1;
+            self.state.turn.notify_all();
+        }
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.wait_turn();
+            self.pass();
+        }
+    }
 }
 
 impl AesState {
@@ -71,11 +139,14 @@ impl AesState {
                 current: Arc::new(key),
                 serial: 0,
                 previous: None,
+                next: 0,
+                sent: 0,
             }),
+            turn: Condvar::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Keys> {
+    fn lock(&self) -> MutexGuard<'_, Keys> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -89,12 +160,16 @@ impl AesState {
         self.rotate_at(key, Instant::now());
     }
 
-    /// [`rotate`](Self::rotate) with the time passed in (tests).
+    /// [`rotate`](Self::rotate) with the time passed in (tests). Returns once every publish
+    /// given the old key is sent.
     pub fn rotate_at(&self, key: PublishKey, now: Instant) {
         let mut k = self.lock();
         let old = std::mem::replace(&mut k.current, Arc::new(key));
-        k.previous = Some((old, now));
+        k.previous = Some((old.clone(), now));
         k.serial = 0;
+        let place = k.take_place();
+        drop(k);
+        self.ticket_at(place, old, 0).in_turn(|| ());
     }
 
     /// The key replaced by the last rotation, if that rotation is less than `grace` before
@@ -106,13 +181,24 @@ impl AesState {
         (now.saturating_duration_since(*at) < grace).then(|| key.clone())
     }
 
-    /// Run `f` with the current key and the next serial, holding the lock so publishes go
-    /// out in serial order.
-    pub fn with_next_serial<T>(&self, f: impl FnOnce(&PublishKey, u64) -> T) -> T {
-        let mut guard = self.lock();
-        guard.serial += 1;
-        let serial = guard.serial;
-        f(&guard.current, serial)
+    /// The current key, the next serial and the next place in line: encrypt and sign with
+    /// them, then send in [`Ticket::in_turn`].
+    pub fn ticket(&self) -> Ticket<'_> {
+        let mut k = self.lock();
+        k.serial += 1;
+        let (key, serial) = (k.current.clone(), k.serial);
+        let place = k.take_place();
+        self.ticket_at(place, key, serial)
+    }
+
+    fn ticket_at(&self, place: u64, key: Arc<PublishKey>, serial: u64) -> Ticket<'_> {
+        Ticket {
+            state: self,
+            place,
+            done: false,
+            key,
+            serial,
+        }
     }
 }
 
@@ -158,14 +244,68 @@ mod tests {
     #[test]
     fn rotation_restarts_the_serial_and_only_one_previous_key_is_kept() {
         let state = AesState::new(key());
-        assert_eq!(state.with_next_serial(|_, s| s), 1);
-        assert_eq!(state.with_next_serial(|_, s| s), 2);
+        assert_eq!(state.ticket().serial, 1);
+        assert_eq!(state.ticket().serial, 2);
         let t0 = Instant::now();
         state.rotate_at(key(), t0);
         let second = state.current().crypticle.key_string().to_owned();
-        assert_eq!(state.with_next_serial(|_, s| s), 1);
+        assert_eq!(state.ticket().serial, 1);
         state.rotate_at(key(), t0);
         let prev = state.previous_within(Duration::from_secs(60), t0).unwrap();
         assert_eq!(prev.crypticle.key_string(), second);
+    }
+
+    #[test]
+    fn publishes_go_out_in_serial_order_though_signed_in_parallel() {
+        let state = Arc::new(AesState::new(key()));
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        std::thread::scope(|sc| {
+            for t in 0..4u64 {
+                let (state, sent) = (state.clone(), sent.clone());
+                sc.spawn(move || {
+                    for i in 0..50u64 {
+                        let ticket = state.ticket();
+                        let serial = ticket.serial;
+                        // "Signing" takes longer for some than for those behind them.
+                        std::thread::sleep(Duration::from_micros((t * 7 + i * 13) % 300));
+                        if i % 10 == 3 {
+                            drop(ticket); // a failed publish: its place passes, unsent
+                        } else {
+                            ticket.in_turn(|| sent.lock().unwrap().push(serial));
+                        }
+                    }
+                });
+            }
+        });
+        let sent = sent.lock().unwrap();
+        assert_eq!(sent.len(), 4 * 45);
+        assert!(
+            sent.windows(2).all(|w| w[0] < w[1]),
+            "out of order: {sent:?}"
+        );
+    }
+
+    #[test]
+    fn a_rotation_waits_for_the_publishes_given_the_old_key() {
+        let state = Arc::new(AesState::new(key()));
+        let old = state.current().crypticle.key_string().to_owned();
+        let ticket = state.ticket();
+        let rotated = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        std::thread::scope(|sc| {
+            let (s, r) = (state.clone(), rotated.clone());
+            sc.spawn(move || {
+                s.rotate_at(key(), Instant::now());
+                r.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!rotated.load(std::sync::atomic::Ordering::SeqCst));
+            // Given before the rotation: the old key, and sent before the rotation returns.
+            assert_eq!(ticket.key.crypticle.key_string(), old);
+            ticket.in_turn(|| ());
+        });
+        assert!(rotated.load(std::sync::atomic::Ordering::SeqCst));
+        let next = state.ticket();
+        assert_ne!(next.key.crypticle.key_string(), old);
+        assert_eq!(next.serial, 1);
     }
 }

@@ -313,8 +313,21 @@ async fn worker(
         };
         let Some(w) = work else { return };
         tracing::debug!("Compiling reactions for tag {}", w.tag);
-        for low in compile::reactions(&ctx.shared, &w.tag, &w.data, &w.reactors) {
-            react::react(&ctx, &pool, low).await;
+        // Started in Salt's order, but not one behind another's publish: a `local.`
+        // reaction's publish (the target, the job, the signature) would otherwise hold up
+        // the start of every reaction after it. The worker takes its next event once this
+        // one's reactions have all started (published, or handed to the pool), as Salt's
+        // reactor loop does.
+        let started: Vec<_> = compile::reactions(&ctx.shared, &w.tag, &w.data, &w.reactors)
+            .into_iter()
+            .map(|low| {
+                let (ctx, pool) = (ctx.clone(), pool.clone());
+                tokio::spawn(async move { react::react(&ctx, &pool, low).await })
+            })
+            .collect();
+        for s in started {
+            // A reaction's failure is logged by `react`; a panic ends only its task.
+            let _ = s.await;
         }
     }
 }
