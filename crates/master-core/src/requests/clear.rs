@@ -119,13 +119,14 @@ fn publish(shared: &Shared, p: &Publish) -> Value {
         salt_proto::clear::Funs::One(f) => Some(f.as_str()),
         salt_proto::clear::Funs::Compound(_) => None,
     };
-    let minions = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type, fun_name) {
-        Ok((_, m)) => m,
-        Err(e) => {
-            tracing::warn!("clear publish: target {tgt:?}: {e}");
-            Vec::new()
-        }
-    };
+    let (target, minions) =
+        match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type, fun_name) {
+            Ok((t, m)) => (Some(t), m),
+            Err(e) => {
+                tracing::warn!("clear publish: target {tgt:?}: {e}");
+                (None, Vec::new())
+            }
+        };
     let user = match shared.eauth.authorize_publish(
         p,
         &minions,
@@ -157,7 +158,7 @@ fn publish(shared: &Shared, p: &Publish) -> Value {
             )]);
         }
     };
-    if minions.is_empty() {
+    let Some(target) = target.filter(|_| !minions.is_empty()) else {
         return map(vec![
             ("enc", Value::from("clear")),
             (
@@ -175,13 +176,9 @@ fn publish(shared: &Shared, p: &Publish) -> Value {
                 ]),
             ),
         ]);
-    }
+    };
     let Some(host) = shared.host.get() else {
         return map(vec![("error", Value::from("Master failed to assign jid"))]);
-    };
-    let target = match crate::jobs::run::target_minions(shared, &tgt, &p.tgt_type, fun_name) {
-        Ok((t, _)) => t,
-        Err(e) => return map(vec![("error", Value::from(e))]),
     };
     let jid = p.jid.clone().unwrap_or_else(|| shared.jids.next());
     let job = Job {
