@@ -42,6 +42,17 @@ openssl rsa -in "$ROOT/minion.pem" -pubout -out "$ROOT/minion.pub" 2>/dev/null
 TGT=$(seq -s, -f "bench%g" "$MINIONS")
 
 declare -A RATE
+# measure KEY CLIENT_KIND CMD...: run a client that prints `RATE <rate> <ok> <failed> <secs>`,
+# keep the rate as RATE[KEY] and print it (the side is KEY without a `native_` prefix).
+measure() {
+    local key=$1 kind=$2 out rate ok failed secs
+    shift 2
+    out=$("$@")
+    read -r _ rate ok failed secs <<< "$out"
+    RATE[$key]=$rate
+    printf '%-5s master, %s clients: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
+        "${key#native_}" "$kind" "$ok" "$secs" "$rate" "$failed" "$CLIENTS"
+}
 run_side() {
     local side=$1 dir=$ROOT/$1
     mkdir -p "$dir/conf" "$dir/pki/minions"
@@ -76,20 +87,9 @@ CONF
         [ -f "$dir/cache/.root_key" ] && "$PY" scripts/bench_clear_publish.py "$dir/conf/master" "$TGT" 0.2 1 2>/dev/null | grep -qv "RATE 0.0" && break
         sleep 1
     done
-    local out
-    out=$("$PY" scripts/bench_clear_publish.py "$dir/conf/master" "$TGT" "$SECS" "$CLIENTS")
-    read -r _ rate ok failed secs <<< "$out"
-    RATE[$side]=$rate
-    printf '%-5s master, Python clients: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
-        "$side" "$ok" "$secs" "$rate" "$failed" "$CLIENTS"
-    if [ -n "$NATIVE" ]; then
-        out=$("$NATIVE" --port "$ret" --key-file "$dir/cache/.root_key" --tgt "$TGT" \
-            --clients "$CLIENTS" --secs "$SECS")
-        read -r _ rate ok failed secs <<< "$out"
-        RATE[native_$side]=$rate
-        printf '%-5s master, native clients: %s publish round trips in %s s = %s/s (%s failed), %s clients\n' \
-            "$side" "$ok" "$secs" "$rate" "$failed" "$CLIENTS"
-    fi
+    measure "$side" Python "$PY" scripts/bench_clear_publish.py "$dir/conf/master" "$TGT" "$SECS" "$CLIENTS"
+    [ -z "$NATIVE" ] || measure "native_$side" native "$NATIVE" --port "$ret" \
+        --key-file "$dir/cache/.root_key" --tgt "$TGT" --clients "$CLIENTS" --secs "$SECS"
     kill "$master" 2>/dev/null || true
     wait "$master" 2>/dev/null || true
 }

@@ -85,12 +85,12 @@ impl Keys {
 }
 
 /// A publish's place in line, with the key and serial it was given ([`AesState::ticket`]).
-/// Dropped unused, it still takes its turn, so the line never stalls.
+/// Its turn passes when it is dropped — after [`Ticket::in_turn`], or unused (a failed
+/// publish, a panic) — so the line never stalls.
 #[must_use = "a ticket holds up the publishes behind it until it is used or dropped"]
 pub struct Ticket<'a> {
     state: &'a AesState,
     place: u64,
-    done: bool,
     /// The key to encrypt and sign with.
     pub key: Arc<PublishKey>,
     /// The serial to put in the load.
@@ -98,36 +98,26 @@ pub struct Ticket<'a> {
 }
 
 impl Ticket<'_> {
-    /// Wait for this ticket's turn, run `send`, and let the next one go (also when `send`
-    /// panics).
-    pub fn in_turn<T>(mut self, send: impl FnOnce() -> T) -> T {
-        self.wait_turn();
-        let out = send();
-        self.pass();
-        out
+    /// Wait for this ticket's turn and run `send`; the next ticket goes when this one is
+    /// dropped, on return (or when `send` panics).
+    pub fn in_turn<T>(self, send: impl FnOnce() -> T) -> T {
+        drop(self.wait_turn());
+        send()
     }
 
-    fn wait_turn(&self) {
+    fn wait_turn(&self) -> MutexGuard<'_, Keys> {
         let mut k = self.state.lock();
         while k.sent < self.place {
             k = self.state.turn.wait(k).unwrap_or_else(|e| e.into_inner());
         }
-    }
-
-    fn pass(&mut self) {
-        if !std::mem::replace(&mut self.done, true) {
-            self.state.lock().sent = self.place + 1;
-            self.state.turn.notify_all();
-        }
+        k
     }
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        if !self.done {
-            self.wait_turn();
-            self.pass();
-        }
+        self.wait_turn().sent = self.place + 1;
+        self.state.turn.notify_all();
     }
 }
 
@@ -169,7 +159,7 @@ impl AesState {
         k.serial = 0;
         let place = k.take_place();
         drop(k);
-        self.ticket_at(place, old, 0).in_turn(|| ());
+        drop(self.ticket_at(place, old, 0));
     }
 
     /// The key replaced by the last rotation, if that rotation is less than `grace` before
@@ -195,7 +185,6 @@ impl AesState {
         Ticket {
             state: self,
             place,
-            done: false,
             key,
             serial,
         }
@@ -206,6 +195,8 @@ impl AesState {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
 
     fn key() -> PublishKey {
         PublishKey {
@@ -259,15 +250,19 @@ mod tests {
     fn publishes_go_out_in_serial_order_though_signed_in_parallel() {
         let state = Arc::new(AesState::new(key()));
         let sent = Arc::new(Mutex::new(Vec::new()));
+        // How many "signatures" were under way at once, at most.
+        let (signing, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         std::thread::scope(|sc| {
             for t in 0..4u64 {
-                let (state, sent) = (state.clone(), sent.clone());
+                let (state, sent, signing, most) = (state.clone(), sent.clone(), &signing, &most);
                 sc.spawn(move || {
                     for i in 0..50u64 {
                         let ticket = state.ticket();
                         let serial = ticket.serial;
                         // "Signing" takes longer for some than for those behind them.
-                        std::thread::sleep(Duration::from_micros((t * 7 + i * 13) % 300));
+                        most.fetch_max(signing.fetch_add(1, SeqCst) + 1, SeqCst);
+                        std::thread::sleep(Duration::from_micros((t * 7 + i * 13) % 300 + 50));
+                        signing.fetch_sub(1, SeqCst);
                         if i % 10 == 3 {
                             drop(ticket); // a failed publish: its place passes, unsent
                         } else {
@@ -277,6 +272,7 @@ mod tests {
                 });
             }
         });
+        assert!(most.load(SeqCst) > 1, "signed one at a time");
         let sent = sent.lock().unwrap();
         assert_eq!(sent.len(), 4 * 45);
         assert!(
@@ -290,20 +286,20 @@ mod tests {
         let state = Arc::new(AesState::new(key()));
         let old = state.current().crypticle.key_string().to_owned();
         let ticket = state.ticket();
-        let rotated = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rotated = Arc::new(AtomicBool::new(false));
         std::thread::scope(|sc| {
             let (s, r) = (state.clone(), rotated.clone());
             sc.spawn(move || {
                 s.rotate_at(key(), Instant::now());
-                r.store(true, std::sync::atomic::Ordering::SeqCst);
+                r.store(true, SeqCst);
             });
             std::thread::sleep(Duration::from_millis(50));
-            assert!(!rotated.load(std::sync::atomic::Ordering::SeqCst));
+            assert!(!rotated.load(SeqCst));
             // Given before the rotation: the old key, and sent before the rotation returns.
             assert_eq!(ticket.key.crypticle.key_string(), old);
             ticket.in_turn(|| ());
         });
-        assert!(rotated.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(rotated.load(SeqCst));
         let next = state.ticket();
         assert_ne!(next.key.crypticle.key_string(), old);
         assert_eq!(next.serial, 1);
