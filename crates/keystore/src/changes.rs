@@ -11,6 +11,14 @@ use crate::store::{AcceptFrom, KeyState, KeyStore, RejectFrom, Report};
 pub trait KeyChanges: Send + Sync {
     /// The driver's name in Salt's words (`localfs_key`, `postgres`).
     fn driver(&self) -> &'static str;
+    /// Whether a bulk change should come as one call rather than in batches: true where
+    /// each call costs a pass over the whole store whatever its size (Salt 3008's
+    /// `mmap_key` index: one heap append, one index update and one fsync of each per
+    /// call), false where each key costs its own file operation (batches then only set
+    /// the progress granularity).
+    fn one_batch(&self) -> bool {
+        false
+    }
     /// Record `pem` as `id`'s key in `state` (see [`KeyStore::put_pending`] and siblings).
     fn put(&self, state: KeyState, id: &str, pem: &str) -> Result<()>;
     /// [`KeyStore::accept_many_prevalidated`]: the caller validated the key files.
@@ -28,6 +36,10 @@ impl KeyChanges for KeyStore {
         } else {
             "localfs_key"
         }
+    }
+
+    fn one_batch(&self) -> bool {
+        self.mmap.is_some()
     }
 
     fn put(&self, state: KeyState, id: &str, pem: &str) -> Result<()> {

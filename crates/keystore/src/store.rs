@@ -96,7 +96,7 @@ impl KeyState {
         }
     }
 
-    fn idx(self) -> usize {
+    pub(crate) fn idx(self) -> usize {
         match self {
             Self::Accepted => 0,
             Self::Pending => 1,

@@ -128,23 +128,35 @@ impl Cli {
                     include_denied: inc_den,
                 };
                 // Validated just above: the store need not read every file again.
-                self.batched(&ids, "accepting keys", &mut errors, |chunk| {
-                    changes.accept_many(chunk, from)
-                })?;
+                self.batched(
+                    &ids,
+                    changes.one_batch(),
+                    "accepting keys",
+                    &mut errors,
+                    |chunk| changes.accept_many(chunk, from),
+                )?;
             }
             Action::Reject => {
                 let from = RejectFrom {
                     include_accepted: inc_acc,
                     include_denied: inc_den,
                 };
-                self.batched(&ids, "rejecting keys", &mut errors, |chunk| {
-                    changes.reject_many(chunk, from)
-                })?;
+                self.batched(
+                    &ids,
+                    changes.one_batch(),
+                    "rejecting keys",
+                    &mut errors,
+                    |chunk| changes.reject_many(chunk, from),
+                )?;
             }
             Action::Delete => {
-                self.batched(&ids, "deleting keys", &mut errors, |chunk| {
-                    changes.delete_many(chunk)
-                })?;
+                self.batched(
+                    &ids,
+                    changes.one_batch(),
+                    "deleting keys",
+                    &mut errors,
+                    |chunk| changes.delete_many(chunk),
+                )?;
             }
         }
         if matches!(action, Action::Reject | Action::Delete) {
@@ -196,15 +208,19 @@ impl Cli {
         }
     }
 
+    /// Apply `op` to `ids` in batches of [`BATCH`] (the progress bar's steps), or in one
+    /// call when `whole` ([`KeyChanges::one_batch`](salt_keystore::KeyChanges::one_batch)).
     pub(super) fn batched(
         &self,
         ids: &[String],
+        whole: bool,
         label: &str,
         errors: &mut Vec<KeyStoreError>,
         mut op: impl FnMut(&[String]) -> salt_keystore::Result<salt_keystore::Report>,
     ) -> Result<()> {
         let progress = Progress::start(label, ids.len(), ids.len() >= BATCH);
-        for chunk in ids.chunks(BATCH) {
+        let batch = if whole { ids.len().max(1) } else { BATCH };
+        for chunk in ids.chunks(batch) {
             let report = op(chunk).map_err(Error::Store)?;
             errors.extend(report.errors);
             progress.inc(chunk.len());

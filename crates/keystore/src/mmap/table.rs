@@ -227,30 +227,56 @@ impl Table {
     /// skipped (as Salt's `list_items`).
     #[cfg(test)]
     pub(crate) fn items(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        self.for_each(|k, v| out.push((k.to_vec(), v.to_vec())))?;
-        Ok(out)
+        Ok(self
+            .scan_with(
+                Vec::with_capacity,
+                |acc: &mut Vec<_>, k, v| acc.push((k.to_vec(), v.to_vec())),
+                |_| {},
+            )?
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
-    /// [`items`](Self::items) without copying: `f(key, value)` for each live entry.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8])) -> Result<()> {
-        let Some(mut view) = self.view()? else {
-            return Ok(());
+    /// [`items`](Self::items) without copying, split over the CPUs for a large bank (each
+    /// thread reading through its own mapping): the live slots in order, cut into one run
+    /// per thread; each run gets `init(run_len)` as its accumulator, `f(acc, key, value)`
+    /// for each intact entry, then `finish(acc)` on its thread. The runs' accumulators in
+    /// slot order.
+    pub(crate) fn scan_with<A: Send>(
+        &self,
+        init: impl Fn(usize) -> A + Sync,
+        f: impl Fn(&mut A, &[u8], &[u8]) + Sync,
+        finish: impl Fn(&mut A) + Sync,
+    ) -> Result<Vec<A>> {
+        let Some(view) = self.view()? else {
+            return Ok(Vec::new());
         };
         let slots = view.live_slots(&self.roster_path())?;
-        for slot in slots {
-            let at = view.slot_off(slot) + 1;
-            if view.index[at] == 0 {
-                continue;
+        drop(view);
+        let run = |part: &[u64]| -> Result<A> {
+            let mut acc = init(part.len());
+            let Some(mut view) = self.view()? else {
+                return Ok(acc);
+            };
+            for &slot in part {
+                let at = view.slot_off(slot) + 1;
+                if view.status(slot) != OCCUPIED || view.index[at] == 0 {
+                    continue;
+                }
+                view.ensure_mapped(slot)?;
+                if let Some(v) = view.value_ref(slot) {
+                    let raw = &view.index[at..at + view.geo.key_size];
+                    let key = raw.iter().position(|&b| b == 0).map_or(raw, |n| &raw[..n]);
+                    f(&mut acc, key, v);
+                }
             }
-            view.ensure_mapped(slot)?;
-            if let Some(v) = view.value_ref(slot) {
-                let raw = &view.index[at..at + view.geo.key_size];
-                let key = raw.iter().position(|&b| b == 0).map_or(raw, |n| &raw[..n]);
-                f(key, v);
-            }
-        }
-        Ok(())
+            finish(&mut acc);
+            Ok(acc)
+        };
+        crate::fsutil::par_chunks(&slots, 4096, run)
+            .into_iter()
+            .collect()
     }
 
     /// The value of `key`, if present and intact.
@@ -328,6 +354,10 @@ impl Table {
         let mtime = now_ns();
         let mut added = Vec::new();
         let io_err = |e| KeyStoreError::io("write", &self.path, e);
+        // Pass 1: keys and pointers (and deletions); pass 2: the status of new slots, so a
+        // reader never sees an occupied slot before its key and pointer.
+        let mut fields = Vec::with_capacity(writes.len() + deletes.len());
+        let mut statuses = Vec::new();
         for &(slot, new, key, off, len) in &writes {
             let base = slot * g.slot_size as u64;
             let mut ptr = Vec::with_capacity(g.key_size + 20);
@@ -339,24 +369,24 @@ impl Table {
             ptr.extend_from_slice(&len.to_le_bytes());
             ptr.extend_from_slice(&mtime.to_le_bytes());
             let at = base + 1 + if new { 0 } else { g.key_size as u64 };
-            index.write_all_at(&ptr, at).map_err(io_err)?;
+            fields.push((at, ptr));
             if new {
                 if view.status(slot) == DELETED {
                     deleted = deleted.saturating_sub(1);
                 }
-                index.write_all_at(&[OCCUPIED], base).map_err(io_err)?;
+                statuses.push((base, vec![OCCUPIED]));
                 occupied += 1;
                 hwm = hwm.max(slot);
                 added.push(slot);
             }
         }
         for &slot in &deletes {
-            index
-                .write_all_at(&[DELETED], slot * g.slot_size as u64)
-                .map_err(io_err)?;
+            fields.push((slot * g.slot_size as u64, vec![DELETED]));
             occupied = occupied.saturating_sub(1);
             deleted += 1;
         }
+        write_coalesced(&index, &view.index, &mut fields).map_err(io_err)?;
+        write_coalesced(&index, &view.index, &mut statuses).map_err(io_err)?;
         let mut hdr = [0u8; 24];
         hdr[..8].copy_from_slice(&occupied.to_le_bytes());
         hdr[8..16].copy_from_slice(&deleted.to_le_bytes());
@@ -467,6 +497,54 @@ impl Table {
         f.sync_data()
             .map_err(|e| KeyStoreError::io("fsync", &path, e))
     }
+}
+
+/// Patches closer than this many bytes go out in one `pwrite` with what lies between them.
+const COALESCE_GAP: u64 = 4096;
+/// The longest single `pwrite` of coalesced patches.
+const COALESCE_MAX: u64 = 8 << 20;
+
+/// Write `patches` (`(offset, bytes)`, distinct non-overlapping ranges) into `file`, whose
+/// current contents `map` shows: sorted by offset, patches within [`COALESCE_GAP`] of each
+/// other are merged with the unchanged bytes between them (read from `map`) into one
+/// `pwrite`. A bulk state change patches ~90,000 scattered 20-byte pointers; one `pwrite`
+/// each cost 10 us of system time, the merged runs a copy of the pages they cover, which
+/// the fsync writes back either way.
+pub(super) fn write_coalesced(
+    file: &File,
+    map: &[u8],
+    patches: &mut [(u64, Vec<u8>)],
+) -> io::Result<()> {
+    patches.sort_unstable_by_key(|(at, _)| *at);
+    let mut rest = &patches[..];
+    while let Some(((start, first), _)) = rest.split_first() {
+        let mut end = start + first.len() as u64;
+        let mut n = 1;
+        while let Some((at, bytes)) = rest.get(n) {
+            let next_end = at + bytes.len() as u64;
+            if *at > end + COALESCE_GAP || next_end - start > COALESCE_MAX {
+                break;
+            }
+            end = end.max(next_end);
+            n += 1;
+        }
+        let (run, tail) = rest.split_at(n);
+        let (s, e) = (*start as usize, end as usize);
+        if run.len() == 1 || e > map.len() {
+            for (at, bytes) in run {
+                file.write_all_at(bytes, *at)?;
+            }
+        } else {
+            let mut buf = map[s..e].to_vec();
+            for (at, bytes) in run {
+                let o = *at as usize - s;
+                buf[o..o + bytes.len()].copy_from_slice(bytes);
+            }
+            file.write_all_at(&buf, *start)?;
+        }
+        rest = tail;
+    }
+    Ok(())
 }
 
 /// Open `path` to read and write, created (owner-only, as Salt's files) when missing, never

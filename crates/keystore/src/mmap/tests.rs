@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::table::{Geometry, Op, Table};
+use super::table::{Geometry, Op, Table, write_coalesced};
 use crate::tests::{PEM, with_crash};
 use crate::*;
 
@@ -204,4 +204,102 @@ fn repeated_key_in_a_batch_is_stored_once() {
     ])
     .unwrap();
     assert_eq!(t.items().unwrap(), vec![(b"a".to_vec(), b"\x012".to_vec())]);
+}
+
+/// Coalesced patches leave the file as one `pwrite` per patch would: near patches merged
+/// with the bytes between them, far ones alone, runs cut at the length cap.
+#[test]
+fn coalesced_writes_equal_one_write_per_patch() {
+    use std::os::unix::fs::FileExt;
+    let d = tempfile::tempdir().unwrap();
+    let len = 20 << 20;
+    let base: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    fs::write(&a, &base).unwrap();
+    fs::write(&b, &base).unwrap();
+    let mut patches: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut at = 3u64;
+    let mut step = 1u64;
+    while at + 40 < len as u64 {
+        patches.push((at, vec![(at % 256) as u8 ^ 0x5a; (at % 37 + 1) as usize]));
+        step = step * 5 % 9973 + 1;
+        at += 40 + step * if at > (8 << 20) { 1 } else { 7 };
+    }
+    patches.reverse();
+    let fa = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&a)
+        .unwrap();
+    for (at, bytes) in &patches {
+        fa.write_all_at(bytes, *at).unwrap();
+    }
+    let fb = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&b)
+        .unwrap();
+    write_coalesced(&fb, &base, &mut patches).unwrap();
+    assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
+}
+
+/// A bank large enough to be read on several threads lists what it holds: every state,
+/// sorted, deleted and moved keys where they now are, a denied key beside an accepted one;
+/// and a bulk accept of most keys (coalesced index writes) is read back the same way.
+#[test]
+fn large_bank_lists_every_state_sorted() {
+    let d = tempfile::tempdir().unwrap();
+    let pki = d.path().join("pki");
+    let geo = Geometry {
+        size: 40_000,
+        ..Geometry::default()
+    };
+    let ks = OpenOptions::new().mmap_key(Some(geo)).open(&pki).unwrap();
+    let n = 12_000;
+    let items: Vec<(KeyState, String, String)> = (0..n)
+        .map(|i| {
+            (
+                KeyState::Pending,
+                format!("m-{:05}", (i * 7919) % n),
+                PEM.to_owned(),
+            )
+        })
+        .collect();
+    ks.put_new_many(&items).unwrap();
+    let rejected: Vec<String> = (0..n).step_by(5).map(|i| format!("m-{i:05}")).collect();
+    ks.reject_many(&rejected, RejectFrom::default()).unwrap();
+    let gone: Vec<String> = (1..n).step_by(50).map(|i| format!("m-{i:05}")).collect();
+    ks.delete_many(&gone).unwrap();
+    let accept: Vec<String> = (0..n)
+        .filter(|i| i % 5 != 0 && i % 50 != 1 && i % 3 != 0)
+        .map(|i| format!("m-{i:05}"))
+        .collect();
+    ks.accept_many_prevalidated(&accept, AcceptFrom::default())
+        .unwrap();
+    ks.put_denied("m-00002", PEM).unwrap();
+    let reopened = OpenOptions::new().mmap_key(Some(geo)).open(&pki).unwrap();
+    let want = |f: &dyn Fn(usize) -> bool| -> Vec<String> {
+        (0..n)
+            .filter(|&i| f(i))
+            .map(|i| format!("m-{i:05}"))
+            .collect()
+    };
+    let lists = reopened.list_all();
+    assert_eq!(lists[&KeyState::Rejected], want(&|i| i % 5 == 0));
+    assert_eq!(
+        lists[&KeyState::Accepted],
+        want(&|i| i % 5 != 0 && i % 50 != 1 && i % 3 != 0)
+    );
+    assert_eq!(
+        lists[&KeyState::Pending],
+        want(&|i| i % 5 != 0 && i % 50 != 1 && i % 3 == 0)
+    );
+    assert_eq!(lists[&KeyState::Denied], vec!["m-00002".to_owned()]);
+    // The bank's own lists (read on several threads, merged) come sorted.
+    let raw = reopened.mmap.as_ref().unwrap().list_sorted().unwrap();
+    for state in KeyState::ALL {
+        assert_eq!(raw[state.idx()], lists[&state], "{state:?}");
+    }
+    assert_eq!(reopened.state("m-00002").unwrap(), Some(KeyState::Accepted));
+    assert_eq!(reopened.state("m-00001").unwrap(), None);
 }

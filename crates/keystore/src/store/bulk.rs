@@ -59,30 +59,12 @@ impl KeyStore {
 
 /// Write each `(path, text)` atomically (not flushed), in parallel.
 pub(super) fn write_files(files: &[(PathBuf, &[u8])]) -> Result<()> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, std::num::NonZeroUsize::get)
-        .clamp(2, 8);
-    let chunk = files.len().div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    for (path, pem) in part {
-                        fsutil::atomic_write(path, pem, KEY_FILE_MODE, false)?;
-                    }
-                    Ok::<_, KeyStoreError>(())
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().map_err(|_| KeyStoreError::Backend {
-                driver: "files",
-                message: "a key-writing thread panicked".into(),
-            })??;
-        }
-        Ok::<_, KeyStoreError>(())
+    fsutil::par_chunks(files, 2, |part| {
+        part.iter()
+            .try_for_each(|(path, pem)| fsutil::atomic_write(path, pem, KEY_FILE_MODE, false))
     })
+    .into_iter()
+    .collect()
 }
 
 #[cfg(test)]

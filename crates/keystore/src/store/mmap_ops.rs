@@ -2,8 +2,6 @@
 //! the same operations as the one-file-per-key layout, each a batch of index updates
 //! ([`crate::mmap`]).
 
-use std::collections::BTreeSet;
-
 use super::{KeyState, KeyStore, Report};
 use crate::error::{KeyStoreError, Result};
 use crate::mmap::MmapKeys;
@@ -11,18 +9,15 @@ use crate::mmap::MmapKeys;
 impl KeyStore {
     /// Caller holds `ops`. One read of the index gives every state.
     pub(super) fn mmap_refresh(&self, m: &MmapKeys, states: &[KeyState]) -> Result<()> {
-        let mut lists: [Vec<String>; 4] = Default::default();
-        for (id, state) in m.list()? {
-            if !id.starts_with('.') {
-                lists[state.idx()].push(id);
-            }
-        }
+        let mut lists = m.list_sorted()?;
         let mut index = self.write_index();
         for &state in states {
-            let mut v = std::mem::take(&mut lists[state.idx()]);
-            // Sorted first: the set is then built in one pass.
-            v.sort_unstable();
-            index.reset(state, v.into_iter().collect::<BTreeSet<String>>());
+            let v = std::mem::take(&mut lists[state.idx()]);
+            // Sorted already: the set is built in one pass.
+            index.reset(
+                state,
+                v.into_iter().filter(|id| !id.starts_with('.')).collect(),
+            );
         }
         Ok(())
     }

@@ -255,24 +255,10 @@ impl KeyStore {
                 })
                 .collect::<Vec<_>>()
         };
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 8);
-        if threads == 1 || keys.len() < 1024 {
-            return Ok(run(keys));
-        }
-        let chunk = keys.len().div_ceil(threads);
-        Ok(std::thread::scope(|s| {
-            let handles: Vec<_> = keys
-                .chunks(chunk)
-                .map(|part| s.spawn(move || run(part)))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        }))
+        Ok(fsutil::par_chunks(keys, 1024, run)
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
     /// Read the key file of each `(state, id)` of `keys` (as [`read_keys`](Self::read_keys))

@@ -133,8 +133,10 @@ impl View {
         Ok(())
     }
 
-    /// The occupied slots, ascending: from the roster when it agrees with the header's
-    /// count (Salt's `list_items`), else from a scan of the index.
+    /// The slots to read for every live entry, ascending: the roster's when it agrees
+    /// with the header's count (Salt's `list_items`; the caller checks each slot's status,
+    /// as Salt does, on the thread that reads it), else the occupied ones from a scan of
+    /// the index.
     pub(crate) fn live_slots(&self, roster: &Path) -> Result<Vec<u64>> {
         let (occupied, _, _) = self.header();
         let mut slots: Vec<u64> = read_roster(roster)?
@@ -147,7 +149,6 @@ impl View {
         }
         slots.sort_unstable();
         slots.dedup();
-        slots.retain(|&s| self.status(s) == OCCUPIED);
         Ok(slots)
     }
 
