@@ -14,12 +14,14 @@
 //! * [`py_truthy`], [`py_truthy_json`]: Python's `bool(x)`;
 //! * [`posixpath`]: `os.path.normpath`/`join`/`abspath` on text and Salt's
 //!   `salt.utils.path.join`;
+//! * [`par::par_chunks`]: work split over the CPUs (scoped threads);
 //! * [`LOCALE_VARS`]: what `cmd.run` sets to `C` (Salt's `reset_system_locale`).
 
 pub mod fnmatch;
 pub mod id;
 pub mod json;
 mod map;
+pub mod par;
 pub mod posixpath;
 mod repr;
 pub mod time;

@@ -269,7 +269,7 @@ impl MmapKeys {
                 .collect()
         };
         let mut out = Vec::with_capacity(ids.len());
-        for part in crate::fsutil::par_chunks(ids, 1024, run) {
+        for part in salt_compat::par::par_chunks(ids, 1024, run) {
             out.extend(part?);
         }
         Ok(out)

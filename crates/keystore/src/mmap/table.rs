@@ -274,7 +274,7 @@ impl Table {
             finish(&mut acc);
             Ok(acc)
         };
-        crate::fsutil::par_chunks(&slots, 4096, run)
+        salt_compat::par::par_chunks(&slots, 4096, run)
             .into_iter()
             .collect()
     }

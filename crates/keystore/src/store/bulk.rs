@@ -59,7 +59,7 @@ impl KeyStore {
 
 /// Write each `(path, text)` atomically (not flushed), in parallel.
 pub(super) fn write_files(files: &[(PathBuf, &[u8])]) -> Result<()> {
-    fsutil::par_chunks(files, 2, |part| {
+    salt_compat::par::par_chunks(files, 2, |part| {
         part.iter()
             .try_for_each(|(path, pem)| fsutil::atomic_write(path, pem, KEY_FILE_MODE, false))
     })

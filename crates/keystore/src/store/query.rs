@@ -255,7 +255,7 @@ impl KeyStore {
                 })
                 .collect::<Vec<_>>()
         };
-        Ok(fsutil::par_chunks(keys, 1024, run)
+        Ok(salt_compat::par::par_chunks(keys, 1024, run)
             .into_iter()
             .flatten()
             .collect())

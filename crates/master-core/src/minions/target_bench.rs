@@ -114,12 +114,11 @@ fn data(i: usize) -> Value {
     map(vec![("grains", grains), ("pillar", pillar)])
 }
 
-/// Time this thread spent on a CPU (ns), from `/proc/thread-self/schedstat`: on a loaded
-/// machine the wall time includes waiting for a core, this does not.
+/// CPU time of the whole process (ns; every thread, the matching threads included): on a
+/// loaded machine the wall time includes waiting for a core, this does not.
 fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
         .unwrap_or(0)
 }
 
