@@ -127,7 +127,9 @@ pub fn render(data: &Val, out: Outputter, style: Style) -> String {
         Outputter::Txt => txt(data),
         Outputter::Raw => py_repr(data),
     };
-    text.trim_end().to_owned()
+    let mut text = text;
+    text.truncate(text.trim_end().len());
+    text
 }
 
 // ---------------------------------------------------------------- key
@@ -159,9 +161,13 @@ fn key(data: &Val, c: Colors) -> Option<String> {
         match v {
             Val::List(ids) => {
                 let mut ids: Vec<&String> = ids.iter().collect();
-                ids.sort();
+                ids.sort_unstable();
+                ret.reserve(ids.iter().map(|id| id.len() + 1).sum());
                 for id in ids {
-                    let _ = writeln!(ret, "{ic}{}{}", strip_esc(id), c.endc());
+                    ret.push_str(ic);
+                    ret.push_str(&strip_esc(id));
+                    ret.push_str(c.endc());
+                    ret.push('\n');
                 }
             }
             Val::Map(m) => {
@@ -178,8 +184,12 @@ fn key(data: &Val, c: Colors) -> Option<String> {
 }
 
 /// `salt.output.strip_esc_sequence`.
-fn strip_esc(s: &str) -> String {
-    s.replace('\x1b', "?")
+fn strip_esc(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\x1b') {
+        s.replace('\x1b', "?").into()
+    } else {
+        s.into()
+    }
 }
 
 /// Python `str(value)` for a leaf.
@@ -198,7 +208,13 @@ fn nested(data: &Val, c: Colors) -> String {
         crate::NO_COLOUR
     };
     let mut out = Vec::new();
-    crate::nested(&json_of(data, strip_esc), 0, "", &mut out, &palette);
+    crate::nested(
+        &json_of(data, |s| strip_esc(s).into_owned()),
+        0,
+        "",
+        &mut out,
+        &palette,
+    );
     out.join("\n")
 }
 

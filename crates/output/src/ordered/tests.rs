@@ -33,6 +33,25 @@ fn key_outputter_plain_and_colored() {
     assert!(colored.starts_with("\x1b[0;1;32mAccepted Keys:\x1b[0;0m\n\x1b[0;32macc1\x1b[0;0m\n"));
 }
 
+/// `strip_esc_sequence`: an escape in an id is printed as `?`, in lists and in maps.
+#[test]
+fn key_outputter_strips_escapes() {
+    let v = Val::Map(vec![
+        (
+            "minions".into(),
+            Val::List(vec!["a\x1b[31mb".into(), "c".into()]),
+        ),
+        (
+            "minions_pre".into(),
+            Val::Map(vec![("d\x1be".into(), Val::Str("fp".into()))]),
+        ),
+    ]);
+    assert_eq!(
+        render(&v, Outputter::Key, PLAIN),
+        "Accepted Keys:\na?[31mb\nc\nUnaccepted Keys:\nd?e:  fp"
+    );
+}
+
 #[test]
 fn key_falls_back_to_nested() {
     let v = Val::ret(Val::Bool(true));
