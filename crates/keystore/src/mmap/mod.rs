@@ -260,7 +260,7 @@ impl MmapKeys {
             let Some(mut view) = self.keys.view()? else {
                 return Ok(vec![None; part.len()]);
             };
-            let none = std::collections::HashSet::new();
+            let none = table::Claimed::default();
             part.iter()
                 .map(|id| match view.find(id.as_bytes(), &none) {
                     table::Probe::Found(slot) => Ok(view.value(slot)?.and_then(decode)),

@@ -45,7 +45,7 @@ mod heap;
 mod view;
 
 use heap::HeapAppender;
-pub(crate) use view::Probe;
+pub(crate) use view::{Claimed, Probe};
 
 pub(crate) const OCCUPIED: u8 = 1;
 pub(crate) const DELETED: u8 = 2;
@@ -284,7 +284,7 @@ impl Table {
         let Some(mut view) = self.view()? else {
             return Ok(None);
         };
-        match view.find(key, &HashSet::new()) {
+        match view.find(key, &Claimed::default()) {
             Probe::Found(slot) => Ok(view.value(slot)?.map(<[u8]>::to_vec)),
             _ => Ok(None),
         }
@@ -301,7 +301,7 @@ impl Table {
         let (index, mut view) = self.open_for_write()?;
         self.recover_roster(&index, &mut view)?;
         let mut heap = HeapAppender::start(&view, &self.heap_path(), self.geo)?;
-        let mut claimed = HashSet::new();
+        let mut claimed = Claimed::default();
         let mut writes: Vec<(u64, bool, &[u8], u64, u32)> = Vec::new();
         let mut deletes = Vec::new();
         let mut done = Vec::with_capacity(ops.len());
@@ -329,7 +329,7 @@ impl Table {
                             ));
                         }
                     };
-                    claimed.insert(slot);
+                    claimed.insert(slot, self.geo.size);
                     let off = heap.push(value);
                     let len = u32::try_from(value.len()).map_err(|_| {
                         KeyStoreError::io("write", &self.path, io::Error::other("value too large"))
@@ -339,7 +339,7 @@ impl Table {
                 }
                 Op::Delete(key) => match view.find(key, &claimed) {
                     Probe::Found(s) => {
-                        claimed.insert(s);
+                        claimed.insert(s, self.geo.size);
                         deletes.push(s);
                         done.push(true);
                     }

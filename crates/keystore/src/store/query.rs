@@ -224,11 +224,16 @@ impl KeyStore {
     {
         keys.iter().try_for_each(|(_, id)| validate_id(id))?;
         if let Some(m) = &self.mmap {
-            return Ok(m
-                .read_many(keys)?
-                .into_iter()
-                .map(|k| Ok(k.map(|pem| f(pem.as_bytes()))))
-                .collect());
+            let texts = m.read_many(keys)?;
+            let f = &f;
+            return Ok(salt_compat::par::par_chunks(&texts, 1024, |part| {
+                part.iter()
+                    .map(|k| Ok(k.as_ref().map(|pem| f(pem.as_bytes()))))
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .flatten()
+            .collect());
         }
         let mut dirs: [Option<(PathBuf, fs::File)>; 4] = Default::default();
         for &(state, _) in keys {

@@ -2,6 +2,29 @@
 
 use super::*;
 
+/// Slots taken earlier in a write batch: a bitmap over the index, allocated at the first
+/// insert (a `HashSet` of slot numbers cost a SipHash per probe step of every key).
+#[derive(Debug, Default)]
+pub(crate) struct Claimed(Vec<u64>);
+
+impl Claimed {
+    pub(crate) fn contains(&self, slot: u64) -> bool {
+        self.0
+            .get((slot / 64) as usize)
+            .is_some_and(|w| (w >> (slot % 64)) & 1 == 1)
+    }
+
+    /// Mark `slot` of an index of `size` slots.
+    pub(crate) fn insert(&mut self, slot: u64, size: u64) {
+        if self.0.is_empty() {
+            self.0 = vec![0; size.div_ceil(64) as usize];
+        }
+        if let Some(w) = self.0.get_mut((slot / 64) as usize) {
+            *w |= 1 << (slot % 64);
+        }
+    }
+}
+
 pub(crate) enum Probe {
     Found(u64),
     Free(u64),
@@ -33,13 +56,13 @@ impl View {
 
     /// Salt's `_find_slot`; `claimed` slots (taken earlier in a batch) count as occupied
     /// by another key.
-    pub(crate) fn find(&self, key: &[u8], claimed: &HashSet<u64>) -> Probe {
+    pub(crate) fn find(&self, key: &[u8], claimed: &Claimed) -> Probe {
         let data = self.geo.size - 1;
         let h = xxh3_64(key) % data + 1;
         let mut first_deleted = None;
         for i in 0..data {
             let slot = (h - 1 + i) % data + 1;
-            let taken = claimed.contains(&slot);
+            let taken = claimed.contains(slot);
             match self.status(slot) {
                 OCCUPIED => {
                     if !taken && self.key(slot) == key {
