@@ -10,6 +10,7 @@
 //! ([`KeyStore::watch_paths`]).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use salt_keystore::KeyStore;
@@ -21,6 +22,8 @@ pub(crate) const RACY: Duration = Duration::from_secs(2);
 #[derive(Debug, Default)]
 pub(crate) struct KeyDirWatch {
     seen: Mutex<Option<Vec<Option<SystemTime>>>>,
+    /// How many times [`refresh`](Self::refresh) listed the directories again.
+    reads: AtomicU64,
 }
 
 impl KeyDirWatch {
@@ -43,7 +46,15 @@ impl KeyDirWatch {
         // Times read before the listing: a change during it shows at the next call.
         store.refresh()?;
         *seen = Some(times);
+        self.reads.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// How many times the directories were listed again so far: a consumer that acts on
+    /// a change (the maintenance tick forgetting removed minions) compares it with the
+    /// count it saw last, whichever caller did the listing.
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
     }
 }
 
