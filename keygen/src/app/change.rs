@@ -115,6 +115,7 @@ impl Cli {
 
         let ids = unique_ids(&selected);
         let (inc_acc, inc_rej, inc_den) = self.include_flags(action);
+        let whole = changes.one_batch();
         let mut errors: Vec<KeyStoreError> = Vec::new();
         match action {
             Action::Accept => {
@@ -128,35 +129,23 @@ impl Cli {
                     include_denied: inc_den,
                 };
                 // Validated just above: the store need not read every file again.
-                self.batched(
-                    &ids,
-                    changes.one_batch(),
-                    "accepting keys",
-                    &mut errors,
-                    |chunk| changes.accept_many(chunk, from),
-                )?;
+                self.batched(&ids, whole, "accepting keys", &mut errors, |chunk| {
+                    changes.accept_many(chunk, from)
+                })?;
             }
             Action::Reject => {
                 let from = RejectFrom {
                     include_accepted: inc_acc,
                     include_denied: inc_den,
                 };
-                self.batched(
-                    &ids,
-                    changes.one_batch(),
-                    "rejecting keys",
-                    &mut errors,
-                    |chunk| changes.reject_many(chunk, from),
-                )?;
+                self.batched(&ids, whole, "rejecting keys", &mut errors, |chunk| {
+                    changes.reject_many(chunk, from)
+                })?;
             }
             Action::Delete => {
-                self.batched(
-                    &ids,
-                    changes.one_batch(),
-                    "deleting keys",
-                    &mut errors,
-                    |chunk| changes.delete_many(chunk),
-                )?;
+                self.batched(&ids, whole, "deleting keys", &mut errors, |chunk| {
+                    changes.delete_many(chunk)
+                })?;
             }
         }
         if matches!(action, Action::Reject | Action::Delete) {

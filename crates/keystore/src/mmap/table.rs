@@ -508,8 +508,8 @@ const COALESCE_MAX: u64 = 8 << 20;
 /// current contents `map` shows: sorted by offset, patches within [`COALESCE_GAP`] of each
 /// other are merged with the unchanged bytes between them (read from `map`) into one
 /// `pwrite`. A bulk state change patches ~90,000 scattered 20-byte pointers; one `pwrite`
-/// each cost 10 us of system time, the merged runs a copy of the pages they cover, which
-/// the fsync writes back either way.
+/// each cost ~10 us of system time (under `strace`), the merged runs a copy of the pages
+/// they cover, which the fsync writes back either way.
 pub(super) fn write_coalesced(
     file: &File,
     map: &[u8],
