@@ -85,7 +85,9 @@ pub fn publish(data: &[u8]) {
                 .open_publish(&[b"broadcast".to_vec(), env], &topic, true, &mut serial)
         }
         _ => {
-            let _ = fx.session.open_reply(rest, crate::keys::NONCE);
+            let _ = fx
+                .session
+                .open_reply(&mut rest.to_vec(), crate::keys::NONCE);
             return;
         }
     };

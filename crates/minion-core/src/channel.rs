@@ -20,7 +20,7 @@ use salt_proto::msg::{
     AesRequest, ErrorReply, InvalidMessage, JobLoad, PillarData, PillarReply, PillarSignedData,
     PublishPayload, RequestEnvelope, RequestMeta,
 };
-use salt_proto::{SerialGuard, SerialVerdict, ValueExt};
+use salt_proto::{SerialGuard, SerialVerdict};
 
 /// Why an incoming message was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -110,27 +110,39 @@ impl Session {
     }
 
     /// Open the reply to an AES request sent with `nonce` (the `_return` ack, a module's
-    /// file-server answer, ...).
-    pub fn open_reply(&self, reply: &[u8], nonce: &str) -> Result<Value, ChannelError> {
-        let v = salt_proto::decode(reply).map_err(|_| ChannelError::Malformed("reply"))?;
-        let ct = v
-            .as_bytes()
-            .ok_or(ChannelError::Malformed("reply is not bytes"))?;
-        let body = self.session.loads(ct, Some(nonce)).map_err(|e| match e {
-            salt_pki::Error::NonceMismatch => ChannelError::Nonce,
+    /// file-server answer, ...). The ciphertext is checked and decrypted where it lies in
+    /// `reply` (a 1 MiB file chunk is not copied twice more and wiped on the way).
+    pub fn open_reply(&self, reply: &mut [u8], nonce: &str) -> Result<Value, ChannelError> {
+        let Some(span) = salt_proto::raw_span(reply) else {
+            return Err(match salt_proto::decode(reply) {
+                Ok(_) => ChannelError::Malformed("reply is not bytes"),
+                Err(_) => ChannelError::Malformed("reply"),
+            });
+        };
+        let body = match self
+            .session
+            .open_in_place(&mut reply[span.clone()], Some(nonce))
+        {
+            Ok(body) => body,
+            Err(salt_pki::Error::NonceMismatch) => return Err(ChannelError::Nonce),
+            // The MAC is checked before anything is decrypted: the reply is as it came.
             // Error replies are bare strings ("bad load"): show them.
-            _ => match ErrorReply::from_value(&v) {
-                Ok(err) if err.as_str().len() < 200 => {
-                    ChannelError::MasterError(err.as_str().to_owned())
-                }
-                _ => ChannelError::Decrypt,
-            },
-        })?;
+            Err(salt_pki::Error::BadMac) => {
+                let err = salt_proto::decode(reply).map(|v| ErrorReply::from_value(&v));
+                return Err(match err {
+                    Ok(Ok(err)) if err.as_str().len() < 200 => {
+                        ChannelError::MasterError(err.as_str().to_owned())
+                    }
+                    _ => ChannelError::Decrypt,
+                });
+            }
+            Err(_) => return Err(ChannelError::Decrypt),
+        };
         if body.is_empty() {
             // Salt's loads returns {} when the "pickle::" marker is missing.
             return Ok(Value::Map(Vec::new()));
         }
-        salt_proto::decode(&body).map_err(|_| ChannelError::Malformed("reply body"))
+        salt_proto::decode(body).map_err(|_| ChannelError::Malformed("reply body"))
     }
 
     /// Open a publish message (the frames received on SUB). `serial` is the guard of the

@@ -58,10 +58,10 @@ impl MasterLink {
             let n = nonce();
             let body = self.session.aes_request(load, &n, unix_now());
             match net::request(&self.req, body, self.timeout).await {
-                Ok(reply) => {
+                Ok(mut reply) => {
                     return self
                         .session
-                        .open_reply(&reply, &n)
+                        .open_reply(&mut reply, &n)
                         .map_err(|e| e.to_string());
                 }
                 Err(e) => last = e.to_string(),

@@ -40,6 +40,7 @@ pub const NONCE_LEN: usize = 32;
 const SEAL_GRAIN: usize = 64;
 /// msgpack for an empty map: what Salt's `loads` returns when the marker is missing.
 const EMPTY_MAP: u8 = 0x80;
+const EMPTY_MAP_BODY: &[u8] = &[EMPTY_MAP];
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -122,22 +123,32 @@ impl Crypticle {
     /// Like Salt, padding is removed by dropping `last byte` bytes without checking them;
     /// the MAC has already authenticated the sender.
     pub fn decrypt(&self, data: &[u8]) -> Result<Zeroizing<Vec<u8>>, Error> {
+        let mut buf = Zeroizing::new(data.to_vec());
+        let base = buf.as_ptr();
+        let plain = self.decrypt_in_place(&mut buf)?;
+        let range = part_of(base, plain);
+        narrow(&mut buf, range);
+        Ok(buf)
+    }
+
+    /// [`decrypt`](Self::decrypt) in the caller's buffer; returns the plaintext, a part of
+    /// `data`.
+    fn decrypt_in_place<'a>(&self, data: &'a mut [u8]) -> Result<&'a [u8], Error> {
         let split = data.len().checked_sub(MAC_LEN).ok_or(Error::BadMac)?;
-        let (body, tag) = data.split_at(split);
+        let (body, tag) = data.split_at_mut(split);
         self.mac()
-            .chain_update(body)
+            .chain_update(&*body)
             .verify_slice(tag)
             .map_err(|_| Error::BadMac)?;
         if body.len() < 2 * BLOCK || body.len() % BLOCK != 0 {
             return Err(Error::Malformed("ciphertext length"));
         }
-        let (iv, ct) = body.split_at(BLOCK);
+        let (iv, ct) = body.split_at_mut(BLOCK);
         let dec = cbc::Decryptor::<Aes192>::new_from_slices(self.aes_key.as_ref(), iv)
             .map_err(|_| Error::Malformed("iv length"))?;
-        let mut plain = Zeroizing::new(
-            dec.decrypt_padded_vec_mut::<NoPadding>(ct)
-                .map_err(|_| Error::Malformed("ciphertext length"))?,
-        );
+        let plain: &'a [u8] = dec
+            .decrypt_padded_mut::<NoPadding>(ct)
+            .map_err(|_| Error::Malformed("ciphertext length"))?;
         // Python's `data[:-data[-1]]`: a pad byte of 0 or beyond the length leaves nothing.
         let pad = usize::from(plain.last().copied().unwrap_or(0));
         let keep = if pad == 0 {
@@ -145,8 +156,7 @@ impl Crypticle {
         } else {
             plain.len().saturating_sub(pad)
         };
-        plain.truncate(keep);
-        Ok(plain)
+        Ok(&plain[..keep])
     }
 
     /// Salt's `dumps` for an already msgpack-encoded body: encrypt
@@ -194,9 +204,7 @@ impl Crypticle {
         // throughput of encrypting everything and then MACing it (docs/benchmarks.md).
         // The length is a multiple of the block size, so every piece is whole blocks.
         for piece in buf[body..].chunks_mut(SEAL_GRAIN) {
-            for b in piece.chunks_exact_mut(BLOCK) {
-                enc.encrypt_block_mut(GenericArray::from_mut_slice(b));
-            }
+            encrypt_blocks(&mut enc, piece);
             mac.update(piece);
         }
         let tag = mac.finalize().into_bytes();
@@ -209,23 +217,41 @@ impl Crypticle {
     /// A plaintext without the marker yields `0x80` (an empty map), which is what Salt
     /// returns. A wrong nonce is [`Error::NonceMismatch`].
     pub fn loads(&self, data: &[u8], nonce: Option<&str>) -> Result<Zeroizing<Vec<u8>>, Error> {
-        let mut plain = self.decrypt(data)?;
-        let Some(rest) = plain.strip_prefix(PICKLE_PAD) else {
+        let mut buf = Zeroizing::new(data.to_vec());
+        let base = buf.as_ptr();
+        let body = self.open_in_place(&mut buf, nonce)?;
+        if std::ptr::eq(body, EMPTY_MAP_BODY) {
             return Ok(Zeroizing::new(vec![EMPTY_MAP]));
+        }
+        let range = part_of(base, body);
+        narrow(&mut buf, range);
+        Ok(buf)
+    }
+
+    /// [`loads`](Self::loads) in the caller's buffer: check the HMAC (constant time),
+    /// decrypt `data` in place, strip `"pickle::"` and check the nonce; returns the msgpack
+    /// body, a part of `data` (or an empty map when the marker is missing, as Salt). Nothing
+    /// is copied or allocated, and nothing is zeroized: for bulk replies (file chunks) in a
+    /// buffer the caller owns. On an error `data` may hold a partly decrypted ciphertext.
+    pub fn open_in_place<'a>(
+        &self,
+        data: &'a mut [u8],
+        nonce: Option<&str>,
+    ) -> Result<&'a [u8], Error> {
+        let plain = self.decrypt_in_place(data)?;
+        let Some(rest) = plain.strip_prefix(PICKLE_PAD) else {
+            return Ok(EMPTY_MAP_BODY);
         };
-        let skip = match nonce.filter(|n| !n.is_empty()) {
+        match nonce.filter(|n| !n.is_empty()) {
             Some(expected) => {
                 let got = &rest[..NONCE_LEN.min(rest.len())];
                 if got != expected.as_bytes() {
                     return Err(Error::NonceMismatch);
                 }
-                PICKLE_PAD.len() + got.len()
+                Ok(&rest[got.len()..])
             }
-            None => PICKLE_PAD.len(),
-        };
-        // In place (one move), not a second copy of a possibly large body.
-        plain.drain(..skip);
-        Ok(plain)
+            None => Ok(rest),
+        }
     }
 
     /// The first `len` bytes of the msgpack body of [`loads`](Self::loads) (after
@@ -258,6 +284,26 @@ impl Crypticle {
         // HMAC accepts keys of any length; ours is always 32 bytes.
         <HmacSha256 as Mac>::new_from_slice(self.hmac_key.as_ref())
             .unwrap_or_else(|_| unreachable!("HMAC takes any key length"))
+    }
+}
+
+/// Where `part`, a slice of the buffer starting at `base`, lies in it.
+fn part_of(base: *const u8, part: &[u8]) -> std::ops::Range<usize> {
+    let start = (part.as_ptr() as usize).saturating_sub(base as usize);
+    start..start + part.len()
+}
+
+/// Keep only `range` of `buf`, moved to its front in place (one move, not a second copy of
+/// a possibly large body; what is cut off stays in the capacity a `Zeroizing` wipes).
+fn narrow(buf: &mut Vec<u8>, range: std::ops::Range<usize>) {
+    buf.truncate(range.end);
+    buf.drain(..range.start);
+}
+
+/// CBC-encrypt `piece` (whole blocks) in place, continuing `enc`'s chain.
+fn encrypt_blocks(enc: &mut cbc::Encryptor<Aes192>, piece: &mut [u8]) {
+    for b in piece.chunks_exact_mut(BLOCK) {
+        enc.encrypt_block_mut(GenericArray::from_mut_slice(b));
     }
 }
 
@@ -355,5 +401,46 @@ mod tests {
         ));
         // Without an expected nonce the nonce stays in the body, as in Salt.
         assert_eq!(c.loads(&x, None).unwrap().len(), 33);
+    }
+
+    #[test]
+    fn open_in_place_is_loads_without_the_copies() {
+        let c = Crypticle::generate();
+        let n = "0123456789abcdef0123456789abcdef";
+        for len in [0usize, 1, 15, 16, 17, 1000, 300_000] {
+            let body: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            for nonce in [None, Some(n)] {
+                let sealed = c.dumps(&body, nonce);
+                let mut buf = sealed.clone();
+                let opened = c.open_in_place(&mut buf, nonce).unwrap().to_vec();
+                assert_eq!(opened, body, "{len} bytes, nonce {nonce:?}");
+                assert_eq!(c.loads(&sealed, nonce).unwrap().as_slice(), &body[..]);
+            }
+        }
+        // No marker: Salt's empty map, from both.
+        let bare = c.encrypt(b"no marker here");
+        assert_eq!(
+            c.open_in_place(&mut bare.clone(), None).unwrap(),
+            [EMPTY_MAP]
+        );
+        assert_eq!(c.loads(&bare, None).unwrap().as_slice(), [EMPTY_MAP]);
+        // A bad MAC is found before anything is decrypted: the buffer is as it came.
+        let mut bad = c.dumps(b"secret", Some(n));
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let before = bad.clone();
+        assert!(matches!(
+            c.open_in_place(&mut bad, Some(n)),
+            Err(Error::BadMac)
+        ));
+        assert_eq!(bad, before);
+        assert!(matches!(
+            c.open_in_place(&mut c.dumps(b"x", Some(n)), Some(&n.replace('0', "f"))),
+            Err(Error::NonceMismatch)
+        ));
+        assert!(matches!(
+            c.open_in_place(&mut [0u8; 10], None),
+            Err(Error::BadMac)
+        ));
     }
 }

@@ -48,7 +48,7 @@ pub mod value;
 
 pub use codec::{
     DecodeError, DecodeLimits, decode, decode_with_limits, encode, encode_bin_type, encode_into,
-    str_from_bytes,
+    raw_span, str_from_bytes,
 };
 pub use ids::{JidGenerator, format_jid, gen_nonce, is_jid, is_nonce, nonce_from_bytes};
 pub use msg::InvalidMessage;

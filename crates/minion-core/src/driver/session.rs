@@ -283,9 +283,9 @@ pub(super) async fn send_aes(
         let n = nonce();
         let body = session.aes_request(load, &n, unix_now());
         match net::request(req, body, timeout).await {
-            Ok(reply) => {
+            Ok(mut reply) => {
                 return session
-                    .open_reply(&reply, &n)
+                    .open_reply(&mut reply, &n)
                     .map_err(RequestError::Channel);
             }
             Err(NetError::Timeout) => last = RequestError::Timeout,

@@ -111,6 +111,26 @@ pub fn decode(bytes: &[u8]) -> Result<Value, DecodeError> {
     decode_with_limits(bytes, &DecodeLimits::default())
 }
 
+/// Where the payload of `bytes` lies when all of `bytes` is one msgpack raw (a str or bin
+/// of any width): an encrypted reply, whose ciphertext can then be opened in place
+/// without decoding (copying) it first. `None` for any other document.
+pub fn raw_span(bytes: &[u8]) -> Option<std::ops::Range<usize>> {
+    let (head, len) = match *bytes.first()? {
+        m @ 0xa0..=0xbf => (1, usize::from(m & 0x1f)),
+        0xc4 | 0xd9 => (2, usize::from(*bytes.get(1)?)),
+        0xc5 | 0xda => (
+            3,
+            usize::from(u16::from_be_bytes([*bytes.get(1)?, *bytes.get(2)?])),
+        ),
+        0xc6 | 0xdb => {
+            let n: [u8; 4] = bytes.get(1..5)?.try_into().ok()?;
+            (5, usize::try_from(u32::from_be_bytes(n)).ok()?)
+        }
+        _ => return None,
+    };
+    (bytes.len().checked_sub(head)? == len).then_some(head..bytes.len())
+}
+
 /// Decodes one msgpack document with explicit limits. See [`decode`].
 ///
 /// # Errors

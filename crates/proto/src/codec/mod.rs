@@ -23,7 +23,7 @@
 mod decode;
 mod encode;
 
-pub use decode::{DecodeError, DecodeLimits, HARD_MAX_DEPTH, decode, decode_with_limits};
+pub use decode::{DecodeError, DecodeLimits, HARD_MAX_DEPTH, decode, decode_with_limits, raw_span};
 pub use encode::{encode, encode_bin_type, encode_into, str_from_bytes, write_raw_header};
 
 #[cfg(test)]
@@ -34,6 +34,30 @@ mod tests {
 
     fn enc(v: impl Into<Value>) -> Vec<u8> {
         encode(&v.into())
+    }
+
+    #[test]
+    fn raw_span_finds_the_payload_of_one_raw() {
+        for n in [0usize, 5, 31, 32, 255, 256, 70_000] {
+            let payload = vec![0xeeu8; n];
+            for doc in [encode(&Value::Binary(payload.clone())), {
+                let mut v = Vec::new();
+                write_raw_header(&mut v, n);
+                v.extend_from_slice(&payload);
+                v
+            }] {
+                let span = raw_span(&doc).unwrap();
+                assert_eq!(&doc[span], &payload[..], "{n} bytes");
+                // One byte short or one too many: not a whole raw.
+                assert!(raw_span(&doc[..doc.len() - 1]).is_none() || n == 0);
+                let mut long = doc.clone();
+                long.push(0);
+                assert!(raw_span(&long).is_none());
+            }
+        }
+        assert!(raw_span(&enc(7)).is_none());
+        assert!(raw_span(&[0xc6, 0, 0]).is_none());
+        assert!(raw_span(&[]).is_none());
     }
 
     #[test]

@@ -187,7 +187,7 @@ impl Worker {
                 session.sig_algo,
             )
         } else {
-            session.open_reply(body, &run.nonce)
+            session.open_reply(&mut body.to_vec(), &run.nonce)
         };
         let v = match opened {
             Ok(v) => v,
