@@ -374,6 +374,10 @@ void zmq::stream_engine_base_t::out_event ()
 
         //  If there is no data to send, stop polling for output.
         if (_outsize == 0) {
+            //  salt-rs: all that was encoded has been written; free the
+            //  encoder's buffer while output is idle
+            //  (third_party/zeromq-src/README.md).
+            _encoder->release_buffer ();
             _output_stopped = true;
             reset_pollout ();
             return;
