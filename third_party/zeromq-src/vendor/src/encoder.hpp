@@ -60,10 +60,9 @@ template <typename T> class encoder_base_t : public i_encoder
         _next (NULL),
         _new_msg_flag (false),
         _buf_size (bufsize_),
-        _buf (static_cast<unsigned char *> (malloc (bufsize_))),
+        _buf (NULL),
         _in_progress (NULL)
     {
-        alloc_assert (_buf);
     }
 
     ~encoder_base_t () ZMQ_OVERRIDE { free (_buf); }
@@ -73,11 +72,19 @@ template <typename T> class encoder_base_t : public i_encoder
     //  points to NULL) decoder object will provide buffer of its own.
     size_t encode (unsigned char **data_, size_t size_) ZMQ_FINAL
     {
-        unsigned char *buffer = !*data_ ? _buf : *data_;
-        const size_t buffersize = !*data_ ? _buf_size : size_;
-
         if (in_progress () == NULL)
             return 0;
+
+        //  salt-rs: the buffer is allocated when first needed, not in the
+        //  constructor, and freed by release_buffer () once the engine has
+        //  written all of it (third_party/zeromq-src/README.md).
+        if (!*data_ && !_buf) {
+            _buf = static_cast<unsigned char *> (malloc (_buf_size));
+            alloc_assert (_buf);
+        }
+
+        unsigned char *buffer = !*data_ ? _buf : *data_;
+        const size_t buffersize = !*data_ ? _buf_size : size_;
 
         size_t pos = 0;
         while (pos < buffersize) {
@@ -133,6 +140,15 @@ template <typename T> class encoder_base_t : public i_encoder
         (static_cast<T *> (this)->*_next) ();
     }
 
+    //  salt-rs: see i_encoder. Nothing the state machine keeps (_write_pos)
+    //  points into _buf: it points into the message or the derived encoder's
+    //  own header buffer.
+    void release_buffer () ZMQ_FINAL
+    {
+        free (_buf);
+        _buf = NULL;
+    }
+
   protected:
     //  Prototype of state machine action.
     typedef void (T::*step_t) ();
@@ -167,7 +183,7 @@ template <typename T> class encoder_base_t : public i_encoder
 
     //  The buffer for encoded data.
     const size_t _buf_size;
-    unsigned char *const _buf;
+    unsigned char *_buf;
 
     msg_t *_in_progress;
 

@@ -55,6 +55,11 @@ class i_decoder
     decode (const unsigned char *data_, size_t size_, size_t &processed_) = 0;
 
     virtual msg_t *msg () = 0;
+
+    //  salt-rs: frees the receive buffer if the decoder can allocate it again
+    //  on its next get_buffer () call; called by the engine once it has
+    //  decoded all it read (third_party/zeromq-src/README.md).
+    virtual void release_buffer () {}
 };
 }
 

@@ -52,6 +52,11 @@ struct i_encoder
 
     //  Load a new message into encoder.
     virtual void load_msg (msg_t *msg_) = 0;
+
+    //  salt-rs: frees the encoder's own output buffer (allocated again by
+    //  the next encode () that needs it). Only when none of it is still to
+    //  be written (third_party/zeromq-src/README.md).
+    virtual void release_buffer () {}
 };
 }
 

@@ -129,7 +129,11 @@ class mechanism_t
     virtual int
     property (const std::string &name_, const void *value_, size_t length_);
 
-    const options_t options;
+    //  salt-rs: a reference, not a copy (upstream: `const options_t options;`,
+    //  ~2.5 KiB per connection). Every mechanism is made by its engine from the
+    //  engine's own const `_options` and deleted in the engine's destructor,
+    //  before those are (third_party/zeromq-src/README.md).
+    const options_t &options;
 
   private:
     //  Properties received from ZMTP peer.

@@ -287,6 +287,9 @@ bool zmq::stream_engine_base_t::in_event_internal ()
                 error (connection_error);
                 return false;
             }
+            //  salt-rs: nothing was read into the buffer; free it while
+            //  the connection is idle (third_party/zeromq-src/README.md).
+            _decoder->release_buffer ();
             return true;
         }
 
@@ -321,6 +324,13 @@ bool zmq::stream_engine_base_t::in_event_internal ()
         _input_stopped = true;
         reset_pollin (_handle);
     }
+
+    //  salt-rs: everything read has been decoded: the receive buffer holds
+    //  nothing the decoder needs (a message it is still filling, if any,
+    //  keeps the buffer alive through its own reference); free it while the
+    //  connection is idle (third_party/zeromq-src/README.md).
+    if (_insize == 0 && rc != -1)
+        _decoder->release_buffer ();
 
     _session->flush ();
     return true;
@@ -364,6 +374,10 @@ void zmq::stream_engine_base_t::out_event ()
 
         //  If there is no data to send, stop polling for output.
         if (_outsize == 0) {
+            //  salt-rs: all that was encoded has been written; free the
+            //  encoder's buffer while output is idle
+            //  (third_party/zeromq-src/README.md).
+            _encoder->release_buffer ();
             _output_stopped = true;
             reset_pollout ();
             return;

@@ -48,6 +48,11 @@ class v2_decoder_t ZMQ_FINAL
     //  i_decoder interface.
     msg_t *msg () { return &_in_progress; }
 
+    //  salt-rs: drops the decoder's reference to its receive buffer (freed now
+    //  unless zero-copy messages still use it, then by the last of them);
+    //  get_buffer () allocates a new one (third_party/zeromq-src/README.md).
+    void release_buffer () ZMQ_FINAL { get_allocator ().deallocate (); }
+
   private:
     int flags_ready (unsigned char const *);
     int one_byte_size_ready (unsigned char const *);

@@ -162,11 +162,11 @@ template <typename T, int N> class yqueue_t
             _begin_chunk->prev = NULL;
             _begin_pos = 0;
 
-            //  'o' has been more recently used than _spare_chunk,
-            //  so for cache reasons we'll get rid of the spare and
-            //  use 'o' as the spare.
-            chunk_t *cs = _spare_chunk.xchg (o);
-            free (cs);
+            //  salt-rs: 'o' is freed, not kept as a spare chunk (upstream
+            //  swapped it with _spare_chunk): an idle queue then holds one
+            //  chunk, not two; push () allocates when there is no spare
+            //  (third_party/zeromq-src/README.md).
+            free (o);
         }
     }
 
