@@ -7,8 +7,11 @@
 #          in flight, polled by BENCH_FS_THREADS client threads) for BENCH_FS_SECS seconds
 #          → requests/s;
 #   big:   one 100 MiB file served chunk by chunk (file_buffer_size 1 MiB, as cp.get_file
-#          does), hash checked → MiB/s; next to the ceilings: a plain TCP copy over loopback,
-#          the same with one round trip per chunk, and that with Salt's mandatory crypto.
+#          does; each reply opened in the buffer it arrived in, as our minion does; the
+#          file's hash checked on a second client thread, off the measured loop: Salt's
+#          get_file hashes nothing per chunk) → MiB/s; next to the ceilings: a plain TCP copy
+#          over loopback, the same with one round trip per chunk, and that with Salt's
+#          mandatory crypto.
 # Both masters: worker_threads BENCH_FS_WORKERS (default 2, the machine's cores), hash_type
 # sha256, auto_accept. Both run at once and are driven in turn, BENCH_FS_ROUNDS times each;
 # medians reported. Knobs: BENCH_FS_SECS=5 BENCH_FS_CLIENTS=16 BENCH_FS_THREADS=1

@@ -176,6 +176,9 @@ impl Build {
     /// against the compiled lib from rust code.
     pub fn build(&mut self) {
         let vendor = Path::new(env!("CARGO_MANIFEST_DIR")).join("vendor");
+        // salt-rs: rebuild libzmq when its sources change (our patch edits them; without
+        // this the build script reran only when src/strlcpy.c changed).
+        println!("cargo:rerun-if-changed={}", vendor.display());
 
         let mut build = cc::Build::new();
         build

@@ -39,10 +39,10 @@ enum
     //  Number of new messages in message pipe needed to trigger new memory
     //  allocation. Setting this parameter to 256 decreases the impact of
     //  memory allocation by approximately 99.6%
-    //  salt-rs: 8 (a 528-byte chunk instead of 16 KiB per pipe direction, two
+    //  salt-rs: 4 (a 272-byte chunk instead of 16 KiB per pipe direction, two
     //  per connection: a master holding 10,000 minions keeps 20,000 pipes;
     //  third_party/zeromq-src/README.md).
-    message_pipe_granularity = 8,
+    message_pipe_granularity = 4,
 
     //  Commands in pipe per allocation event.
     command_pipe_granularity = 16,
