@@ -11,6 +11,7 @@
 //! protocol layer (`salt-proto`), which understands the msgpack body.
 
 use std::fmt;
+use std::ops::Range;
 
 use aes::Aes192;
 use base64::Engine as _;
@@ -40,7 +41,6 @@ pub const NONCE_LEN: usize = 32;
 const SEAL_GRAIN: usize = 64;
 /// msgpack for an empty map: what Salt's `loads` returns when the marker is missing.
 const EMPTY_MAP: u8 = 0x80;
-const EMPTY_MAP_BODY: &[u8] = &[EMPTY_MAP];
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -124,16 +124,14 @@ impl Crypticle {
     /// the MAC has already authenticated the sender.
     pub fn decrypt(&self, data: &[u8]) -> Result<Zeroizing<Vec<u8>>, Error> {
         let mut buf = Zeroizing::new(data.to_vec());
-        let base = buf.as_ptr();
         let plain = self.decrypt_in_place(&mut buf)?;
-        let range = part_of(base, plain);
-        narrow(&mut buf, range);
+        narrow(&mut buf, plain);
         Ok(buf)
     }
 
-    /// [`decrypt`](Self::decrypt) in the caller's buffer; returns the plaintext, a part of
-    /// `data`.
-    fn decrypt_in_place<'a>(&self, data: &'a mut [u8]) -> Result<&'a [u8], Error> {
+    /// [`decrypt`](Self::decrypt) in the caller's buffer; returns where the plaintext lies
+    /// in `data`.
+    fn decrypt_in_place(&self, data: &mut [u8]) -> Result<Range<usize>, Error> {
         let split = data.len().checked_sub(MAC_LEN).ok_or(Error::BadMac)?;
         let (body, tag) = data.split_at_mut(split);
         self.mac()
@@ -146,7 +144,7 @@ impl Crypticle {
         let (iv, ct) = body.split_at_mut(BLOCK);
         let dec = cbc::Decryptor::<Aes192>::new_from_slices(self.aes_key.as_ref(), iv)
             .map_err(|_| Error::Malformed("iv length"))?;
-        let plain: &'a [u8] = dec
+        let plain = dec
             .decrypt_padded_mut::<NoPadding>(ct)
             .map_err(|_| Error::Malformed("ciphertext length"))?;
         // Python's `data[:-data[-1]]`: a pad byte of 0 or beyond the length leaves nothing.
@@ -156,7 +154,7 @@ impl Crypticle {
         } else {
             plain.len().saturating_sub(pad)
         };
-        Ok(&plain[..keep])
+        Ok(BLOCK..BLOCK + keep)
     }
 
     /// Salt's `dumps` for an already msgpack-encoded body: encrypt
@@ -218,14 +216,13 @@ impl Crypticle {
     /// returns. A wrong nonce is [`Error::NonceMismatch`].
     pub fn loads(&self, data: &[u8], nonce: Option<&str>) -> Result<Zeroizing<Vec<u8>>, Error> {
         let mut buf = Zeroizing::new(data.to_vec());
-        let base = buf.as_ptr();
-        let body = self.open_in_place(&mut buf, nonce)?;
-        if std::ptr::eq(body, EMPTY_MAP_BODY) {
-            return Ok(Zeroizing::new(vec![EMPTY_MAP]));
+        match self.body_in_place(&mut buf, nonce)? {
+            Some(body) => {
+                narrow(&mut buf, body);
+                Ok(buf)
+            }
+            None => Ok(Zeroizing::new(vec![EMPTY_MAP])),
         }
-        let range = part_of(base, body);
-        narrow(&mut buf, range);
-        Ok(buf)
     }
 
     /// [`loads`](Self::loads) in the caller's buffer: check the HMAC (constant time),
@@ -238,19 +235,33 @@ impl Crypticle {
         data: &'a mut [u8],
         nonce: Option<&str>,
     ) -> Result<&'a [u8], Error> {
+        Ok(match self.body_in_place(data, nonce)? {
+            Some(body) => &data[body],
+            None => &[EMPTY_MAP],
+        })
+    }
+
+    /// Where the msgpack body lies in `data` once opened in place; `None` when the plaintext
+    /// lacks the `"pickle::"` marker (Salt's `loads` then answers an empty map).
+    fn body_in_place(
+        &self,
+        data: &mut [u8],
+        nonce: Option<&str>,
+    ) -> Result<Option<Range<usize>>, Error> {
         let plain = self.decrypt_in_place(data)?;
-        let Some(rest) = plain.strip_prefix(PICKLE_PAD) else {
-            return Ok(EMPTY_MAP_BODY);
-        };
+        if !data[plain.clone()].starts_with(PICKLE_PAD) {
+            return Ok(None);
+        }
+        let rest = plain.start + PICKLE_PAD.len()..plain.end;
         match nonce.filter(|n| !n.is_empty()) {
             Some(expected) => {
-                let got = &rest[..NONCE_LEN.min(rest.len())];
+                let got = &data[rest.start..rest.end.min(rest.start + NONCE_LEN)];
                 if got != expected.as_bytes() {
                     return Err(Error::NonceMismatch);
                 }
-                Ok(&rest[got.len()..])
+                Ok(Some(rest.start + got.len()..rest.end))
             }
-            None => Ok(rest),
+            None => Ok(Some(rest)),
         }
     }
 
@@ -287,15 +298,9 @@ impl Crypticle {
     }
 }
 
-/// Where `part`, a slice of the buffer starting at `base`, lies in it.
-fn part_of(base: *const u8, part: &[u8]) -> std::ops::Range<usize> {
-    let start = (part.as_ptr() as usize).saturating_sub(base as usize);
-    start..start + part.len()
-}
-
 /// Keep only `range` of `buf`, moved to its front in place (one move, not a second copy of
 /// a possibly large body; what is cut off stays in the capacity a `Zeroizing` wipes).
-fn narrow(buf: &mut Vec<u8>, range: std::ops::Range<usize>) {
+fn narrow(buf: &mut Vec<u8>, range: Range<usize>) {
     buf.truncate(range.end);
     buf.drain(..range.start);
 }
