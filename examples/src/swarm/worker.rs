@@ -411,8 +411,12 @@ impl Worker {
     /// Read every reply waiting on dealer `k`; returns how many sign-ins completed.
     fn drain_dealer(&mut self, k: usize) -> usize {
         let mut done = 0;
-        while let Some(Ok(frames)) = self.dealers.get(k).map(|d| d.recv_multipart(zmq::DONTWAIT)) {
-            let Some(body) = frames.last() else { continue };
+        while let Some(Ok(mut frames)) =
+            self.dealers.get(k).map(|d| d.recv_multipart(zmq::DONTWAIT))
+        {
+            let Some(body) = frames.last_mut() else {
+                continue;
+            };
             let Ok(v) = salt_proto::decode(body) else {
                 continue;
             };

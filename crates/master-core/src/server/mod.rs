@@ -22,7 +22,6 @@ pub(crate) mod trim;
 pub(crate) mod workers;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -309,15 +308,15 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // `KeyDirWatch::reads` when the connected ids were last pruned (none yet).
-    let pruned_at = Arc::new(AtomicU64::new(u64::MAX));
+    let mut pruned_at = u64::MAX;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
         let s = shared.clone();
-        let pruned_at = pruned_at.clone();
-        let _ = tokio::task::spawn_blocking(move || {
+        let last_pruned = pruned_at;
+        let ticked = tokio::task::spawn_blocking(move || {
             let cfg = &s.cfg;
             let dropfile = match salt_keystore::check_dropfile(&cfg.cachedir, Some(&cfg.id)) {
                 Ok(salt_keystore::DropfileCheck::Rotate) => true,
@@ -343,7 +342,8 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
             // each tick was the master's whole idle cost: ~1.5 ms per 1,000 minions).
             let listed = s.key_dirs.refresh(&s.store).is_ok();
             let reads = s.key_dirs.reads();
-            if listed && pruned_at.swap(reads, Ordering::Relaxed) != reads {
+            let prune = listed && reads != last_pruned;
+            if prune {
                 // A set: `retain` over a Vec was 10^8 string compares per tick at 10k ids.
                 let accepted: std::collections::HashSet<String> = s
                     .store
@@ -397,8 +397,12 @@ async fn maintenance(shared: Arc<Shared>, stop: CancellationToken) {
                     Err(e) => tracing::error!("AES key rotation failed: {e}"),
                 }
             }
+            if prune { reads } else { last_pruned }
         })
         .await;
+        if let Ok(at) = ticked {
+            pruned_at = at;
+        }
     }
 }
 

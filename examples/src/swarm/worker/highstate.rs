@@ -161,7 +161,7 @@ impl Worker {
     }
 
     /// A reply on minion `j`'s dealer while its highstate runs; false if it has none.
-    pub(super) fn hs_reply(&mut self, j: usize, body: &[u8]) -> bool {
+    pub(super) fn hs_reply(&mut self, j: usize, body: &mut [u8]) -> bool {
         let Some(plan) = self.cfg.highstate.clone() else {
             return false;
         };
@@ -187,7 +187,7 @@ impl Worker {
                 session.sig_algo,
             )
         } else {
-            session.open_reply(&mut body.to_vec(), &run.nonce)
+            session.open_reply(body, &run.nonce)
         };
         let v = match opened {
             Ok(v) => v,
